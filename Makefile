@@ -1,0 +1,113 @@
+# srkit — build, test, bench, debug, CUDA, install.
+#   make            build/libsr.a and build/srkit
+#   make test       CUnit suites (verbose; non-zero exit on any failure)
+#   make debug      the same suites under ASan + UBSan, in build-debug/
+#   make bench      timings (never part of the tests)
+#   make CUDA=1     also compile kernels/cuda/*.cu with nvcc and link cuBLAS
+#   make setup      install the Debian packages (scripts/setup.sh)
+#   make install    PREFIX=/usr/local: libsr.a, sr.h, srkit.pc, srkit
+#   make models     fetch and convert the real models into $SRKIT_HOME
+#   make data       generate the built-in aligned speech set into $SRKIT_HOME/data
+
+CC      ?= cc
+NVCC    ?= nvcc
+PREFIX  ?= /usr/local
+BUILD   ?= build
+PKGS    := openblas hdf5 sndfile libcjson fftw3f samplerate
+DEBUG   ?= 0
+CUDA    ?= 0
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+CUNIT_LIBS := $(shell pkg-config --libs cunit)
+
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
+ifeq ($(DEBUG),1)
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDSAN   := -fsanitize=address,undefined
+else
+OPT     := -O2 -g
+LDSAN   :=
+endif
+CFLAGS  ?=
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -pthread $(PKG_CFLAGS)
+LDLIBS  := $(PKG_LIBS) -lm -lpthread
+
+LIB_SRC := $(wildcard core/*.c models/*.c models/*/*.c decoders/*.c eval/*.c kernels/*.c kernels/cpu/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CU_SRC  := $(wildcard kernels/cuda/*.cu)
+
+ifeq ($(CUDA),1)
+CUDA_HOME ?= /usr/local/cuda
+CFLAGS    += -DSR_WITH_CUDA=1
+NVFLAGS   := -O2 -std=c++17 -DSR_WITH_CUDA=1 -Xcompiler -fPIC,-Wall \
+             -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+LIB_OBJ   += $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+LDLIBS    += -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+endif
+
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+.PHONY: all test debug bench setup install models data clean venv-ref fixtures
+all: $(BUILD)/libsr.a $(BUILD)/srkit
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -I core -c $< -o $@
+
+$(BUILD)/libsr.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/srkit: $(BUILD)/tools/srkit.o $(BUILD)/libsr.a
+	$(CC) $(LDSAN) -pthread -o $@ $^ $(LDLIBS)
+
+$(BUILD)/test_srkit: $(TEST_OBJ) $(BUILD)/libsr.a
+	$(CC) $(LDSAN) -pthread -o $@ $^ $(CUNIT_LIBS) $(LDLIBS)
+
+# The suites run from the repository root (fixtures are found by relative path). The CLI
+# suite calls build/srkit through SRKIT_BIN.
+test: $(BUILD)/test_srkit $(BUILD)/srkit
+	SRKIT_BIN=$(BUILD)/srkit OPENBLAS_NUM_THREADS=2 ./$(BUILD)/test_srkit
+
+debug:
+	$(MAKE) BUILD=build-debug DEBUG=1 test
+
+bench: $(BUILD)/srkit
+	./$(BUILD)/srkit bench --all
+
+setup:
+	bash scripts/setup.sh
+
+# Reference packages (openai-whisper, nemo_toolkit, transformers, torch) for regenerating the
+# golden fixtures live in a venv outside git; CI never needs them.
+venv-ref:
+	bash scripts/venv_ref.sh
+
+fixtures:
+	python3 scripts/gen_test_fixtures.py
+
+models:
+	bash scripts/fetch_models.sh
+
+data:
+	bash scripts/make_aligned_speech.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+	           $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(BUILD)/libsr.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 core/sr.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/srkit $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/#define SR_VERSION "\(.*\)"/\1/p' core/sr.h)|' \
+	    -e 's|@REQUIRES@|$(PKGS)|' srkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/srkit.pc
+
+clean:
+	rm -rf build build-debug
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/srkit.d

@@ -1,0 +1,60 @@
+/*
+ * internal.h — library-internal helpers shared by core/, models/, decoders/, eval/:
+ * error reporting, growable buffers, timing. Not installed.
+ */
+#ifndef SR_INTERNAL_H
+#define SR_INTERNAL_H
+
+#include "sr.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#if defined(__GNUC__)
+#define SR_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define SR_PRINTF(a, b)
+#endif
+
+#define SR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define SR_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SR_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Record the detail message for sr_last_error() on this thread and return s, so that error
+ * paths read `return sr_error(SR_ERR_ARG, "%s: field x: ...", path);`. */
+sr_status sr_error(sr_status s, const char *fmt, ...) SR_PRINTF(2, 3);
+
+/* Prefix the current detail message: "ctx: <previous message>". Returns s. */
+sr_status sr_error_prefix(sr_status s, const char *fmt, ...) SR_PRINTF(2, 3);
+
+/* Clear the detail message (successful calls that want a clean slate). */
+void sr_error_clear(void);
+
+/* Checked allocation helpers: return NULL after recording SR_ERR_NOMEM with what. */
+void *sr_malloc(size_t n, const char *what);
+void *sr_calloc(size_t count, size_t size, const char *what);
+char *sr_strdup(const char *s);
+
+/* Monotonic clock in nanoseconds. */
+int64_t sr_now_ns(void);
+
+/* Growable byte string. */
+typedef struct sr_strbuf {
+    char *data; /* NUL-terminated; NULL while empty and never grown */
+    size_t len;
+    size_t cap;
+} sr_strbuf;
+
+sr_status sr_strbuf_append(sr_strbuf *b, const char *s, size_t n);
+sr_status sr_strbuf_printf(sr_strbuf *b, const char *fmt, ...) SR_PRINTF(2, 3);
+void sr_strbuf_clear(sr_strbuf *b); /* keeps the allocation */
+void sr_strbuf_free(sr_strbuf *b);
+
+/* Read a whole file into a NUL-terminated malloc'ed buffer. */
+sr_status sr_read_file(const char *path, char **data, size_t *len);
+
+/* Peak resident set size of this process in bytes (getrusage). */
+size_t sr_peak_rss_bytes(void);
+
+#endif /* SR_INTERNAL_H */

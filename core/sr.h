@@ -1,0 +1,293 @@
+/*
+ * sr.h — the one public header of srkit, a C11 toolkit for streaming speech recognition.
+ *
+ * A model (weights + hyper-parameters, read-only after load) is loaded from one HDF5 file and
+ * shared by any number of streams; a stream holds ALL per-utterance state (caches, decoder state,
+ * timeline). Audio is 16 kHz mono float in [-1, 1]. Every call that can fail returns an
+ * sr_status; sr_last_error() gives the detail text (naming the file, tensor or field) of the
+ * last failure on the calling thread. Library code never prints and never exits.
+ *
+ * Thread-safety: distinct streams may be used from distinct threads at once, also when they
+ * share one model. One stream must not be used from two threads at once.
+ *
+ * Matrix layout convention: row-major, time-major features ([T, n_mels]) throughout.
+ */
+#ifndef SR_H
+#define SR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SR_VERSION "0.1.0"
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+typedef enum {
+    SR_OK = 0,
+    SR_ERR_NOMEM = -1,        /* allocation failed */
+    SR_ERR_IO = -2,           /* file missing, unreadable, write failed */
+    SR_ERR_FORMAT = -3,       /* file readable but malformed: HDF5 layout, JSON, audio format */
+    SR_ERR_ARG = -4,          /* caller passed an invalid argument or config value */
+    SR_ERR_UNSUPPORTED = -5,  /* valid request this build or backend cannot do */
+    SR_ERR_DEVICE = -6        /* CUDA / device failure or no device present */
+} sr_status;
+
+/* Short fixed text for a status ("invalid argument"). Never NULL. Thread-safe. */
+const char *sr_strerror(sr_status s);
+
+/* Detail of the last failing call on this thread ("weights.h5: tensor /weights/x: shape
+ * [3, 4], config wants [3, 5]"). Empty string when none. Valid until the next srkit call on
+ * the same thread. Thread-safe (thread-local). */
+const char *sr_last_error(void);
+
+/* ---- element types ------------------------------------------------------------------------ */
+
+typedef enum { SR_F32 = 0, SR_F16 = 1, SR_BF16 = 2, SR_I8 = 3, SR_I32 = 4, SR_I64 = 5 } sr_dtype;
+
+const char *sr_dtype_name(sr_dtype t); /* "f32", "f16", "bf16", "i8", "i32", "i64" */
+size_t sr_dtype_size(sr_dtype t);      /* bytes per element */
+
+/* ---- audio (core/audio.c) ------------------------------------------------------------------ */
+
+typedef struct sr_audio {
+    float *samples;  /* [n] mono, float in [-1, 1], owned: release with sr_audio_free */
+    size_t n;        /* number of samples */
+    int sample_rate; /* Hz */
+} sr_audio;
+
+/* Read any format libsndfile reads (WAV, FLAC, OGG, MP3 where supported), downmix to mono by
+ * averaging channels and resample to target_rate (0 = keep the file's rate) with libsamplerate
+ * (SRC_SINC_BEST_QUALITY). Empty or zero-length audio is SR_ERR_FORMAT; unreadable path
+ * SR_ERR_IO; unknown format SR_ERR_FORMAT. On error *out is zeroed. Thread-safe. */
+sr_status sr_audio_load(const char *path, int target_rate, sr_audio *out);
+
+/* Resample n mono samples from rate_in to rate_out. *out is malloc'ed (free with free()).
+ * rate_in == rate_out copies. Thread-safe. */
+sr_status sr_audio_resample(const float *in, size_t n, int rate_in, int rate_out, float **out,
+                            size_t *n_out);
+
+/* Write mono float samples as 16-bit PCM WAV (for tools and tests). Thread-safe. */
+sr_status sr_audio_write_wav(const char *path, const float *samples, size_t n, int sample_rate);
+
+/* Release the samples; the struct is zeroed. NULL and zeroed structs are no-ops. */
+void sr_audio_free(sr_audio *a);
+
+/* ---- feature front-ends (core/mel_*.c) ----------------------------------------------------- */
+
+typedef enum {
+    SR_MEL_WHISPER = 0, /* openai-whisper log_mel_spectrogram */
+    SR_MEL_NEMO = 1     /* NeMo FilterbankFeatures (AudioToMelSpectrogramPreprocessor) */
+} sr_mel_kind;
+
+typedef enum { SR_NORM_NONE = 0, SR_NORM_PER_FEATURE = 1 } sr_mel_norm;
+
+typedef struct sr_mel_config {
+    sr_mel_kind kind;
+    int sample_rate;     /* 16000 */
+    int n_fft;           /* whisper 400, nemo 512 */
+    int win_length;      /* 400 */
+    int hop_length;      /* 160 */
+    int n_mels;          /* 80 or 128 */
+    float preemph;       /* nemo: 0.97 (0 = off); whisper: unused */
+    sr_mel_norm normalize; /* nemo: NA or per_feature; whisper: unused */
+    const float *filters;  /* optional [n_mels, n_fft/2 + 1]; NULL = computed (Slaney); copied */
+    /* Whisper streaming policy for the utterance-global clamp log10 >= max - 8:
+     * if > -1e30 the stream uses this fixed ceiling (Voxtral's global_log_mel_max); otherwise a
+     * running maximum over the frames seen so far. Offline ignores it unless fixed_max is set. */
+    float log_mel_max;
+    int fixed_max;       /* 1 = offline also uses log_mel_max instead of the utterance max */
+} sr_mel_config;
+
+/* Fill defaults for a kind: whisper (400/400/160/80) or nemo (512/400/160/80, preemph 0.97,
+ * per_feature). */
+void sr_mel_config_init(sr_mel_config *c, sr_mel_kind kind);
+
+typedef struct sr_mel sr_mel; /* filterbank + window + FFT plan; read-only after create */
+
+sr_status sr_mel_create(const sr_mel_config *c, sr_mel **out);
+void sr_mel_free(sr_mel *m);
+int sr_mel_n_mels(const sr_mel *m);
+const float *sr_mel_filters(const sr_mel *m); /* [n_mels, n_fft/2 + 1] */
+
+/* Offline features with the reference's exact behaviour (utterance-global clamp /
+ * normalization included). *out is malloc'ed [*n_frames, n_mels]; free with free().
+ * Whisper: n_frames = n / hop (last STFT frame dropped); NeMo: n / hop + 1 frames, of which
+ * floor(n / hop) are valid (the rest zeroed, as the reference masks them).
+ * Thread-safe (m is read-only). */
+sr_status sr_mel_compute(const sr_mel *m, const float *pcm, size_t n, float **out, int *n_frames);
+
+typedef struct sr_mel_stream sr_mel_stream; /* per-stream STFT overlap state */
+
+sr_status sr_mel_stream_open(const sr_mel *m, sr_mel_stream **out);
+/* Feed n samples; writes every frame that is now complete to out ([n_out, n_mels], at most
+ * max_frames; SR_ERR_ARG if more would be produced — size it with sr_mel_stream_pending). */
+sr_status sr_mel_stream_feed(sr_mel_stream *s, const float *pcm, size_t n, float *out,
+                             int max_frames, int *n_out);
+/* Upper bound on frames a feed of n more samples can produce. */
+int sr_mel_stream_pending(const sr_mel_stream *s, size_t n);
+/* End of audio: emit the remaining frames (right padding as the reference does). */
+sr_status sr_mel_stream_finish(sr_mel_stream *s, float *out, int max_frames, int *n_out);
+void sr_mel_stream_reset(sr_mel_stream *s);
+void sr_mel_stream_close(sr_mel_stream *s);
+
+/* ---- models and streams -------------------------------------------------------------------- */
+
+typedef struct sr_model sr_model;   /* weights + config; read-only after load; shared */
+typedef struct sr_stream sr_stream; /* all per-stream state */
+
+typedef struct sr_options {
+    const char *device; /* "cpu" (default) or "cuda" */
+    int threads;        /* BLAS threads; 0 = library default */
+} sr_options;
+
+void sr_options_init(sr_options *o);
+
+/* Load an srkit HDF5 model (DESIGN §5). Validates root attributes, the arch against the
+ * registry, every tensor's shape against the config, and rejects NaN/Inf weights; the message
+ * names the file and the tensor or attribute. opt may be NULL (defaults). *out is owned by the
+ * caller: release with sr_model_free. */
+sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **out);
+void sr_model_free(sr_model *m); /* NULL is a no-op; no stream of m may be open */
+
+const char *sr_model_arch(const sr_model *m);   /* "whisper", "fastconformer_rnnt", ... */
+const char *sr_model_config(const sr_model *m); /* the config JSON text from the file */
+
+/* Describe an srkit HDF5 file without loading it into a backend: arch, config, tensor count,
+ * parameter count, bytes by dtype, every tensor with dtype and shape. *json_out is a
+ * malloc'ed JSON object text (free with free()). Thread-safe. */
+sr_status sr_model_inspect(const char *h5_path, char **json_out);
+
+typedef struct sr_stream_config {
+    const char *strategy;  /* backend-specific ("whisperrt", "reencode", "offline", "cache_aware",
+                              ...); NULL = the backend's default */
+    const char *decoder;   /* decoder name; NULL = the backend's default */
+    int chunk_ms;          /* chunk size; 0 = backend default */
+    int first_chunk_ms;    /* first chunk (WhisperRT tau0); 0 = same as chunk_ms */
+    int stability_n;       /* stable_greedy: tokens re-checked (n); default 2 */
+    int beam;              /* beam size (b); default 1 */
+    int max_symbols;       /* transducer: max symbols per frame; 0 = model config */
+    int att_context[2];    /* FastConformer [left, right]; {0, 0} = model default */
+    int decoder_kv_cache;  /* WhisperRT: keep decoder self-attention K/V across chunks */
+    int delay_tokens;      /* Voxtral transcription delay; 0 = model default */
+    int record_timeline;   /* 1 (default) keeps every timeline entry; 0 keeps only the last */
+} sr_stream_config;
+
+void sr_stream_config_init(sr_stream_config *c);
+
+typedef struct sr_hypothesis {
+    const int32_t *tokens; /* [n_tokens] */
+    int n_tokens;
+    const char *text;      /* detokenized tokens */
+    int n_stable;          /* tokens[0, n_stable) will never change */
+} sr_hypothesis;
+
+typedef struct sr_timeline_entry {
+    int64_t audio_ms;       /* audio consumed when this chunk was processed */
+    const int32_t *tokens;  /* [n_tokens] hypothesis after this chunk */
+    int n_tokens;
+    const char *text;       /* hypothesis text after this chunk */
+    int n_stable;
+    int64_t compute_ns;     /* wall time spent on this chunk (model + decoder) */
+    int is_final;           /* 1 for the entry written by sr_stream_finish */
+} sr_timeline_entry;
+
+typedef struct sr_timeline {
+    const sr_timeline_entry *entries; /* [n] */
+    size_t n;
+} sr_timeline;
+
+/* Open a stream on m. cfg may be NULL (backend defaults). Unknown decoder/strategy names are
+ * SR_ERR_ARG with the known names listed. The stream keeps a pointer to m: m must outlive it.
+ * Thread-safe with respect to other streams of m. */
+sr_status sr_stream_open(const sr_model *m, const sr_stream_config *cfg, sr_stream **out);
+
+/* Feed n samples (any n, 0 allowed; copied). Every complete chunk is processed now and appends
+ * one timeline entry; the same audio fed in any split gives the same timeline (compute times
+ * aside). NaN/Inf samples are SR_ERR_ARG. After finish, feed is SR_ERR_ARG until reset. */
+sr_status sr_stream_feed(sr_stream *s, const float *pcm16k, size_t n);
+
+/* End of audio: process the buffered remainder (padded as the backend requires), flush right
+ * context and tail decoding; appends one final timeline entry. */
+sr_status sr_stream_finish(sr_stream *s);
+
+/* Current hypothesis / timeline; pointers valid until the next feed/finish/reset/close. */
+const sr_hypothesis *sr_stream_hypothesis(const sr_stream *s);
+const sr_timeline *sr_stream_timeline(const sr_stream *s);
+
+/* Return to the state of a freshly opened stream, without reallocating caches. */
+void sr_stream_reset(sr_stream *s);
+void sr_stream_close(sr_stream *s); /* NULL is a no-op */
+
+typedef struct sr_memstats {
+    size_t weight_bytes;   /* bytes of model tensors in memory */
+    size_t stream_bytes;   /* bytes of per-stream state (caches, buffers, decoder), 0 if no s */
+    size_t peak_rss_bytes; /* process peak resident set size (getrusage) */
+    size_t gpu_peak_bytes; /* device memory peak, 0 on CPU */
+} sr_memstats;
+
+/* Memory figures for a model and optionally one of its streams (s may be NULL). */
+void sr_memory(const sr_model *m, const sr_stream *s, sr_memstats *out);
+
+/* ---- registry (models/registry.c, decoders/registry.c) -------------------------------------- */
+
+size_t sr_backend_count(void);
+const char *sr_backend_name(size_t i); /* NULL past the end */
+size_t sr_decoder_count(void);
+const char *sr_decoder_name(size_t i); /* NULL past the end */
+
+/* ---- experiment configs (core/config.c) ------------------------------------------------------ */
+
+/* One run of an experiment: the config with one point of its sweep applied. All strings are
+ * owned by the sr_config they came from. */
+typedef struct sr_run_config {
+    const char *name;        /* config "name", plus the sweep point: "name[stream.chunk_ms=100]" */
+    const char *sweep_point; /* "stream.chunk_ms=100,stream.decoder=stable_beam" or "" */
+    struct {
+        const char *path;    /* ${VAR} expanded */
+        const char *device;  /* "cpu" | "cuda" */
+        int threads;
+    } model;
+    sr_stream_config stream;
+    struct {
+        const char *format;  /* "librispeech" | "manifest" | "kaldi" | "trn" */
+        const char *path;
+        int limit;           /* 0 = all */
+    } data;
+    const char *alignments;  /* NULL or a CTM / TextGrid folder path */
+    const char *normalizer;  /* "whisper_en" (default) | "basic" | "none" */
+    const char *output;      /* results folder */
+    struct {
+        const char *path;    /* NULL = no regression gate */
+        double max_wer_increase;  /* absolute WER points */
+        double max_rtf_increase;  /* relative, 0.2 = 20 % slower; 0 = not gated */
+    } baseline;
+} sr_run_config;
+
+typedef struct sr_config sr_config;
+
+/* Parse an experiment config file: JSON (cJSON) with the schema of DESIGN §8, ${VAR} and
+ * ${VAR:-default} expanded from the environment in every string (SRKIT_HOME defaults to
+ * ~/.cache/srkit), relative paths kept as written. Wrong types, bad values, malformed JSON:
+ * SR_ERR_FORMAT / SR_ERR_ARG with a message naming the file and the field ("cfg.json:
+ * stream.chunk_ms: expected an integer, got string"). Unknown keys are warnings, not errors.
+ * *out owned by the caller (sr_config_free). Thread-safe. */
+sr_status sr_config_load(const char *path, sr_config **out);
+/* Same from a string; origin names it in messages. */
+sr_status sr_config_parse(const char *json, const char *origin, sr_config **out);
+void sr_config_free(sr_config *c);
+
+size_t sr_config_n_runs(const sr_config *c);                       /* sweep expansion, >= 1 */
+const sr_run_config *sr_config_run(const sr_config *c, size_t i);  /* NULL past the end */
+size_t sr_config_n_warnings(const sr_config *c);
+const char *sr_config_warning(const sr_config *c, size_t i);       /* "cfg.json: unknown key x" */
+/* The config as parsed (after expansion) as JSON text, for echoing in results; owned by c. */
+const char *sr_config_json(const sr_config *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SR_H */

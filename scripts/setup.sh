@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install the Debian packages srkit needs to build, test and generate its default data.
+# Idempotent; run as root (or with sudo available). Used by `make setup` and `.ci/run`.
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config
+  libopenblas-dev libhdf5-dev libsndfile1-dev libcjson-dev libcunit1-dev
+  libfftw3-dev libsamplerate0-dev
+  espeak-ng flac sox
+  python3 python3-numpy python3-h5py python3-venv
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PKGS[@]} Debian packages present"
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,111 @@
+/*
+ * main.c — the CUnit runner: registers every suite, runs them in verbose basic mode (CI
+ * parses the suite/test names and the run summary) and exits non-zero on any failure.
+ * Usage: build/test_srkit [SUITE...]   (no argument = all suites)
+ */
+#define _GNU_SOURCE
+#include <CUnit/Basic.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+
+/* Each test file defines one of these; weak so a suite list can grow file by file. */
+#define TEST_FILES(X)                                                                     \
+    X(core_api) X(core_stream) X(core_hdf5) X(core_audio) X(core_features) X(core_config)   \
+    X(core_tokenizer) X(kernels) X(cli)
+#define DECLARE(n) void test_register_##n(void) __attribute__((weak));
+TEST_FILES(DECLARE)
+
+static char *tmpdir_path;
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+static void cleanup_tmp(void)
+{
+    if (tmpdir_path) nftw(tmpdir_path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *test_tmpdir(void)
+{
+    if (!tmpdir_path) {
+        char tmpl[] = "/tmp/srkit-test-XXXXXX";
+        if (!mkdtemp(tmpl)) { perror("mkdtemp"); exit(2); }
+        tmpdir_path = strdup(tmpl);
+        atexit(cleanup_tmp);
+    }
+    return tmpdir_path;
+}
+
+/* Interned path strings: tests call these with few distinct names. */
+static const char *intern(const char *a, const char *b)
+{
+    static struct { char *s; } pool[256];
+    static int n;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", a, b);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(pool[i].s, buf)) return pool[i].s;
+    if (n == 256) { fprintf(stderr, "test path pool full\n"); exit(2); }
+    pool[n].s = strdup(buf);
+    return pool[n++].s;
+}
+
+const char *test_tmppath(const char *name) { return intern(test_tmpdir(), name); }
+const char *test_fixture(const char *name) { return intern("tests/fixtures", name); }
+
+const char *test_shared(const char *rel)
+{
+    const char *root = getenv("SRKIT_SHARED");
+    const char *p = intern(root ? root : "../shared/data", rel);
+    return access(p, R_OK) == 0 ? p : NULL;
+}
+
+double test_max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        if (d < 0) d = -d;
+        if (d > m || d != d) m = d;
+    }
+    return m;
+}
+
+void test_add_suite(const char *name, const test_case *cases, size_t n)
+{
+    CU_pSuite s = CU_add_suite(name, NULL, NULL);
+    if (!s) { fprintf(stderr, "CU_add_suite %s: %s\n", name, CU_get_error_msg()); exit(2); }
+    for (size_t i = 0; i < n; i++)
+        if (!CU_add_test(s, cases[i].name, cases[i].fn)) {
+            fprintf(stderr, "CU_add_test %s: %s\n", cases[i].name, CU_get_error_msg());
+            exit(2);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 2;
+#define CALL(n) if (test_register_##n) test_register_##n();
+    TEST_FILES(CALL)
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    if (argc > 1) {
+        for (int i = 1; i < argc; i++) {
+            CU_pSuite s = CU_get_suite(argv[i]);
+            if (!s) { fprintf(stderr, "no suite named %s\n", argv[i]); CU_cleanup_registry(); return 2; }
+            CU_basic_run_suite(s);
+        }
+    } else {
+        CU_basic_run_tests();
+    }
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}

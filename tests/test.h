@@ -1,0 +1,53 @@
+/*
+ * test.h — shared helpers for the CUnit suites. Each tests/test_<x>.c defines one
+ * `void test_register_<x>(void)` that adds its suites (named <area>_<topic>); tests/main.c
+ * calls every one that is linked in.
+ */
+#ifndef SR_TEST_H
+#define SR_TEST_H
+
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+
+#include "../core/sr.h"
+
+/* Path of tests/fixtures/<name> (the runner starts in the repository root). Static buffer per
+ * call site is not needed: the result is malloc'ed once per name and kept. */
+const char *test_fixture(const char *name);
+
+/* Path of ../shared/data/<rel> when it exists, else NULL (the caller skips with a message). */
+const char *test_shared(const char *rel);
+
+/* A fresh per-run temporary directory (created once, removed at exit) and a path inside it. */
+const char *test_tmpdir(void);
+const char *test_tmppath(const char *name);
+
+/* Print a skip line that CI logs show; use `TEST_SKIP("why"); return;`. */
+#define TEST_SKIP(why) printf("\n    SKIP %s: %s\n      ", __func__, (why))
+
+/* Assert a status and that sr_last_error() contains `needle` (the culprit's name). */
+#define TEST_ASSERT_ERR(call, want_status, needle)                                        \
+    do {                                                                                  \
+        sr_status st_ = (call);                                                           \
+        CU_ASSERT_EQUAL(st_, (want_status));                                              \
+        if (st_ != (want_status) || !strstr(sr_last_error(), (needle))) {                 \
+            printf("\n      %s:%d: status %d (%s), message \"%s\", wanted %d containing \"%s\"\n", \
+                   __FILE__, __LINE__, (int)st_, sr_strerror(st_), sr_last_error(),       \
+                   (int)(want_status), (needle));                                         \
+            CU_FAIL("error status or message");                                           \
+        }                                                                                 \
+    } while (0)
+
+/* Max |a - b| over n floats. */
+double test_max_abs_diff(const float *a, const float *b, size_t n);
+
+/* Register a suite with its tests: TEST_SUITE("core_api", NULL, NULL, {"name", fn}, ...). */
+typedef struct { const char *name; void (*fn)(void); } test_case;
+void test_add_suite(const char *name, const test_case *cases, size_t n);
+#define TEST_SUITE(name, ...)                                                             \
+    do {                                                                                  \
+        static const test_case cases_[] = {__VA_ARGS__};                                  \
+        test_add_suite((name), cases_, sizeof(cases_) / sizeof(cases_[0]));               \
+    } while (0)
+
+#endif /* SR_TEST_H */
