@@ -8,6 +8,7 @@
 #   make install    PREFIX=/usr/local: libsr.a, sr.h, srkit.pc, srkit
 #   make models     fetch and convert the real models into $SRKIT_HOME
 #   make data       generate the built-in aligned speech set into $SRKIT_HOME/data
+#   make quickstart the README's main command (setup, build, data, default experiment)
 
 CC      ?= cc
 NVCC    ?= nvcc
@@ -16,6 +17,9 @@ BUILD   ?= build
 PKGS    := openblas hdf5 sndfile libcjson fftw3f samplerate
 DEBUG   ?= 0
 CUDA    ?= 0
+# Debian's python3 with python3-numpy/h5py (scripts/setup.sh installs them); a pyenv python3
+# earlier on PATH may lack them.
+PYTHON  ?= /usr/bin/python3
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
@@ -49,7 +53,7 @@ endif
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all test debug bench setup install models data clean venv-ref fixtures
+.PHONY: all test debug bench setup install models data clean venv-ref fixtures quickstart
 all: $(BUILD)/libsr.a $(BUILD)/srkit
 
 $(BUILD)/%.o: %.c
@@ -90,13 +94,23 @@ venv-ref:
 	bash scripts/venv_ref.sh
 
 fixtures:
-	python3 scripts/gen_test_fixtures.py
+	$(PYTHON) scripts/gen_test_fixtures.py
+	$(PYTHON) scripts/gen_tokenizer_fixtures.py
 
 models:
 	bash scripts/fetch_models.sh
 
 data:
 	bash scripts/make_aligned_speech.sh
+
+# The README's main command: set up, build, generate the built-in speech set, then run the
+# default experiment. (Until the first real backend lands, the run list is validated and
+# printed instead of evaluated.)
+SRKIT_HOME ?= $(HOME)/.cache/srkit
+quickstart: setup
+	$(MAKE) all
+	SRKIT_HOME=$(SRKIT_HOME) bash scripts/make_aligned_speech.sh
+	SRKIT_HOME=$(SRKIT_HOME) ./$(BUILD)/srkit eval configs/quickstart.json --list-runs
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \

@@ -45,7 +45,14 @@ sr_status sr_error_prefix(sr_status s, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof last_error)
-        snprintf(last_error + n, sizeof last_error - (size_t)n, ": %s", prev);
+    /* append ": previous", truncated to fit */
+    size_t at = n < 0 ? 0 : SR_MIN((size_t)n, sizeof last_error - 1);
+    const char *parts[2] = {": ", prev};
+    for (int i = 0; i < 2; i++) {
+        size_t len = SR_MIN(strlen(parts[i]), sizeof last_error - 1 - at);
+        memcpy(last_error + at, parts[i], len);
+        at += len;
+    }
+    last_error[at] = '\0';
     return s;
 }

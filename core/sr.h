@@ -127,7 +127,8 @@ sr_status sr_mel_stream_open(const sr_mel *m, sr_mel_stream **out);
  * max_frames; SR_ERR_ARG if more would be produced — size it with sr_mel_stream_pending). */
 sr_status sr_mel_stream_feed(sr_mel_stream *s, const float *pcm, size_t n, float *out,
                              int max_frames, int *n_out);
-/* Upper bound on frames a feed of n more samples can produce. */
+/* Upper bound on frames a feed of n more samples can produce; it also bounds what
+ * sr_mel_stream_finish emits right after that feed (pending(s, 0) sizes the finish buffer). */
 int sr_mel_stream_pending(const sr_mel_stream *s, size_t n);
 /* End of audio: emit the remaining frames (right padding as the reference does). */
 sr_status sr_mel_stream_finish(sr_mel_stream *s, float *out, int max_frames, int *n_out);

@@ -43,4 +43,17 @@ sr_status sr_kernels_cuda(const sr_kernels **out);
 /* "cpu" / "cuda" / NULL (= cpu). Unknown names: SR_ERR_ARG listing the known ones. */
 sr_status sr_kernels_select(const char *device, const sr_kernels **out);
 
+/* ---- shared by the table implementations (kernels/) ---- */
+
+/* Validate sgemm arguments exactly as every table's sgemm does: trans flags 0/1, M, N, K >= 0,
+ * each leading dimension >= max(1, row length of the stored matrix), pointers non-NULL where
+ * the product reads or writes them. SR_ERR_ARG naming the argument ("sgemm: lda = 4 < 5 ..."). */
+sr_status sr_kernels_check_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A,
+                                 int lda, const float *B, int ldb, const float *C, int ldc);
+
+#ifdef SR_WITH_CUDA
+/* kernels/cuda/cuda.cu (extern "C"): the cuBLAS table after checking that a device exists. */
+sr_status sr_cuda_kernels(const sr_kernels **out);
+#endif
+
 #endif /* SR_KERNELS_H */

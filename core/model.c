@@ -1,0 +1,157 @@
+/*
+ * model.c — loading a model: open the HDF5 file, find the backend for its arch, pick the
+ * kernel table, load the tokenizer, let the backend load its shape-checked tensors, and reject
+ * files carrying tensors the backend did not use (a sign the config does not describe them).
+ */
+#include "plugin.h"
+
+#include <string.h>
+
+void sr_options_init(sr_options *o)
+{
+    o->device = "cpu";
+    o->threads = 0;
+}
+
+const char *sr_model_arch(const sr_model *m) { return m ? m->arch : NULL; }
+const char *sr_model_config(const sr_model *m) { return m ? m->config_text : NULL; }
+
+sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
+                          const int64_t *shape, const sr_tensor **out)
+{
+    *out = NULL;
+    if (m->n_tensors == m->cap_tensors) {
+        size_t cap = m->cap_tensors ? 2 * m->cap_tensors : 64;
+        sr_tensor *t = realloc(m->tensors, cap * sizeof *t);
+        if (!t) return sr_error(SR_ERR_NOMEM, "%s: out of memory for the tensor list", m->path);
+        m->tensors = t;
+        m->cap_tensors = cap;
+    }
+    sr_tensor *t = &m->tensors[m->n_tensors];
+    sr_status st = sr_h5_tensor(f, name, want, ndim, shape, t);
+    if (st) return st;
+    m->n_tensors++;
+    m->weight_bytes += t->nbytes;
+    *out = t;
+    return SR_OK;
+}
+
+static sr_status cfg_number(const sr_model *m, const char *key, int required, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m->config, key);
+    if (!v) {
+        if (required) return sr_error(SR_ERR_FORMAT, "%s: config.%s: missing", m->path, key);
+        return SR_ERR_ARG; /* absent, caller uses its default; no message needed */
+    }
+    if (!cJSON_IsNumber(v))
+        return sr_error(SR_ERR_FORMAT, "%s: config.%s: expected a number", m->path, key);
+    *out = v->valuedouble;
+    return SR_OK;
+}
+
+static sr_status cfg_int(const sr_model *m, const char *key, int required, int *out)
+{
+    double d;
+    sr_status st = cfg_number(m, key, required, &d);
+    if (st) return st;
+    if (d != (double)(int)d)
+        return sr_error(SR_ERR_FORMAT, "%s: config.%s: expected an integer, got %g", m->path, key, d);
+    *out = (int)d;
+    return SR_OK;
+}
+
+sr_status sr_cfg_int(const sr_model *m, const char *key, int *out) { return cfg_int(m, key, 1, out); }
+
+sr_status sr_cfg_int_def(const sr_model *m, const char *key, int def, int *out)
+{
+    sr_status st = cfg_int(m, key, 0, out);
+    if (st == SR_ERR_ARG) { *out = def; return SR_OK; }
+    return st;
+}
+
+sr_status sr_cfg_float_def(const sr_model *m, const char *key, float def, float *out)
+{
+    double d;
+    sr_status st = cfg_number(m, key, 0, &d);
+    if (st == SR_ERR_ARG) { *out = def; return SR_OK; }
+    if (st) return st;
+    *out = (float)d;
+    return SR_OK;
+}
+
+static sr_status check_unused(const sr_model *m, sr_h5 *f)
+{
+    char **names = NULL;
+    size_t n = 0;
+    sr_status st = sr_h5_unused(f, &names, &n);
+    if (st) return st;
+    if (n)
+        st = sr_error(SR_ERR_FORMAT,
+                      "%s: tensor %s (and %zu more) is not used by arch %s with this config: the "
+                      "config does not describe the file's weights",
+                      m->path, names[0], n - 1, m->arch);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return st;
+}
+
+sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "sr_model_load: out is NULL");
+    *out = NULL;
+    if (!h5_path) return sr_error(SR_ERR_ARG, "sr_model_load: path is NULL");
+    sr_model *m = sr_calloc(1, sizeof *m, "model");
+    if (!m) return SR_ERR_NOMEM;
+    if (opt) m->opt = *opt;
+    else sr_options_init(&m->opt);
+    if (!m->opt.device) m->opt.device = "cpu";
+
+    sr_h5 *f = NULL;
+    sr_status st = sr_h5_open(h5_path, &f);
+    if (st) goto fail;
+    st = SR_ERR_NOMEM;
+    if (!(m->path = sr_strdup(h5_path)) || !(m->arch = sr_strdup(sr_h5_arch(f))) ||
+        !(m->config_text = sr_strdup(sr_h5_config(f))))
+        goto fail;
+    if ((st = sr_backend_find(m->arch, &m->ops))) {
+        sr_error_prefix(st, "%s", h5_path);
+        goto fail;
+    }
+    m->config = cJSON_Parse(m->config_text);
+    if (!m->config || !cJSON_IsObject(m->config)) {
+        st = sr_error(SR_ERR_FORMAT, "%s: attribute config is not a JSON object", h5_path);
+        goto fail;
+    }
+    if ((st = sr_kernels_select(m->opt.device, &m->k))) goto fail;
+    if (m->opt.threads > 0) m->k->set_threads(m->opt.threads);
+    if (sr_h5_has_dataset(f, "/tokenizer/pieces_data") &&
+        (st = sr_tokenizer_load(f, &m->tokenizer)))
+        goto fail;
+    if ((st = m->ops->load(m, f))) goto fail;
+    if ((st = check_unused(m, f))) {
+        m->ops->unload(m);
+        goto fail;
+    }
+    sr_h5_close(f);
+    *out = m;
+    return SR_OK;
+fail:
+    sr_h5_close(f);
+    m->ops = NULL; /* unload already ran or was never due */
+    sr_model_free(m);
+    return st;
+}
+
+void sr_model_free(sr_model *m)
+{
+    if (!m) return;
+    if (m->ops && m->impl) m->ops->unload(m);
+    for (size_t i = 0; i < m->n_tensors; i++) sr_tensor_free(&m->tensors[i]);
+    free(m->tensors);
+    sr_tokenizer_free(m->tokenizer);
+    cJSON_Delete(m->config);
+    free(m->config_text);
+    free(m->arch);
+    free(m->path);
+    free(m);
+}

@@ -1,0 +1,149 @@
+/*
+ * plugin.h — how backends and decoders plug into the core (DESIGN §3). Internal.
+ *
+ * A backend is one `const sr_model_ops` table named after the HDF5 `arch` attribute and listed
+ * in models/registry.c. It owns the weights (impl) and, per stream, its caches (state). Each
+ * stream turns audio into "frames" (encoder outputs) one chunk at a time; a decoder, chosen by
+ * name, turns frames into tokens through the backend's scorer, which is one of three shapes:
+ *
+ *   AED          next_logprobs(prefix) over all audio seen so far          (Whisper)
+ *   TRANSDUCER   predict(state, token) + joint(frame, pred_out)             (FastConformer-RNNT)
+ *   SYNC         one step per audio frame: logits given the previous token  (Voxtral, test_linear)
+ *
+ * The core (core/stream.c) buffers audio into chunks, times them, calls the backend then the
+ * decoder, detokenizes, and records the timeline. Adding a family touches only its folder plus
+ * one line in models/registry.c.
+ */
+#ifndef SR_PLUGIN_H
+#define SR_PLUGIN_H
+
+#include "internal.h"
+#include "tokenizer.h"
+#include "weights.h"
+#include "../kernels/kernels.h"
+
+#include <cJSON.h>
+
+/* ---- scorers ------------------------------------------------------------------------------ */
+
+typedef enum { SR_SCORER_AED = 1, SR_SCORER_TRANSDUCER = 2, SR_SCORER_SYNC = 3 } sr_scorer_kind;
+
+typedef struct sr_scorer {
+    sr_scorer_kind kind;
+    void *ctx;   /* the backend's stream state */
+    int vocab;   /* size of the logit vectors */
+    int blank;   /* transducer blank / sync "no token" id; -1 when none */
+    int eot;     /* AED end-of-text id; -1 when none */
+
+    /* SYNC: frames produced so far by the stream, and one step over frame t (t = 0, 1, ... in
+     * order) given the previously chosen token (-1 before the first). logits: [vocab]. */
+    int (*sync_frames)(void *ctx);
+    sr_status (*sync_step)(void *ctx, int t, int32_t prev, float *logits);
+
+    /* AED: log-probabilities of the next token after prefix[0..n) given all audio so far. */
+    sr_status (*aed_logprobs)(void *ctx, const int32_t *prefix, int n, float *logprobs);
+
+    /* TRANSDUCER: frames so far; prediction network step (state_in may be NULL = start state;
+     * token -1 = start symbol) writing state_out [pred_state] and pred_out [pred_dim]; joint of
+     * encoder frame t with pred_out writing logits [vocab]. */
+    int (*tr_frames)(void *ctx);
+    int pred_state;  /* floats in a prediction-network state */
+    int pred_dim;    /* floats in a prediction output */
+    sr_status (*tr_predict)(void *ctx, const float *state_in, int32_t token, float *state_out,
+                            float *pred_out);
+    sr_status (*tr_joint)(void *ctx, int t, const float *pred_out, float *logits);
+} sr_scorer;
+
+/* ---- hypothesis buffer (owned by the stream, written by the decoder) ----------------------- */
+
+typedef struct sr_hyp {
+    int32_t *tokens; /* [cap] */
+    int n;
+    int cap;
+    int n_stable;    /* decoder promise: tokens[0, n_stable) never change */
+} sr_hyp;
+
+sr_status sr_hyp_push(sr_hyp *h, int32_t token);
+void sr_hyp_truncate(sr_hyp *h, int n); /* also clamps n_stable */
+
+/* ---- decoders ----------------------------------------------------------------------------- */
+
+typedef struct sr_decoder_ops {
+    const char *name;
+    const char *description;
+    sr_scorer_kind kind;  /* the scorer shape it needs */
+    /* Per-stream state from the stream config; *state may stay NULL for stateless decoders. */
+    sr_status (*open)(const sr_stream_config *cfg, const sr_scorer *sc, void **state);
+    /* After each processed chunk (final = 1 after the last): consume the new frames / audio and
+     * update h. */
+    sr_status (*update)(void *state, const sr_scorer *sc, int final, sr_hyp *h);
+    void (*reset)(void *state);
+    void (*close)(void *state);
+    size_t (*state_bytes)(const void *state);
+} sr_decoder_ops;
+
+/* Look up a decoder by name; unknown names: SR_ERR_ARG listing every known decoder. */
+sr_status sr_decoder_find(const char *name, const sr_decoder_ops **out);
+
+/* ---- backends ----------------------------------------------------------------------------- */
+
+/* Chunking the core applies for one stream. */
+typedef struct sr_chunking {
+    size_t first_chunk; /* samples in the first chunk */
+    size_t chunk;       /* samples in every later chunk */
+} sr_chunking;
+
+typedef struct sr_model_ops {
+    const char *name;        /* == HDF5 arch */
+    const char *description;
+    const char *default_decoder;
+
+    /* Parse m->config, load every tensor through sr_model_tensor (shape-checked against the
+     * config), set m->impl. On failure release what was loaded (unload is not called). */
+    sr_status (*load)(sr_model *m, sr_h5 *f);
+    void (*unload)(sr_model *m);
+
+    /* Per-stream state; fill *ck with the chunking for this config; *sc with the scorer (ctx =
+     * the new state). Invalid/unsupported cfg values: SR_ERR_ARG naming the field. */
+    sr_status (*stream_open)(const sr_model *m, const sr_stream_config *cfg, void **state,
+                             sr_chunking *ck, sr_scorer *sc);
+    /* Process one chunk: n == the chunk size, except with final = 1 where n may be shorter
+     * (the remainder, possibly 0) and the backend flushes. */
+    sr_status (*process)(void *state, const float *pcm, size_t n, int final);
+    void (*reset)(void *state);
+    void (*stream_close)(void *state);
+    size_t (*state_bytes)(const void *state);
+} sr_model_ops;
+
+/* Look up a backend by arch; unknown: SR_ERR_ARG listing every known arch. */
+sr_status sr_backend_find(const char *arch, const sr_model_ops **out);
+
+/* ---- the model object shared by backends ---------------------------------------------------- */
+
+struct sr_model {
+    const sr_model_ops *ops;
+    char *path;
+    char *arch;
+    char *config_text;       /* JSON text from the file */
+    cJSON *config;           /* parsed; read-only */
+    sr_tokenizer *tokenizer; /* NULL when the file has none */
+    const sr_kernels *k;     /* compute table chosen at load */
+    sr_options opt;
+    sr_tensor *tensors;      /* every tensor loaded, freed at sr_model_free */
+    size_t n_tensors, cap_tensors;
+    size_t weight_bytes;
+    void *impl;              /* backend weights view and derived constants */
+};
+
+/* Load /weights/<name> with the exact expected shape into the model's tensor list and return a
+ * pointer to it (valid for the model's life). See sr_h5_tensor for conversion and checks. */
+sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
+                          const int64_t *shape, const sr_tensor **out);
+
+/* Typed config getters for backends: read key from m->config; missing or wrong type:
+ * SR_ERR_FORMAT "<file>: config.<key>: ..."; `def` variants return the default when absent. */
+sr_status sr_cfg_int(const sr_model *m, const char *key, int *out);
+sr_status sr_cfg_int_def(const sr_model *m, const char *key, int def, int *out);
+sr_status sr_cfg_float_def(const sr_model *m, const char *key, float def, float *out);
+
+#endif /* SR_PLUGIN_H */

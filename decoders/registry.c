@@ -1,0 +1,33 @@
+/*
+ * registry.c — the static list of decoders, chosen by name in the stream config.
+ */
+#include "../core/plugin.h"
+
+#include <string.h>
+
+extern const sr_decoder_ops sr_dec_sync_greedy;
+
+static const sr_decoder_ops *const decoders[] = {
+    &sr_dec_sync_greedy,
+    NULL,
+};
+
+size_t sr_decoder_count(void) { return SR_ARRAY_LEN(decoders) - 1; }
+
+const char *sr_decoder_name(size_t i) { return i < sr_decoder_count() ? decoders[i]->name : NULL; }
+
+sr_status sr_decoder_find(const char *name, const sr_decoder_ops **out)
+{
+    *out = NULL;
+    for (size_t i = 0; decoders[i]; i++)
+        if (name && !strcmp(decoders[i]->name, name)) {
+            *out = decoders[i];
+            return SR_OK;
+        }
+    char known[512] = "";
+    for (size_t i = 0; decoders[i]; i++) {
+        if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
+        strncat(known, decoders[i]->name, sizeof known - strlen(known) - 1);
+    }
+    return sr_error(SR_ERR_ARG, "unknown decoder \"%s\" (known: %s)", name ? name : "(null)", known);
+}

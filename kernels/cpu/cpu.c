@@ -1,0 +1,89 @@
+/*
+ * cpu.c — the CPU kernel table: host memory (64-byte aligned so SIMD loads and BLAS packing
+ * never straddle cache lines), copies as memcpy, and GEMM through OpenBLAS's cblas_sgemm in
+ * row-major mode, which computes C = alpha * op(A) op(B) + beta * C directly on the row-major
+ * operands (no layout conversion here). Thread count goes to openblas_set_num_threads.
+ */
+#include "../../core/internal.h"
+#include "../kernels.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#define CPU_ALIGN 64
+
+static void *cpu_alloc(size_t bytes)
+{
+    /* posix_memalign with size 0 may return NULL; a real block keeps "NULL = failure" true. */
+    size_t n = bytes ? bytes : 1;
+    void *p = NULL;
+    if (posix_memalign(&p, CPU_ALIGN, n) != 0) return NULL;
+    return p;
+}
+
+static void cpu_free(void *p) { free(p); }
+
+static sr_status cpu_copy(void *dst, const void *src, size_t bytes, const char *what)
+{
+    if (bytes == 0) return SR_OK;
+    if (!dst || !src)
+        return sr_error(SR_ERR_ARG, "cpu %s: %s is NULL (%zu bytes)", what, dst ? "src" : "dst",
+                        bytes);
+    if (dst != src) memcpy(dst, src, bytes);
+    return SR_OK;
+}
+
+static sr_status cpu_upload(void *dst, const void *src, size_t bytes)
+{
+    return cpu_copy(dst, src, bytes, "upload");
+}
+
+static sr_status cpu_download(void *dst, const void *src, size_t bytes)
+{
+    return cpu_copy(dst, src, bytes, "download");
+}
+
+/* OpenBLAS calls return when their work is done: nothing is ever queued. */
+static sr_status cpu_sync(void) { return SR_OK; }
+
+static sr_status cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                           const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                           int ldc)
+{
+    sr_status st = sr_kernels_check_sgemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+    if (st) return st;
+    if (M == 0 || N == 0) return SR_OK;
+    if (K == 0) {
+        /* An empty product leaves beta * C. Done here because BLAS implementations differ on
+         * whether they touch C for K = 0; beta = 0 overwrites C (NaN there included), as BLAS
+         * defines for beta = 0. */
+        for (int i = 0; i < M; i++) {
+            float *row = C + (size_t)i * (size_t)ldc;
+            for (int j = 0; j < N; j++) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+        }
+        return SR_OK;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                ldc);
+    return SR_OK;
+}
+
+/* n <= 0 keeps the current count (OpenBLAS's default, or OPENBLAS_NUM_THREADS). */
+static void cpu_set_threads(int n)
+{
+    if (n > 0) openblas_set_num_threads(n);
+}
+
+static const sr_kernels cpu_table = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .sync = cpu_sync,
+    .sgemm = cpu_sgemm,
+    .set_threads = cpu_set_threads,
+};
+
+const sr_kernels *sr_kernels_cpu(void) { return &cpu_table; }

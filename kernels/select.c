@@ -1,0 +1,63 @@
+/*
+ * select.c — picks a kernel table by device name and holds the argument checks every table's
+ * sgemm shares, so CPU and CUDA reject exactly the same calls with the same messages.
+ * The CUDA table itself lives in kernels/cuda/cuda.cu and is linked only with make CUDA=1.
+ */
+#include "../core/internal.h"
+#include "kernels.h"
+
+#include <string.h>
+
+sr_status sr_kernels_check_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A,
+                                 int lda, const float *B, int ldb, const float *C, int ldc)
+{
+    if (trans_a != 0 && trans_a != 1)
+        return sr_error(SR_ERR_ARG, "sgemm: trans_a = %d, must be 0 or 1", trans_a);
+    if (trans_b != 0 && trans_b != 1)
+        return sr_error(SR_ERR_ARG, "sgemm: trans_b = %d, must be 0 or 1", trans_b);
+    if (M < 0) return sr_error(SR_ERR_ARG, "sgemm: M = %d is negative", M);
+    if (N < 0) return sr_error(SR_ERR_ARG, "sgemm: N = %d is negative", N);
+    if (K < 0) return sr_error(SR_ERR_ARG, "sgemm: K = %d is negative", K);
+    /* Row length of each stored matrix: A is [M, K] or, transposed, [K, M]; B is [K, N] or
+     * [N, K]; C is [M, N]. BLAS requires ld >= max(1, row length) even for empty matrices. */
+    int a_row = trans_a ? M : K;
+    int b_row = trans_b ? K : N;
+    if (lda < SR_MAX(1, a_row))
+        return sr_error(SR_ERR_ARG, "sgemm: lda = %d < %d, the row length of A stored as [%d, %d]",
+                        lda, SR_MAX(1, a_row), trans_a ? K : M, a_row);
+    if (ldb < SR_MAX(1, b_row))
+        return sr_error(SR_ERR_ARG, "sgemm: ldb = %d < %d, the row length of B stored as [%d, %d]",
+                        ldb, SR_MAX(1, b_row), trans_b ? N : K, b_row);
+    if (ldc < SR_MAX(1, N))
+        return sr_error(SR_ERR_ARG, "sgemm: ldc = %d < %d, the row length of C [%d, %d]", ldc,
+                        SR_MAX(1, N), M, N);
+    if (M > 0 && N > 0) {
+        if (!C) return sr_error(SR_ERR_ARG, "sgemm: C is NULL for a [%d, %d] result", M, N);
+        if (K > 0 && !A) return sr_error(SR_ERR_ARG, "sgemm: A is NULL (M = %d, K = %d)", M, K);
+        if (K > 0 && !B) return sr_error(SR_ERR_ARG, "sgemm: B is NULL (K = %d, N = %d)", K, N);
+    }
+    return SR_OK;
+}
+
+sr_status sr_kernels_cuda(const sr_kernels **out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "sr_kernels_cuda: out is NULL");
+    *out = NULL;
+#ifdef SR_WITH_CUDA
+    return sr_cuda_kernels(out);
+#else
+    return sr_error(SR_ERR_UNSUPPORTED, "built without CUDA: rebuild with make CUDA=1");
+#endif
+}
+
+sr_status sr_kernels_select(const char *device, const sr_kernels **out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "sr_kernels_select: out is NULL");
+    *out = NULL;
+    if (!device || strcmp(device, "cpu") == 0) {
+        *out = sr_kernels_cpu();
+        return SR_OK;
+    }
+    if (strcmp(device, "cuda") == 0) return sr_kernels_cuda(out);
+    return sr_error(SR_ERR_ARG, "device \"%s\": unknown; known devices: cpu, cuda", device);
+}

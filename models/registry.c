@@ -1,0 +1,34 @@
+/*
+ * registry.c — the static list of backends, keyed by the HDF5 `arch` attribute. A new model
+ * family adds its ops table here and nothing else outside its folder.
+ */
+#include "../core/plugin.h"
+
+#include <string.h>
+
+extern const sr_model_ops sr_test_linear_ops;
+
+static const sr_model_ops *const backends[] = {
+    &sr_test_linear_ops,
+    NULL,
+};
+
+size_t sr_backend_count(void) { return SR_ARRAY_LEN(backends) - 1; }
+
+const char *sr_backend_name(size_t i) { return i < sr_backend_count() ? backends[i]->name : NULL; }
+
+sr_status sr_backend_find(const char *arch, const sr_model_ops **out)
+{
+    *out = NULL;
+    for (size_t i = 0; backends[i]; i++)
+        if (arch && !strcmp(backends[i]->name, arch)) {
+            *out = backends[i];
+            return SR_OK;
+        }
+    char known[512] = "";
+    for (size_t i = 0; backends[i]; i++) {
+        if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
+        strncat(known, backends[i]->name, sizeof known - strlen(known) - 1);
+    }
+    return sr_error(SR_ERR_ARG, "unknown arch \"%s\" (known: %s)", arch ? arch : "(null)", known);
+}

@@ -1,0 +1,172 @@
+/*
+ * testlinear.c — "test_linear", a tiny real backend used by the tests of the stream engine,
+ * registry, timeline and decoders (it has no use beyond that).
+ *
+ * Architecture: audio in chunks of chunk_ms (one output frame per chunk)
+ *   chunk [S] -> n_bands equal segments -> f[b] = ln(1e-6 + mean(x^2) over segment b)  [n_bands]
+ *   logits = proj.weight [vocab, n_bands] · f + proj.bias [vocab]                     [vocab]
+ * scored one frame at a time (SYNC scorer); token `blank` means "no token".
+ * A final partial chunk is zero-padded to a whole chunk; an empty one produces no frame.
+ */
+#include "../../core/plugin.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    int chunk;          /* samples per chunk */
+    int n_bands, vocab, blank;
+    const float *w;     /* [vocab, n_bands] */
+    const float *b;     /* [vocab] */
+} tl_model;
+
+typedef struct {
+    const sr_model *m;
+    const tl_model *tm;
+    int n_frames;       /* frames produced */
+    float *feat;        /* [n_bands] features of the latest frame */
+    float *pad;         /* [chunk] zero-padded final chunk */
+} tl_stream;
+
+static sr_status tl_load(sr_model *m, sr_h5 *f)
+{
+    int sr = 0, chunk_ms = 0;
+    tl_model *tm = sr_calloc(1, sizeof *tm, "test_linear model");
+    if (!tm) return SR_ERR_NOMEM;
+    sr_status st;
+    if ((st = sr_cfg_int(m, "sample_rate", &sr)) || (st = sr_cfg_int(m, "chunk_ms", &chunk_ms)) ||
+        (st = sr_cfg_int(m, "n_bands", &tm->n_bands)) || (st = sr_cfg_int(m, "vocab", &tm->vocab)) ||
+        (st = sr_cfg_int_def(m, "blank", 0, &tm->blank)))
+        goto fail;
+    st = SR_ERR_FORMAT;
+    if (sr != 16000) { sr_error(st, "%s: config.sample_rate: %d, test_linear needs 16000", m->path, sr); goto fail; }
+    if (chunk_ms <= 0 || chunk_ms > 10000) { sr_error(st, "%s: config.chunk_ms: %d out of range (1..10000)", m->path, chunk_ms); goto fail; }
+    tm->chunk = chunk_ms * 16;
+    if (tm->n_bands <= 0 || tm->chunk % tm->n_bands) { sr_error(st, "%s: config.n_bands: %d must divide the %d-sample chunk", m->path, tm->n_bands, tm->chunk); goto fail; }
+    if (tm->vocab <= 0) { sr_error(st, "%s: config.vocab: %d must be positive", m->path, tm->vocab); goto fail; }
+    if (tm->blank < 0 || tm->blank >= tm->vocab) { sr_error(st, "%s: config.blank: %d outside the vocabulary", m->path, tm->blank); goto fail; }
+    if (m->tokenizer && sr_tokenizer_size(m->tokenizer) != tm->vocab) {
+        sr_error(st, "%s: /tokenizer has %d pieces, config.vocab is %d", m->path, sr_tokenizer_size(m->tokenizer), tm->vocab);
+        goto fail;
+    }
+    const sr_tensor *w, *b;
+    if ((st = sr_model_tensor(m, f, "proj.weight", SR_F32, 2, (int64_t[]){tm->vocab, tm->n_bands}, &w)) ||
+        (st = sr_model_tensor(m, f, "proj.bias", SR_F32, 1, (int64_t[]){tm->vocab}, &b)))
+        goto fail;
+    tm->w = w->data;
+    tm->b = b->data;
+    m->impl = tm;
+    return SR_OK;
+fail:
+    free(tm);
+    return st;
+}
+
+static void tl_unload(sr_model *m)
+{
+    free(m->impl);
+    m->impl = NULL;
+}
+
+static int tl_frames(void *ctx) { return ((tl_stream *)ctx)->n_frames; }
+
+static sr_status tl_step(void *ctx, int t, int32_t prev, float *logits)
+{
+    tl_stream *s = ctx;
+    const tl_model *tm = s->tm;
+    if (t != s->n_frames - 1)
+        return sr_error(SR_ERR_ARG, "test_linear: step over frame %d, only frame %d is held", t, s->n_frames - 1);
+    /* logits[1, vocab] = feat[1, n_bands] · W^T */
+    sr_status st = s->m->k->sgemm(0, 1, 1, tm->vocab, tm->n_bands, 1.0f, s->feat, tm->n_bands,
+                                  tm->w, tm->n_bands, 0.0f, logits, tm->vocab);
+    if (st) return st;
+    for (int v = 0; v < tm->vocab; v++) logits[v] += tm->b[v];
+    return SR_OK;
+}
+
+static void tl_reset(void *state)
+{
+    tl_stream *s = state;
+    s->n_frames = 0;
+}
+
+static void tl_stream_close(void *state)
+{
+    tl_stream *s = state;
+    if (!s) return;
+    free(s->feat);
+    free(s->pad);
+    free(s);
+}
+
+static sr_status tl_stream_open(const sr_model *m, const sr_stream_config *cfg, void **state,
+                                sr_chunking *ck, sr_scorer *sc)
+{
+    const tl_model *tm = m->impl;
+    if (strcmp(m->k->name, "cpu"))
+        return sr_error(SR_ERR_UNSUPPORTED, "test_linear runs on cpu only, not %s", m->k->name);
+    if (cfg->strategy && strcmp(cfg->strategy, "sync"))
+        return sr_error(SR_ERR_ARG, "stream.strategy: \"%s\" unknown for test_linear (known: sync)", cfg->strategy);
+    if (cfg->chunk_ms && cfg->chunk_ms * 16 != tm->chunk)
+        return sr_error(SR_ERR_ARG, "stream.chunk_ms: test_linear has a fixed chunk of %d ms", tm->chunk / 16);
+    tl_stream *s = sr_calloc(1, sizeof *s, "test_linear stream");
+    if (!s) return SR_ERR_NOMEM;
+    s->m = m;
+    s->tm = tm;
+    s->feat = sr_calloc((size_t)tm->n_bands, sizeof(float), "test_linear features");
+    s->pad = sr_calloc((size_t)tm->chunk, sizeof(float), "test_linear padding");
+    if (!s->feat || !s->pad) {
+        tl_stream_close(s);
+        return SR_ERR_NOMEM;
+    }
+    ck->first_chunk = ck->chunk = (size_t)tm->chunk;
+    memset(sc, 0, sizeof *sc);
+    sc->kind = SR_SCORER_SYNC;
+    sc->ctx = s;
+    sc->vocab = tm->vocab;
+    sc->blank = tm->blank;
+    sc->eot = -1;
+    sc->sync_frames = tl_frames;
+    sc->sync_step = tl_step;
+    *state = s;
+    return SR_OK;
+}
+
+static sr_status tl_process(void *state, const float *pcm, size_t n, int final)
+{
+    tl_stream *s = state;
+    const tl_model *tm = s->tm;
+    if (n == 0) return SR_OK;
+    if (n < (size_t)tm->chunk) { /* final remainder: zero-pad to a whole chunk */
+        memset(s->pad, 0, (size_t)tm->chunk * sizeof(float));
+        memcpy(s->pad, pcm, n * sizeof(float));
+        pcm = s->pad;
+    }
+    int seg = tm->chunk / tm->n_bands;
+    for (int b = 0; b < tm->n_bands; b++) {
+        double e = 0;
+        for (int i = 0; i < seg; i++) e += (double)pcm[b * seg + i] * pcm[b * seg + i];
+        s->feat[b] = (float)log(1e-6 + e / seg);
+    }
+    s->n_frames++;
+    return SR_OK;
+}
+
+static size_t tl_state_bytes(const void *state)
+{
+    const tl_stream *s = state;
+    return sizeof *s + (size_t)s->tm->n_bands * sizeof(float) + (size_t)s->tm->chunk * sizeof(float);
+}
+
+const sr_model_ops sr_test_linear_ops = {
+    .name = "test_linear",
+    .description = "test-only backend: log band energies through one linear map (sync scorer)",
+    .default_decoder = "sync_greedy",
+    .load = tl_load,
+    .unload = tl_unload,
+    .stream_open = tl_stream_open,
+    .process = tl_process,
+    .reset = tl_reset,
+    .stream_close = tl_stream_close,
+    .state_bytes = tl_state_bytes,
+};

@@ -1,0 +1,394 @@
+/*
+ * test_kernels.c — the kernel dispatch tables (suite kernels_gemm).
+ *
+ * sgemm is checked against a naive triple loop in double precision for all four transpose
+ * combinations, odd sizes, alpha/beta, and sub-matrix leading dimensions. Padding columns of
+ * A and B hold NaN (a GEMM that reads them poisons its result) and padding of C holds a
+ * sentinel that must survive untouched.
+ *
+ * Tolerance: every entry must satisfy
+ *     |C - C_ref| <= (K + 3) * FLT_EPSILON * (|alpha| * sum_k |a_ik b_kj| + |beta c_ij|).
+ * A float dot product of length K in any summation order (FMA or not) errs by at most
+ * gamma_K = K u / (1 - K u) relative to sum |a b| (u = FLT_EPSILON / 2); scaling by alpha
+ * and adding beta * c add two more roundings. The stated bound is about twice that a-priori
+ * bound, so it holds for every correct implementation and fails on any wrong index.
+ *
+ * The CUDA table runs the same cases when sr_kernels_cuda gives one; otherwise the CUDA tests
+ * print the reason and skip.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/kernels.h"
+#include "test.h"
+
+#define C_SENTINEL 12345.0f
+/* The tests see only the public headers, so no SR_ARRAY_LEN. */
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+typedef struct {
+    int ta, tb, M, N, K;
+    float alpha, beta;
+    int pad;   /* extra columns in every stored matrix (sub-matrix leading dims) */
+    int nan_c; /* beta = 0 case: C starts as NaN, which must not leak into the result */
+} gemm_case;
+
+/* Worst error seen, as a fraction of the stated bound, per table (printed at the end). */
+static double worst_ratio_cpu, worst_ratio_cuda;
+
+static uint64_t rng_state;
+static float rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(rng_state >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
+}
+
+/* Host-side operands of one case, in their stored (possibly transposed, padded) layout. */
+typedef struct {
+    int ra, ca, lda, rb, cb, ldb, ldc;
+    float *A, *B, *C0;
+    double *ref, *bound;
+} gemm_data;
+
+static void data_free(gemm_data *d)
+{
+    free(d->A); free(d->B); free(d->C0); free(d->ref); free(d->bound);
+    memset(d, 0, sizeof *d);
+}
+
+static int data_make(const gemm_case *c, gemm_data *d)
+{
+    memset(d, 0, sizeof *d);
+    d->ra = c->ta ? c->K : c->M;
+    d->ca = c->ta ? c->M : c->K;
+    d->rb = c->tb ? c->N : c->K;
+    d->cb = c->tb ? c->K : c->N;
+    d->lda = (d->ca > 0 ? d->ca : 1) + c->pad;
+    d->ldb = (d->cb > 0 ? d->cb : 1) + c->pad;
+    d->ldc = (c->N > 0 ? c->N : 1) + c->pad;
+    size_t na = (size_t)d->ra * (size_t)d->lda, nb = (size_t)d->rb * (size_t)d->ldb;
+    size_t nc = (size_t)c->M * (size_t)d->ldc;
+    d->A = malloc((na ? na : 1) * sizeof(float));
+    d->B = malloc((nb ? nb : 1) * sizeof(float));
+    d->C0 = malloc((nc ? nc : 1) * sizeof(float));
+    d->ref = malloc((nc ? nc : 1) * sizeof(double));
+    d->bound = malloc((nc ? nc : 1) * sizeof(double));
+    if (!d->A || !d->B || !d->C0 || !d->ref || !d->bound) { data_free(d); return 0; }
+    rng_state = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(c->M * 131 + c->N * 17 + c->K);
+    for (int i = 0; i < d->ra; i++)
+        for (int j = 0; j < d->lda; j++) d->A[(size_t)i * d->lda + j] = j < d->ca ? rnd() : NAN;
+    for (int i = 0; i < d->rb; i++)
+        for (int j = 0; j < d->ldb; j++) d->B[(size_t)i * d->ldb + j] = j < d->cb ? rnd() : NAN;
+    for (int i = 0; i < c->M; i++)
+        for (int j = 0; j < d->ldc; j++)
+            d->C0[(size_t)i * d->ldc + j] = j >= c->N ? C_SENTINEL : c->nan_c ? NAN : rnd();
+    double tol = (double)(c->K + 3) * FLT_EPSILON;
+    for (int i = 0; i < c->M; i++)
+        for (int j = 0; j < c->N; j++) {
+            double s = 0, sabs = 0;
+            for (int k = 0; k < c->K; k++) {
+                double a = c->ta ? d->A[(size_t)k * d->lda + i] : d->A[(size_t)i * d->lda + k];
+                double b = c->tb ? d->B[(size_t)j * d->ldb + k] : d->B[(size_t)k * d->ldb + j];
+                s += a * b;
+                sabs += fabs(a * b);
+            }
+            double c0 = c->beta == 0.0f ? 0.0 : (double)d->C0[(size_t)i * d->ldc + j];
+            d->ref[(size_t)i * d->ldc + j] = (double)c->alpha * s + (double)c->beta * c0;
+            d->bound[(size_t)i * d->ldc + j] =
+                tol * (fabs((double)c->alpha) * sabs + fabs((double)c->beta * c0));
+        }
+    return 1;
+}
+
+/* Run one case through table k; the result lands in out (host, [M, ldc]). */
+static sr_status run_table(const sr_kernels *k, const gemm_case *c, const gemm_data *d,
+                           float *out)
+{
+    size_t na = (size_t)d->ra * d->lda * sizeof(float), nb = (size_t)d->rb * d->ldb * sizeof(float);
+    size_t nc = (size_t)c->M * d->ldc * sizeof(float);
+    float *A = k->alloc(na), *B = k->alloc(nb), *C = k->alloc(nc);
+    sr_status st = SR_ERR_NOMEM;
+    if (A && B && C && !(st = k->upload(A, d->A, na)) && !(st = k->upload(B, d->B, nb)) &&
+        !(st = k->upload(C, d->C0, nc)) &&
+        !(st = k->sgemm(c->ta, c->tb, c->M, c->N, c->K, c->alpha, A, d->lda, B, d->ldb, c->beta,
+                        C, d->ldc)) &&
+        !(st = k->sync()))
+        st = k->download(out, C, nc);
+    k->free(A); k->free(B); k->free(C);
+    return st;
+}
+
+/* Check out against the reference; returns the worst |err| / bound (0 when exact). */
+static double check_result(const gemm_case *c, const gemm_data *d, const float *out,
+                           const char *table)
+{
+    double worst = 0;
+    int bad = 0;
+    for (int i = 0; i < c->M; i++)
+        for (int j = 0; j < d->ldc; j++) {
+            size_t x = (size_t)i * d->ldc + j;
+            if (j >= c->N) {
+                if (out[x] != C_SENTINEL) bad++; /* padding of C written */
+                continue;
+            }
+            double err = fabs((double)out[x] - d->ref[x]);
+            if (!(err <= d->bound[x])) {
+                if (bad < 3)
+                    printf("\n      %s ta=%d tb=%d %dx%dx%d pad=%d: C[%d,%d] = %.9g, want %.9g "
+                           "(err %.3g > bound %.3g)", table, c->ta, c->tb, c->M, c->N, c->K,
+                           c->pad, i, j, (double)out[x], d->ref[x], err, d->bound[x]);
+                bad++;
+            } else if (d->bound[x] > 0 && err / d->bound[x] > worst) {
+                worst = err / d->bound[x];
+            }
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    return worst;
+}
+
+/* The shapes of the brief (1x1x1, 7x13x5, 64x33x129) plus one large enough for blocked
+ * kernels, each under every trans combination and three alpha/beta/padding settings. */
+static int all_cases(gemm_case *cases, int cap)
+{
+    static const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 33, 129}, {300, 257, 513}};
+    static const struct { float alpha, beta; int pad, nan_c; } modes[] = {
+        {1.0f, 0.0f, 0, 0}, {-0.75f, 1.5f, 3, 0}, {2.0f, 0.0f, 1, 1}};
+    int n = 0;
+    for (size_t s = 0; s < ARRAY_LEN(shapes); s++)
+        for (int t = 0; t < 4; t++)
+            for (size_t m = 0; m < ARRAY_LEN(modes) && n < cap; m++)
+                cases[n++] = (gemm_case){t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2],
+                                         modes[m].alpha, modes[m].beta, modes[m].pad,
+                                         modes[m].nan_c};
+    /* Empty product: C = beta * C (and beta = 0 clears NaN). */
+    if (n + 2 <= cap) {
+        cases[n++] = (gemm_case){0, 0, 5, 6, 0, 1.0f, 0.5f, 2, 0};
+        cases[n++] = (gemm_case){1, 1, 5, 6, 0, 1.0f, 0.0f, 0, 1};
+    }
+    return n;
+}
+
+static void run_all(const sr_kernels *k, double *worst_out, const sr_kernels *cpu_cmp)
+{
+    gemm_case cases[64];
+    int n = all_cases(cases, 64);
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        gemm_data d;
+        if (!data_make(&cases[i], &d)) { CU_FAIL("out of memory"); return; }
+        size_t nc = (size_t)cases[i].M * d.ldc;
+        float *out = malloc((nc ? nc : 1) * sizeof(float));
+        float *cpu_out = malloc((nc ? nc : 1) * sizeof(float));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cpu_out);
+        sr_status st = run_table(k, &cases[i], &d, out);
+        CU_ASSERT_EQUAL(st, SR_OK);
+        if (st) printf("\n      %s: %s", k->name, sr_last_error());
+        else {
+            double w = check_result(&cases[i], &d, out, k->name);
+            if (w > worst) worst = w;
+        }
+        if (!st && cpu_cmp) {
+            /* Both tables within the bound of the exact result: within twice it of each other. */
+            CU_ASSERT_EQUAL_FATAL(run_table(cpu_cmp, &cases[i], &d, cpu_out), SR_OK);
+            int bad = 0;
+            for (int r = 0; r < cases[i].M; r++)
+                for (int j = 0; j < cases[i].N; j++) {
+                    size_t x = (size_t)r * d.ldc + j;
+                    if (!(fabs((double)out[x] - (double)cpu_out[x]) <= 2 * d.bound[x])) bad++;
+                }
+            CU_ASSERT_EQUAL(bad, 0);
+        }
+        free(out); free(cpu_out);
+        data_free(&d);
+    }
+    *worst_out = worst;
+}
+
+static void test_cpu_sgemm_vs_naive(void)
+{
+    const sr_kernels *k = sr_kernels_cpu();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_STRING_EQUAL(k->name, "cpu");
+    run_all(k, &worst_ratio_cpu, NULL);
+    printf("\n      cpu sgemm: worst |err| = %.3f of the bound (K + 3) eps sum|ab|\n      ",
+           worst_ratio_cpu);
+}
+
+static void test_cpu_threads(void)
+{
+    /* Results stay within the bound whatever the BLAS thread count. */
+    const sr_kernels *k = sr_kernels_cpu();
+    gemm_case c = {1, 0, 300, 257, 513, 1.0f, 0.0f, 0, 0};
+    gemm_data d;
+    CU_ASSERT_FATAL(data_make(&c, &d));
+    float *out = malloc((size_t)c.M * d.ldc * sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    int threads[] = {1, 3, 2};
+    for (size_t i = 0; i < 3; i++) {
+        k->set_threads(threads[i]);
+        CU_ASSERT_EQUAL(run_table(k, &c, &d, out), SR_OK);
+        check_result(&c, &d, out, "cpu");
+    }
+    k->set_threads(0); /* keeps the last count: must not crash or reset to something odd */
+    CU_ASSERT_EQUAL(run_table(k, &c, &d, out), SR_OK);
+    check_result(&c, &d, out, "cpu");
+    free(out);
+    data_free(&d);
+}
+
+static void test_cpu_empty(void)
+{
+    /* M = 0 or N = 0: nothing to compute; C (even NULL) is not touched. */
+    const sr_kernels *k = sr_kernels_cpu();
+    float a[4] = {1, 2, 3, 4}, c[4] = {7, 7, 7, 7};
+    CU_ASSERT_EQUAL(k->sgemm(0, 0, 0, 2, 2, 1.0f, a, 2, a, 2, 0.0f, NULL, 2), SR_OK);
+    CU_ASSERT_EQUAL(k->sgemm(0, 0, 2, 0, 2, 1.0f, a, 2, a, 1, 0.0f, c, 1), SR_OK);
+    for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(c[i], 7.0f);
+}
+
+static void test_cpu_memory(void)
+{
+    const sr_kernels *k = sr_kernels_cpu();
+    size_t sizes[] = {0, 1, 3, 64, 1000, 1 << 20};
+    for (size_t i = 0; i < ARRAY_LEN(sizes); i++) {
+        unsigned char *p = k->alloc(sizes[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL((uintptr_t)p % 64, 0);
+        if (sizes[i]) {
+            unsigned char *src = malloc(sizes[i]), *back = malloc(sizes[i]);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+            for (size_t j = 0; j < sizes[i]; j++) src[j] = (unsigned char)(j * 7 + 3);
+            CU_ASSERT_EQUAL(k->upload(p, src, sizes[i]), SR_OK);
+            CU_ASSERT_EQUAL(k->download(back, p, sizes[i]), SR_OK);
+            CU_ASSERT_EQUAL(memcmp(src, back, sizes[i]), 0);
+            free(src); free(back);
+        }
+        k->free(p);
+    }
+    k->free(NULL);
+    CU_ASSERT_EQUAL(k->sync(), SR_OK);
+    char buf[4];
+    TEST_ASSERT_ERR(k->upload(NULL, buf, 4), SR_ERR_ARG, "dst");
+    TEST_ASSERT_ERR(k->download(buf, NULL, 4), SR_ERR_ARG, "src");
+    CU_ASSERT_EQUAL(k->upload(NULL, NULL, 0), SR_OK);
+}
+
+static void test_cpu_bad_args(void)
+{
+    const sr_kernels *k = sr_kernels_cpu();
+    float a[64] = {0}, b[64] = {0}, c[64] = {0};
+    /* A is [2, 3] (lda >= 3), B is [3, 4] (ldb >= 4), C is [2, 4] (ldc >= 4). */
+    CU_ASSERT_EQUAL(k->sgemm(0, 0, 2, 4, 3, 1, a, 3, b, 4, 0, c, 4), SR_OK);
+    TEST_ASSERT_ERR(k->sgemm(0, 0, -1, 4, 3, 1, a, 3, b, 4, 0, c, 4), SR_ERR_ARG, "M = -1");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, -4, 3, 1, a, 3, b, 4, 0, c, 4), SR_ERR_ARG, "N = -4");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, -3, 1, a, 3, b, 4, 0, c, 4), SR_ERR_ARG, "K = -3");
+    TEST_ASSERT_ERR(k->sgemm(2, 0, 2, 4, 3, 1, a, 3, b, 4, 0, c, 4), SR_ERR_ARG, "trans_a");
+    TEST_ASSERT_ERR(k->sgemm(0, -1, 2, 4, 3, 1, a, 3, b, 4, 0, c, 4), SR_ERR_ARG, "trans_b");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, 3, 1, a, 2, b, 4, 0, c, 4), SR_ERR_ARG, "lda = 2");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, 3, 1, a, 3, b, 3, 0, c, 4), SR_ERR_ARG, "ldb = 3");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, 3, 1, a, 3, b, 4, 0, c, 3), SR_ERR_ARG, "ldc = 3");
+    /* Transposed storage changes the row length: A^T stored [3, 2], B^T stored [4, 3]. */
+    CU_ASSERT_EQUAL(k->sgemm(1, 1, 2, 4, 3, 1, a, 2, b, 3, 0, c, 4), SR_OK);
+    TEST_ASSERT_ERR(k->sgemm(1, 0, 2, 4, 3, 1, a, 1, b, 4, 0, c, 4), SR_ERR_ARG, "lda = 1");
+    TEST_ASSERT_ERR(k->sgemm(0, 1, 2, 4, 3, 1, a, 3, b, 2, 0, c, 4), SR_ERR_ARG, "ldb = 2");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, 0, 1, a, 0, b, 4, 0, c, 4), SR_ERR_ARG, "lda = 0");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, 3, 1, NULL, 3, b, 4, 0, c, 4), SR_ERR_ARG, "A is NULL");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, 3, 1, a, 3, NULL, 4, 0, c, 4), SR_ERR_ARG, "B is NULL");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, 3, 1, a, 3, b, 4, 0, NULL, 4), SR_ERR_ARG, "C is NULL");
+}
+
+static void test_select(void)
+{
+    const sr_kernels *k = NULL;
+    CU_ASSERT_EQUAL(sr_kernels_select(NULL, &k), SR_OK);
+    CU_ASSERT_PTR_EQUAL(k, sr_kernels_cpu());
+    k = NULL;
+    CU_ASSERT_EQUAL(sr_kernels_select("cpu", &k), SR_OK);
+    CU_ASSERT_PTR_EQUAL(k, sr_kernels_cpu());
+    TEST_ASSERT_ERR(sr_kernels_select("tpu", &k), SR_ERR_ARG, "tpu");
+    CU_ASSERT_PTR_NULL(k);
+    CU_ASSERT(strstr(sr_last_error(), "cpu") && strstr(sr_last_error(), "cuda"));
+    /* "cuda" gives the table, or the same refusal sr_kernels_cuda gives. */
+    sr_status st = sr_kernels_select("cuda", &k);
+    if (st == SR_OK) {
+        CU_ASSERT_STRING_EQUAL(k->name, "cuda");
+    } else {
+        CU_ASSERT(st == SR_ERR_UNSUPPORTED || st == SR_ERR_DEVICE);
+        CU_ASSERT_PTR_NULL(k);
+        CU_ASSERT(sr_last_error()[0] != '\0');
+#ifndef SR_WITH_CUDA
+        CU_ASSERT_EQUAL(st, SR_ERR_UNSUPPORTED);
+        CU_ASSERT_PTR_NOT_NULL(strstr(sr_last_error(), "make CUDA=1"));
+#endif
+    }
+}
+
+/* The CUDA table, or NULL with the skip reason in why. */
+static const sr_kernels *cuda_or_skip(char *why, size_t cap)
+{
+    const sr_kernels *k = NULL;
+    sr_status st = sr_kernels_cuda(&k);
+    if (st != SR_OK) {
+        CU_ASSERT(st == SR_ERR_UNSUPPORTED || st == SR_ERR_DEVICE);
+        snprintf(why, cap, "no CUDA device: %s", sr_last_error());
+        return NULL;
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_STRING_EQUAL(k->name, "cuda");
+    return k;
+}
+
+static void test_cuda_sgemm_vs_cpu(void)
+{
+    char why[1200];
+    const sr_kernels *k = cuda_or_skip(why, sizeof why);
+    if (!k) { TEST_SKIP(why); return; }
+    run_all(k, &worst_ratio_cuda, sr_kernels_cpu());
+    printf("\n      cuda sgemm: worst |err| = %.3f of the bound (K + 3) eps sum|ab|\n      ",
+           worst_ratio_cuda);
+}
+
+static void test_cuda_memory_and_args(void)
+{
+    char why[1200];
+    const sr_kernels *k = cuda_or_skip(why, sizeof why);
+    if (!k) { TEST_SKIP(why); return; }
+    size_t n = 1 << 20;
+    unsigned char *src = malloc(n), *back = malloc(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(src);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    for (size_t j = 0; j < n; j++) src[j] = (unsigned char)(j * 13 + 1);
+    void *d = k->alloc(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(k->upload(d, src, n), SR_OK);
+    CU_ASSERT_EQUAL(k->download(back, d, n), SR_OK);
+    CU_ASSERT_EQUAL(memcmp(src, back, n), 0);
+    CU_ASSERT_EQUAL(k->sync(), SR_OK);
+    TEST_ASSERT_ERR(k->upload(NULL, src, 4), SR_ERR_ARG, "dst");
+    float *f = d;
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, 3, 1, f, 2, f, 4, 0, f, 4), SR_ERR_ARG, "lda = 2");
+    TEST_ASSERT_ERR(k->sgemm(0, 0, 2, 4, -3, 1, f, 3, f, 4, 0, f, 4), SR_ERR_ARG, "K = -3");
+    k->free(d);
+    k->free(NULL);
+    /* An impossible allocation fails with NULL, and the table keeps working afterwards. */
+    CU_ASSERT_PTR_NULL(k->alloc((size_t)1 << 60));
+    d = k->alloc(16);
+    CU_ASSERT_PTR_NOT_NULL(d);
+    CU_ASSERT_EQUAL(k->upload(d, src, 16), SR_OK);
+    k->free(d);
+    free(src); free(back);
+}
+
+void test_register_kernels(void)
+{
+    TEST_SUITE("kernels_gemm", {"cpu_sgemm_vs_naive", test_cpu_sgemm_vs_naive},
+               {"cpu_threads", test_cpu_threads}, {"cpu_empty", test_cpu_empty},
+               {"cpu_memory", test_cpu_memory}, {"cpu_bad_args", test_cpu_bad_args},
+               {"select", test_select}, {"cuda_sgemm_vs_cpu", test_cuda_sgemm_vs_cpu},
+               {"cuda_memory_and_args", test_cuda_memory_and_args});
+}

@@ -1,0 +1,598 @@
+/*
+ * srkit.c — the command-line tool: one binary, one subcommand per job.
+ *
+ *   srkit info MODEL.h5 [--json]          what a model file holds
+ *   srkit transcribe MODEL AUDIO...       final text per file
+ *   srkit stream MODEL AUDIO              partial hypotheses as they change
+ *   srkit eval CONFIG                     evaluation runs of an experiment config
+ *   srkit score ...                       score hypotheses / timelines of any system
+ *   srkit bench [gemm|stream ...|--all]   timings (never part of the tests)
+ *   srkit compare A.json B.json           regression gate between two results
+ *
+ * The CLI is the only place that prints; it turns statuses into messages and exit codes:
+ * 0 ok, 1 failure, 2 usage error or a subcommand whose engine is not built yet.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/sr.h"
+#include "../kernels/kernels.h"
+
+#define EXIT_USAGE 2
+
+static int fail(sr_status st, const char *what)
+{
+    fprintf(stderr, "srkit: %s: %s: %s\n", what, sr_strerror(st), sr_last_error());
+    return 1;
+}
+
+static int not_built(const char *cmd, const char *issue)
+{
+    fprintf(stderr,
+            "srkit %s: not built yet: see README (the %s arrives with the evaluation harness)\n",
+            cmd, issue);
+    return EXIT_USAGE;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- shared option parsing for model/stream options ---------------------------------------- */
+
+typedef struct {
+    sr_options mo;
+    sr_stream_config sc;
+    int json;
+    int realtime;
+} run_opts;
+
+static int parse_int(const char *flag, const char *v, int *out)
+{
+    char *end;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || *end || x < 0 || x > 1000000) {
+        fprintf(stderr, "srkit: %s needs a non-negative integer, got \"%s\"\n", flag, v ? v : "");
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* Consume the option at argv[*i] if it is a model/stream option. 1 = consumed, 0 = not an
+ * option of ours, -1 = bad value. */
+static int parse_run_opt(int argc, char **argv, int *i, run_opts *o)
+{
+    const char *a = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+#define TAKE_STR(flag, field)                                                                  \
+    if (!strcmp(a, flag)) {                                                                    \
+        if (!v) { fprintf(stderr, "srkit: %s needs a value\n", flag); return -1; }             \
+        field = v;                                                                             \
+        (*i)++;                                                                                \
+        return 1;                                                                              \
+    }
+#define TAKE_INT(flag, field)                                                                  \
+    if (!strcmp(a, flag)) {                                                                    \
+        if (parse_int(flag, v, &field)) return -1;                                             \
+        (*i)++;                                                                                \
+        return 1;                                                                              \
+    }
+    TAKE_STR("--device", o->mo.device)
+    TAKE_INT("--threads", o->mo.threads)
+    TAKE_STR("--strategy", o->sc.strategy)
+    TAKE_STR("--decoder", o->sc.decoder)
+    TAKE_INT("--chunk-ms", o->sc.chunk_ms)
+    TAKE_INT("--first-chunk-ms", o->sc.first_chunk_ms)
+    TAKE_INT("--stability-n", o->sc.stability_n)
+    TAKE_INT("--beam", o->sc.beam)
+    TAKE_INT("--max-symbols", o->sc.max_symbols)
+    TAKE_INT("--delay-tokens", o->sc.delay_tokens)
+    if (!strcmp(a, "--att-context")) {
+        if (!v || sscanf(v, "%d,%d", &o->sc.att_context[0], &o->sc.att_context[1]) != 2) {
+            fprintf(stderr, "srkit: --att-context needs L,R (e.g. 70,6)\n");
+            return -1;
+        }
+        (*i)++;
+        return 1;
+    }
+    if (!strcmp(a, "--decoder-kv-cache")) { o->sc.decoder_kv_cache = 1; return 1; }
+    if (!strcmp(a, "--json")) { o->json = 1; return 1; }
+    if (!strcmp(a, "--realtime")) { o->realtime = 1; return 1; }
+    return 0;
+#undef TAKE_STR
+#undef TAKE_INT
+}
+
+static const char RUN_OPTS_HELP[] =
+    "  --device cpu|cuda       compute device (default cpu)\n"
+    "  --threads N             BLAS threads (default: library default)\n"
+    "  --strategy NAME         streaming strategy (backend default if absent)\n"
+    "  --decoder NAME          decoder (backend default if absent)\n"
+    "  --chunk-ms N            chunk size in ms\n"
+    "  --first-chunk-ms N      first chunk size in ms (WhisperRT tau0)\n"
+    "  --stability-n N         tokens re-checked by stable_greedy (default 2)\n"
+    "  --beam N                beam size (default 1)\n"
+    "  --max-symbols N         transducer symbols per frame\n"
+    "  --att-context L,R       FastConformer attention context\n"
+    "  --delay-tokens N        Voxtral transcription delay\n"
+    "  --decoder-kv-cache      WhisperRT: keep decoder K/V across chunks\n";
+
+static void run_opts_init(run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    sr_options_init(&o->mo);
+    sr_stream_config_init(&o->sc);
+}
+
+/* ---- info ----------------------------------------------------------------------------------- */
+
+static void print_human_bytes(double b)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB"};
+    int i = 0;
+    while (b >= 1024 && i < 3) { b /= 1024; i++; }
+    printf(i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    int json = 0;
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: srkit info MODEL.h5 [--json]\n\n"
+                   "Print a model file's arch, config, tensor count, parameter count and bytes by\n"
+                   "dtype; --json prints one JSON object (every tensor with dtype and shape).\n");
+            return 0;
+        } else if (!path) path = argv[i];
+        else { fprintf(stderr, "srkit info: unexpected argument %s\n", argv[i]); return EXIT_USAGE; }
+    }
+    if (!path) { fprintf(stderr, "usage: srkit info MODEL.h5 [--json]\n"); return EXIT_USAGE; }
+    char *text = NULL;
+    sr_status st = sr_model_inspect(path, &text);
+    if (st) return fail(st, path);
+    if (json) {
+        printf("%s\n", text);
+        free(text);
+        return 0;
+    }
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j) { fprintf(stderr, "srkit info: internal error: inspect gave bad JSON\n"); return 1; }
+    const cJSON *cfg = cJSON_GetObjectItem(j, "config");
+    char *cfg_text = cfg ? cJSON_Print(cfg) : NULL;
+    printf("file:       %s\n", path);
+    printf("arch:       %s\n", cJSON_GetStringValue(cJSON_GetObjectItem(j, "arch")));
+    const char *src = cJSON_GetStringValue(cJSON_GetObjectItem(j, "source"));
+    const char *lic = cJSON_GetStringValue(cJSON_GetObjectItem(j, "license"));
+    if (src && *src) printf("source:     %s\n", src);
+    if (lic && *lic) printf("license:    %s\n", lic);
+    printf("tensors:    %.0f\n", cJSON_GetNumberValue(cJSON_GetObjectItem(j, "n_tensors")));
+    double np = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "n_params"));
+    printf("parameters: %.0f (%.2fM)\n", np, np / 1e6);
+    const cJSON *by = cJSON_GetObjectItem(j, "bytes_by_dtype");
+    const cJSON *e;
+    printf("bytes:     ");
+    cJSON_ArrayForEach(e, by) {
+        printf(" %s ", e->string);
+        print_human_bytes(e->valuedouble);
+        printf(" (%.0f)", e->valuedouble);
+    }
+    printf("\n");
+    const cJSON *tok = cJSON_GetObjectItem(j, "tokenizer");
+    if (cJSON_IsObject(tok))
+        printf("tokenizer:  %s, %.0f pieces\n", cJSON_GetStringValue(cJSON_GetObjectItem(tok, "type")),
+               cJSON_GetNumberValue(cJSON_GetObjectItem(tok, "size")));
+    printf("config:     %s\n", cfg_text ? cfg_text : "{}");
+    free(cfg_text);
+    cJSON_Delete(j);
+    return 0;
+}
+
+/* ---- transcribe / stream -------------------------------------------------------------------- */
+
+static int open_model(const char *path, const run_opts *o, sr_model **m)
+{
+    sr_status st = sr_model_load(path, &o->mo, m);
+    return st ? fail(st, path) : 0;
+}
+
+static int cmd_transcribe(int argc, char **argv)
+{
+    run_opts o;
+    run_opts_init(&o);
+    const char *model = NULL;
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    int nf = 0;
+    for (int i = 0; i < argc; i++) {
+        int r = parse_run_opt(argc, argv, &i, &o);
+        if (r < 0) { free(files); return EXIT_USAGE; }
+        if (r) continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: srkit transcribe MODEL.h5 AUDIO... [options]\n\n"
+                   "Stream each audio file through the model (whole file fed at once, then\n"
+                   "finished) and print its final text; --json prints one JSON object per file\n"
+                   "with text, tokens, audio and compute seconds, RTF.\n\noptions:\n%s"
+                   "  --json                  JSON lines output\n", RUN_OPTS_HELP);
+            free(files);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "srkit transcribe: unknown option %s\n", argv[i]);
+            free(files);
+            return EXIT_USAGE;
+        }
+        if (!model) model = argv[i];
+        else files[nf++] = argv[i];
+    }
+    if (!model || !nf) {
+        fprintf(stderr, "usage: srkit transcribe MODEL.h5 AUDIO... [options] (see --help)\n");
+        free(files);
+        return EXIT_USAGE;
+    }
+    sr_model *m = NULL;
+    if (open_model(model, &o, &m)) { free(files); return 1; }
+    sr_stream *s = NULL;
+    sr_status st = sr_stream_open(m, &o.sc, &s);
+    int rc = 0;
+    if (st) { rc = fail(st, "stream"); goto out; }
+    for (int f = 0; f < nf; f++) {
+        sr_audio a = {0};
+        if ((st = sr_audio_load(files[f], 16000, &a))) { rc = fail(st, files[f]); continue; }
+        double t0 = now_s();
+        sr_stream_reset(s);
+        st = sr_stream_feed(s, a.samples, a.n);
+        if (!st) st = sr_stream_finish(s);
+        double dt = now_s() - t0;
+        if (st) { rc = fail(st, files[f]); sr_audio_free(&a); continue; }
+        const sr_hypothesis *h = sr_stream_hypothesis(s);
+        double audio_s = (double)a.n / 16000.0;
+        if (o.json) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "file", files[f]);
+            cJSON_AddStringToObject(j, "text", h->text);
+            cJSON *toks = cJSON_AddArrayToObject(j, "tokens");
+            for (int i = 0; i < h->n_tokens; i++) cJSON_AddItemToArray(toks, cJSON_CreateNumber(h->tokens[i]));
+            cJSON_AddNumberToObject(j, "audio_s", audio_s);
+            cJSON_AddNumberToObject(j, "compute_s", dt);
+            cJSON_AddNumberToObject(j, "rtf", audio_s > 0 ? dt / audio_s : 0);
+            char *txt = cJSON_PrintUnformatted(j);
+            printf("%s\n", txt);
+            free(txt);
+            cJSON_Delete(j);
+        } else {
+            printf(nf > 1 ? "%s\t%s\n" : "%s%s\n", nf > 1 ? files[f] : "", h->text);
+        }
+        sr_audio_free(&a);
+    }
+out:
+    sr_stream_close(s);
+    sr_model_free(m);
+    free(files);
+    return rc;
+}
+
+static int cmd_stream(int argc, char **argv)
+{
+    run_opts o;
+    run_opts_init(&o);
+    const char *model = NULL, *audio = NULL;
+    int feed_ms = 20;
+    for (int i = 0; i < argc; i++) {
+        int r = parse_run_opt(argc, argv, &i, &o);
+        if (r < 0) return EXIT_USAGE;
+        if (r) continue;
+        if (!strcmp(argv[i], "--feed-ms")) {
+            if (parse_int("--feed-ms", i + 1 < argc ? argv[++i] : NULL, &feed_ms) || !feed_ms) return EXIT_USAGE;
+            continue;
+        }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: srkit stream MODEL.h5 AUDIO [options]\n\n"
+                   "Feed the audio in pieces of --feed-ms (default 20 ms) as a live source would,\n"
+                   "and print the hypothesis each time it changes: audio time, the stable prefix,\n"
+                   "then the part that may still change in [brackets].\n\noptions:\n%s"
+                   "  --feed-ms N             samples per feed call, in ms (default 20)\n"
+                   "  --realtime              pace the feeding at real time\n"
+                   "  --json                  one JSON object per timeline entry\n", RUN_OPTS_HELP);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "srkit stream: unknown option %s\n", argv[i]);
+            return EXIT_USAGE;
+        }
+        if (!model) model = argv[i];
+        else if (!audio) audio = argv[i];
+        else { fprintf(stderr, "srkit stream: one audio file only\n"); return EXIT_USAGE; }
+    }
+    if (!model || !audio) {
+        fprintf(stderr, "usage: srkit stream MODEL.h5 AUDIO [options] (see --help)\n");
+        return EXIT_USAGE;
+    }
+    sr_audio a = {0};
+    sr_status st = sr_audio_load(audio, 16000, &a);
+    if (st) return fail(st, audio);
+    sr_model *m = NULL;
+    if (open_model(model, &o, &m)) { sr_audio_free(&a); return 1; }
+    sr_stream *s = NULL;
+    int rc = 0;
+    if ((st = sr_stream_open(m, &o.sc, &s))) { rc = fail(st, "stream"); goto out; }
+    size_t step = (size_t)feed_ms * 16, printed = 0;
+    double t0 = now_s();
+    for (size_t i = 0; i <= a.n; i += step) {
+        if (i < a.n) st = sr_stream_feed(s, a.samples + i, a.n - i < step ? a.n - i : step);
+        else st = sr_stream_finish(s);
+        if (st) { rc = fail(st, audio); break; }
+        const sr_timeline *tl = sr_stream_timeline(s);
+        for (; printed < tl->n; printed++) {
+            const sr_timeline_entry *e = &tl->entries[printed];
+            if (printed && !e->is_final && !strcmp(e->text, tl->entries[printed - 1].text)) continue;
+            if (o.json) {
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "utt", audio);
+                cJSON_AddNumberToObject(j, "t_ms", (double)e->audio_ms);
+                cJSON_AddStringToObject(j, "text", e->text);
+                cJSON_AddNumberToObject(j, "n_stable", e->n_stable);
+                cJSON_AddNumberToObject(j, "compute_ms", e->compute_ns / 1e6);
+                char *txt = cJSON_PrintUnformatted(j);
+                printf("%s\n", txt);
+                free(txt);
+                cJSON_Delete(j);
+            } else {
+                printf("[%7.2f s]%s %s\n", e->audio_ms / 1000.0, e->is_final ? " final" : "", e->text);
+            }
+        }
+        fflush(stdout);
+        if (o.realtime && i < a.n) {
+            double due = t0 + (double)(i + step) / 16000.0, wait = due - now_s();
+            if (wait > 0) nanosleep(&(struct timespec){(time_t)wait, (long)((wait - (time_t)wait) * 1e9)}, NULL);
+        }
+    }
+out:
+    sr_stream_close(s);
+    sr_model_free(m);
+    sr_audio_free(&a);
+    return rc;
+}
+
+/* ---- eval / score / compare ----------------------------------------------------------------- */
+
+static int cmd_eval(int argc, char **argv)
+{
+    const char *path = NULL;
+    int list = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: srkit eval CONFIG.json [--list-runs]\n\n"
+                   "Run an experiment config (DESIGN §8): every sweep point over the dataset,\n"
+                   "with results.json, report.md, hyp/ref.trn and timeline.jsonl per run.\n"
+                   "--list-runs only validates the config and prints the runs it expands to.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--list-runs")) list = 1;
+        else if (!path) path = argv[i];
+        else { fprintf(stderr, "srkit eval: unexpected argument %s\n", argv[i]); return EXIT_USAGE; }
+    }
+    if (!path) { fprintf(stderr, "usage: srkit eval CONFIG.json [--list-runs]\n"); return EXIT_USAGE; }
+    sr_config *c = NULL;
+    sr_status st = sr_config_load(path, &c);
+    if (st) return fail(st, path);
+    for (size_t i = 0; i < sr_config_n_warnings(c); i++) fprintf(stderr, "srkit: warning: %s\n", sr_config_warning(c, i));
+    if (list) {
+        for (size_t i = 0; i < sr_config_n_runs(c); i++) {
+            const sr_run_config *r = sr_config_run(c, i);
+            printf("%s\tmodel=%s\tdata=%s\toutput=%s\n", r->name, r->model.path, r->data.path, r->output);
+        }
+        sr_config_free(c);
+        return 0;
+    }
+    sr_config_free(c);
+    return not_built("eval", "run engine");
+}
+
+static int simple_help(int argc, char **argv, const char *usage)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("%s", usage);
+            return 1;
+        }
+    return 0;
+}
+
+static int cmd_score(int argc, char **argv)
+{
+    if (simple_help(argc, argv,
+                    "usage: srkit score --ref REF (--hyp HYP.trn | --timeline TIMELINE.jsonl)\n"
+                    "                   [--alignments A.ctm] [--normalizer whisper_en|basic|none] [--json]\n\n"
+                    "Score another system's hypotheses or timelines: WER, CER, RWER, ARWER.\n"))
+        return 0;
+    return not_built("score", "scorer");
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    if (simple_help(argc, argv,
+                    "usage: srkit compare A/results.json B/results.json [--max-wer-increase X]\n\n"
+                    "Print metric deltas between two runs; exit 1 past the tolerances.\n"))
+        return 0;
+    return not_built("compare", "results format");
+}
+
+/* ---- bench ---------------------------------------------------------------------------------- */
+
+/* GEMM throughput of a kernel table at shapes typical of batch-1 streaming (M small, weight-
+ * bandwidth-bound) and of batched or offline encoding (M large, compute-bound). */
+static int bench_gemm(const char *device, int threads)
+{
+    const sr_kernels *k = NULL;
+    sr_status st = sr_kernels_select(device, &k);
+    if (st) return fail(st, "bench gemm");
+    if (threads > 0) k->set_threads(threads);
+    static const int shapes[][3] = {{1, 1024, 1024}, {8, 1024, 4096}, {64, 1024, 1024},
+                                    {256, 1024, 4096}, {1024, 1024, 1024}};
+    printf("gemm on %s (row-major, B transposed as a Linear weight)\n", k->name);
+    printf("%6s %6s %6s %10s %10s %10s\n", "M", "N", "K", "ms", "GFLOP/s", "GB/s(B)");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
+        float *h = malloc((na + nb) * sizeof(float));
+        float *A = k->alloc(na * sizeof(float)), *B = k->alloc(nb * sizeof(float)), *C = k->alloc(nc * sizeof(float));
+        if (!h || !A || !B || !C) { fprintf(stderr, "srkit bench: out of memory\n"); return 1; }
+        for (size_t i = 0; i < na + nb; i++) h[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+        k->upload(A, h, na * sizeof(float));
+        k->upload(B, h + na, nb * sizeof(float));
+        double best = 1e30;
+        for (int rep = 0; rep < 7; rep++) {
+            double t0 = now_s();
+            int inner = M < 64 ? 20 : 1;
+            for (int r = 0; r < inner; r++)
+                if ((st = k->sgemm(0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N))) return fail(st, "sgemm");
+            k->sync();
+            double dt = (now_s() - t0) / inner;
+            if (dt < best) best = dt;
+        }
+        printf("%6d %6d %6d %10.3f %10.1f %10.1f\n", M, N, K, best * 1e3, 2.0 * M * N * K / best / 1e9,
+               (double)nb * sizeof(float) / best / 1e9);
+        k->free(A);
+        k->free(B);
+        k->free(C);
+        free(h);
+    }
+    return 0;
+}
+
+/* Streaming speed of a model on one audio file: RTF, per-chunk compute percentiles. */
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int bench_stream(int argc, char **argv)
+{
+    run_opts o;
+    run_opts_init(&o);
+    const char *model = NULL, *audio = NULL;
+    for (int i = 0; i < argc; i++) {
+        int r = parse_run_opt(argc, argv, &i, &o);
+        if (r < 0) return EXIT_USAGE;
+        if (r) continue;
+        if (!model) model = argv[i];
+        else if (!audio) audio = argv[i];
+    }
+    if (!model || !audio) { fprintf(stderr, "usage: srkit bench stream MODEL.h5 AUDIO [options]\n"); return EXIT_USAGE; }
+    sr_audio a = {0};
+    sr_status st = sr_audio_load(audio, 16000, &a);
+    if (st) return fail(st, audio);
+    sr_model *m = NULL;
+    if (open_model(model, &o, &m)) { sr_audio_free(&a); return 1; }
+    sr_stream *s = NULL;
+    int rc = 0;
+    if ((st = sr_stream_open(m, &o.sc, &s))) { rc = fail(st, "stream"); goto out; }
+    double t0 = now_s();
+    if ((st = sr_stream_feed(s, a.samples, a.n)) || (st = sr_stream_finish(s))) { rc = fail(st, audio); goto out; }
+    double dt = now_s() - t0, audio_s = (double)a.n / 16000;
+    const sr_timeline *tl = sr_stream_timeline(s);
+    int64_t *c = malloc(tl->n * sizeof *c);
+    for (size_t i = 0; i < tl->n; i++) c[i] = tl->entries[i].compute_ns;
+    qsort(c, tl->n, sizeof *c, cmp_i64);
+    sr_memstats ms;
+    sr_memory(m, s, &ms);
+    printf("model %s (%s), audio %.2f s, %zu chunks\n", model, sr_model_arch(m), audio_s, tl->n);
+    printf("RTF %.4f (RTFx %.1f); per-chunk compute ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n",
+           dt / audio_s, audio_s / dt, c[tl->n / 2] / 1e6, c[tl->n * 9 / 10] / 1e6,
+           c[tl->n * 99 / 100] / 1e6, c[tl->n - 1] / 1e6);
+    printf("memory: weights %zu B, stream state %zu B, peak RSS %zu B\n", ms.weight_bytes,
+           ms.stream_bytes, ms.peak_rss_bytes);
+    free(c);
+out:
+    sr_stream_close(s);
+    sr_model_free(m);
+    sr_audio_free(&a);
+    return rc;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    const char *usage =
+        "usage: srkit bench gemm [--device cpu|cuda] [--threads N]\n"
+        "       srkit bench stream MODEL.h5 AUDIO [model/stream options]\n"
+        "       srkit bench --all        (what `make bench` runs)\n\n"
+        "Timings live here, never in the tests. gemm reports GFLOP/s and the bandwidth of\n"
+        "reading the weight matrix; stream reports RTF, per-chunk latency and memory.\n";
+    if (!argc || simple_help(argc, argv, usage)) {
+        if (!argc) { fprintf(stderr, "%s", usage); return EXIT_USAGE; }
+        return 0;
+    }
+    if (!strcmp(argv[0], "stream")) return bench_stream(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "gemm") || !strcmp(argv[0], "--all")) {
+        const char *device = "cpu";
+        int threads = 0;
+        for (int i = 1; i < argc; i++) {
+            if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+            else if (!strcmp(argv[i], "--threads") && i + 1 < argc) { if (parse_int("--threads", argv[++i], &threads)) return EXIT_USAGE; }
+            else { fprintf(stderr, "srkit bench: unknown argument %s\n", argv[i]); return EXIT_USAGE; }
+        }
+        int rc = bench_gemm(device, threads);
+        if (!strcmp(argv[0], "--all")) {
+            const sr_kernels *k;
+            if (sr_kernels_cuda(&k) == SR_OK) rc |= bench_gemm("cuda", 0);
+            else printf("(cuda gemm skipped: %s)\n", sr_last_error());
+        }
+        return rc;
+    }
+    fprintf(stderr, "srkit bench: unknown benchmark %s\n%s", argv[0], usage);
+    return EXIT_USAGE;
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "srkit %s — streaming speech recognition toolkit\n\n"
+            "usage: srkit COMMAND [ARGS]   (srkit COMMAND --help for each)\n\n"
+            "  info        describe a model file\n"
+            "  transcribe  final transcripts of audio files\n"
+            "  stream      partial hypotheses as audio streams in\n"
+            "  eval        run an experiment config\n"
+            "  score       score hypotheses or timelines of any system\n"
+            "  bench       timings: GEMM throughput, streaming RTF and latency\n"
+            "  compare     regression gate between two results\n"
+            "  version     print the version\n\nbackends:",
+            SR_VERSION);
+    for (size_t i = 0; i < sr_backend_count(); i++) fprintf(f, " %s", sr_backend_name(i));
+    fprintf(f, "\ndecoders:");
+    for (size_t i = 0; i < sr_decoder_count(); i++) fprintf(f, " %s", sr_decoder_name(i));
+    fprintf(f, "\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return EXIT_USAGE; }
+    const char *cmd = argv[1];
+    int n = argc - 2;
+    char **rest = argv + 2;
+    if (!strcmp(cmd, "info")) return cmd_info(n, rest);
+    if (!strcmp(cmd, "transcribe")) return cmd_transcribe(n, rest);
+    if (!strcmp(cmd, "stream")) return cmd_stream(n, rest);
+    if (!strcmp(cmd, "eval")) return cmd_eval(n, rest);
+    if (!strcmp(cmd, "score")) return cmd_score(n, rest);
+    if (!strcmp(cmd, "bench")) return cmd_bench(n, rest);
+    if (!strcmp(cmd, "compare")) return cmd_compare(n, rest);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("srkit %s\n", SR_VERSION); return 0; }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return 0; }
+    fprintf(stderr, "srkit: unknown command \"%s\"\n", cmd);
+    usage(stderr);
+    return EXIT_USAGE;
+}
