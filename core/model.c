@@ -51,7 +51,7 @@ static sr_status cfg_number(const sr_model *m, const char *key, int required, do
 
 static sr_status cfg_int(const sr_model *m, const char *key, int required, int *out)
 {
-    double d;
+    double d = 0;
     sr_status st = cfg_number(m, key, required, &d);
     if (st) return st;
     if (d != (double)(int)d)
@@ -71,7 +71,7 @@ sr_status sr_cfg_int_def(const sr_model *m, const char *key, int def, int *out)
 
 sr_status sr_cfg_float_def(const sr_model *m, const char *key, float def, float *out)
 {
-    double d;
+    double d = 0;
     sr_status st = cfg_number(m, key, 0, &d);
     if (st == SR_ERR_ARG) { *out = def; return SR_OK; }
     if (st) return st;

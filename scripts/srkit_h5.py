@@ -9,7 +9,8 @@ fixture generators run with /usr/bin/python3. Import it from a script next to it
                          tokenizer={"type": "bytebpe", "pieces": [...]}, source="...", license="MIT")
 
 Files are written deterministically: no timestamps in object headers, no compression, fixed
-creation order, so the same input gives byte-identical files.
+creation order, so the same input gives byte-identical files. Every non-empty dataset is one
+chunk with HDF5's Fletcher-32 checksum filter, so damaged bytes are detected when read.
 
 Storage rules:
   f32 / f16            stored as IEEE float32 / float16
@@ -75,14 +76,21 @@ def _group(parent, name):
 
 
 def _dataset(parent, name, data, attrs=None):
-    """Contiguous, uncompressed dataset without timestamps at parent/<name> (slashes make
+    """Uncompressed, checksummed dataset without timestamps at parent/<name> (slashes make
     groups)."""
     parts = name.split("/")
     for p in parts[:-1]:
         parent = _group(parent, p)
     if parts[-1] in parent:
         raise ValueError("dataset %s/%s written twice" % (parent.name, name))
-    d = parent.create_dataset(parts[-1], data=data, track_times=False)
+    data = np.asarray(data)
+    if data.ndim >= 1 and data.size > 0:
+        # one chunk holding the whole tensor, with HDF5's Fletcher-32 checksum: a reader gets an
+        # error instead of silently wrong weights when the file's bytes are damaged
+        d = parent.create_dataset(parts[-1], data=data, chunks=data.shape, fletcher32=True,
+                                  track_times=False)
+    else:
+        d = parent.create_dataset(parts[-1], data=data, track_times=False)
     for k, v in (attrs or {}).items():
         d.attrs[k] = v
     return d

@@ -46,6 +46,15 @@ static const int64_t B_SHAPE[1] = {6};
         }                                                                                   \
     } while (0)
 
+/* LeakSanitizer hook (used only in sanitizer builds): libhdf5 1.10 loses one object-header
+ * allocation (424 bytes, H5O_protect on its error path, still lost after H5close) when it meets
+ * a corrupt object header, which the damaged-file tests below make it do on purpose. Debian's
+ * libhdf5 has no frame pointers, so the report's stack stops at the module; the suppression
+ * therefore names the module. srkit's own allocations never have libhdf5 frames, so leaks in
+ * srkit code are still reported. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libhdf5\n"; }
+
 static uint32_t bits(float f)
 {
     uint32_t u;
@@ -744,6 +753,32 @@ static void test_garbage(void)
     CU_ASSERT(n_format > 0);
 }
 
+static void flip_weight_bit(unsigned char *buf, size_t *len, void *arg)
+{
+    (void)arg;
+    for (size_t i = 0; i + sizeof W_REF <= *len; i++)
+        if (!memcmp(buf + i, W_REF, sizeof W_REF)) {
+            buf[i + 40] ^= 0x01; /* lowest mantissa bit of element 10 */
+            return;
+        }
+    CU_FAIL("weight bytes not found in the fixture");
+}
+
+/* One flipped bit in the raw weight bytes: the writer's Fletcher-32 checksum catches it, where
+ * a plain contiguous dataset would load a slightly wrong weight without complaint. */
+static void test_bit_flip(void)
+{
+    const char *p = damaged_copy("test_linear.h5", "bitflip.h5", flip_weight_bit, NULL);
+    sr_h5 *f = NULL;
+    sr_tensor t;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open(p, &f), SR_OK);
+    ASSERT_ERR_PATH(sr_h5_tensor(f, "proj.weight", SR_F32, 2, W_SHAPE, &t), SR_ERR_FORMAT,
+                    "tensor proj.weight: cannot read its data", p);
+    CU_ASSERT_EQUAL(sr_h5_tensor(f, "proj.bias", SR_F32, 1, B_SHAPE, &t), SR_OK);
+    sr_tensor_free(&t);
+    sr_h5_close(f);
+}
+
 /* ---- plain files, unused tensors, threads ---------------------------------------------------- */
 
 static void test_plain(void)
@@ -890,6 +925,7 @@ void test_register_core_hdf5(void)
                {"missing_and_not_hdf5", test_missing_and_not_hdf5},
                {"truncated", test_truncated},
                {"garbage", test_garbage},
+               {"bit_flip", test_bit_flip},
                {"plain_file", test_plain},
                {"unused", test_unused},
                {"threads", test_threads});
