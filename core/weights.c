@@ -1149,29 +1149,38 @@ sr_status sr_h5_unused(sr_h5 *f, char ***names, size_t *n)
     *names = NULL;
     *n = 0;
     if (!f) return sr_error(SR_ERR_ARG, "sr_h5_unused: file is NULL");
-    h5_lock();
+    char **used = NULL, **res = NULL;
+    size_t n_used = 0, nres = 0, cap = 0;
     ds_list l;
+    h5_lock(); /* also guards f->used against a concurrent sr_h5_tensor on the same file */
     sr_status st = list_datasets(f, "/weights", &l);
+    if (!st && f->n_used) {
+        if ((used = malloc(f->n_used * sizeof *used))) {
+            n_used = f->n_used;
+            for (size_t i = 0; i < n_used && used; i++)
+                if (!(used[i] = strdup(f->used[i]))) {
+                    for (size_t j = 0; j < i; j++) free(used[j]);
+                    free(used);
+                    used = NULL;
+                }
+        }
+        if (!used) {
+            ds_list_free(&l);
+            st = sr_error(SR_ERR_NOMEM, "out of memory listing unused tensors");
+        }
+    }
     h5_unlock();
     if (st) return st;
-    char **used = NULL, **res = NULL;
-    size_t nres = 0, cap = 0;
-    if (f->n_used) {
-        if (!(used = malloc(f->n_used * sizeof *used))) {
-            ds_list_free(&l);
-            return sr_error(SR_ERR_NOMEM, "out of memory listing unused tensors");
-        }
-        memcpy(used, f->used, f->n_used * sizeof *used);
-        qsort(used, f->n_used, sizeof *used, cmp_str);
-    }
+    if (used) qsort(used, n_used, sizeof *used, cmp_str);
     for (size_t i = 0; i < l.n && !st; i++) {
-        if (in_sorted(used, f->n_used, l.names[i]) || is_scale_sibling(&l, l.names[i])) continue;
+        if (in_sorted(used, n_used, l.names[i]) || is_scale_sibling(&l, l.names[i])) continue;
         char *s = sr_strdup(l.names[i]);
         if (!s || (st = push_str(&res, &nres, &cap, s))) {
             free(s);
             st = SR_ERR_NOMEM;
         }
     }
+    for (size_t i = 0; i < n_used; i++) free(used[i]);
     free(used);
     ds_list_free(&l);
     if (st) {

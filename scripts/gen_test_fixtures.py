@@ -46,12 +46,12 @@ def test_linear_tensors():
     return {"proj.weight": w.astype(np.float32), "proj.bias": b.astype(np.float32)}
 
 
-def write(name, tensors, arch="test_linear", **kw):
+def write(name, tensors, arch="test_linear", config=CONFIG, **kw):
     args = dict(tokenizer=TOKENIZER, **META)
     args.update(kw)
     path = os.path.join(OUT, name)
     WRITTEN.append(name)
-    srkit_h5.write_model(path, arch, CONFIG, tensors, **args)
+    srkit_h5.write_model(path, arch, config, tensors, **args)
     return path
 
 
@@ -84,6 +84,10 @@ def main():
     inf["proj.weight"][5, 1] = -np.inf  # flat index 41
     write("bad_inf.h5", inf)
     write("bad_missing_tensor.h5", {"proj.weight": t["proj.weight"]})
+    # a tensor the backend never asks for (sr_model_load rejects unused tensors)
+    write("bad_extra_tensor.h5", dict(t, **{"extra.weight": np.ones((2, 2), np.float32)}))
+    # a config value test_linear rejects: 7 bands do not divide the 1280-sample chunk
+    write("bad_config_value.h5", t, config=dict(CONFIG, n_bands=7))
     path = write("bad_int8_no_scale.h5", t, dtype="int8")
     with h5py.File(path, "r+") as f:
         del f["weights/proj/weight_scale"]

@@ -9,8 +9,9 @@ fixture generators run with /usr/bin/python3. Import it from a script next to it
                          tokenizer={"type": "bytebpe", "pieces": [...]}, source="...", license="MIT")
 
 Files are written deterministically: no timestamps in object headers, no compression, fixed
-creation order, so the same input gives byte-identical files. Every non-empty dataset is one
-chunk with HDF5's Fletcher-32 checksum filter, so damaged bytes are detected when read.
+creation order, so the same input gives byte-identical files. By default every non-empty
+dataset is one chunk with HDF5's Fletcher-32 checksum filter, so damaged bytes are detected
+when read (checksum=False writes plain contiguous datasets, which load faster).
 
 Storage rules:
   f32 / f16            stored as IEEE float32 / float16
@@ -22,6 +23,7 @@ Storage rules:
 """
 
 import json
+import os
 
 import h5py
 import numpy as np
@@ -36,16 +38,17 @@ TOKENIZER_TYPES = ("pieces", "sentencepiece", "bytebpe", "tekken")
 
 def f32_to_bf16_bits(a):
     """float32 array -> uint16 bfloat16 bit patterns, round to nearest even (NaN stays NaN)."""
-    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    nan = (u & 0x7FFFFFFF) > 0x7F800000
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    quiet = (u >> 16) | 0x40
-    return np.where(nan, quiet, rounded).astype(np.uint16)
+    u = np.array(a, dtype=np.float32, order="C").view(np.uint32).astype(np.uint64)
+    c = np.uint64  # typed constants: numpy will not mix uint64 with Python ints on 0-d arrays
+    nan = (u & c(0x7FFFFFFF)) > c(0x7F800000)
+    rounded = (u + c(0x7FFF) + ((u >> c(16)) & c(1))) >> c(16)
+    quiet = (u >> c(16)) | c(0x40)
+    return np.asarray(np.where(nan, quiet, rounded)).astype(np.uint16)
 
 
 def bf16_bits_to_f32(b):
     """uint16 bfloat16 bit patterns -> float32 (exact)."""
-    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
 def quantize_int8_rows(w):
@@ -75,16 +78,16 @@ def _group(parent, name):
     return h5py.Group(gid)
 
 
-def _dataset(parent, name, data, attrs=None):
-    """Uncompressed, checksummed dataset without timestamps at parent/<name> (slashes make
-    groups)."""
+def _dataset(parent, name, data, attrs=None, checksum=True):
+    """Uncompressed dataset without timestamps at parent/<name> (slashes make groups);
+    checksummed unless checksum is False."""
     parts = name.split("/")
     for p in parts[:-1]:
         parent = _group(parent, p)
     if parts[-1] in parent:
         raise ValueError("dataset %s/%s written twice" % (parent.name, name))
     data = np.asarray(data)
-    if data.ndim >= 1 and data.size > 0:
+    if checksum and data.ndim >= 1 and data.size > 0:
         # one chunk holding the whole tensor, with HDF5's Fletcher-32 checksum: a reader gets an
         # error instead of silently wrong weights when the file's bytes are damaged
         d = parent.create_dataset(parts[-1], data=data, chunks=data.shape, fletcher32=True,
@@ -109,18 +112,20 @@ def _stored(name, arr, dtype):
     if a.dtype not in (np.float32, np.float16):
         raise ValueError("tensor %s: dtype %s; srkit tensors are floating point" % (name, a.dtype))
     path = name.replace(".", "/")
+    # np.array(..., order="C") rather than np.ascontiguousarray, which turns scalars into [1]
     if dtype is None:
-        return [(path, np.ascontiguousarray(a), None)]
+        return [(path, np.array(a, order="C"), None)]
     if dtype == "f32" or (dtype in ("f16", "int8") and a.ndim < 2):
-        return [(path, np.ascontiguousarray(a, dtype=np.float32), None)]
+        return [(path, np.array(a, dtype=np.float32, order="C"), None)]
     if dtype == "f16":
-        h = a.astype(np.float16)
+        with np.errstate(over="ignore"):
+            h = a.astype(np.float16)
         bad = ~np.isfinite(h) & np.isfinite(a)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError("tensor %s: value %g at flat index %d overflows f16"
                              % (name, a.reshape(-1)[i], i))
-        return [(path, np.ascontiguousarray(h), None)]
+        return [(path, np.array(h, order="C"), None)]
     if dtype == "bf16":
         return [(path, f32_to_bf16_bits(a), {"dtype": "bf16"})]
     if dtype == "int8":
@@ -129,7 +134,7 @@ def _stored(name, arr, dtype):
     raise ValueError("dtype %r: expected one of %s" % (dtype, DTYPES))
 
 
-def write_tokenizer(h5file, tok):
+def write_tokenizer(h5file, tok, checksum=True):
     """Write /tokenizer from tok = {"type", "pieces" (str or bytes each), optional "special"
     (0/1 each), optional "scores" (float each)}."""
     ttype = tok.get("type")
@@ -142,22 +147,22 @@ def write_tokenizer(h5file, tok):
     data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
     g = _group(h5file, "tokenizer")
     g.attrs["type"] = ttype
-    _dataset(g, "pieces_data", data)
-    _dataset(g, "pieces_offsets", offsets)
+    _dataset(g, "pieces_data", data, checksum=checksum)
+    _dataset(g, "pieces_offsets", offsets, checksum=checksum)
     if tok.get("special") is not None:
         special = np.asarray(tok["special"], dtype=np.uint8)
         if special.shape != (n,) or (special > 1).any():
             raise ValueError("tokenizer special: expected %d values of 0 or 1" % n)
-        _dataset(g, "special", special)
+        _dataset(g, "special", special, checksum=checksum)
     if tok.get("scores") is not None:
         scores = np.asarray(tok["scores"], dtype=np.float32)
         if scores.shape != (n,):
             raise ValueError("tokenizer scores: expected %d values" % n)
-        _dataset(g, "scores", scores)
+        _dataset(g, "scores", scores, checksum=checksum)
 
 
 def write_model(path, arch, config, tensors, *, dtype=None, tokenizer=None, frontend=None,
-                source="", license="", raw_attrs=None):
+                source="", license="", raw_attrs=None, checksum=True):
     """Write an srkit model file.
 
     path       output file (overwritten)
@@ -172,31 +177,49 @@ def write_model(path, arch, config, tensors, *, dtype=None, tokenizer=None, fron
     source, license   provenance root attributes
     raw_attrs  {root attribute: value} written last, overriding the standard ones; None as a
                value deletes the attribute (tests use it to build malformed files)
+    checksum   store each dataset as one chunk with HDF5's Fletcher-32 checksum, so damaged
+               bytes fail the load instead of giving wrong weights. Verifying runs at about
+               0.75 GB/s (a 128 MB model loads in 0.20 s instead of 0.04 s); converters of
+               multi-GB models may prefer False
     """
     if dtype not in DTYPES:
         raise ValueError("dtype %r: expected one of %s" % (dtype, DTYPES))
-    for name in tensors:
+    # convert and check everything before touching the file system
+    stored = []
+    for name in sorted(tensors):
         _check_name(name)
-    fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
-    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
-    fid = h5py.h5f.create(str(path).encode(), h5py.h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
-    with h5py.File(fid) as f:
+        stored.extend(_stored(name, tensors[name], dtype))
+    config_text = json.dumps(config, separators=(",", ":"))
+    # written under a temporary name and renamed, so a failure never leaves a partial model
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    try:
+        _write(tmp, arch, config_text, stored, tokenizer, frontend, source, license, raw_attrs,
+               checksum)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _write(path, arch, config_text, stored, tokenizer, frontend, source, license, raw_attrs,
+           checksum):
+    with h5py.File(path, "w") as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = np.int64(FORMAT_VERSION)
         f.attrs["arch"] = arch
-        f.attrs["config"] = json.dumps(config, separators=(",", ":"))
+        f.attrs["config"] = config_text
         f.attrs["source"] = source
         f.attrs["license"] = license
         w = _group(f, "weights")
-        for name in sorted(tensors):
-            for dname, data, attrs in _stored(name, tensors[name], dtype):
-                _dataset(w, dname, data, attrs)
+        for dname, data, attrs in stored:
+            _dataset(w, dname, data, attrs, checksum)
         if tokenizer is not None:
-            write_tokenizer(f, tokenizer)
+            write_tokenizer(f, tokenizer, checksum)
         if frontend:
             g = _group(f, "frontend")
             for name in sorted(frontend):
-                _dataset(g, name, np.ascontiguousarray(frontend[name], dtype=np.float32))
+                _dataset(g, name, np.array(frontend[name], dtype=np.float32, order="C"),
+                         checksum=checksum)
         for k, v in (raw_attrs or {}).items():
             if v is None:
                 if k in f.attrs:

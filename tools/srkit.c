@@ -328,9 +328,10 @@ static int cmd_stream(int argc, char **argv)
     if ((st = sr_stream_open(m, &o.sc, &s))) { rc = fail(st, "stream"); goto out; }
     size_t step = (size_t)feed_ms * 16, printed = 0;
     double t0 = now_s();
-    for (size_t i = 0; i <= a.n; i += step) {
+    /* pieces of `step` samples, then one more pass that finishes the stream */
+    for (size_t i = 0, done = 0; !done; i += step) {
         if (i < a.n) st = sr_stream_feed(s, a.samples + i, a.n - i < step ? a.n - i : step);
-        else st = sr_stream_finish(s);
+        else st = sr_stream_finish(s), done = 1;
         if (st) { rc = fail(st, audio); break; }
         const sr_timeline *tl = sr_stream_timeline(s);
         for (; printed < tl->n; printed++) {

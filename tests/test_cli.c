@@ -1,0 +1,197 @@
+/*
+ * test_cli.c — the srkit binary as a user runs it: exit codes, --help for every subcommand,
+ * `info` on fixtures and on a model written just now by the Python writer, `transcribe` and
+ * `stream` through the test backend, honest "not built yet" answers, and error messages.
+ * The binary comes from $SRKIT_BIN (make test sets it to build/srkit).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cJSON.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test.h"
+
+static const char *bin(void)
+{
+    const char *b = getenv("SRKIT_BIN");
+    return b ? b : "build/srkit";
+}
+
+/* Run a shell command line, capture stdout+stderr (up to cap), return the exit status. */
+static int run(const char *cmd, char *out, size_t cap)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char out[1 << 16];
+
+static int runv(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return run(cmd, out, sizeof out);
+}
+
+static int runf(const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s", bin(), args);
+    return run(cmd, out, sizeof out);
+}
+
+static void expect(int rc, int want, const char *needle, const char *what)
+{
+    CU_ASSERT_EQUAL(rc, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, needle));
+    if (rc != want || !strstr(out, needle))
+        printf("\n      %s: exit %d (wanted %d), output lacks \"%s\":\n%s\n", what, rc, want, needle, out);
+}
+
+static void test_help_and_usage(void)
+{
+    const char *cmds[] = {"info", "transcribe", "stream", "eval", "score", "bench", "compare"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char a[64];
+        snprintf(a, sizeof a, "%s --help", cmds[i]);
+        expect(runf(a), 0, "usage: srkit", cmds[i]);
+    }
+    expect(runf("--help"), 0, "test_linear", "--help lists backends");
+    expect(runf(""), 2, "usage", "no command");
+    expect(runf("frobnicate"), 2, "unknown command", "unknown command");
+    expect(runf("version"), 0, SR_VERSION, "version");
+    expect(runf("info"), 2, "usage", "info without a file");
+}
+
+static void test_not_built(void)
+{
+    expect(runf("score --ref a --hyp b"), 2, "not built yet", "score");
+    expect(runf("compare a.json b.json"), 2, "not built yet", "compare");
+}
+
+static void test_info(void)
+{
+    char a[1024];
+    snprintf(a, sizeof a, "info %s", test_fixture("test_linear.h5"));
+    expect(runf(a), 0, "arch:       test_linear", "info human");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "parameters: 54"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "f32 216 B"));
+    snprintf(a, sizeof a, "info --json %s", test_fixture("test_linear_bf16.h5"));
+    CU_ASSERT_EQUAL(runf(a), 0);
+    cJSON *j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "arch")), "test_linear");
+    CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "n_params")), 54);
+    CU_ASSERT_PTR_NOT_NULL(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "bytes_by_dtype"), "bf16"));
+    cJSON_Delete(j);
+    snprintf(a, sizeof a, "info %s", test_fixture("bad_format.h5"));
+    expect(runf(a), 1, "bad_format.h5", "info on a bad file names it");
+    expect(runf("info /nonexistent.h5"), 1, "/nonexistent.h5", "info on a missing file");
+}
+
+/* The Python writer and the C reader agree: write a model now, inspect it with srkit. */
+static void test_python_writer_roundtrip(void)
+{
+    if (system("/usr/bin/python3 -c 'import h5py, numpy' >/dev/null 2>&1") != 0) {
+        TEST_SKIP("/usr/bin/python3 lacks h5py/numpy (make setup installs them)");
+        return;
+    }
+    const char *path = test_tmppath("written.h5");
+    int rc = runv("/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"scripts\"); import numpy as np, srkit_h5 as w; "
+                 "w.write_model(\"%s\", \"test_linear\", {\"sample_rate\": 16000, \"chunk_ms\": 40, \"n_bands\": 4, \"vocab\": 3}, "
+                 "{\"proj.weight\": np.arange(12, dtype=np.float32).reshape(3, 4) / 10, \"proj.bias\": np.zeros(3, np.float32)}, "
+                 "dtype=\"f16\", tokenizer={\"type\": \"pieces\", \"pieces\": [\"_\", \"x\", \"y\"], \"special\": [1, 0, 0]}, "
+                 "source=\"cli test\", license=\"MIT\")'",
+                 path);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char a[1024];
+    snprintf(a, sizeof a, "info %s", path);
+    expect(runf(a), 0, "parameters: 15", "info on a freshly written model");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "f16"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "source:     cli test"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "pieces, 3 pieces"));
+}
+
+static void test_transcribe_and_stream(void)
+{
+    const char *wav = test_tmppath("cli.wav");
+    float *x = malloc(16000 * 2 * sizeof *x);
+    for (int i = 0; i < 32000; i++) x[i] = (float)(((i / 400) % 3) * 0.2 * ((i * 7919 % 200) / 100.0 - 1.0));
+    CU_ASSERT_EQUAL_FATAL(sr_audio_write_wav(wav, x, 32000, 16000), SR_OK);
+    free(x);
+    char a[2048];
+    snprintf(a, sizeof a, "transcribe %s %s --json", test_fixture("test_linear.h5"), wav);
+    CU_ASSERT_EQUAL(runf(a), 0);
+    cJSON *j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_DOUBLE_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "audio_s")), 2.0, 1e-9);
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(j, "text"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char want[256];
+    snprintf(want, sizeof want, "%s", text);
+    cJSON_Delete(j);
+    /* stream's final line carries the same text as transcribe */
+    snprintf(a, sizeof a, "stream %s %s --feed-ms 30", test_fixture("test_linear.h5"), wav);
+    CU_ASSERT_EQUAL(runf(a), 0);
+    char *fin = strstr(out, "final ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fin);
+    fin += 6;
+    char *nl = strchr(fin, '\n');
+    if (nl) *nl = '\0';
+    CU_ASSERT_STRING_EQUAL(fin, want);
+    snprintf(a, sizeof a, "transcribe %s %s --decoder nope", test_fixture("test_linear.h5"), wav);
+    expect(runf(a), 1, "sync_greedy", "unknown decoder lists the known ones");
+    snprintf(a, sizeof a, "transcribe %s /nonexistent.wav", test_fixture("test_linear.h5"));
+    expect(runf(a), 1, "/nonexistent.wav", "missing audio named");
+    snprintf(a, sizeof a, "transcribe %s %s --beam x", test_fixture("test_linear.h5"), wav);
+    expect(runf(a), 2, "--beam", "bad option value");
+}
+
+static void test_eval_list_runs(void)
+{
+    char a[1024];
+    snprintf(a, sizeof a, "SRKIT_HOME=/tmp/srkit-home %s eval configs/whisper-chunk-sweep.json --list-runs", bin());
+    int rc = run(a, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    int lines = 0;
+    for (char *p = out; (p = strchr(p, '\n')); p++) lines++;
+    CU_ASSERT_EQUAL(lines, 6);
+    snprintf(a, sizeof a, "SRKIT_HOME=/tmp/srkit-home %s eval configs/quickstart.json", bin());
+    CU_ASSERT_EQUAL(run(a, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not built yet"));
+    const char *bad = test_tmppath("bad.json");
+    FILE *f = fopen(bad, "w");
+    fputs("{\"name\": \"x\", \"model\": {\"path\": 3}}", f);
+    fclose(f);
+    snprintf(a, sizeof a, "eval %s --list-runs", bad);
+    expect(runf(a), 1, "model.path", "config type error names the field");
+}
+
+static void test_bench_gemm(void)
+{
+    expect(runf("bench gemm --threads 1"), 0, "GFLOP/s", "bench gemm");
+    expect(runf("bench gemm --device tpu"), 1, "tpu", "bench on an unknown device");
+}
+
+void test_register_cli(void)
+{
+    TEST_SUITE("cli_srkit",
+               {"help, usage and exit codes", test_help_and_usage},
+               {"subcommands of later issues say not built yet", test_not_built},
+               {"info (human and JSON) and bad files", test_info},
+               {"Python writer -> srkit info", test_python_writer_roundtrip},
+               {"transcribe and stream agree", test_transcribe_and_stream},
+               {"eval --list-runs expands sweeps", test_eval_list_runs},
+               {"bench gemm runs", test_bench_gemm});
+}
