@@ -56,3 +56,14 @@ sr_status sr_error_prefix(sr_status s, const char *fmt, ...)
     last_error[at] = '\0';
     return s;
 }
+
+sr_status sr_error_unknown(const char *kind, const char *name, const char *(*name_at)(size_t))
+{
+    char known[512] = "";
+    const char *n;
+    for (size_t i = 0; (n = name_at(i)); i++) {
+        if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
+        strncat(known, n, sizeof known - strlen(known) - 1);
+    }
+    return sr_error(SR_ERR_ARG, "unknown %s \"%s\" (known: %s)", kind, name ? name : "(null)", known);
+}

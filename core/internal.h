@@ -28,6 +28,10 @@ sr_status sr_error(sr_status s, const char *fmt, ...) SR_PRINTF(2, 3);
 /* Prefix the current detail message: "ctx: <previous message>". Returns s. */
 sr_status sr_error_prefix(sr_status s, const char *fmt, ...) SR_PRINTF(2, 3);
 
+/* SR_ERR_ARG for an unknown registry name: 'unknown <kind> "name" (known: a, b, c)', listing
+ * name_at(0), name_at(1), ... until it returns NULL. */
+sr_status sr_error_unknown(const char *kind, const char *name, const char *(*name_at)(size_t));
+
 /* Clear the detail message (successful calls that want a clean slate). */
 void sr_error_clear(void);
 

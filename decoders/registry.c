@@ -24,10 +24,5 @@ sr_status sr_decoder_find(const char *name, const sr_decoder_ops **out)
             *out = decoders[i];
             return SR_OK;
         }
-    char known[512] = "";
-    for (size_t i = 0; decoders[i]; i++) {
-        if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
-        strncat(known, decoders[i]->name, sizeof known - strlen(known) - 1);
-    }
-    return sr_error(SR_ERR_ARG, "unknown decoder \"%s\" (known: %s)", name ? name : "(null)", known);
+    return sr_error_unknown("decoder", name, sr_decoder_name);
 }

@@ -25,10 +25,5 @@ sr_status sr_backend_find(const char *arch, const sr_model_ops **out)
             *out = backends[i];
             return SR_OK;
         }
-    char known[512] = "";
-    for (size_t i = 0; backends[i]; i++) {
-        if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
-        strncat(known, backends[i]->name, sizeof known - strlen(known) - 1);
-    }
-    return sr_error(SR_ERR_ARG, "unknown arch \"%s\" (known: %s)", arch ? arch : "(null)", known);
+    return sr_error_unknown("arch", arch, sr_backend_name);
 }
