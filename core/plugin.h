@@ -40,8 +40,19 @@ typedef struct sr_scorer {
     int (*sync_frames)(void *ctx);
     sr_status (*sync_step)(void *ctx, int t, int32_t prev, float *logits);
 
-    /* AED: log-probabilities of the next token after prefix[0..n) given all audio so far. */
-    sr_status (*aed_logprobs)(void *ctx, const int32_t *prefix, int n, float *logprobs);
+    /* AED (Whisper-style encoder-decoder). Prefixes hold text tokens only: the backend prepends
+     * its own prompt (SOT sequence) and applies its fixed logit rules (suppressed tokens, the
+     * first-step blank suppression, no timestamps), so decoders see plain distributions.
+     * aed_logprobs writes log-probabilities for positions from..n of prefix[0..n):
+     * out[(j - from) * vocab + v] = log p(token j = v | prefix[0..j), audio so far), j = n being
+     * the next token. `slot` (0 <= slot < aed_max_slots) names a per-stream decoder cache: calls
+     * on a slot that extend its previous prefix under the same audio compute only the new
+     * positions; anything else (new audio, a diverging prefix) recomputes what it must. Beam
+     * decoders use one slot per beam. aed_max_len caps the text tokens of a hypothesis. */
+    int aed_max_slots;
+    int aed_max_len;
+    sr_status (*aed_logprobs)(void *ctx, int slot, const int32_t *prefix, int n, int from,
+                              float *out);
 
     /* TRANSDUCER: frames so far; prediction network step (state_in may be NULL = start state;
      * token -1 = start symbol) writing state_out [pred_state] and pred_out [pred_dim]; joint of
