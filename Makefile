@@ -96,6 +96,7 @@ venv-ref:
 fixtures:
 	$(PYTHON) scripts/gen_test_fixtures.py
 	$(PYTHON) scripts/gen_tokenizer_fixtures.py
+	$(PYTHON) scripts/gen_convert_fixtures.py
 
 models:
 	bash scripts/fetch_models.sh

@@ -16,6 +16,26 @@ void sr_options_init(sr_options *o)
 const char *sr_model_arch(const sr_model *m) { return m ? m->arch : NULL; }
 const char *sr_model_config(const sr_model *m) { return m ? m->config_text : NULL; }
 
+sr_status sr_detokenize_into(const sr_model *m, const int32_t *tokens, int n, sr_strbuf *b)
+{
+    sr_status st = sr_strbuf_append(b, "", 0); /* never a NULL text */
+    if (!st && m->tokenizer) return sr_tokenizer_decode(m->tokenizer, tokens, n, b);
+    for (int i = 0; !st && i < n; i++) /* a model without a tokenizer shows ids */
+        st = sr_strbuf_printf(b, "%s<%d>", i ? " " : "", (int)tokens[i]);
+    return st;
+}
+
+sr_status sr_model_detokenize(const sr_model *m, const int32_t *tokens, int n, char **out)
+{
+    *out = NULL;
+    if (!m || n < 0 || (n && !tokens)) return sr_error(SR_ERR_ARG, "sr_model_detokenize: bad arguments");
+    sr_strbuf b = {0};
+    sr_status st = sr_detokenize_into(m, tokens, n, &b);
+    if (st) { sr_strbuf_free(&b); return st; }
+    *out = b.data;
+    return SR_OK;
+}
+
 sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                           const int64_t *shape, const sr_tensor **out)
 {

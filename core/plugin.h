@@ -151,6 +151,9 @@ struct sr_model {
 sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                           const int64_t *shape, const sr_tensor **out);
 
+/* Append the text of tokens[0..n) to b (tokenizer rules; ids when the model has none). */
+sr_status sr_detokenize_into(const sr_model *m, const int32_t *tokens, int n, sr_strbuf *b);
+
 /* Typed config getters for backends: read key from m->config; missing or wrong type:
  * SR_ERR_FORMAT "<file>: config.<key>: ..."; `def` variants return the default when absent. */
 sr_status sr_cfg_int(const sr_model *m, const char *key, int *out);

@@ -157,6 +157,10 @@ void sr_model_free(sr_model *m); /* NULL is a no-op; no stream of m may be open 
 const char *sr_model_arch(const sr_model *m);   /* "whisper", "fastconformer_rnnt", ... */
 const char *sr_model_config(const sr_model *m); /* the config JSON text from the file */
 
+/* Text of tokens[0..n) as the model's tokenizer prints it (special tokens skipped); *out is
+ * malloc'ed (free with free()). Used to map a committed token prefix to words. Thread-safe. */
+sr_status sr_model_detokenize(const sr_model *m, const int32_t *tokens, int n, char **out);
+
 /* Describe an srkit HDF5 file without loading it into a backend: arch, config, tensor count,
  * parameter count, bytes by dtype, every tensor with dtype and shape. *json_out is a
  * malloc'ed JSON object text (free with free()). Thread-safe. */

@@ -63,15 +63,7 @@ void sr_hyp_truncate(sr_hyp *h, int n)
 static sr_status update_text(sr_stream *s)
 {
     sr_strbuf_clear(&s->text);
-    sr_status st;
-    if (s->m->tokenizer) {
-        st = sr_tokenizer_decode(s->m->tokenizer, s->hyp.tokens, s->hyp.n, &s->text);
-    } else { /* a model without a tokenizer shows ids */
-        st = sr_strbuf_append(&s->text, "", 0);
-        for (int i = 0; !st && i < s->hyp.n; i++)
-            st = sr_strbuf_printf(&s->text, "%s<%d>", i ? " " : "", (int)s->hyp.tokens[i]);
-    }
-    if (!st && !s->text.data) st = sr_strbuf_append(&s->text, "", 0); /* never a NULL text */
+    sr_status st = sr_detokenize_into(s->m, s->hyp.tokens, s->hyp.n, &s->text);
     if (st) return st;
     s->pub.tokens = s->hyp.tokens;
     s->pub.n_tokens = s->hyp.n;
