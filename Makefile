@@ -35,7 +35,8 @@ LDSAN   :=
 endif
 CFLAGS  ?=
 CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -pthread $(PKG_CFLAGS)
-LDLIBS  := $(PKG_LIBS) -lm -lpthread
+# libunistring (Unicode normalization for the text normalizers) ships no pkg-config file.
+LDLIBS  := $(PKG_LIBS) -lunistring -lm -lpthread
 
 LIB_SRC := $(wildcard core/*.c models/*.c models/*/*.c decoders/*.c eval/*.c kernels/*.c kernels/cpu/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -85,8 +86,11 @@ debug:
 bench: $(BUILD)/srkit
 	./$(BUILD)/srkit bench --all
 
+# Debian packages (as root), then the data assets srkit reads at run time into $SRKIT_HOME
+# (openai-whisper's spelling map for the whisper_en normalizer, fetched from PyPI).
 setup:
 	bash scripts/setup.sh
+	bash scripts/fetch_assets.sh
 
 # Reference packages (openai-whisper, nemo_toolkit, transformers, torch) for regenerating the
 # golden fixtures live in a venv outside git; CI never needs them.

@@ -12,9 +12,9 @@
  *
  * Conventions: times are milliseconds of audio from the start of the utterance; a rate that is
  * undefined (errors over 0 reference words, no samples, no alignments, no compute times) is NAN, written
- * as JSON null by callers. Every function is thread-safe: there are no globals; an sr_scorer must
+ * as JSON null by callers. Every function is thread-safe: there are no globals; an sr_corpus must
  * not be used from two threads at once (give each worker its own and combine with
- * sr_scorer_merge).
+ * sr_corpus_merge).
  */
 #ifndef SR_EVAL_METRICS_H
 #define SR_EVAL_METRICS_H
@@ -200,28 +200,28 @@ typedef struct sr_corpus_metrics {
     double rtf;                 /* compute_s / audio_s */
     double rtf_chunk_mean;      /* mean over chunks of compute / chunk audio (t_k - t_{k-1} > 0) */
     double rtfx;                /* 1 / rtf */
-    sr_memstats memory;         /* maxima of what sr_scorer_add_memory saw (0 = never given) */
+    sr_memstats memory;         /* maxima of what sr_corpus_add_memory saw (0 = never given) */
 } sr_corpus_metrics;
 
 /* Score one utterance without accumulating. Errors name in->id. */
 sr_status sr_score_utt(const sr_utt_input *in, sr_utt_metrics *out);
 
-typedef struct sr_scorer sr_scorer; /* corpus accumulator: sums and pooled samples */
+typedef struct sr_corpus sr_corpus; /* corpus accumulator: sums and pooled samples */
 
-sr_status sr_scorer_create(sr_scorer **out);
-void sr_scorer_free(sr_scorer *sc); /* NULL is a no-op */
+sr_status sr_corpus_create(sr_corpus **out);
+void sr_corpus_free(sr_corpus *sc); /* NULL is a no-op */
 
 /* Score one utterance, add it to the corpus, and fill *out when non-NULL. On error the scorer
  * is unchanged. */
-sr_status sr_scorer_add(sr_scorer *sc, const sr_utt_input *in, sr_utt_metrics *out);
+sr_status sr_corpus_add(sr_corpus *sc, const sr_utt_input *in, sr_utt_metrics *out);
 
 /* Add src's utterances to dst (shards or worker threads); src is unchanged. */
-sr_status sr_scorer_merge(sr_scorer *dst, const sr_scorer *src);
+sr_status sr_corpus_merge(sr_corpus *dst, const sr_corpus *src);
 
 /* Keep the maxima of memory figures (e.g. sr_memory after each utterance). */
-void sr_scorer_add_memory(sr_scorer *sc, const sr_memstats *m);
+void sr_corpus_add_memory(sr_corpus *sc, const sr_memstats *m);
 
 /* Corpus figures so far (no utterance: counts 0, rates NAN). */
-sr_status sr_scorer_result(const sr_scorer *sc, sr_corpus_metrics *out);
+sr_status sr_corpus_result(const sr_corpus *sc, sr_corpus_metrics *out);
 
 #endif /* SR_EVAL_METRICS_H */

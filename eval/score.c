@@ -72,7 +72,7 @@ static sr_status samples_append(samples *d, const samples *s)
     return st;
 }
 
-struct sr_scorer {
+struct sr_corpus {
     size_t n_utts, n_timeline, n_stable, n_aligned;
     sr_edit_counts wer, cer;
     sr_rwer_result rwer;
@@ -187,14 +187,14 @@ sr_status sr_score_utt(const sr_utt_input *in, sr_utt_metrics *out)
     return SR_OK;
 }
 
-sr_status sr_scorer_create(sr_scorer **out)
+sr_status sr_corpus_create(sr_corpus **out)
 {
-    if (!out) return sr_error(SR_ERR_ARG, "sr_scorer_create: out is NULL");
+    if (!out) return sr_error(SR_ERR_ARG, "sr_corpus_create: out is NULL");
     *out = sr_calloc(1, sizeof **out, "scorer");
     return *out ? SR_OK : SR_ERR_NOMEM;
 }
 
-void sr_scorer_free(sr_scorer *sc)
+void sr_corpus_free(sr_corpus *sc)
 {
     if (!sc) return;
     samples_free(&sc->smp);
@@ -202,7 +202,7 @@ void sr_scorer_free(sr_scorer *sc)
 }
 
 /* The utterance-level sums of src (one utterance's metrics or another scorer) into dst. */
-static void add_sums(sr_scorer *dst, const sr_rwer_result *r)
+static void add_sums(sr_corpus *dst, const sr_rwer_result *r)
 {
     sr_rwer_sums_add(&dst->rwer.rwer, &r->rwer);
     sr_rwer_sums_add(&dst->rwer.rwer_stable, &r->rwer_stable);
@@ -210,9 +210,9 @@ static void add_sums(sr_scorer *dst, const sr_rwer_result *r)
     sr_rwer_sums_add(&dst->rwer.arwer_stable, &r->arwer_stable);
 }
 
-sr_status sr_scorer_add(sr_scorer *sc, const sr_utt_input *in, sr_utt_metrics *out)
+sr_status sr_corpus_add(sr_corpus *sc, const sr_utt_input *in, sr_utt_metrics *out)
 {
-    if (!sc || !in) return sr_error(SR_ERR_ARG, "sr_scorer_add: %s is NULL", sc ? "in" : "scorer");
+    if (!sc || !in) return sr_error(SR_ERR_ARG, "sr_corpus_add: %s is NULL", sc ? "in" : "scorer");
     sr_utt_metrics m;
     samples smp = {0};
     sr_status st = score_one(in, &m, &smp);
@@ -263,10 +263,10 @@ static void mem_max(sr_memstats *d, const sr_memstats *s)
     d->gpu_peak_bytes = SR_MAX(d->gpu_peak_bytes, s->gpu_peak_bytes);
 }
 
-sr_status sr_scorer_merge(sr_scorer *dst, const sr_scorer *src)
+sr_status sr_corpus_merge(sr_corpus *dst, const sr_corpus *src)
 {
-    if (!dst || !src) return sr_error(SR_ERR_ARG, "sr_scorer_merge: %s is NULL", dst ? "src" : "dst");
-    if (dst == src) return sr_error(SR_ERR_ARG, "sr_scorer_merge: src and dst are the same scorer");
+    if (!dst || !src) return sr_error(SR_ERR_ARG, "sr_corpus_merge: %s is NULL", dst ? "src" : "dst");
+    if (dst == src) return sr_error(SR_ERR_ARG, "sr_corpus_merge: src and dst are the same scorer");
     size_t keep[5] = {dst->smp.chunk_ms.n, dst->smp.chunk_rtf.n, dst->smp.first_hyp_ms.n,
                       dst->smp.final_ms.n, dst->smp.delay_ms.n};
     sr_status st = samples_append(&dst->smp, &src->smp);
@@ -293,14 +293,14 @@ sr_status sr_scorer_merge(sr_scorer *dst, const sr_scorer *src)
     return SR_OK;
 }
 
-void sr_scorer_add_memory(sr_scorer *sc, const sr_memstats *m)
+void sr_corpus_add_memory(sr_corpus *sc, const sr_memstats *m)
 {
     if (sc && m) mem_max(&sc->mem, m);
 }
 
-sr_status sr_scorer_result(const sr_scorer *sc, sr_corpus_metrics *out)
+sr_status sr_corpus_result(const sr_corpus *sc, sr_corpus_metrics *out)
 {
-    if (!sc || !out) return sr_error(SR_ERR_ARG, "sr_scorer_result: %s is NULL", sc ? "out" : "scorer");
+    if (!sc || !out) return sr_error(SR_ERR_ARG, "sr_corpus_result: %s is NULL", sc ? "out" : "scorer");
     memset(out, 0, sizeof *out);
     out->n_utts = sc->n_utts;
     out->wer = sc->wer;

@@ -664,14 +664,14 @@ static const sr_tl_entry tl_u2[] = {
     {1500, "x z", 2, 10000000},
 };
 
-static void add_two(sr_scorer *a, sr_scorer *b)
+static void add_two(sr_corpus *a, sr_corpus *b)
 {
     static const sr_word_times wt = {ends_abc, 3};
     sr_utt_input u1 = {.id = "u1", .ref = "a b c", .times = &wt, .entries = tl_abc, .n_entries = 6,
                        .audio_ms = 2000};
     sr_utt_input u2 = {.id = "u2", .ref = "x y", .entries = tl_u2, .n_entries = 4, .audio_ms = 1600};
-    CU_ASSERT_EQUAL(sr_scorer_add(a, &u1, NULL), SR_OK);
-    CU_ASSERT_EQUAL(sr_scorer_add(b, &u2, NULL), SR_OK);
+    CU_ASSERT_EQUAL(sr_corpus_add(a, &u1, NULL), SR_OK);
+    CU_ASSERT_EQUAL(sr_corpus_add(b, &u2, NULL), SR_OK);
 }
 
 static void check_corpus(const sr_corpus_metrics *c)
@@ -715,49 +715,49 @@ static void check_corpus(const sr_corpus_metrics *c)
 
 static void test_scorer_corpus(void)
 {
-    sr_scorer *sc = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_scorer_create(&sc), SR_OK);
+    sr_corpus *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_corpus_create(&sc), SR_OK);
     sr_corpus_metrics c;
-    CU_ASSERT_EQUAL_FATAL(sr_scorer_result(sc, &c), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_corpus_result(sc, &c), SR_OK);
     CU_ASSERT(c.n_utts == 0 && isnan(c.wer_rate) && isnan(c.rwer_rate) && isnan(c.rtf));
     add_two(sc, sc);
     sr_memstats m1 = {70, 10, 900, 0}, m2 = {50, 20, 300, 0};
-    sr_scorer_add_memory(sc, &m1);
-    sr_scorer_add_memory(sc, &m2);
-    CU_ASSERT_EQUAL_FATAL(sr_scorer_result(sc, &c), SR_OK);
+    sr_corpus_add_memory(sc, &m1);
+    sr_corpus_add_memory(sc, &m2);
+    CU_ASSERT_EQUAL_FATAL(sr_corpus_result(sc, &c), SR_OK);
     check_corpus(&c);
     CU_ASSERT_EQUAL(c.memory.stream_bytes, 20);
     /* a failing utterance leaves the corpus unchanged */
     sr_tl_entry bad[2] = {{500, "a", 0, 1}, {100, "a", 0, 1}};
     sr_utt_input ub = {.id = "u3", .ref = "a", .entries = bad, .n_entries = 2};
     sr_utt_metrics um;
-    TEST_ASSERT_ERR(sr_scorer_add(sc, &ub, &um), SR_ERR_ARG, "utterance u3: timeline entry 1");
-    CU_ASSERT_EQUAL_FATAL(sr_scorer_result(sc, &c), SR_OK);
+    TEST_ASSERT_ERR(sr_corpus_add(sc, &ub, &um), SR_ERR_ARG, "utterance u3: timeline entry 1");
+    CU_ASSERT_EQUAL_FATAL(sr_corpus_result(sc, &c), SR_OK);
     check_corpus(&c);
-    sr_scorer_free(sc);
-    sr_scorer_free(NULL);
+    sr_corpus_free(sc);
+    sr_corpus_free(NULL);
 }
 
 /* Shards scored apart and merged give the same corpus figures as one scorer. */
 static void test_scorer_merge(void)
 {
-    sr_scorer *a = NULL, *b = NULL, *all = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_scorer_create(&a), SR_OK);
-    CU_ASSERT_EQUAL_FATAL(sr_scorer_create(&b), SR_OK);
-    CU_ASSERT_EQUAL_FATAL(sr_scorer_create(&all), SR_OK);
+    sr_corpus *a = NULL, *b = NULL, *all = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_corpus_create(&a), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_corpus_create(&b), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_corpus_create(&all), SR_OK);
     add_two(a, b);
     sr_memstats m1 = {70, 10, 900, 0};
-    sr_scorer_add_memory(b, &m1);
-    CU_ASSERT_EQUAL(sr_scorer_merge(all, a), SR_OK);
-    CU_ASSERT_EQUAL(sr_scorer_merge(all, b), SR_OK);
+    sr_corpus_add_memory(b, &m1);
+    CU_ASSERT_EQUAL(sr_corpus_merge(all, a), SR_OK);
+    CU_ASSERT_EQUAL(sr_corpus_merge(all, b), SR_OK);
     sr_corpus_metrics c;
-    CU_ASSERT_EQUAL_FATAL(sr_scorer_result(all, &c), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_corpus_result(all, &c), SR_OK);
     check_corpus(&c);
-    TEST_ASSERT_ERR(sr_scorer_merge(all, all), SR_ERR_ARG, "same scorer");
-    TEST_ASSERT_ERR(sr_scorer_merge(all, NULL), SR_ERR_ARG, "src");
-    sr_scorer_free(a);
-    sr_scorer_free(b);
-    sr_scorer_free(all);
+    TEST_ASSERT_ERR(sr_corpus_merge(all, all), SR_ERR_ARG, "same scorer");
+    TEST_ASSERT_ERR(sr_corpus_merge(all, NULL), SR_ERR_ARG, "src");
+    sr_corpus_free(a);
+    sr_corpus_free(b);
+    sr_corpus_free(all);
 }
 
 void test_register_eval_metrics(void);
