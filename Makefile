@@ -54,7 +54,7 @@ endif
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all test debug bench setup install models data clean venv-ref fixtures quickstart
+.PHONY: FORCE all test debug bench setup install models data clean venv-ref fixtures quickstart
 all: $(BUILD)/libsr.a $(BUILD)/srkit
 
 $(BUILD)/%.o: %.c
@@ -68,6 +68,17 @@ $(BUILD)/%.cu.o: %.cu
 $(BUILD)/libsr.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# The git revision echoed into results.json; the header is rewritten only when it changes.
+GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/gitrev.h: FORCE
+	@mkdir -p $(BUILD)
+	@echo '#define SR_GIT_REV "$(GIT_REV)"' > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@
+	@rm -f $@.tmp
+$(BUILD)/tools/srkit.o: CFLAGS += -I$(BUILD)
+$(BUILD)/tools/srkit.o: $(BUILD)/gitrev.h
+FORCE:
 
 $(BUILD)/srkit: $(BUILD)/tools/srkit.o $(BUILD)/libsr.a
 	$(CC) $(LDSAN) -pthread -o $@ $^ $(LDLIBS)

@@ -51,6 +51,9 @@ typedef struct sr_scorer {
      * decoders use one slot per beam. aed_max_len caps the text tokens of a hypothesis. */
     int aed_max_slots;
     int aed_max_len;
+    /* Audio the stream has consumed so far in ms (may be NULL): decoders bound the tokens they
+     * add per update by the audio that arrived since the last one. */
+    int64_t (*aed_audio_ms)(void *ctx);
     sr_status (*aed_logprobs)(void *ctx, int slot, const int32_t *prefix, int n, int from,
                               float *out);
 

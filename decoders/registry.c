@@ -6,9 +6,19 @@
 #include <string.h>
 
 extern const sr_decoder_ops sr_dec_sync_greedy;
+extern const sr_decoder_ops sr_dec_aed_greedy;
+extern const sr_decoder_ops sr_dec_aed_beam;
+extern const sr_decoder_ops sr_dec_stable_greedy;
+extern const sr_decoder_ops sr_dec_stable_beam;
+extern const sr_decoder_ops sr_dec_local_agreement;
 
 static const sr_decoder_ops *const decoders[] = {
     &sr_dec_sync_greedy,
+    &sr_dec_aed_greedy,
+    &sr_dec_aed_beam,
+    &sr_dec_stable_greedy,
+    &sr_dec_stable_beam,
+    &sr_dec_local_agreement,
     NULL,
 };
 

@@ -7,9 +7,11 @@
 #include <string.h>
 
 extern const sr_model_ops sr_test_linear_ops;
+extern const sr_model_ops sr_whisper_ops;
 
 static const sr_model_ops *const backends[] = {
     &sr_test_linear_ops,
+    &sr_whisper_ops,
     NULL,
 };
 

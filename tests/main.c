@@ -16,7 +16,8 @@
 /* Each test file defines one of these; weak so a suite list can grow file by file. */
 #define TEST_FILES(X)                                                                     \
     X(core_api) X(core_stream) X(core_hdf5) X(core_audio) X(core_features) X(core_config)   \
-    X(core_tokenizer) X(kernels) X(cli) X(data) X(whisper_convert) X(whisper) X(eval_data) X(eval_metrics) X(decoders) X(eval_norm)
+    X(core_tokenizer) X(kernels) X(cli) X(data) X(eval_norm) X(eval_metrics) X(eval_data)   \
+    X(eval_run) X(decoders) X(whisper_convert) X(whisper)
 #define DECLARE(n) void test_register_##n(void) __attribute__((weak));
 TEST_FILES(DECLARE)
 

@@ -74,10 +74,12 @@ static void test_help_and_usage(void)
     expect(runf("info"), 2, "usage", "info without a file");
 }
 
-static void test_not_built(void)
+static void test_usage_errors(void)
 {
-    expect(runf("score --ref a --hyp b"), 2, "not built yet", "score");
-    expect(runf("compare a.json b.json"), 2, "not built yet", "compare");
+    expect(runf("score --ref a"), 2, "usage", "score without a hypothesis");
+    expect(runf("compare a.json"), 2, "usage", "compare with one file");
+    expect(runf("merge"), 2, "usage", "merge without folders");
+    expect(runf("eval"), 2, "usage", "eval without a config");
 }
 
 static void test_info(void)
@@ -167,9 +169,10 @@ static void test_eval_list_runs(void)
     int lines = 0;
     for (char *p = out; (p = strchr(p, '\n')); p++) lines++;
     CU_ASSERT_EQUAL(lines, 6);
-    snprintf(a, sizeof a, "SRKIT_HOME=/tmp/srkit-home %s eval configs/quickstart.json", bin());
-    CU_ASSERT_EQUAL(run(a, out, sizeof out), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not built yet"));
+    snprintf(a, sizeof a, "SRKIT_HOME=/nonexistent/srkit-home %s eval configs/quickstart.json --output %s", bin(),
+             test_tmppath("qs-missing"));
+    CU_ASSERT_EQUAL(run(a, out, sizeof out), 1); /* no data there: a clear error, not a crash */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "/nonexistent/srkit-home"));
     const char *bad = test_tmppath("bad.json");
     FILE *f = fopen(bad, "w");
     fputs("{\"name\": \"x\", \"model\": {\"path\": 3}}", f);
@@ -188,7 +191,7 @@ void test_register_cli(void)
 {
     TEST_SUITE("cli_srkit",
                {"help, usage and exit codes", test_help_and_usage},
-               {"subcommands of later issues say not built yet", test_not_built},
+               {"usage errors exit 2", test_usage_errors},
                {"info (human and JSON) and bad files", test_info},
                {"Python writer -> srkit info", test_python_writer_roundtrip},
                {"transcribe and stream agree", test_transcribe_and_stream},

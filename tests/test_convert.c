@@ -325,11 +325,14 @@ static void test_deterministic(void)
     free(db);
 }
 
-/* A copy of the ct2_f16 fixture in tmp/<name>/ whose model.bin is `bin` (len bytes) and whose
+/* A copy of the ct2_f16 fixture in tmp/convert-<name>/ (the prefix keeps clear of other
+ * suites' files in the shared temporary folder, e.g. core_hdf5's empty.h5) whose model.bin is `bin` (len bytes) and whose
  * vocabulary.json drops its last `drop_vocab` tokens. Returns the folder. */
 static const char *damaged_copy(const char *name, const char *bin, size_t len, int drop_vocab)
 {
-    const char *dir = test_tmppath(name);
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "convert-%s", name);
+    const char *dir = test_tmppath(tmp);
     mkdir(dir, 0755);
     char path[1024];
     snprintf(path, sizeof path, "%s/model.bin", dir);

@@ -8,9 +8,10 @@
  *   srkit score ...                       score hypotheses / timelines of any system
  *   srkit bench [gemm|stream ...|--all]   timings (never part of the tests)
  *   srkit compare A.json B.json           regression gate between two results
+ *   srkit merge SHARD... -o OUT           combine the shards of a sharded eval
  *
  * The CLI is the only place that prints; it turns statuses into messages and exit codes:
- * 0 ok, 1 failure, 2 usage error or a subcommand whose engine is not built yet.
+ * 0 ok, 1 failure (or a regression past its tolerance), 2 usage error.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cJSON.h>
@@ -20,8 +21,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "../core/sr.h"
+#include "../eval/run.h"
 #include "../kernels/kernels.h"
+#include "gitrev.h"
 
 #define EXIT_USAGE 2
 
@@ -29,14 +34,6 @@ static int fail(sr_status st, const char *what)
 {
     fprintf(stderr, "srkit: %s: %s: %s\n", what, sr_strerror(st), sr_last_error());
     return 1;
-}
-
-static int not_built(const char *cmd, const char *issue)
-{
-    fprintf(stderr,
-            "srkit %s: not built yet: see README (the %s arrives with the evaluation harness)\n",
-            cmd, issue);
-    return EXIT_USAGE;
 }
 
 static double now_s(void)
@@ -365,25 +362,80 @@ out:
     return rc;
 }
 
-/* ---- eval / score / compare ----------------------------------------------------------------- */
+/* ---- eval / merge / score / compare ------------------------------------------------------------ */
+
+static void fmt_hms(char *buf, size_t cap, double s)
+{
+    if (!(s >= 0) || s > 1e7) { snprintf(buf, cap, "--:--"); return; }
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, cap, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* Progress: a redrawn bar on a terminal, a plain line per ~10 % otherwise. */
+static void eval_progress(const sr_eval_progress *p, void *user)
+{
+    int tty = *(int *)user;
+    if (p->notice) {
+        fprintf(stderr, "%s[%s] %s\n", tty ? "\r\033[K" : "", p->run_name, p->notice);
+        return;
+    }
+    double frac = p->audio_s_total > 0 ? p->audio_s_done / p->audio_s_total : (p->total ? (double)p->done / p->total : 1);
+    double eta = frac > 0 ? p->elapsed_s * (1 - frac) / frac : -1;
+    char e[32], wer[32];
+    fmt_hms(e, sizeof e, eta);
+    if (isnan(p->wer)) snprintf(wer, sizeof wer, "-");
+    else snprintf(wer, sizeof wer, "%.2f%%", p->wer * 100);
+    if (tty) {
+        char bar[21];
+        int fill = (int)(frac * 20 + 0.5);
+        for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
+        bar[20] = '\0';
+        fprintf(stderr, "\r\033[K[run %zu/%zu %s] [%s] %zu/%zu utts  %.3f/%.3f h audio  WER %s  ETA %s",
+                p->run_index + 1, p->n_runs, p->run_name, bar, p->done, p->total, p->audio_s_done / 3600,
+                p->audio_s_total / 3600, wer, e);
+        if (p->done == p->total) fprintf(stderr, "\n");
+    } else {
+        size_t step = p->total >= 10 ? p->total / 10 : 1;
+        if (p->done % step == 0 || p->done == p->total)
+            fprintf(stderr, "[run %zu/%zu %s] %zu/%zu utts, %.3f h audio, WER %s, ETA %s\n", p->run_index + 1,
+                    p->n_runs, p->run_name, p->done, p->total, p->audio_s_done / 3600, wer, e);
+    }
+}
 
 static int cmd_eval(int argc, char **argv)
 {
-    const char *path = NULL;
-    int list = 0;
+    const char *path = NULL, *output = NULL, *shard = NULL;
+    int list = 0, restart = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: srkit eval CONFIG.json [--list-runs]\n\n"
-                   "Run an experiment config (DESIGN §8): every sweep point over the dataset,\n"
-                   "with results.json, report.md, hyp/ref.trn and timeline.jsonl per run.\n"
-                   "--list-runs only validates the config and prints the runs it expands to.\n");
+            printf("usage: srkit eval CONFIG.json [--restart] [--shard K/N] [--output DIR] [--list-runs]\n\n"
+                   "Run an experiment config (docs/config.md): every run of its sweep streams every\n"
+                   "utterance of the dataset through the model and is scored (docs/metrics.md).\n"
+                   "Writes results.json, report.md and per run hyp.trn, ref.trn, timeline.jsonl,\n"
+                   "utts.jsonl into the config's output folder; prints report.md at the end.\n\n"
+                   "  --restart      forget completed utterances (a re-run otherwise resumes)\n"
+                   "  --shard K/N    only every N-th utterance from K (0-based) into OUTPUT/shards/K-of-N;\n"
+                   "                 combine the shards with `srkit merge`\n"
+                   "  --output DIR   write here instead of the config's output\n"
+                   "  --list-runs    validate the config and print the runs it expands to\n\n"
+                   "exit status: 0 ok, 1 error or a baseline tolerance exceeded, 2 usage\n");
             return 0;
         }
         if (!strcmp(argv[i], "--list-runs")) list = 1;
+        else if (!strcmp(argv[i], "--restart")) restart = 1;
+        else if (!strcmp(argv[i], "--shard") && i + 1 < argc) shard = argv[++i];
+        else if (!strcmp(argv[i], "--output") && i + 1 < argc) output = argv[++i];
+        else if (argv[i][0] == '-') { fprintf(stderr, "srkit eval: unknown option %s\n", argv[i]); return EXIT_USAGE; }
         else if (!path) path = argv[i];
         else { fprintf(stderr, "srkit eval: unexpected argument %s\n", argv[i]); return EXIT_USAGE; }
     }
-    if (!path) { fprintf(stderr, "usage: srkit eval CONFIG.json [--list-runs]\n"); return EXIT_USAGE; }
+    if (!path) { fprintf(stderr, "usage: srkit eval CONFIG.json [options] (see --help)\n"); return EXIT_USAGE; }
+    sr_eval_options eo = {.restart = restart, .output = output, .config_path = path, .git_rev = SR_GIT_REV};
+    if (shard && sr_shard_parse(shard, &eo.shard_k, &eo.shard_n)) {
+        fprintf(stderr, "srkit eval: %s\n", sr_last_error());
+        return EXIT_USAGE;
+    }
     sr_config *c = NULL;
     sr_status st = sr_config_load(path, &c);
     if (st) return fail(st, path);
@@ -396,8 +448,262 @@ static int cmd_eval(int argc, char **argv)
         sr_config_free(c);
         return 0;
     }
+    int tty = isatty(2);
+    eo.progress = eval_progress;
+    eo.user = &tty;
+    sr_eval_outcome out;
+    st = sr_eval_run(c, &eo, &out);
     sr_config_free(c);
-    return not_built("eval", "run engine");
+    if (st) {
+        if (tty) fprintf(stderr, "\n");
+        return fail(st, path);
+    }
+    char rp[4096];
+    snprintf(rp, sizeof rp, "%s/report.md", out.output_dir);
+    FILE *f = fopen(rp, "r");
+    if (f) {
+        char line[4096];
+        while (fgets(line, sizeof line, f)) fputs(line, stdout);
+        fclose(f);
+    }
+    fprintf(stderr, "srkit eval: results in %s (results.json, report.md)%s\n", out.output_dir,
+            out.n_failed_utts ? "; some utterances failed: see results.json" : "");
+    int rc = 0;
+    if (out.baseline_report) {
+        fprintf(stderr, "baseline: %s\n", out.baseline_report);
+        if (out.baseline_failed) {
+            fprintf(stderr, "srkit eval: baseline tolerance exceeded\n");
+            rc = 1;
+        }
+    }
+    sr_eval_outcome_clear(&out);
+    return rc;
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    const char *out = NULL;
+    const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
+    size_t n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: srkit merge SHARD_DIR... -o OUT_DIR\n\n"
+                   "Combine the output folders of `srkit eval --shard K/N` runs of one config into\n"
+                   "one result (records concatenated and scored again): equal to an unsharded run\n"
+                   "except for timings.\n");
+            free(dirs);
+            return 0;
+        }
+        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) out = argv[++i];
+        else if (argv[i][0] == '-') { fprintf(stderr, "srkit merge: unknown option %s\n", argv[i]); free(dirs); return EXIT_USAGE; }
+        else dirs[n++] = argv[i];
+    }
+    if (!n || !out) {
+        fprintf(stderr, "usage: srkit merge SHARD_DIR... -o OUT_DIR\n");
+        free(dirs);
+        return EXIT_USAGE;
+    }
+    sr_status st = sr_eval_merge(dirs, n, out, SR_GIT_REV);
+    free(dirs);
+    if (st) return fail(st, "merge");
+    fprintf(stderr, "srkit merge: %zu shard(s) merged into %s\n", n, out);
+    return 0;
+}
+
+/* Records from a reference set and another system's hyp.trn or timeline.jsonl. */
+static sr_status score_records(const sr_dataset *ref, const sr_texts *hyp, const sr_timelines *tl,
+                               sr_record **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    sr_strbuf missing = {0}, extra = {0};
+    size_t n_missing = 0, n_extra = 0;
+    for (size_t i = 0; i < ref->n; i++) {
+        const char *id = ref->utts[i].id;
+        if (hyp ? !sr_texts_find(hyp, id) : !sr_timelines_find(tl, id))
+            if (n_missing++ < 10) sr_strbuf_printf(&missing, " %s", id);
+    }
+    size_t nh = hyp ? hyp->n : tl->n;
+    for (size_t i = 0; i < nh; i++) {
+        const char *id = hyp ? hyp->items[i].id : tl->utts[i].id;
+        if (!sr_dataset_find(ref, id))
+            if (n_extra++ < 10) sr_strbuf_printf(&extra, " %s", id);
+    }
+    sr_status st = SR_OK;
+    if (n_missing || n_extra)
+        st = sr_error(SR_ERR_FORMAT, "utterance ids differ: %zu reference id(s) without a hypothesis%s%s; %zu hypothesis id(s) "
+                      "without a reference%s%s", n_missing, n_missing ? ":" : "", missing.data ? missing.data : "",
+                      n_extra, n_extra ? ":" : "", extra.data ? extra.data : "");
+    sr_strbuf_free(&missing);
+    sr_strbuf_free(&extra);
+    if (st) return st;
+    sr_record *r = calloc(ref->n ? ref->n : 1, sizeof *r);
+    if (!r) return SR_ERR_NOMEM;
+    for (size_t i = 0; i < ref->n; i++) {
+        const sr_utt *u = &ref->utts[i];
+        r[i].id = strdup(u->id);
+        r[i].ref = strdup(u->text);
+        r[i].audio_ms = u->duration_s > 0 ? u->duration_s * 1000 : -1;
+        if (hyp) {
+            r[i].hyp = strdup(sr_texts_find(hyp, u->id)->text);
+        } else {
+            const sr_utt_timeline *t = sr_timelines_find(tl, u->id);
+            r[i].points = calloc(t->n ? t->n : 1, sizeof *r[i].points);
+            for (size_t k = 0; k < t->n; k++) {
+                r[i].points[k] = t->points[k];
+                r[i].points[k].text = strdup(t->points[k].text);
+            }
+            r[i].n_points = t->n;
+            r[i].hyp = strdup(t->n ? t->points[t->n - 1].text : "");
+        }
+    }
+    *out = r;
+    *n_out = ref->n;
+    return SR_OK;
+}
+
+static int cmd_score(int argc, char **argv)
+{
+    const char *ref = NULL, *hyp = NULL, *tl = NULL, *al = NULL, *norm = "whisper_en";
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: srkit score --ref REF (--hyp HYP.trn | --timeline TIMELINE.jsonl)\n"
+                   "                   [--alignments A.ctm|DIR] [--normalizer whisper_en|basic|none] [--json]\n\n"
+                   "Score another system's output with srkit's metrics (docs/metrics.md). REF is a trn\n"
+                   "file, a LibriSpeech folder, a NeMo manifest or a Kaldi data folder. TIMELINE.jsonl\n"
+                   "has one object per line: {\"utt\": ID, \"t_ms\": 1200, \"text\": \"...\", \"n_stable\": 3}.\n"
+                   "--json prints one JSON object (wer, cer, rwer, arwer, n_utts, n_ref_words, sub, del,\n"
+                   "ins, cor, latency, ...); rates are fractions, null when undefined.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--json")) { json = 1; continue; }
+        if (!v) { fprintf(stderr, "srkit score: %s needs a value\n", argv[i]); return EXIT_USAGE; }
+        if (!strcmp(argv[i], "--ref")) ref = v;
+        else if (!strcmp(argv[i], "--hyp")) hyp = v;
+        else if (!strcmp(argv[i], "--timeline")) tl = v;
+        else if (!strcmp(argv[i], "--alignments")) al = v;
+        else if (!strcmp(argv[i], "--normalizer")) norm = v;
+        else { fprintf(stderr, "srkit score: unknown option %s\n", argv[i]); return EXIT_USAGE; }
+        i++;
+    }
+    if (!ref || (!hyp == !tl)) {
+        fprintf(stderr, "usage: srkit score --ref REF (--hyp HYP.trn | --timeline TIMELINE.jsonl) [options]\n");
+        return EXIT_USAGE;
+    }
+    sr_dataset *d = NULL;
+    sr_texts *ht = NULL;
+    sr_timelines *tls = NULL;
+    sr_alignments *a = NULL;
+    sr_normalizer *nz = NULL;
+    sr_corpus *corpus = NULL;
+    sr_record *rec = NULL;
+    size_t n = 0, n_failed = 0;
+    int rc = 0;
+    sr_status st;
+    const char *what = ref;
+    if ((st = sr_dataset_load(ref, SR_DATA_AUTO, &d))) goto out;
+    what = hyp ? hyp : tl;
+    if ((st = hyp ? sr_trn_read(hyp, &ht) : sr_timelines_read(tl, &tls))) goto out;
+    what = al;
+    if (al && (st = sr_alignments_load(al, &a))) goto out;
+    what = "normalizer";
+    if ((st = sr_normalizer_create(norm, NULL, &nz))) goto out;
+    what = "score";
+    if ((st = score_records(d, ht, tls, &rec, &n)) || (st = sr_corpus_create(&corpus))) goto out;
+    sr_score_setup setup = {nz, a};
+    if ((st = sr_records_score(rec, n, &setup, corpus, &n_failed, NULL))) goto out;
+    sr_corpus_metrics cm;
+    if ((st = sr_corpus_result(corpus, &cm))) goto out;
+    if (json) {
+        cJSON *j = sr_corpus_to_json(&cm, n_failed);
+        char *txt = cJSON_PrintUnformatted(j);
+        printf("%s\n", txt);
+        free(txt);
+        cJSON_Delete(j);
+    } else {
+        printf("utterances %zu, reference words %lld\n", cm.n_utts, (long long)cm.wer.n_ref);
+        printf("WER  %6.2f %%  (sub %lld, del %lld, ins %lld, cor %lld)\n", cm.wer_rate * 100,
+               (long long)cm.wer.sub, (long long)cm.wer.del, (long long)cm.wer.ins, (long long)cm.wer.cor);
+        printf("CER  %6.2f %%\n", cm.cer_rate * 100);
+        if (tl) {
+            printf("RWER %6.2f %%   RWER (committed) %6.2f %%\n", cm.rwer_rate * 100, cm.rwer_stable_rate * 100);
+            if (a) printf("ARWER %5.2f %%   ARWER (committed) %5.2f %%\n", cm.arwer_rate * 100, cm.arwer_stable_rate * 100);
+            printf("revisions per word %.3f\n", cm.revisions_per_word);
+        }
+    }
+out:
+    if (st) rc = fail(st, what ? what : "score");
+    sr_records_free(rec, n);
+    sr_corpus_free(corpus);
+    sr_normalizer_free(nz);
+    sr_alignments_free(a);
+    sr_timelines_free(tls);
+    sr_texts_free(ht);
+    sr_dataset_free(d);
+    return rc;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    const char *a = NULL, *b = NULL;
+    int json = 0;
+    sr_compare_limits lim = {0.2, 0};
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: srkit compare BASE/results.json NEW/results.json [--max-wer-increase P]\n"
+                   "                     [--max-rtf-ratio R] [--json]\n\n"
+                   "Metric deltas run by run (matched by name). Exit 1 when a run's WER rose by more\n"
+                   "than P percentage points (default 0.2) or its RTF by more than the ratio R (not\n"
+                   "checked unless given, e.g. 1.10); 0 otherwise; 2 on bad input.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--max-wer-increase") && i + 1 < argc) lim.max_wer_increase = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--max-rtf-ratio") && i + 1 < argc) lim.max_rtf_ratio = atof(argv[++i]);
+        else if (argv[i][0] == '-') { fprintf(stderr, "srkit compare: unknown option %s\n", argv[i]); return EXIT_USAGE; }
+        else if (!a) a = argv[i];
+        else if (!b) b = argv[i];
+        else { fprintf(stderr, "srkit compare: unexpected argument %s\n", argv[i]); return EXIT_USAGE; }
+    }
+    if (!a || !b) { fprintf(stderr, "usage: srkit compare BASE.json NEW.json [options]\n"); return EXIT_USAGE; }
+    cJSON *ja = NULL, *jb = NULL, *rep = NULL;
+    int failed = 0;
+    sr_status st;
+    if ((st = sr_results_load(a, &ja)) || (st = sr_results_load(b, &jb)) ||
+        (st = sr_compare_results(ja, jb, &lim, &rep, &failed))) {
+        fprintf(stderr, "srkit compare: %s: %s\n", sr_strerror(st), sr_last_error());
+        cJSON_Delete(ja);
+        cJSON_Delete(jb);
+        return EXIT_USAGE;
+    }
+    if (json) {
+        char *t = cJSON_PrintUnformatted(rep);
+        printf("%s\n", t);
+        free(t);
+    } else {
+        const cJSON *run;
+        cJSON_ArrayForEach(run, cJSON_GetObjectItem(rep, "runs")) {
+            printf("%s\n", cJSON_GetStringValue(cJSON_GetObjectItem(run, "name")));
+            const cJSON *m;
+            cJSON_ArrayForEach(m, cJSON_GetObjectItem(run, "metrics")) {
+                const cJSON *bv = cJSON_GetObjectItem(m, "base"), *nv = cJSON_GetObjectItem(m, "new");
+                if (!cJSON_IsNumber(bv) && !cJSON_IsNumber(nv)) continue;
+                printf("  %-34s %14.6g -> %-14.6g", m->string, cJSON_IsNumber(bv) ? bv->valuedouble : NAN,
+                       cJSON_IsNumber(nv) ? nv->valuedouble : NAN);
+                if (cJSON_IsNumber(bv) && cJSON_IsNumber(nv)) printf(" (%+.6g)", nv->valuedouble - bv->valuedouble);
+                printf("\n");
+            }
+            const cJSON *f;
+            cJSON_ArrayForEach(f, cJSON_GetObjectItem(run, "failures")) printf("  FAIL: %s\n", f->valuestring);
+        }
+        printf(failed ? "regression: tolerance exceeded\n" : "ok: within tolerances\n");
+    }
+    cJSON_Delete(rep);
+    cJSON_Delete(ja);
+    cJSON_Delete(jb);
+    return failed ? 1 : 0;
 }
 
 static int simple_help(int argc, char **argv, const char *usage)
@@ -408,25 +714,6 @@ static int simple_help(int argc, char **argv, const char *usage)
             return 1;
         }
     return 0;
-}
-
-static int cmd_score(int argc, char **argv)
-{
-    if (simple_help(argc, argv,
-                    "usage: srkit score --ref REF (--hyp HYP.trn | --timeline TIMELINE.jsonl)\n"
-                    "                   [--alignments A.ctm] [--normalizer whisper_en|basic|none] [--json]\n\n"
-                    "Score another system's hypotheses or timelines: WER, CER, RWER, ARWER.\n"))
-        return 0;
-    return not_built("score", "scorer");
-}
-
-static int cmd_compare(int argc, char **argv)
-{
-    if (simple_help(argc, argv,
-                    "usage: srkit compare A/results.json B/results.json [--max-wer-increase X]\n\n"
-                    "Print metric deltas between two runs; exit 1 past the tolerances.\n"))
-        return 0;
-    return not_built("compare", "results format");
 }
 
 /* ---- bench ---------------------------------------------------------------------------------- */
@@ -570,6 +857,7 @@ static void usage(FILE *f)
             "  score       score hypotheses or timelines of any system\n"
             "  bench       timings: GEMM throughput, streaming RTF and latency\n"
             "  compare     regression gate between two results\n"
+            "  merge       combine the shards of a sharded eval\n"
             "  version     print the version\n\nbackends:",
             SR_VERSION);
     for (size_t i = 0; i < sr_backend_count(); i++) fprintf(f, " %s", sr_backend_name(i));
@@ -591,6 +879,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "score")) return cmd_score(n, rest);
     if (!strcmp(cmd, "bench")) return cmd_bench(n, rest);
     if (!strcmp(cmd, "compare")) return cmd_compare(n, rest);
+    if (!strcmp(cmd, "merge")) return cmd_merge(n, rest);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("srkit %s\n", SR_VERSION); return 0; }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return 0; }
     fprintf(stderr, "srkit: unknown command \"%s\"\n", cmd);

@@ -1,0 +1,70 @@
+/*
+ * aed_beam.c — offline beam search for AED models with openai-whisper's rules (beam size b =
+ * stream.beam, patience 1, no length penalty): nothing happens until the final update; then
+ * every live beam offers its b + 1 most probable next tokens, candidates are ranked by summed
+ * log-probability, EOT candidates ranked above the b-th live candidate are finished, and the b
+ * best others live on; the search ends when b candidates are finished (or at aed_max_len, when
+ * the live beams are added by score to fill b). The answer is the finished candidate with the
+ * best summed log-prob divided by its text length (MaximumLikelihoodRanker, length_penalty
+ * None). Beam i uses scorer slot i (a child inherits its parent's slot when free), one
+ * aed_logprobs call per beam and step. The repetition guard finishes a looping beam at its cut.
+ */
+#include "aed_common.h"
+
+typedef struct {
+    sr_aed_beams e;
+} ab_state;
+
+static sr_status ab_open(const sr_stream_config *cfg, const sr_scorer *sc, void **state)
+{
+    if (cfg->beam < 1)
+        return sr_error(SR_ERR_ARG, "stream.beam: aed_beam needs a beam size >= 1, got %d", cfg->beam);
+    sr_status st = sr_aed_check_scorer(sc, "aed_beam", cfg->beam);
+    if (st) return st;
+    ab_state *s = sr_calloc(1, sizeof *s, "aed_beam state");
+    if (!s) return SR_ERR_NOMEM;
+    if ((st = sr_aed_beams_init(&s->e, sc, cfg->beam, 0))) {
+        free(s);
+        return st;
+    }
+    *state = s;
+    return SR_OK;
+}
+
+static sr_status ab_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+{
+    ab_state *s = state;
+    if (!final) return sr_aed_write_hyp(h, NULL, 0, 0); /* offline: nothing until the end */
+    sr_aed_beams_reset(&s->e);
+    const sr_aed_done *best;
+    sr_status st = sr_aed_beams_finish(&s->e, sc, s->e.max_len, 0, &best);
+    if (st) return sr_error_prefix(st, "aed_beam");
+    return best ? sr_aed_write_hyp(h, best->tok, best->n, best->n) : sr_aed_write_hyp(h, NULL, 0, 0);
+}
+
+static void ab_reset(void *state) { sr_aed_beams_reset(&((ab_state *)state)->e); }
+
+static void ab_close(void *state)
+{
+    ab_state *s = state;
+    if (!s) return;
+    sr_aed_beams_free(&s->e);
+    free(s);
+}
+
+static size_t ab_bytes(const void *state)
+{
+    const ab_state *s = state;
+    return sizeof *s + sr_aed_beams_bytes(&s->e);
+}
+
+const sr_decoder_ops sr_dec_aed_beam = {
+    .name = "aed_beam",
+    .description = "offline AED beam search at the end of the audio (openai-whisper scoring, patience 1)",
+    .kind = SR_SCORER_AED,
+    .open = ab_open,
+    .update = ab_update,
+    .reset = ab_reset,
+    .close = ab_close,
+    .state_bytes = ab_bytes,
+};

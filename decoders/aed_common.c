@@ -1,0 +1,513 @@
+/*
+ * aed_common.c — shared machinery of the AED decoders.
+ *
+ * Greedy continuation: take the argmax of the next-token log-probabilities, append it, ask the
+ * scorer for the next position only (same slot, extended prefix, so the backend's decoder cache
+ * computes one new position), until EOT (never stored), the per-update cap, the scorer's
+ * aed_max_len, or a repetition loop.
+ *
+ * Beam engine: beams are text-token prefixes with per-token log-probs; score = their sum.
+ * A step gives every beam's b + 1 best next tokens as candidates scored by the summed
+ * log-prob and keeps the b best, as openai-whisper's BeamSearchDecoder does. Two ways to use
+ * the candidates: offline (openai-whisper: EOT candidates ranked above the b-th live one are
+ * finished; b finished end the search; the winner maximizes score / length) and streaming
+ * (WhisperRT Algorithm 2: an EOT candidate among the b best pauses until new audio, its beam
+ * staying as its prefix). On new audio every beam's last tokens are re-checked: a token stays
+ * only while it is in the top b at its position and its log-prob has not fallen.
+ *
+ * Guards: the loop rule looks for a unit of p tokens repeated at the end of a hypothesis
+ * (r >= 4 copies covering >= 12 tokens) and keeps one copy; the cap bounds tokens per update in
+ * proportion to the chunk's audio. Both are documented in docs/decoders.md.
+ */
+#include "aed_common.h"
+
+#include <string.h>
+
+sr_status sr_aed_check_scorer(const sr_scorer *sc, const char *who, int slots)
+{
+    if (!sc) return sr_error(SR_ERR_ARG, "%s: scorer is NULL", who);
+    if (sc->kind != SR_SCORER_AED)
+        return sr_error(SR_ERR_ARG, "%s: scorer kind %d is not AED", who, (int)sc->kind);
+    if (!sc->aed_logprobs) return sr_error(SR_ERR_ARG, "%s: scorer has no aed_logprobs", who);
+    if (sc->vocab < 1) return sr_error(SR_ERR_ARG, "%s: scorer vocab %d < 1", who, sc->vocab);
+    if (sc->eot < 0 || sc->eot >= sc->vocab)
+        return sr_error(SR_ERR_ARG, "%s: scorer eot %d outside the vocabulary [0, %d)", who,
+                        sc->eot, sc->vocab);
+    if (sc->aed_max_len < 1)
+        return sr_error(SR_ERR_ARG, "%s: scorer aed_max_len %d < 1", who, sc->aed_max_len);
+    if (sc->aed_max_slots < slots)
+        return sr_error(SR_ERR_ARG, "stream.beam: %s needs %d decoder slots, the scorer has "
+                        "aed_max_slots %d", who, slots, sc->aed_max_slots);
+    return SR_OK;
+}
+
+int sr_aed_argmax(const float *row, int vocab)
+{
+    int best = 0;
+    for (int v = 1; v < vocab; v++)
+        if (row[v] > row[best]) best = v;
+    return best;
+}
+
+int sr_aed_in_topk(const float *row, int vocab, int32_t t, int k)
+{
+    int above = 0;
+    for (int v = 0; v < vocab; v++)
+        if (row[v] > row[t] && ++above >= k) return 0;
+    return 1;
+}
+
+void sr_aed_topk(const float *row, int vocab, int k, int32_t *idx)
+{
+    /* insertion into a sorted list of k: vocab * k comparisons at worst, k is the beam + 1 */
+    int m = 0;
+    for (int v = 0; v < vocab; v++) {
+        if (m == k && !(row[v] > row[idx[k - 1]])) continue;
+        int i = m < k ? m++ : k - 1;
+        while (i > 0 && row[v] > row[idx[i - 1]]) {
+            idx[i] = idx[i - 1];
+            i--;
+        }
+        idx[i] = v;
+    }
+}
+
+int sr_aed_chunk_ms(const sr_stream_config *cfg, long k)
+{
+    int chunk = cfg->chunk_ms > 0 ? cfg->chunk_ms : SR_AED_CAP_DEFAULT_MS;
+    if (k == 0 && cfg->first_chunk_ms > 0) return cfg->first_chunk_ms;
+    return chunk;
+}
+
+long sr_aed_update_ms(const sr_scorer *sc, const sr_stream_config *cfg, long k, long *seen_ms)
+{
+    if (!sc->aed_audio_ms) return sr_aed_chunk_ms(cfg, k);
+    long now = (long)sc->aed_audio_ms(sc->ctx), d = now - *seen_ms;
+    *seen_ms = now;
+    return d > 0 ? d : 0;
+}
+
+int sr_aed_cap_tokens(long ms)
+{
+    if (ms < 0) ms = 0;
+    long cap = SR_AED_CAP_BASE + (ms * SR_AED_CAP_PER_S + 999) / 1000;
+    return cap > (1L << 30) ? (1 << 30) : (int)cap;
+}
+
+int sr_aed_loop_keep(const int32_t *tok, int n, int min_keep)
+{
+    for (int p = 1; p * SR_AED_LOOP_MIN_REPEATS <= n; p++) {
+        const int32_t *unit = tok + n - p;
+        int r = 1;
+        while ((r + 1) * p <= n && !memcmp(tok + n - (r + 1) * p, unit, (size_t)p * sizeof *tok))
+            r++;
+        if (r >= SR_AED_LOOP_MIN_REPEATS && r * p >= SR_AED_LOOP_MIN_TOKENS) {
+            int keep = n - (r - 1) * p;
+            int lo = SR_MIN(min_keep, n);
+            return keep < lo ? lo : keep;
+        }
+    }
+    return -1;
+}
+
+sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
+                        float *dist, int max_new, int min_keep, sr_aed_stop *why)
+{
+    for (int added = 0;;) {
+        int best = sr_aed_argmax(dist, sc->vocab);
+        if (best == sc->eot) { *why = SR_AED_EOT; return SR_OK; }
+        if (*n >= sc->aed_max_len) { *why = SR_AED_MAXLEN; return SR_OK; }
+        if (added >= max_new) { *why = SR_AED_CAP; return SR_OK; }
+        tok[*n] = best;
+        if (lp) lp[*n] = dist[best];
+        (*n)++;
+        added++;
+        int keep = sr_aed_loop_keep(tok, *n, min_keep);
+        if (keep >= 0) {
+            *n = keep;
+            *why = SR_AED_LOOP;
+            return SR_OK;
+        }
+        /* no lookahead past the limits: the next update (new audio) recomputes anyway */
+        if (*n >= sc->aed_max_len) { *why = SR_AED_MAXLEN; return SR_OK; }
+        if (added >= max_new) { *why = SR_AED_CAP; return SR_OK; }
+        sr_status st = sc->aed_logprobs(sc->ctx, slot, tok, *n, *n, dist);
+        if (st) return sr_error_prefix(st, "aed_logprobs at position %d", *n);
+    }
+}
+
+sr_status sr_aed_write_hyp(sr_hyp *h, const int32_t *tok, int n, int n_stable)
+{
+    sr_hyp_truncate(h, 0);
+    for (int i = 0; i < n; i++) {
+        sr_status st = sr_hyp_push(h, tok[i]);
+        if (st) return st;
+    }
+    h->n_stable = SR_MIN(n_stable, n);
+    return SR_OK;
+}
+
+/* ---- beam engine ------------------------------------------------------------------------------ */
+
+static double sum_lp(const float *lp, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += lp[i];
+    return s;
+}
+
+static int same_tokens(const sr_aed_beam *a, const sr_aed_beam *b)
+{
+    return a->n == b->n && !memcmp(a->tok, b->tok, (size_t)a->n * sizeof *a->tok);
+}
+
+/* Stable sort of beams by rank, best first, then drop later duplicates (a re-check cut or a
+ * paused beam can equal another beam); the beam structs carry their own buffers, so swapping
+ * them is cheap. */
+static void beams_sort_dedupe(sr_aed_beam *bm, int *n_beam)
+{
+    for (int i = 1; i < *n_beam; i++)
+        for (int j = i; j > 0 && bm[j].rank > bm[j - 1].rank; j--) {
+            sr_aed_beam t = bm[j];
+            bm[j] = bm[j - 1];
+            bm[j - 1] = t;
+        }
+    for (int i = 0; i < *n_beam; i++)
+        for (int j = i + 1; j < *n_beam;) {
+            if (same_tokens(&bm[i], &bm[j])) {
+                sr_aed_beam t = bm[j];
+                memmove(&bm[j], &bm[j + 1], (size_t)(*n_beam - j - 1) * sizeof *bm);
+                bm[--*n_beam] = t; /* keep its buffers for reuse */
+            } else {
+                j++;
+            }
+        }
+}
+
+sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int window)
+{
+    memset(e, 0, sizeof *e);
+    e->b = b;
+    e->vocab = sc->vocab;
+    e->max_len = sc->aed_max_len;
+    e->eot = sc->eot;
+    e->window = SR_MIN(window, sc->aed_max_len);
+    size_t L = (size_t)e->max_len, V = (size_t)e->vocab, B = (size_t)b;
+    if (!(e->beam = sr_calloc(B, sizeof *e->beam, "beam set")) ||
+        !(e->next = sr_calloc(B, sizeof *e->next, "beam set")) ||
+        !(e->done = sr_calloc(B, sizeof *e->done, "finished beams")) ||
+        !(e->dist = sr_malloc(B * V * sizeof(float), "beam distributions")) ||
+        !(e->rows = sr_malloc(((size_t)e->window + 1) * V * sizeof(float), "beam re-check rows")) ||
+        !(e->cand = sr_malloc(B * (B + 1) * sizeof *e->cand, "beam candidates")) ||
+        !(e->top = sr_malloc((B + 1) * sizeof *e->top, "beam top-k")) ||
+        !(e->slot_used = sr_calloc(B, sizeof *e->slot_used, "beam slots")) ||
+        !(e->parent = sr_calloc(B, sizeof *e->parent, "beam parents")) ||
+        !(e->fin = sr_calloc(2 * B, sizeof *e->fin, "finished beam list")))
+        goto nomem;
+    for (int i = 0; i < b; i++) {
+        if (!(e->beam[i].tok = sr_malloc(L * sizeof(int32_t), "beam tokens")) ||
+            !(e->beam[i].lp = sr_malloc(L * sizeof(float), "beam log-probs")) ||
+            !(e->next[i].tok = sr_malloc(L * sizeof(int32_t), "beam tokens")) ||
+            !(e->next[i].lp = sr_malloc(L * sizeof(float), "beam log-probs")) ||
+            !(e->done[i].tok = sr_malloc(L * sizeof(int32_t), "finished beam tokens")))
+            goto nomem;
+    }
+    sr_aed_beams_reset(e);
+    return SR_OK;
+nomem:
+    sr_aed_beams_free(e);
+    return SR_ERR_NOMEM;
+}
+
+void sr_aed_beams_free(sr_aed_beams *e)
+{
+    for (int i = 0; i < e->b; i++) {
+        if (e->beam) { free(e->beam[i].tok); free(e->beam[i].lp); }
+        if (e->next) { free(e->next[i].tok); free(e->next[i].lp); }
+        if (e->done) free(e->done[i].tok);
+    }
+    free(e->beam);
+    free(e->next);
+    free(e->done);
+    free(e->dist);
+    free(e->rows);
+    free(e->cand);
+    free(e->top);
+    free(e->slot_used);
+    free(e->parent);
+    free(e->fin);
+    memset(e, 0, sizeof *e);
+}
+
+void sr_aed_beams_reset(sr_aed_beams *e)
+{
+    e->n_beam = 1;
+    sr_aed_beam *z = &e->beam[0];
+    z->n = 0;
+    z->score = z->rank = 0;
+    z->slot = 0;
+    z->dist_ok = 0;
+    e->n_done = 0;
+}
+
+size_t sr_aed_beams_bytes(const sr_aed_beams *e)
+{
+    size_t L = (size_t)e->max_len, V = (size_t)e->vocab, B = (size_t)e->b;
+    return sizeof *e + 2 * B * (sizeof(sr_aed_beam) + L * (sizeof(int32_t) + sizeof(float))) +
+           B * (sizeof(sr_aed_done) + L * sizeof(int32_t)) + B * V * sizeof(float) +
+           ((size_t)e->window + 1) * V * sizeof(float) + B * (B + 1) * sizeof *e->cand +
+           (B + 1) * sizeof(int32_t) + 4 * B * sizeof(int);
+}
+
+sr_status sr_aed_beams_check(sr_aed_beams *e, const sr_scorer *sc, int committed)
+{
+    size_t V = (size_t)e->vocab;
+    for (int i = 0; i < e->n_beam; i++) {
+        sr_aed_beam *bm = &e->beam[i];
+        int w0 = SR_MAX(committed, bm->n - e->window);
+        if (w0 > bm->n) w0 = bm->n;
+        sr_status st = sc->aed_logprobs(sc->ctx, bm->slot, bm->tok, bm->n, w0, e->rows);
+        if (st) return sr_error_prefix(st, "aed_logprobs re-checking beam %d from %d", i, w0);
+        int cut = bm->n;
+        for (int j = w0; j < bm->n; j++) {
+            const float *row = e->rows + (size_t)(j - w0) * V;
+            int32_t t = bm->tok[j];
+            if (sr_aed_in_topk(row, e->vocab, t, e->b) && row[t] >= bm->lp[j]) {
+                bm->lp[j] = row[t];
+            } else {
+                cut = j;
+                break;
+            }
+        }
+        /* the row at the cut (or at n) is the distribution the beam continues from */
+        memcpy(e->dist + (size_t)bm->slot * V, e->rows + (size_t)(cut - w0) * V, V * sizeof(float));
+        bm->n = cut;
+        bm->score = bm->rank = sum_lp(bm->lp, bm->n);
+        bm->dist_ok = 1;
+    }
+    beams_sort_dedupe(e->beam, &e->n_beam);
+    return SR_OK;
+}
+
+/* Candidates of every beam (b + 1 best next tokens each), sorted by summed log-prob, best
+ * first; ties keep generation order (beam order, then token rank). */
+static sr_status gen_candidates(sr_aed_beams *e, const sr_scorer *sc, int *n_cand)
+{
+    size_t V = (size_t)e->vocab;
+    int k = SR_MIN(e->b + 1, e->vocab), nc = 0;
+    for (int i = 0; i < e->n_beam; i++) {
+        sr_aed_beam *bm = &e->beam[i];
+        float *dist = e->dist + (size_t)bm->slot * V;
+        if (!bm->dist_ok) {
+            sr_status st = sc->aed_logprobs(sc->ctx, bm->slot, bm->tok, bm->n, bm->n, dist);
+            if (st) return sr_error_prefix(st, "aed_logprobs for beam %d at position %d", i, bm->n);
+            bm->dist_ok = 1;
+        }
+        sr_aed_topk(dist, e->vocab, k, e->top);
+        for (int r = 0; r < k; r++) {
+            struct sr_aed_cand *c = &e->cand[nc++];
+            c->parent = i;
+            c->token = e->top[r];
+            c->lp = dist[c->token];
+            c->score = bm->score + c->lp;
+        }
+    }
+    for (int i = 1; i < nc; i++)
+        for (int j = i; j > 0 && e->cand[j].score > e->cand[j - 1].score; j--) {
+            struct sr_aed_cand t = e->cand[j];
+            e->cand[j] = e->cand[j - 1];
+            e->cand[j - 1] = t;
+        }
+    *n_cand = nc;
+    return SR_OK;
+}
+
+/* next[slot] = parent's prefix, plus token unless token < 0. */
+static void make_child(sr_aed_beams *e, sr_aed_beam *child, const sr_aed_beam *parent,
+                       int32_t token, float lp)
+{
+    memcpy(child->tok, parent->tok, (size_t)parent->n * sizeof *child->tok);
+    memcpy(child->lp, parent->lp, (size_t)parent->n * sizeof *child->lp);
+    child->n = parent->n;
+    child->score = child->rank = parent->score;
+    if (token >= 0) {
+        child->tok[child->n] = token;
+        child->lp[child->n] = lp;
+        child->n++;
+        child->score = child->rank = parent->score + lp;
+    }
+    child->dist_ok = 0;
+    child->slot = -1;
+}
+
+/* Give every new beam a scorer slot: a beam inherits its parent's slot when free (that cache
+ * then only extends), the others take any free slot (the backend recomputes what diverges). */
+static void assign_slots(sr_aed_beams *e, const int *parent, int n_next)
+{
+    memset(e->slot_used, 0, (size_t)e->b * sizeof *e->slot_used);
+    for (int i = 0; i < n_next; i++) {
+        int s = e->beam[parent[i]].slot;
+        if (!e->slot_used[s]) {
+            e->next[i].slot = s;
+            e->slot_used[s] = 1;
+        }
+    }
+    for (int i = 0, s = 0; i < n_next; i++) {
+        if (e->next[i].slot >= 0) continue;
+        while (e->slot_used[s]) s++;
+        e->next[i].slot = s;
+        e->slot_used[s] = 1;
+    }
+}
+
+static void swap_sets(sr_aed_beams *e, int n_next)
+{
+    sr_aed_beam *t = e->beam;
+    e->beam = e->next;
+    e->next = t;
+    e->n_beam = n_next;
+}
+
+sr_status sr_aed_beams_stream(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed)
+{
+    for (int step = 0; step < max_steps; step++) {
+        for (int i = 0; i < e->n_beam; i++)
+            if (e->beam[i].n >= e->max_len) return SR_OK;
+        int nc;
+        sr_status st = gen_candidates(e, sc, &nc);
+        if (st) return st;
+        int take = SR_MIN(e->b, nc), paused = 0;
+        int *parents = e->parent;
+        for (int c = 0; c < take; c++) {
+            const struct sr_aed_cand *cd = &e->cand[c];
+            sr_aed_beam *child = &e->next[c];
+            parents[c] = cd->parent;
+            if (cd->token == e->eot) {
+                /* Algorithm 2: EOT among the b best pauses until the next chunk; the beam
+                 * stays without the EOT, ranked with it */
+                make_child(e, child, &e->beam[cd->parent], -1, 0);
+                child->rank = cd->score;
+                paused = 1;
+                continue;
+            }
+            make_child(e, child, &e->beam[cd->parent], cd->token, cd->lp);
+            int keep = sr_aed_loop_keep(child->tok, child->n, committed);
+            if (keep >= 0) {
+                child->n = keep;
+                child->score = child->rank = sum_lp(child->lp, keep);
+                paused = 1;
+            }
+        }
+        assign_slots(e, parents, take);
+        swap_sets(e, take);
+        beams_sort_dedupe(e->beam, &e->n_beam);
+        if (paused) break;
+    }
+    return SR_OK;
+}
+
+/* Add a finished candidate when there is room (patience 1: at most b). Beams of different
+ * lengths (stable_beam) can finish the same sequence twice: it is kept once, with the larger
+ * score, as openai-whisper's dictionary of finished sequences keeps one entry per sequence. */
+static void add_done(sr_aed_beams *e, const int32_t *tok, int n, double score)
+{
+    for (int i = 0; i < e->n_done; i++)
+        if (e->done[i].n == n && !memcmp(e->done[i].tok, tok, (size_t)n * sizeof *tok)) {
+            if (score > e->done[i].score) e->done[i].score = score;
+            return;
+        }
+    if (e->n_done >= e->b) return;
+    sr_aed_done *d = &e->done[e->n_done++];
+    memcpy(d->tok, tok, (size_t)n * sizeof *tok);
+    d->n = n;
+    d->score = score;
+}
+
+sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed,
+                              const sr_aed_done **best)
+{
+    e->n_done = 0;
+    for (int step = 0; step < max_steps && e->n_done < e->b && e->n_beam > 0; step++) {
+        int full = 0;
+        for (int i = 0; i < e->n_beam; i++) full |= e->beam[i].n >= e->max_len;
+        if (full) break;
+        int nc;
+        sr_status st = gen_candidates(e, sc, &nc);
+        if (st) return st;
+        /* newly finished this step, in score order: EOT candidates (index into cand) and
+         * loop-cut beams (index into next, encoded as -1 - i) */
+        int *fin = e->fin, n_fin = 0, n_next = 0;
+        int *parents = e->parent;
+        for (int c = 0; c < nc && n_next < e->b; c++) {
+            const struct sr_aed_cand *cd = &e->cand[c];
+            if (cd->token == e->eot) {
+                if (n_fin < 2 * e->b) fin[n_fin++] = c;
+                continue;
+            }
+            sr_aed_beam *child = &e->next[n_next];
+            make_child(e, child, &e->beam[cd->parent], cd->token, cd->lp);
+            int keep = sr_aed_loop_keep(child->tok, child->n, committed);
+            if (keep >= 0) { /* a loop ends this beam: finished at the cut, no EOT term */
+                child->n = keep;
+                child->score = child->rank = sum_lp(child->lp, keep);
+                if (n_fin < 2 * e->b) fin[n_fin++] = -1 - n_next;
+                parents[n_next] = cd->parent;
+                n_next++;
+                continue;
+            }
+            parents[n_next] = cd->parent;
+            n_next++;
+        }
+        /* sort the newly finished by score (EOT ones already are; loop cuts change scores) */
+        for (int i = 1; i < n_fin; i++)
+            for (int j = i; j > 0; j--) {
+                double sj = fin[j] >= 0 ? e->cand[fin[j]].score : e->next[-1 - fin[j]].score;
+                double sp = fin[j - 1] >= 0 ? e->cand[fin[j - 1]].score : e->next[-1 - fin[j - 1]].score;
+                if (!(sj > sp)) break;
+                int t = fin[j];
+                fin[j] = fin[j - 1];
+                fin[j - 1] = t;
+            }
+        for (int i = 0; i < n_fin; i++) {
+            if (fin[i] >= 0) {
+                const struct sr_aed_cand *cd = &e->cand[fin[i]];
+                const sr_aed_beam *p = &e->beam[cd->parent];
+                add_done(e, p->tok, p->n, cd->score);
+            } else {
+                const sr_aed_beam *lb = &e->next[-1 - fin[i]];
+                add_done(e, lb->tok, lb->n, lb->score);
+            }
+        }
+        /* drop the loop-cut beams from the live set */
+        int w = 0;
+        for (int i = 0; i < n_next; i++) {
+            int cut = 0;
+            for (int f = 0; f < n_fin; f++) cut |= fin[f] == -1 - i;
+            if (cut) continue;
+            if (w != i) {
+                sr_aed_beam t = e->next[w];
+                e->next[w] = e->next[i];
+                e->next[i] = t;
+                parents[w] = parents[i];
+            }
+            w++;
+        }
+        assign_slots(e, parents, w);
+        swap_sets(e, w);
+        beams_sort_dedupe(e->beam, &e->n_beam);
+    }
+    /* not enough finished: top up with the live beams by score, as openai-whisper does */
+    for (int i = 0; i < e->n_beam && e->n_done < e->b; i++)
+        add_done(e, e->beam[i].tok, e->beam[i].n, e->beam[i].score);
+    int bi = 0;
+    double bs = 0;
+    for (int i = 0; i < e->n_done; i++) {
+        double s = e->done[i].score / (double)SR_MAX(e->done[i].n, 1);
+        if (i == 0 || s > bs) {
+            bi = i;
+            bs = s;
+        }
+    }
+    *best = e->n_done ? &e->done[bi] : NULL;
+    return SR_OK;
+}

@@ -1,0 +1,138 @@
+/*
+ * aed_common.h — helpers shared by the AED decoders (aed_greedy, aed_beam, stable_greedy,
+ * stable_beam, local_agreement): scorer validation, argmax / top-k membership, the per-update
+ * token cap and repetition-loop guard (the hallucination guards), greedy continuation and a
+ * beam-search engine with openai-whisper's scoring plus WhisperRT's streaming stability check.
+ * Internal to decoders/.
+ */
+#ifndef SR_AED_COMMON_H
+#define SR_AED_COMMON_H
+
+#include "../core/plugin.h"
+
+/* Hallucination guard constants (docs/decoders.md). An update may add at most
+ * SR_AED_CAP_BASE + SR_AED_CAP_PER_S * (seconds of audio in the chunk) tokens; an unknown chunk
+ * size (stream.chunk_ms = 0, the backend's default) counts as SR_AED_CAP_DEFAULT_MS. */
+#define SR_AED_CAP_BASE 8
+#define SR_AED_CAP_PER_S 20
+#define SR_AED_CAP_DEFAULT_MS 1000
+
+/* Loop rule: the hypothesis ends with a unit of p tokens repeated r times in a row with
+ * r >= SR_AED_LOOP_MIN_REPEATS and r * p >= SR_AED_LOOP_MIN_TOKENS. */
+#define SR_AED_LOOP_MIN_REPEATS 4
+#define SR_AED_LOOP_MIN_TOKENS 12
+
+/* Check that sc is a usable AED scorer for decoder `who` needing `slots` slots: kind, vocab,
+ * eot in [0, vocab), aed_max_len >= 1, aed_max_slots >= slots, aed_logprobs set. SR_ERR_ARG
+ * naming the field otherwise. */
+sr_status sr_aed_check_scorer(const sr_scorer *sc, const char *who, int slots);
+
+/* Index of the largest entry of row[0, vocab); the first one wins ties. */
+int sr_aed_argmax(const float *row, int vocab);
+
+/* 1 when token t is among the k largest entries of row (fewer than k entries strictly
+ * larger), else 0. */
+int sr_aed_in_topk(const float *row, int vocab, int32_t t, int k);
+
+/* Write the k best tokens of row (k <= vocab) into idx in decreasing order; ties go to the
+ * lower token id. */
+void sr_aed_topk(const float *row, int vocab, int k, int32_t *idx);
+
+/* Audio in update number k (0 = the first chunk), in ms, from the stream config: the first
+ * chunk is first_chunk_ms (or chunk_ms when 0); an unset chunk_ms counts as
+ * SR_AED_CAP_DEFAULT_MS. A final update is bounded by one chunk (the remainder). */
+int sr_aed_chunk_ms(const sr_stream_config *cfg, long k);
+
+/* Tokens one update may add when it covers `ms` of audio. */
+/* Audio (ms) that arrived since the previous update, from the scorer's aed_audio_ms when it
+ * has one (seen_ms keeps the last reading; reset it to 0 with the stream), else the configured
+ * chunk size of update k (sr_aed_chunk_ms). */
+long sr_aed_update_ms(const sr_scorer *sc, const sr_stream_config *cfg, long k, long *seen_ms);
+
+int sr_aed_cap_tokens(long ms);
+
+/* Loop guard: when tok[0, n) ends with a repetition loop (the rule above, the smallest unit
+ * length p that satisfies it), the length that keeps exactly one copy of the unit, clamped to
+ * [min(min_keep, n), n]; -1 when there is no loop. */
+int sr_aed_loop_keep(const int32_t *tok, int n, int min_keep);
+
+/* Why a greedy continuation stopped. */
+typedef enum { SR_AED_EOT = 1, SR_AED_CAP = 2, SR_AED_MAXLEN = 3, SR_AED_LOOP = 4 } sr_aed_stop;
+
+/* Greedy continuation on `slot`: dist holds log p(next | tok[0, *n)) under the current audio.
+ * Repeatedly take its argmax: EOT stops (never stored); otherwise append the token and its
+ * log-prob (lp[*n], may be NULL) and fetch the next distribution with one aed_logprobs call that
+ * computes only the new position. Stops as well after max_new appended tokens, at the scorer's
+ * aed_max_len, or when the loop guard fires (the loop is then cut, never below min_keep). tok
+ * and lp hold aed_max_len entries. */
+sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
+                        float *dist, int max_new, int min_keep, sr_aed_stop *why);
+
+/* Replace h's tokens with tok[0, n) and set n_stable. */
+sr_status sr_aed_write_hyp(sr_hyp *h, const int32_t *tok, int n, int n_stable);
+
+/* ---- beam engine (aed_beam, stable_beam) ---------------------------------------------------- */
+
+typedef struct sr_aed_beam {
+    int32_t *tok;  /* [max_len] */
+    float *lp;     /* [max_len] log-prob of each token when emitted or last re-checked */
+    int n;
+    double score;  /* sum of lp[0, n) */
+    double rank;   /* ordering key: score, plus the EOT log-prob when it paused on EOT */
+    int slot;      /* scorer cache slot it uses */
+    int dist_ok;   /* dist (in the engine, by beam index) is the next-token distribution */
+} sr_aed_beam;
+
+typedef struct sr_aed_done {
+    int32_t *tok; /* [max_len] text tokens (no EOT) */
+    int n;
+    double score; /* sum of log-probs, EOT's included when it ended on EOT */
+} sr_aed_done;
+
+typedef struct sr_aed_beams {
+    int b, vocab, max_len, eot;
+    sr_aed_beam *beam, *next; /* [b] each: current beams and the next step's (swapped) */
+    int n_beam;
+    float *dist;              /* [b, vocab] next-token distribution per beam index */
+    float *rows;              /* [(window + 1), vocab] stability-check output */
+    int window;               /* tokens re-checked (stability n) */
+    sr_aed_done *done;        /* [b] finished candidates (offline rules) */
+    int n_done;
+    struct sr_aed_cand { int parent; int32_t token; float lp; double score; } *cand; /* [b(b+1)] */
+    int32_t *top;             /* [b + 1] */
+    int *slot_used;           /* [b] */
+    int *parent;              /* [b] parent of each next beam */
+    int *fin;                 /* [2b] candidates finished in one step */
+} sr_aed_beams;
+
+/* Allocate for beam size b and re-check window `window` (0 = no stability check). */
+sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int window);
+void sr_aed_beams_free(sr_aed_beams *e);
+/* Back to one empty beam (score 0) on slot 0 and no finished candidates. */
+void sr_aed_beams_reset(sr_aed_beams *e);
+size_t sr_aed_beams_bytes(const sr_aed_beams *e);
+
+/* WhisperRT's stability check on new audio (Algorithm 2): in every beam, re-check the tokens
+ * at positions [max(committed, n - window), n) in order with one aed_logprobs call; a token
+ * stays only if it is still among the b best at its position and its log-prob did not fall
+ * below the recorded one (which is then updated); the first one that fails is cut with all
+ * after it. Leaves every beam's next-token distribution ready, drops duplicate beams and sorts
+ * the beams by score. */
+sr_status sr_aed_beams_check(sr_aed_beams *e, const sr_scorer *sc, int committed);
+
+/* Streaming expansion (Algorithm 2): steps of beam search where each beam offers its b + 1
+ * best next tokens, and the b best candidates by summed log-prob (EOT candidates included)
+ * form the next beam set. A step whose set holds an EOT candidate pauses: that beam stays as
+ * its prefix (beams then differ in length). Also stops after max_steps steps, when a beam hits
+ * aed_max_len, or when a beam loops (cut by the loop guard, never below `committed`). */
+sr_status sr_aed_beams_stream(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed);
+
+/* Offline completion with openai-whisper's rules (patience 1): EOT candidates ranked above the
+ * b-th live one are finished; stop when b are finished, after max_steps steps, or when no beam
+ * can grow (aed_max_len); then top up with unfinished beams by score, and return the finished
+ * candidate with the best score / length (length 0 counts as 1; the first best wins). A beam
+ * whose tail loops is finished at its loop-guard cut without an EOT term. */
+sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed,
+                              const sr_aed_done **best);
+
+#endif /* SR_AED_COMMON_H */

@@ -1,0 +1,710 @@
+/*
+ * run.c — `srkit eval` and `srkit merge`: expand the config's runs, stream every utterance
+ * through the model (whole utterance fed at once: the engine still cuts it into the model's
+ * chunks and times each one), append one record per utterance to the run's utts.jsonl, then
+ * score the records and write results.json, report.md, hyp/ref.trn and timeline.jsonl.
+ * A re-run of the same config skips the utterances already in utts.jsonl (resume); a different
+ * config in the same folder is refused rather than mixed.
+ */
+#define _DEFAULT_SOURCE /* gethostname, sysconf(_SC_NPROCESSORS_ONLN) */
+#include "run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "textio.h"
+
+void sr_eval_outcome_clear(sr_eval_outcome *o)
+{
+    if (!o) return;
+    free(o->output_dir);
+    free(o->baseline_report);
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- small helpers ---------------------------------------------------------------------------- */
+
+static sr_status mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) return sr_error(SR_ERR_ARG, "%s: path too long", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return sr_error(SR_ERR_IO, "%s: cannot create folder: %s", buf, strerror(errno));
+        buf[i] = c;
+    }
+    if (!sr_path_is_dir(path)) return sr_error(SR_ERR_IO, "%s: not a folder", path);
+    return SR_OK;
+}
+
+/* A folder name for a sweep point: letters, digits, '.', '-', '_' kept, the rest '_'. */
+static char *run_dirname(const sr_run_config *r, size_t i)
+{
+    const char *p = r->sweep_point && *r->sweep_point ? r->sweep_point : NULL;
+    char buf[256];
+    if (!p) snprintf(buf, sizeof buf, "run%03zu", i);
+    else {
+        size_t k = 0;
+        for (; *p && k + 1 < sizeof buf; p++) {
+            char c = *p;
+            int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     c == '.' || c == '-' || c == '_';
+            buf[k++] = c == '=' ? '-' : c == ',' ? '+' : ok ? c : '_';
+        }
+        buf[k] = '\0';
+    }
+    return sr_strdup(buf);
+}
+
+static double now_s(void) { return (double)sr_now_ns() * 1e-9; }
+
+static cJSON *machine_json(void)
+{
+    cJSON *m = cJSON_CreateObject();
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    cJSON_AddStringToObject(m, "hostname", host);
+    char cpu[256] = "unknown", line[1024];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            char *c = strchr(line, ':');
+            if (c) snprintf(cpu, sizeof cpu, "%s", sr_trim(c + 1));
+            break;
+        }
+    if (f) fclose(f);
+    cJSON_AddStringToObject(m, "cpu_model", cpu);
+    cJSON_AddNumberToObject(m, "n_cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+    return m;
+}
+
+static void utc_now(char *buf, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static sr_status write_json_file(const char *dir, const char *name, const cJSON *j)
+{
+    char *txt = cJSON_Print(j);
+    char *p = sr_path_join(dir, name);
+    sr_status st = (!txt || !p) ? sr_error(SR_ERR_NOMEM, "out of memory writing %s", name) : SR_OK;
+    if (!st) {
+        size_t n = strlen(txt);
+        txt[n] = '\0';
+        sr_strbuf b = {0};
+        if (!(st = sr_strbuf_append(&b, txt, n)) && !(st = sr_strbuf_append(&b, "\n", 1)))
+            st = sr_write_file_atomic(p, b.data, b.len);
+        sr_strbuf_free(&b);
+    }
+    free(txt);
+    free(p);
+    return st;
+}
+
+sr_status sr_results_load(const char *path, cJSON **out)
+{
+    *out = NULL;
+    char *txt = NULL;
+    sr_status st = sr_read_file(path, &txt, NULL);
+    if (st) return st;
+    cJSON *j = cJSON_Parse(txt);
+    free(txt);
+    if (!j || !cJSON_IsObject(j) || !cJSON_IsArray(cJSON_GetObjectItem(j, "runs"))) {
+        cJSON_Delete(j);
+        return sr_error(SR_ERR_FORMAT, "%s: not an srkit results.json (no \"runs\" array)", path);
+    }
+    *out = j;
+    return SR_OK;
+}
+
+/* ---- per-run identity: a resumed run must be the same run --------------------------------------- */
+
+/* The part of a run's config that decides its records (not output or baseline). */
+static char *run_identity(const sr_run_config *r)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", r->model.path ? r->model.path : "");
+    cJSON_AddStringToObject(j, "device", r->model.device ? r->model.device : "cpu");
+    cJSON *s = cJSON_AddObjectToObject(j, "stream");
+    const sr_stream_config *c = &r->stream;
+    cJSON_AddStringToObject(s, "strategy", c->strategy ? c->strategy : "");
+    cJSON_AddStringToObject(s, "decoder", c->decoder ? c->decoder : "");
+    cJSON_AddNumberToObject(s, "chunk_ms", c->chunk_ms);
+    cJSON_AddNumberToObject(s, "first_chunk_ms", c->first_chunk_ms);
+    cJSON_AddNumberToObject(s, "stability_n", c->stability_n);
+    cJSON_AddNumberToObject(s, "beam", c->beam);
+    cJSON_AddNumberToObject(s, "max_symbols", c->max_symbols);
+    cJSON_AddNumberToObject(s, "att_left", c->att_context[0]);
+    cJSON_AddNumberToObject(s, "att_right", c->att_context[1]);
+    cJSON_AddNumberToObject(s, "decoder_kv_cache", c->decoder_kv_cache);
+    cJSON_AddNumberToObject(s, "delay_tokens", c->delay_tokens);
+    cJSON_AddStringToObject(j, "data", r->data.path ? r->data.path : "");
+    cJSON_AddStringToObject(j, "format", r->data.format ? r->data.format : "");
+    char *txt = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return txt;
+}
+
+static cJSON *stream_json(const sr_stream_config *c)
+{
+    cJSON *s = cJSON_CreateObject();
+    if (c->strategy) cJSON_AddStringToObject(s, "strategy", c->strategy);
+    else cJSON_AddNullToObject(s, "strategy");
+    if (c->decoder) cJSON_AddStringToObject(s, "decoder", c->decoder);
+    else cJSON_AddNullToObject(s, "decoder");
+    cJSON_AddNumberToObject(s, "chunk_ms", c->chunk_ms);
+    cJSON_AddNumberToObject(s, "first_chunk_ms", c->first_chunk_ms);
+    cJSON_AddNumberToObject(s, "stability_n", c->stability_n);
+    cJSON_AddNumberToObject(s, "beam", c->beam);
+    cJSON *a = cJSON_AddArrayToObject(s, "att_context");
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(c->att_context[0]));
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(c->att_context[1]));
+    cJSON_AddBoolToObject(s, "decoder_kv_cache", c->decoder_kv_cache);
+    cJSON_AddNumberToObject(s, "delay_tokens", c->delay_tokens);
+    return s;
+}
+
+/* ---- scoring a run's records into its results object ------------------------------------------- */
+
+static int cmp_record(const void *a, const void *b)
+{
+    return strcmp(((const sr_record *)a)->id, ((const sr_record *)b)->id);
+}
+
+/* Score the records of one run, write its trn/timeline files into run_dir and return the run
+ * object of results.json. */
+static sr_status finish_run(const sr_run_config *r, sr_record *rec, size_t n, const char *run_dir,
+                            const char *arch, cJSON **run_obj)
+{
+    *run_obj = NULL;
+    sr_normalizer *norm = NULL;
+    sr_alignments *al = NULL;
+    sr_corpus *corpus = NULL;
+    cJSON *per_utt = NULL, *o = NULL;
+    size_t n_failed = 0;
+    sr_status st;
+    qsort(rec, n, sizeof *rec, cmp_record);
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(rec[i].id, rec[i - 1].id))
+            return sr_error(SR_ERR_FORMAT, "run %s: utterance %s recorded twice", r->name, rec[i].id);
+    if ((st = sr_normalizer_create(r->normalizer, NULL, &norm))) goto out;
+    if (r->alignments && (st = sr_alignments_load(r->alignments, &al))) goto out;
+    if ((st = sr_corpus_create(&corpus))) goto out;
+    sr_score_setup setup = {norm, al};
+    if ((st = sr_records_score(rec, n, &setup, corpus, &n_failed, &per_utt))) goto out;
+    sr_corpus_metrics cm;
+    if ((st = sr_corpus_result(corpus, &cm))) goto out;
+    if ((st = sr_records_write_outputs(rec, n, norm, run_dir))) goto out;
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", r->name);
+    cJSON_AddStringToObject(o, "sweep_point", r->sweep_point ? r->sweep_point : "");
+    cJSON_AddStringToObject(o, "output_dir", run_dir);
+    cJSON *mo = cJSON_AddObjectToObject(o, "model");
+    cJSON_AddStringToObject(mo, "path", r->model.path);
+    cJSON_AddStringToObject(mo, "arch", arch ? arch : "");
+    cJSON_AddStringToObject(mo, "device", r->model.device ? r->model.device : "cpu");
+    cJSON_AddNumberToObject(mo, "threads", r->model.threads);
+    cJSON_AddItemToObject(o, "stream", stream_json(&r->stream));
+    cJSON *da = cJSON_AddObjectToObject(o, "data");
+    cJSON_AddStringToObject(da, "path", r->data.path);
+    cJSON_AddStringToObject(da, "format", r->data.format ? r->data.format : "librispeech");
+    cJSON_AddNumberToObject(da, "limit", r->data.limit);
+    cJSON_AddStringToObject(o, "normalizer", sr_normalizer_name(norm));
+    if (r->alignments) cJSON_AddStringToObject(o, "alignments", r->alignments);
+    else cJSON_AddNullToObject(o, "alignments");
+    cJSON *agg = sr_corpus_to_json(&cm, n_failed);
+    if (!agg) { st = sr_error(SR_ERR_NOMEM, "out of memory"); goto out; }
+    cJSON_AddItemToObject(o, "aggregate", agg);
+    cJSON_AddItemToObject(o, "utterances", per_utt);
+    per_utt = NULL;
+    *run_obj = o;
+    o = NULL;
+out:
+    cJSON_Delete(o);
+    cJSON_Delete(per_utt);
+    sr_corpus_free(corpus);
+    sr_alignments_free(al);
+    sr_normalizer_free(norm);
+    return st;
+}
+
+/* ---- report.md ---------------------------------------------------------------------------------- */
+
+static void fmt_rate(char *buf, size_t cap, const cJSON *agg, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItem(agg, k);
+    if (cJSON_IsNumber(v)) snprintf(buf, cap, "%.2f", v->valuedouble * 100.0);
+    else snprintf(buf, cap, "–");
+}
+
+static void fmt_num(char *buf, size_t cap, const cJSON *o, const char *k, const char *fmt, double scale)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    if (cJSON_IsNumber(v)) snprintf(buf, cap, fmt, v->valuedouble * scale);
+    else snprintf(buf, cap, "–");
+}
+
+static sr_status write_report(const char *dir, const cJSON *results)
+{
+    sr_strbuf b = {0};
+    const cJSON *cfg = cJSON_GetObjectItem(results, "config");
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(cfg, "name"));
+    sr_status st = sr_strbuf_printf(&b, "# %s\n\nsrkit %s, git %s, %s, %s\n\n", name ? name : "results",
+                                    cJSON_GetStringValue(cJSON_GetObjectItem(results, "srkit_version")),
+                                    cJSON_GetStringValue(cJSON_GetObjectItem(results, "git_revision")),
+                                    cJSON_GetStringValue(cJSON_GetObjectItem(results, "created_utc")),
+                                    cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(results, "machine"), "cpu_model")));
+    if (!st)
+        st = sr_strbuf_printf(&b, "| run | strategy | chunk ms | decoder | utts | WER %% | RWER %% | ARWER %% | "
+                                  "chunk p50 ms | chunk p90 ms | first hyp ms | RTF | stream bytes |\n"
+                                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    const cJSON *run;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(results, "runs")) {
+        const cJSON *s = cJSON_GetObjectItem(run, "stream"), *agg = cJSON_GetObjectItem(run, "aggregate");
+        const cJSON *lat = cJSON_GetObjectItem(agg, "latency");
+        char wer[32], rwer[32], arwer[32], p50[32], p90[32], fh[32], rtf[32], mem[32], utts[32];
+        fmt_rate(wer, sizeof wer, agg, "wer");
+        fmt_rate(rwer, sizeof rwer, agg, "rwer");
+        fmt_rate(arwer, sizeof arwer, agg, "arwer");
+        fmt_num(p50, sizeof p50, cJSON_GetObjectItem(lat, "chunk_compute_ms"), "p50", "%.2f", 1);
+        fmt_num(p90, sizeof p90, cJSON_GetObjectItem(lat, "chunk_compute_ms"), "p90", "%.2f", 1);
+        fmt_num(fh, sizeof fh, cJSON_GetObjectItem(lat, "first_hyp_ms"), "mean", "%.0f", 1);
+        fmt_num(rtf, sizeof rtf, agg, "rtf", "%.4f", 1);
+        fmt_num(mem, sizeof mem, cJSON_GetObjectItem(agg, "memory"), "stream_bytes", "%.0f", 1);
+        snprintf(utts, sizeof utts, "%.0f", cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "n_utts")));
+        const char *strat = cJSON_GetStringValue(cJSON_GetObjectItem(s, "strategy"));
+        const char *dec = cJSON_GetStringValue(cJSON_GetObjectItem(s, "decoder"));
+        if (!st)
+            st = sr_strbuf_printf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                                  cJSON_GetStringValue(cJSON_GetObjectItem(run, "name")), strat ? strat : "default",
+                                  cJSON_GetNumberValue(cJSON_GetObjectItem(s, "chunk_ms")), dec ? dec : "default",
+                                  utts, wer, rwer, arwer, p50, p90, fh, rtf, mem);
+    }
+    if (!st)
+        st = sr_strbuf_printf(&b, "\nWER/RWER/ARWER in %% after normalization; ARWER needs word alignments (– "
+                                  "without). Latency is compute per chunk; RTF = compute / audio.\n");
+    char *p = st ? NULL : sr_path_join(dir, "report.md");
+    if (!st && !p) st = sr_error(SR_ERR_NOMEM, "out of memory");
+    if (!st) st = sr_write_file_atomic(p, b.data, b.len);
+    free(p);
+    sr_strbuf_free(&b);
+    return st;
+}
+
+static cJSON *results_skeleton(const char *config_json, const char *config_path, const char *git_rev)
+{
+    cJSON *res = cJSON_CreateObject();
+    char when[64];
+    utc_now(when, sizeof when);
+    cJSON_AddStringToObject(res, "srkit_version", SR_VERSION);
+    cJSON_AddStringToObject(res, "git_revision", git_rev ? git_rev : "unknown");
+    cJSON_AddStringToObject(res, "created_utc", when);
+    cJSON_AddItemToObject(res, "machine", machine_json());
+    if (config_path) cJSON_AddStringToObject(res, "config_file", config_path);
+    cJSON *cfg = cJSON_Parse(config_json);
+    cJSON_AddItemToObject(res, "config", cfg ? cfg : cJSON_CreateNull());
+    cJSON_AddArrayToObject(res, "runs");
+    return res;
+}
+
+/* ---- running one config ------------------------------------------------------------------------- */
+
+typedef struct {
+    const sr_eval_options *opt;
+    sr_eval_progress p;
+    double t0;
+} progress_ctx;
+
+static void notify(progress_ctx *pc, const char *notice)
+{
+    if (!pc->opt->progress) return;
+    pc->p.notice = notice;
+    pc->p.elapsed_s = now_s() - pc->t0;
+    pc->opt->progress(&pc->p, pc->opt->user);
+    pc->p.notice = NULL;
+}
+
+/* Stream one utterance; fills r (id and ref set by the caller). Audio and stream errors go
+ * into r->error; only memory errors are returned. */
+static sr_status run_utt(const sr_model *m, sr_stream *s, const sr_utt *u, sr_record *r)
+{
+    char msg[1200];
+    if (u->problem) return (r->error = sr_strdup(u->problem)) ? SR_OK : SR_ERR_NOMEM;
+    sr_audio a = {0};
+    sr_status st = sr_audio_load(u->audio, 16000, &a);
+    if (st) {
+        snprintf(msg, sizeof msg, "%s: %s", u->where, sr_last_error());
+        return (r->error = sr_strdup(msg)) ? SR_OK : SR_ERR_NOMEM;
+    }
+    size_t b = (size_t)llround(u->offset_s * 16000.0), e = a.n;
+    if (u->duration_s > 0) e = SR_MIN(a.n, b + (size_t)llround(u->duration_s * 16000.0));
+    if (b > a.n) b = a.n;
+    sr_stream_reset(s);
+    st = sr_stream_feed(s, a.samples + b, e - b);
+    if (!st) st = sr_stream_finish(s);
+    r->audio_ms = (double)(e - b) * 1000.0 / 16000.0;
+    sr_audio_free(&a);
+    if (st) {
+        snprintf(msg, sizeof msg, "%s: %s", u->where, sr_last_error());
+        return (r->error = sr_strdup(msg)) ? SR_OK : SR_ERR_NOMEM;
+    }
+    const sr_timeline *tl = sr_stream_timeline(s);
+    const sr_hypothesis *h = sr_stream_hypothesis(s);
+    if (!(r->hyp = sr_strdup(h->text))) return SR_ERR_NOMEM;
+    if (tl->n && !(r->points = sr_calloc(tl->n, sizeof *r->points, "record points"))) return SR_ERR_NOMEM;
+    for (size_t k = 0; k < tl->n; k++) {
+        const sr_timeline_entry *te = &tl->entries[k];
+        sr_tl_point *p = &r->points[k];
+        char *stable = NULL;
+        if (!(p->text = sr_strdup(te->text))) return SR_ERR_NOMEM;
+        r->n_points++;
+        p->t_ms = (double)te->audio_ms;
+        p->compute_ms = (double)te->compute_ns / 1e6;
+        p->is_final = te->is_final;
+        /* committed tokens -> committed words of the entry's text */
+        if ((st = sr_model_detokenize(m, te->tokens, te->n_stable, &stable))) return st;
+        p->n_stable = (int)sr_words_complete_prefix(te->text, strlen(stable));
+        if (te->n_stable == te->n_tokens) { /* all committed: every word counts */
+            sr_words w = {0};
+            if ((st = sr_words_split(te->text, &w))) { free(stable); return st; }
+            p->n_stable = (int)w.n;
+            sr_words_free(&w);
+        }
+        free(stable);
+    }
+    sr_memory(m, s, &r->mem);
+    return SR_OK;
+}
+
+static sr_status append_record(const char *path, const sr_record *r)
+{
+    sr_strbuf b = {0};
+    sr_status st = sr_record_to_jsonl(r, &b);
+    if (st) return st;
+    FILE *f = fopen(path, "a");
+    if (!f) st = sr_error(SR_ERR_IO, "%s: cannot append: %s", path, strerror(errno));
+    else {
+        if (fwrite(b.data, 1, b.len, f) != b.len || fflush(f) != 0 || fsync(fileno(f)) != 0)
+            st = sr_error(SR_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+        if (fclose(f) != 0 && !st) st = sr_error(SR_ERR_IO, "%s: close failed: %s", path, strerror(errno));
+    }
+    sr_strbuf_free(&b);
+    return st;
+}
+
+/* The record set of one run: resumed records plus the ones streamed now. */
+static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, const char *run_dir,
+                          sr_model **model, char **model_key, progress_ctx *pc, cJSON **run_obj,
+                          size_t *n_failed)
+{
+    sr_dataset *d = NULL;
+    sr_record *rec = NULL;
+    size_t n_rec = 0, n_dropped = 0;
+    sr_stream *s = NULL;
+    sr_corpus *running = NULL;
+    sr_normalizer *norm = NULL;
+    char *utts_path = sr_path_join(run_dir, "utts.jsonl"), *id_path = sr_path_join(run_dir, "run.json");
+    char *ident = run_identity(r);
+    sr_status st = (!utts_path || !id_path || !ident) ? sr_error(SR_ERR_NOMEM, "out of memory") : SR_OK;
+    if (st) goto out;
+    /* identity: refuse to mix another config's records into this folder */
+    if (pc->opt->restart) {
+        remove(utts_path);
+    } else if (sr_path_is_file(id_path)) {
+        char *old = NULL;
+        if ((st = sr_read_file(id_path, &old, NULL))) goto out;
+        int same = !strcmp(sr_trim(old), ident);
+        free(old);
+        if (!same && sr_path_is_file(utts_path)) {
+            st = sr_error(SR_ERR_ARG, "%s holds results of a different run config; use --restart or another output", run_dir);
+            goto out;
+        }
+    }
+    if ((st = sr_write_file_atomic(id_path, ident, strlen(ident)))) goto out;
+    /* dataset */
+    sr_data_format fmt;
+    if ((st = sr_data_format_parse(r->data.format ? r->data.format : "librispeech", &fmt))) goto out;
+    if ((st = sr_dataset_load(r->data.path, fmt, &d))) goto out;
+    sr_dataset_limit(d, (size_t)r->data.limit);
+    if (pc->opt->shard_n && (st = sr_dataset_shard(d, pc->opt->shard_k, pc->opt->shard_n))) goto out;
+    if ((st = sr_dataset_probe_durations(d))) goto out;
+    /* resume */
+    if ((st = sr_records_read(utts_path, &rec, &n_rec, &n_dropped))) goto out;
+    if (n_dropped) { /* drop the cut-off last line before appending after it */
+        sr_strbuf b = {0};
+        for (size_t k = 0; !st && k < n_rec; k++) st = sr_record_to_jsonl(&rec[k], &b);
+        if (!st) st = sr_write_file_atomic(utts_path, b.data ? b.data : "", b.len);
+        sr_strbuf_free(&b);
+        if (st) goto out;
+    }
+    { /* keep only records of utterances in this (limited, sharded) dataset; room for the rest */
+        size_t keep = 0;
+        for (size_t k = 0; k < n_rec; k++) {
+            if (sr_dataset_find(d, rec[k].id)) rec[keep++] = rec[k];
+            else sr_record_clear(&rec[k]);
+        }
+        n_rec = keep;
+        sr_record *grown = realloc(rec, (n_rec + d->n + 1) * sizeof *grown);
+        if (!grown) { st = sr_error(SR_ERR_NOMEM, "out of memory"); goto out; }
+        rec = grown;
+    }
+    /* model: reuse across runs of the sweep when path/device/threads agree */
+    char key[2048];
+    snprintf(key, sizeof key, "%s|%s|%d", r->model.path, r->model.device ? r->model.device : "cpu", r->model.threads);
+    if (!*model || !*model_key || strcmp(*model_key, key)) {
+        sr_model_free(*model);
+        *model = NULL;
+        free(*model_key);
+        *model_key = NULL;
+        sr_options o;
+        sr_options_init(&o);
+        o.device = r->model.device;
+        o.threads = r->model.threads;
+        if ((st = sr_model_load(r->model.path, &o, model))) goto out;
+        if (!(*model_key = sr_strdup(key))) { st = SR_ERR_NOMEM; goto out; }
+    }
+    if ((st = sr_stream_open(*model, &r->stream, &s))) goto out;
+    if ((st = sr_normalizer_create(r->normalizer, NULL, &norm)) || (st = sr_corpus_create(&running))) goto out;
+
+    pc->p = (sr_eval_progress){.run_name = r->name, .run_index = ri, .n_runs = n_runs, .total = d->n,
+                               .audio_s_total = sr_dataset_total_duration(d), .wer = NAN};
+    pc->t0 = now_s();
+    char note[512];
+    if (n_rec) {
+        snprintf(note, sizeof note, "resuming: %zu utterance(s) already done%s", n_rec,
+                 n_dropped ? " (one cut-off record redone)" : "");
+        notify(pc, note);
+    }
+    if (d->n_problems) {
+        snprintf(note, sizeof note, "%zu utterance(s) cannot be run (missing audio); they are counted as failed", d->n_problems);
+        notify(pc, note);
+    }
+    sr_score_setup setup = {norm, NULL};
+    for (size_t i = 0; i < d->n; i++) {
+        const sr_utt *u = &d->utts[i];
+        int done = 0;
+        for (size_t k = 0; k < n_rec && !done; k++) done = !strcmp(rec[k].id, u->id);
+        if (!done) {
+            sr_record *nr = &rec[n_rec];
+            memset(nr, 0, sizeof *nr);
+            if (!(nr->id = sr_strdup(u->id)) || !(nr->ref = sr_strdup(u->text))) { st = SR_ERR_NOMEM; goto out; }
+            nr->audio_ms = -1;
+            if ((st = run_utt(*model, s, u, nr))) goto out;
+            if (!nr->hyp && !(nr->hyp = sr_strdup(""))) { st = SR_ERR_NOMEM; goto out; }
+            n_rec++;
+            if ((st = append_record(utts_path, nr))) goto out;
+            if (nr->error) notify(pc, nr->error);
+            size_t nf;
+            if ((st = sr_records_score(nr, 1, &setup, running, &nf, NULL))) goto out;
+        }
+        pc->p.done = i + 1;
+        pc->p.audio_s_done += u->duration_s > 0 ? u->duration_s : 0;
+        sr_corpus_metrics cm;
+        if (!sr_corpus_result(running, &cm)) pc->p.wer = cm.wer_rate;
+        notify(pc, NULL);
+    }
+    if ((st = finish_run(r, rec, n_rec, run_dir, sr_model_arch(*model), run_obj))) goto out;
+    cJSON *agg = cJSON_GetObjectItem(*run_obj, "aggregate");
+    *n_failed += (size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "n_failed"));
+    cJSON *da = cJSON_GetObjectItem(*run_obj, "data");
+    cJSON_AddNumberToObject(da, "n_utts", (double)d->n);
+    cJSON_AddNumberToObject(da, "n_problems", (double)d->n_problems);
+    cJSON_AddNumberToObject(da, "audio_s", sr_dataset_total_duration(d));
+    if (pc->opt->shard_n) {
+        char sh[64];
+        snprintf(sh, sizeof sh, "%zu/%zu", pc->opt->shard_k, pc->opt->shard_n);
+        cJSON_AddStringToObject(da, "shard", sh);
+    }
+out:
+    if (st) sr_error_prefix(st, "run %s", r->name);
+    sr_normalizer_free(norm);
+    sr_corpus_free(running);
+    sr_stream_close(s);
+    sr_records_free(rec, n_rec);
+    sr_dataset_free(d);
+    free(ident);
+    free(utts_path);
+    free(id_path);
+    return st;
+}
+
+/* Apply each run's baseline block: compare with the run of the same name in its baseline. */
+static sr_status apply_baselines(const sr_config *cfg, const cJSON *results, sr_eval_outcome *out)
+{
+    sr_strbuf b = {0};
+    sr_status st = SR_OK;
+    for (size_t i = 0; !st && i < sr_config_n_runs(cfg); i++) {
+        const sr_run_config *r = sr_config_run(cfg, i);
+        if (!r->baseline.path) continue;
+        cJSON *base = NULL, *rep = NULL, *mine = cJSON_CreateObject(), *runs = cJSON_AddArrayToObject(mine, "runs");
+        cJSON_AddItemToArray(runs, cJSON_Duplicate(cJSON_GetArrayItem(cJSON_GetObjectItem(results, "runs"), (int)i), 1));
+        sr_compare_limits lim = {r->baseline.max_wer_increase,
+                                 r->baseline.max_rtf_increase > 0 ? 1.0 + r->baseline.max_rtf_increase : 0};
+        int failed = 0;
+        if (!(st = sr_results_load(r->baseline.path, &base)) &&
+            !(st = sr_compare_results(base, mine, &lim, &rep, &failed))) {
+            char *txt = cJSON_PrintUnformatted(rep);
+            st = sr_strbuf_printf(&b, "%s%s", b.len ? "\n" : "", txt ? txt : "");
+            free(txt);
+            if (failed) out->baseline_failed = 1;
+        }
+        cJSON_Delete(base);
+        cJSON_Delete(rep);
+        cJSON_Delete(mine);
+    }
+    if (!st && b.len) out->baseline_report = b.data;
+    else sr_strbuf_free(&b);
+    return st;
+}
+
+sr_status sr_eval_run(const sr_config *cfg, const sr_eval_options *opt, sr_eval_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!cfg || !opt) return sr_error(SR_ERR_ARG, "sr_eval_run: NULL argument");
+    size_t n_runs = sr_config_n_runs(cfg);
+    const char *base = opt->output ? opt->output : sr_config_run(cfg, 0)->output;
+    char *dir = NULL;
+    if (opt->shard_n) {
+        char sub[128];
+        snprintf(sub, sizeof sub, "shards/%zu-of-%zu", opt->shard_k, opt->shard_n);
+        dir = sr_path_join(base, sub);
+    } else {
+        dir = sr_strdup(base);
+    }
+    if (!dir) return sr_error(SR_ERR_NOMEM, "out of memory");
+    sr_status st = mkdir_p(dir);
+    cJSON *results = st ? NULL : results_skeleton(sr_config_json(cfg), opt->config_path, opt->git_rev);
+    if (results && opt->shard_n) {
+        char sh[64];
+        snprintf(sh, sizeof sh, "%zu/%zu", opt->shard_k, opt->shard_n);
+        cJSON_AddStringToObject(results, "shard", sh);
+    }
+    sr_model *model = NULL;
+    char *model_key = NULL;
+    progress_ctx pc = {.opt = opt};
+    for (size_t i = 0; !st && i < n_runs; i++) {
+        const sr_run_config *r = sr_config_run(cfg, i);
+        char *sub = n_runs > 1 ? run_dirname(r, i) : sr_strdup(".");
+        char *run_dir = sub ? (n_runs > 1 ? sr_path_join(dir, sub) : sr_strdup(dir)) : NULL;
+        cJSON *ro = NULL;
+        if (!run_dir) st = sr_error(SR_ERR_NOMEM, "out of memory");
+        if (!st) st = mkdir_p(run_dir);
+        if (!st) st = eval_one(r, i, n_runs, run_dir, &model, &model_key, &pc, &ro, &out->n_failed_utts);
+        if (!st) cJSON_AddItemToArray(cJSON_GetObjectItem(results, "runs"), ro);
+        free(sub);
+        free(run_dir);
+    }
+    sr_model_free(model);
+    free(model_key);
+    if (!st) st = write_json_file(dir, "results.json", results);
+    if (!st) st = write_report(dir, results);
+    if (!st && !opt->shard_n) st = apply_baselines(cfg, results, out);
+    cJSON_Delete(results);
+    if (st) { free(dir); return st; }
+    out->output_dir = dir;
+    out->n_runs = n_runs;
+    return SR_OK;
+}
+
+/* ---- merge -------------------------------------------------------------------------------------- */
+
+sr_status sr_eval_merge(const char *const *dirs, size_t n_dirs, const char *out_dir, const char *git_rev)
+{
+    if (!n_dirs) return sr_error(SR_ERR_ARG, "merge: no shard folders given");
+    cJSON *first = NULL, *results = NULL;
+    sr_config *cfg = NULL;
+    char *cfg_text = NULL;
+    sr_status st;
+    char *p = sr_path_join(dirs[0], "results.json");
+    st = p ? sr_results_load(p, &first) : sr_error(SR_ERR_NOMEM, "out of memory");
+    free(p);
+    if (st) return st;
+    cfg_text = cJSON_PrintUnformatted(cJSON_GetObjectItem(first, "config"));
+    if (!cfg_text || (st = sr_config_parse(cfg_text, dirs[0], &cfg))) goto out;
+    for (size_t k = 1; k < n_dirs; k++) { /* every shard must come from the same config */
+        cJSON *other = NULL;
+        char *q = sr_path_join(dirs[k], "results.json");
+        st = q ? sr_results_load(q, &other) : sr_error(SR_ERR_NOMEM, "out of memory");
+        free(q);
+        if (st) goto out;
+        char *t = cJSON_PrintUnformatted(cJSON_GetObjectItem(other, "config"));
+        int same = t && !strcmp(t, cfg_text);
+        free(t);
+        cJSON_Delete(other);
+        if (!same) { st = sr_error(SR_ERR_ARG, "merge: %s comes from another config than %s", dirs[k], dirs[0]); goto out; }
+    }
+    if ((st = mkdir_p(out_dir))) goto out;
+    results = results_skeleton(cfg_text, cJSON_GetStringValue(cJSON_GetObjectItem(first, "config_file")), git_rev);
+    size_t n_runs = sr_config_n_runs(cfg);
+    for (size_t i = 0; !st && i < n_runs; i++) {
+        const sr_run_config *r = sr_config_run(cfg, i);
+        char *sub = n_runs > 1 ? run_dirname(r, i) : sr_strdup(".");
+        char *run_dir = sub ? sr_path_join(out_dir, sub) : NULL;
+        sr_record *all = NULL;
+        size_t n_all = 0;
+        for (size_t k = 0; !st && k < n_dirs; k++) {
+            char *sd = sub ? sr_path_join(dirs[k], sub) : NULL, *up = sd ? sr_path_join(sd, "utts.jsonl") : NULL;
+            sr_record *rec = NULL;
+            size_t n = 0, dropped = 0;
+            if (!up) st = sr_error(SR_ERR_NOMEM, "out of memory");
+            else if (!sr_path_is_file(up)) st = sr_error(SR_ERR_IO, "%s: missing (not a finished shard?)", up);
+            else st = sr_records_read(up, &rec, &n, &dropped);
+            if (!st && dropped) st = sr_error(SR_ERR_FORMAT, "%s: last record cut off: finish that shard first", up);
+            if (!st) {
+                sr_record *g = realloc(all, (n_all + n) * sizeof *g);
+                if (!g) st = sr_error(SR_ERR_NOMEM, "out of memory");
+                else {
+                    all = g;
+                    memcpy(all + n_all, rec, n * sizeof *rec);
+                    n_all += n;
+                    free(rec);
+                    rec = NULL;
+                    n = 0;
+                }
+            }
+            sr_records_free(rec, n);
+            free(up);
+            free(sd);
+        }
+        cJSON *ro = NULL;
+        if (!st && !run_dir) st = sr_error(SR_ERR_NOMEM, "out of memory");
+        if (!st) st = mkdir_p(run_dir);
+        if (!st) { /* the merged record log, so a merged folder is itself complete */
+            sr_strbuf b = {0};
+            for (size_t k = 0; !st && k < n_all; k++) st = sr_record_to_jsonl(&all[k], &b);
+            char *up = st ? NULL : sr_path_join(run_dir, "utts.jsonl");
+            if (!st) st = up ? sr_write_file_atomic(up, b.data ? b.data : "", b.len) : SR_ERR_NOMEM;
+            free(up);
+            sr_strbuf_free(&b);
+        }
+        const char *arch = NULL;
+        const cJSON *fr = cJSON_GetArrayItem(cJSON_GetObjectItem(first, "runs"), (int)i);
+        arch = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(fr, "model"), "arch"));
+        if (!st) st = finish_run(r, all, n_all, run_dir, arch, &ro);
+        if (!st) cJSON_AddItemToArray(cJSON_GetObjectItem(results, "runs"), ro);
+        sr_records_free(all, n_all);
+        free(sub);
+        free(run_dir);
+    }
+    if (!st) st = write_json_file(out_dir, "results.json", results);
+    if (!st) st = write_report(out_dir, results);
+out:
+    cJSON_Delete(results);
+    cJSON_Delete(first);
+    sr_config_free(cfg);
+    free(cfg_text);
+    return st;
+}

@@ -1,0 +1,274 @@
+/*
+ * wh_load.c — loading a Whisper model file (arch "whisper", layout of docs/whisper.md): the config
+ * (openai ModelDimensions, special tokens, suppression lists, front-end constants) is checked
+ * for consistency, every tensor is loaded as f32 with the shape the config implies (f16 / bf16 /
+ * int8 files are converted by the loader), the tokenizer must have n_vocab pieces, and the
+ * log-mel front-end is built from /frontend/mel_filters.
+ */
+#include "whisper.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static sr_status cfg_obj_int(const sr_model *m, const cJSON *obj, const char *objname,
+                             const char *key, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) return sr_error(SR_ERR_FORMAT, "%s: config.%s.%s: missing", m->path, objname, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+        return sr_error(SR_ERR_FORMAT, "%s: config.%s.%s: expected an integer", m->path, objname,
+                        key);
+    *out = (int)v->valuedouble;
+    return SR_OK;
+}
+
+/* Mark every id of the JSON int array config.<key> in mask. */
+static sr_status cfg_id_list(const sr_model *m, const char *key, int n_vocab, uint8_t *mask)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(m->config, key);
+    if (!a) return sr_error(SR_ERR_FORMAT, "%s: config.%s: missing", m->path, key);
+    if (!cJSON_IsArray(a))
+        return sr_error(SR_ERR_FORMAT, "%s: config.%s: expected an array of token ids", m->path, key);
+    int i = 0;
+    for (const cJSON *v = a->child; v; v = v->next, i++) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+            return sr_error(SR_ERR_FORMAT, "%s: config.%s[%d]: expected an integer", m->path, key, i);
+        int id = (int)v->valuedouble;
+        if (id < 0 || id >= n_vocab)
+            return sr_error(SR_ERR_FORMAT, "%s: config.%s[%d]: token %d outside the vocabulary "
+                            "(n_vocab %d)", m->path, key, i, id, n_vocab);
+        mask[id] = 1;
+    }
+    return SR_OK;
+}
+
+/* Load one f32 tensor and return its data. */
+static sr_status ten(sr_model *m, sr_h5 *f, const char *name, int ndim, int64_t a, int64_t b,
+                     int64_t c, const float **out)
+{
+    const sr_tensor *t;
+    int64_t shape[3] = {a, b, c};
+    sr_status st = sr_model_tensor(m, f, name, SR_F32, ndim, shape, &t);
+    if (st) return st;
+    *out = t->data;
+    return SR_OK;
+}
+
+static sr_status load_block(sr_model *m, sr_h5 *f, const char *pre, int cross, int d,
+                            wh_block *B)
+{
+    char n[160];
+    sr_status st = SR_OK;
+#define W2(field, suffix, rows, cols)                                                       \
+    if (!st) { snprintf(n, sizeof n, "%s.%s", pre, suffix); st = ten(m, f, n, 2, rows, cols, 0, &B->field); }
+#define W1(field, suffix, len)                                                              \
+    if (!st) { snprintf(n, sizeof n, "%s.%s", pre, suffix); st = ten(m, f, n, 1, len, 0, 0, &B->field); }
+    W2(q.w, "attn.query.weight", d, d) W1(q.b, "attn.query.bias", d)
+    W2(k.w, "attn.key.weight", d, d)
+    W2(v.w, "attn.value.weight", d, d) W1(v.b, "attn.value.bias", d)
+    W2(o.w, "attn.out.weight", d, d) W1(o.b, "attn.out.bias", d)
+    W1(attn_ln.g, "attn_ln.weight", d) W1(attn_ln.b, "attn_ln.bias", d)
+    if (cross) {
+        W2(cq.w, "cross_attn.query.weight", d, d) W1(cq.b, "cross_attn.query.bias", d)
+        W2(ck.w, "cross_attn.key.weight", d, d)
+        W2(cv.w, "cross_attn.value.weight", d, d) W1(cv.b, "cross_attn.value.bias", d)
+        W2(co.w, "cross_attn.out.weight", d, d) W1(co.b, "cross_attn.out.bias", d)
+        W1(cross_ln.g, "cross_attn_ln.weight", d) W1(cross_ln.b, "cross_attn_ln.bias", d)
+    }
+    W2(fc1.w, "mlp.0.weight", 4 * d, d) W1(fc1.b, "mlp.0.bias", 4 * d)
+    W2(fc2.w, "mlp.2.weight", d, 4 * d) W1(fc2.b, "mlp.2.bias", d)
+    W1(mlp_ln.g, "mlp_ln.weight", d) W1(mlp_ln.b, "mlp_ln.bias", d)
+#undef W1
+#undef W2
+    B->k.b = NULL;
+    B->ck.b = NULL;
+    return st;
+}
+
+static void wh_free(wh_model *w)
+{
+    if (!w) return;
+    free(w->enc);
+    free(w->dec);
+    free(w->suppress);
+    free(w->suppress_begin);
+    sr_mel_free(w->mel);
+    free(w);
+}
+
+/* Dimensions, tokens, front-end constants and their consistency. */
+static sr_status load_config(sr_model *m, wh_model *w)
+{
+    sr_status st;
+    struct { const char *key; int *dst; } dims[] = {
+        {"n_mels", &w->n_mels}, {"n_audio_ctx", &w->n_audio_ctx},
+        {"n_audio_state", &w->n_audio_state}, {"n_audio_head", &w->n_audio_head},
+        {"n_audio_layer", &w->n_audio_layer}, {"n_vocab", &w->n_vocab},
+        {"n_text_ctx", &w->n_text_ctx}, {"n_text_state", &w->n_text_state},
+        {"n_text_head", &w->n_text_head}, {"n_text_layer", &w->n_text_layer},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(dims); i++) {
+        if ((st = sr_cfg_int(m, dims[i].key, dims[i].dst))) return st;
+        if (*dims[i].dst <= 0 || *dims[i].dst > 1000000)
+            return sr_error(SR_ERR_FORMAT, "%s: config.%s: %d out of range", m->path, dims[i].key,
+                            *dims[i].dst);
+    }
+    if (w->n_audio_state != w->n_text_state)
+        return sr_error(SR_ERR_FORMAT, "%s: config.n_audio_state (%d) differs from "
+                        "config.n_text_state (%d): cross-attention needs them equal", m->path,
+                        w->n_audio_state, w->n_text_state);
+    w->d = w->n_text_state;
+    if (w->d % w->n_audio_head || w->d % w->n_text_head || w->d % 2)
+        return sr_error(SR_ERR_FORMAT, "%s: config.n_audio_head / n_text_head (%d / %d) must "
+                        "divide the even width %d", m->path, w->n_audio_head, w->n_text_head, w->d);
+    if (w->n_text_ctx < 16)
+        return sr_error(SR_ERR_FORMAT, "%s: config.n_text_ctx: %d, at least 16 needed", m->path,
+                        w->n_text_ctx);
+    int sr = 0, n_fft = 0, chunk_s = 0;
+    if ((st = sr_cfg_int(m, "sample_rate", &sr)) || (st = sr_cfg_int(m, "n_fft", &n_fft)) ||
+        (st = sr_cfg_int(m, "hop_length", &w->hop)) ||
+        (st = sr_cfg_int(m, "chunk_length_s", &chunk_s)))
+        return st;
+    if (sr != 16000 || n_fft != 400 || w->hop != 160)
+        return sr_error(SR_ERR_FORMAT, "%s: config.sample_rate/n_fft/hop_length: %d/%d/%d, the "
+                        "Whisper front-end is 16000/400/160", m->path, sr, n_fft, w->hop);
+    w->window_samples = 2 * w->n_audio_ctx * w->hop;
+    if ((long)chunk_s * sr != w->window_samples)
+        return sr_error(SR_ERR_FORMAT, "%s: config.chunk_length_s: %d s, but n_audio_ctx %d "
+                        "encoder frames span %d samples", m->path, chunk_s, w->n_audio_ctx,
+                        w->window_samples);
+    const cJSON *ml = cJSON_GetObjectItemCaseSensitive(m->config, "multilingual");
+    if (!cJSON_IsBool(ml))
+        return sr_error(SR_ERR_FORMAT, "%s: config.multilingual: expected true or false", m->path);
+    w->multilingual = cJSON_IsTrue(ml);
+
+    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(m->config, "tokens");
+    if (!cJSON_IsObject(tk)) return sr_error(SR_ERR_FORMAT, "%s: config.tokens: expected an object", m->path);
+    struct { const char *key; int *dst; } toks[] = {
+        {"eot", &w->eot}, {"sot", &w->sot}, {"translate", &w->translate},
+        {"transcribe", &w->transcribe}, {"sot_lm", &w->sot_lm}, {"sot_prev", &w->sot_prev},
+        {"no_speech", &w->no_speech}, {"no_timestamps", &w->no_timestamps},
+        {"timestamp_begin", &w->timestamp_begin},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(toks); i++) {
+        if ((st = cfg_obj_int(m, tk, "tokens", toks[i].key, toks[i].dst))) return st;
+        if (*toks[i].dst < 0 || *toks[i].dst >= w->n_vocab)
+            return sr_error(SR_ERR_FORMAT, "%s: config.tokens.%s: %d outside the vocabulary "
+                            "(n_vocab %d)", m->path, toks[i].key, *toks[i].dst, w->n_vocab);
+    }
+    /* the window-break token "<|30.00|>" (the end of a window) must exist */
+    w->brk = w->timestamp_begin + w->n_audio_ctx;
+    if (w->brk >= w->n_vocab || w->timestamp_begin <= w->eot)
+        return sr_error(SR_ERR_FORMAT, "%s: config.tokens.timestamp_begin: %d, the %d timestamps "
+                        "of a window do not fit after EOT %d in n_vocab %d", m->path,
+                        w->timestamp_begin, w->n_audio_ctx + 1, w->eot, w->n_vocab);
+    w->prompt_len = 0;
+    w->prompt[w->prompt_len++] = w->sot;
+    w->language_first = -1;
+    if (w->multilingual) {
+        if ((st = cfg_obj_int(m, tk, "tokens", "language_first", &w->language_first))) return st;
+        const cJSON *lc = cJSON_GetObjectItemCaseSensitive(m->config, "lang_codes");
+        int idx = -1, i = 0;
+        if (cJSON_IsArray(lc))
+            for (const cJSON *v = lc->child; v; v = v->next, i++)
+                if (cJSON_IsString(v) && !strcmp(v->valuestring, "en")) { idx = i; break; }
+        if (idx < 0)
+            return sr_error(SR_ERR_FORMAT, "%s: config.lang_codes: no \"en\" entry (multilingual "
+                            "models transcribe English here)", m->path);
+        if (w->language_first + idx >= w->n_vocab || w->language_first <= w->eot)
+            return sr_error(SR_ERR_FORMAT, "%s: config.tokens.language_first: %d out of range",
+                            m->path, w->language_first);
+        w->prompt[w->prompt_len++] = w->language_first + idx;
+        w->prompt[w->prompt_len++] = w->transcribe;
+    }
+    w->prompt[w->prompt_len++] = w->no_timestamps;
+    w->text_cap = w->n_text_ctx / 2;
+
+    w->suppress = sr_calloc((size_t)w->n_vocab, 1, "whisper suppress mask");
+    w->suppress_begin = sr_calloc((size_t)w->n_vocab, 1, "whisper begin-suppress mask");
+    if (!w->suppress || !w->suppress_begin) return SR_ERR_NOMEM;
+    if ((st = cfg_id_list(m, "suppress_tokens", w->n_vocab, w->suppress)) ||
+        (st = cfg_id_list(m, "begin_suppress_tokens", w->n_vocab, w->suppress_begin)))
+        return st;
+    /* no-timestamps transcription: every special token but EOT (SOT family, language and
+     * task tokens, no_speech, no_timestamps, all timestamps) is suppressed */
+    for (int v = w->eot + 1; v < w->n_vocab; v++) w->suppress[v] = 1;
+    w->suppress[w->eot] = 0;
+    return SR_OK;
+}
+
+static sr_status load_frontend(sr_model *m, sr_h5 *f, wh_model *w)
+{
+    sr_mel_config c;
+    sr_mel_config_init(&c, SR_MEL_WHISPER);
+    c.n_mels = w->n_mels;
+    sr_tensor t;
+    memset(&t, 0, sizeof t);
+    const char *path = "/frontend/mel_filters";
+    sr_status st;
+    if (sr_h5_has_dataset(f, path)) {
+        if ((st = sr_h5_dataset(f, path, SR_F32, &t))) return st;
+        if (t.ndim != 2 || t.shape[0] != w->n_mels || t.shape[1] != 201) {
+            st = sr_error(SR_ERR_FORMAT, "%s: %s: shape [%lld, %lld], config wants [%d, 201]",
+                          m->path, path, (long long)t.shape[0],
+                          (long long)(t.ndim > 1 ? t.shape[1] : 0), w->n_mels);
+            sr_tensor_free(&t);
+            return st;
+        }
+        c.filters = t.data;
+    }
+    st = sr_mel_create(&c, &w->mel);
+    sr_tensor_free(&t);
+    if (st) return sr_error_prefix(st, "%s: %s", m->path, path);
+    return SR_OK;
+}
+
+sr_status wh_model_load(sr_model *m, sr_h5 *f)
+{
+    wh_model *w = sr_calloc(1, sizeof *w, "whisper model");
+    if (!w) return SR_ERR_NOMEM;
+    w->k = m->k;
+    sr_status st = load_config(m, w);
+    if (!st && m->tokenizer && sr_tokenizer_size(m->tokenizer) != w->n_vocab)
+        st = sr_error(SR_ERR_FORMAT, "%s: /tokenizer has %d pieces, config.n_vocab is %d",
+                      m->path, sr_tokenizer_size(m->tokenizer), w->n_vocab);
+    if (!st) st = load_frontend(m, f, w);
+    int d = w->d;
+    if (!st) {
+        w->enc = sr_calloc((size_t)w->n_audio_layer, sizeof *w->enc, "whisper encoder blocks");
+        w->dec = sr_calloc((size_t)w->n_text_layer, sizeof *w->dec, "whisper decoder blocks");
+        if (!w->enc || !w->dec) st = SR_ERR_NOMEM;
+    }
+    if (!st) st = ten(m, f, "encoder.conv1.weight", 3, d, w->n_mels, 3, &w->conv1_w);
+    if (!st) st = ten(m, f, "encoder.conv1.bias", 1, d, 0, 0, &w->conv1_b);
+    if (!st) st = ten(m, f, "encoder.conv2.weight", 3, d, d, 3, &w->conv2_w);
+    if (!st) st = ten(m, f, "encoder.conv2.bias", 1, d, 0, 0, &w->conv2_b);
+    if (!st) st = ten(m, f, "encoder.positional_embedding", 2, w->n_audio_ctx, d, 0, &w->enc_pos);
+    char pre[64];
+    for (int l = 0; !st && l < w->n_audio_layer; l++) {
+        snprintf(pre, sizeof pre, "encoder.blocks.%d", l);
+        st = load_block(m, f, pre, 0, d, &w->enc[l]);
+    }
+    if (!st) st = ten(m, f, "encoder.ln_post.weight", 1, d, 0, 0, &w->ln_post.g);
+    if (!st) st = ten(m, f, "encoder.ln_post.bias", 1, d, 0, 0, &w->ln_post.b);
+    if (!st) st = ten(m, f, "decoder.token_embedding.weight", 2, w->n_vocab, d, 0, &w->tok_emb);
+    if (!st) st = ten(m, f, "decoder.positional_embedding", 2, w->n_text_ctx, d, 0, &w->dec_pos);
+    for (int l = 0; !st && l < w->n_text_layer; l++) {
+        snprintf(pre, sizeof pre, "decoder.blocks.%d", l);
+        st = load_block(m, f, pre, 1, d, &w->dec[l]);
+    }
+    if (!st) st = ten(m, f, "decoder.ln.weight", 1, d, 0, 0, &w->dec_ln.g);
+    if (!st) st = ten(m, f, "decoder.ln.bias", 1, d, 0, 0, &w->dec_ln.b);
+    if (st) {
+        wh_free(w);
+        return st;
+    }
+    m->impl = w;
+    return SR_OK;
+}
+
+void wh_model_unload(sr_model *m)
+{
+    wh_free(m->impl);
+    m->impl = NULL;
+}

@@ -1,0 +1,943 @@
+/*
+ * test_whisper.c — the Whisper backend (models/whisper/):
+ *   whisper_load     loading rand.h5; malformed files and stream configs name their culprit
+ *   whisper_parity   random-init model vs openai-whisper goldens (mel, encoder, logits, greedy
+ *                    tokens); the AED scorer's caches against full recomputation; real tiny.en
+ *                    vs openai-whisper on the same weights (skipped when the model is absent)
+ *   whisper_causal   WhisperRT: streaming conv stem == whole-signal stem; block-causal encoder
+ *                    one pass vs openai's modules with the eq. 37 mask; chunk-by-chunk with
+ *                    K/V caches == one pass; the stream's cross K/V == one pass; context reset
+ *   whisper_stream   strategies end to end through the scorer, reset reuse, short and silent
+ *                    audio, feed-split invariance through the engine (when an AED decoder exists)
+ * Goldens: scripts/gen_golden_whisper.py (openai-whisper 20250625).
+ */
+#include "test.h"
+
+#include "../models/whisper/whisper.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ---- */
+
+static sr_model *load(const char *fixture)
+{
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(test_fixture(fixture), NULL, &m);
+    if (st) printf("\n      load %s: %s\n", fixture, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    return m;
+}
+
+static const char *real_model_path(void)
+{
+    static char path[1024];
+    const char *home = getenv("SRKIT_HOME");
+    if (home) snprintf(path, sizeof path, "%s/models/whisper-tiny.en.h5", home);
+    else snprintf(path, sizeof path, "%s/.cache/srkit/models/whisper-tiny.en.h5",
+                  getenv("HOME") ? getenv("HOME") : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fclose(f);
+    return path;
+}
+
+static int gold(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    sr_status st = sr_h5_dataset(f, path, t, out);
+    if (st) printf("\n      golden %s: %s\n", path, sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    return st == SR_OK;
+}
+
+/* The golden's int16 audio as floats (what the generator fed openai-whisper). */
+static float *gold_audio(sr_h5 *f, size_t *n)
+{
+    sr_tensor t;
+    if (!gold(f, "/audio", SR_I32, &t)) return NULL;
+    *n = (size_t)t.shape[0];
+    float *a = malloc(*n * sizeof(float));
+    for (size_t i = 0; i < *n; i++) a[i] = (float)((int32_t *)t.data)[i] / 32768.0f;
+    sr_tensor_free(&t);
+    return a;
+}
+
+typedef struct {
+    const sr_model *m;
+    void *st;
+    sr_chunking ck;
+    sr_scorer sc;
+} bstream;
+
+static sr_status bopen(const sr_model *m, const char *strategy, int chunk_ms, int first_ms,
+                       bstream *b)
+{
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = strategy;
+    c.chunk_ms = chunk_ms;
+    c.first_chunk_ms = first_ms;
+    memset(b, 0, sizeof *b);
+    b->m = m;
+    return sr_whisper_ops.stream_open(m, &c, &b->st, &b->ck, &b->sc);
+}
+
+/* Feed audio in the backend's chunks, as core/stream.c does, then finish. */
+static sr_status bfeed_all(bstream *b, const float *a, size_t n)
+{
+    size_t pos = 0, need = b->ck.first_chunk;
+    while (n - pos >= need) {
+        sr_status st = sr_whisper_ops.process(b->st, a + pos, need, 0);
+        if (st) return st;
+        pos += need;
+        need = b->ck.chunk;
+    }
+    return sr_whisper_ops.process(b->st, a + pos, n - pos, 1);
+}
+
+/* Greedy decoding through the scorer (slot 0, one new position per call) until EOT. */
+static int greedy(const sr_scorer *sc, int32_t *toks, int cap)
+{
+    float *lp = malloc((size_t)sc->vocab * sizeof(float));
+    int n = 0;
+    while (n < cap) {
+        sr_status st = sc->aed_logprobs(sc->ctx, 0, toks, n, n, lp);
+        if (st) {
+            printf("\n      aed_logprobs: %s\n", sr_last_error());
+            CU_FAIL("aed_logprobs");
+            break;
+        }
+        int best = 0;
+        for (int v = 1; v < sc->vocab; v++)
+            if (lp[v] > lp[best]) best = v;
+        if (best == sc->eot) break;
+        toks[n++] = best;
+    }
+    free(lp);
+    return n;
+}
+
+/* Max |a - b| over log-probability rows: equal infinities (suppressed tokens) count as 0, one
+ * infinite and one finite as infinity. */
+static double lp_diff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = isinf(a[i]) || isinf(b[i]) ? (a[i] == b[i] ? 0 : INFINITY) : fabs(a[i] - b[i]);
+        if (d > m || d != d) m = d;
+    }
+    return m;
+}
+
+static int tokens_equal(const int32_t *a, int na, const sr_tensor *g, const char *what)
+{
+    int ng = (int)g->shape[0];
+    const int64_t *gv = g->data;
+    int ok = na == ng;
+    for (int i = 0; ok && i < na; i++) ok = a[i] == gv[i];
+    if (!ok) {
+        printf("\n      %s: %d tokens, golden %d; first difference at ", what, na, ng);
+        int i = 0;
+        while (i < na && i < ng && a[i] == gv[i]) i++;
+        printf("%d\n", i);
+    }
+    return ok;
+}
+
+/* ---- whisper_load ---- */
+
+static void test_load_rand(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    const wh_model *w = m->impl;
+    CU_ASSERT_STRING_EQUAL(sr_model_arch(m), "whisper");
+    CU_ASSERT_EQUAL(w->d, 32);
+    CU_ASSERT_EQUAL(w->n_vocab, 259);
+    CU_ASSERT_EQUAL(w->prompt_len, 2);
+    CU_ASSERT_EQUAL(w->prompt[0], w->sot);
+    CU_ASSERT_EQUAL(w->prompt[1], w->no_timestamps);
+    CU_ASSERT_EQUAL(w->brk, w->timestamp_begin + 150);
+    CU_ASSERT_EQUAL(w->window_samples, 48000);
+    CU_ASSERT_EQUAL(w->text_cap, 32);
+    CU_ASSERT(w->suppress[1] && w->suppress[w->sot] && w->suppress[w->brk] && !w->suppress[w->eot]);
+    CU_ASSERT(w->suppress_begin[5] && w->suppress_begin[w->eot] && !w->suppress[5]);
+    sr_model_free(m);
+}
+
+static void test_load_bad(void)
+{
+    static const struct { const char *file, *needle; } cases[] = {
+        {"whisper/micro_missing.h5", "decoder.blocks.0.cross_attn.key.weight"},
+        {"whisper/micro_shape.h5", "encoder.conv1.weight"},
+        {"whisper/micro_embed.h5", "decoder.token_embedding.weight"},
+        {"whisper/micro_tokenizer.h5", "/tokenizer has 78 pieces, config.n_vocab is 79"},
+        {"whisper/micro_window.h5", "config.chunk_length_s"},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(cases); i++) {
+        sr_model *m = NULL;
+        TEST_ASSERT_ERR(sr_model_load(test_fixture(cases[i].file), NULL, &m), SR_ERR_FORMAT,
+                        cases[i].needle);
+        CU_ASSERT_PTR_NULL(m);
+    }
+    sr_model *m = load("whisper/micro.h5");
+    sr_model_free(m);
+}
+
+static void test_stream_config_bad(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    bstream b;
+    TEST_ASSERT_ERR(bopen(m, "whisperrt", 30, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "whisperrt", 1020, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "reencode", 50, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "whisperrt", 100, 3020, &b), SR_ERR_ARG, "stream.first_chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "bogus", 0, 0, &b), SR_ERR_ARG, "stream.strategy");
+    TEST_ASSERT_ERR(bopen(m, "bogus", 0, 0, &b), SR_ERR_ARG, "whisperrt");
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.beam = 99;
+    void *st = NULL;
+    sr_chunking ck;
+    sr_scorer sc;
+    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, &st, &ck, &sc), SR_ERR_ARG, "stream.beam");
+    /* offline ignores chunk sizes; whisperrt's first chunk carries the stem's lookahead */
+    CU_ASSERT_EQUAL(bopen(m, "offline", 30, 0, &b), SR_OK);
+    CU_ASSERT_EQUAL(b.ck.chunk, 48000);
+    sr_whisper_ops.stream_close(b.st);
+    CU_ASSERT_EQUAL(bopen(m, NULL, 100, 0, &b), SR_OK);
+    CU_ASSERT_EQUAL(b.ck.first_chunk, 3200 + WH_LOOKAHEAD);
+    CU_ASSERT_EQUAL(b.ck.chunk, 1600);
+    CU_ASSERT_EQUAL(b.sc.kind, SR_SCORER_AED);
+    CU_ASSERT(sr_whisper_ops.state_bytes(b.st) > 0);
+    /* scorer argument checks */
+    float out[259];
+    int32_t p[1] = {0};
+    TEST_ASSERT_ERR(b.sc.aed_logprobs(b.st, 99, p, 1, 0, out), SR_ERR_ARG, "slot 99");
+    TEST_ASSERT_ERR(b.sc.aed_logprobs(b.st, 0, p, 1, 2, out), SR_ERR_ARG, "from 2");
+    p[0] = 9999;
+    TEST_ASSERT_ERR(b.sc.aed_logprobs(b.st, 0, p, 1, 0, out), SR_ERR_ARG, "prefix[0] = 9999");
+    sr_whisper_ops.stream_close(b.st);
+    sr_model_free(m);
+}
+
+/* ---- whisper_parity: random-init model ---- */
+
+static void test_parity_rand(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    const wh_model *w = m->impl;
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    sr_tensor gmel, grows, genc, glog, gtok;
+    if (!audio || !gold(g, "/offline/mel", SR_F32, &gmel) ||
+        !gold(g, "/offline/mel_rows", SR_I64, &grows) ||
+        !gold(g, "/offline/encoder", SR_F32, &genc) ||
+        !gold(g, "/offline/logits", SR_F32, &glog) || !gold(g, "/offline/tokens", SR_I64, &gtok))
+        goto done;
+
+    /* log-mel of the window (audio zero-padded to 3 s) */
+    float *pad = calloc((size_t)w->window_samples, sizeof(float));
+    memcpy(pad, audio, n * sizeof(float));
+    float *mel = NULL;
+    int L = 0;
+    CU_ASSERT_EQUAL_FATAL(sr_mel_compute(w->mel, pad, (size_t)w->window_samples, &mel, &L), SR_OK);
+    CU_ASSERT_EQUAL(L, 300);
+    double dm = 0;
+    for (int r = 0; r < grows.shape[0]; r++) {
+        int64_t t = ((int64_t *)grows.data)[r];
+        double e = test_max_abs_diff(mel + t * 80, (float *)gmel.data + r * 80, 80);
+        dm = e > dm ? e : dm;
+    }
+    printf("\n      rand: mel max abs diff %.2e", dm);
+    CU_ASSERT(dm <= 1e-4);
+    free(mel);
+
+    /* offline stream: encoder output through the cross K/V, logits, greedy tokens */
+    bstream b;
+    CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(bfeed_all(&b, audio, n), SR_OK);
+    wh_stream *s = b.st;
+    CU_ASSERT_EQUAL(s->n_win, 1);
+    /* the stream leaves ln_post(encoder) in s->x */
+    double de = test_max_abs_diff(s->x, genc.data, (size_t)150 * 32);
+    printf(", encoder %.2e", de);
+    CU_ASSERT(de <= 2e-5);
+
+    int32_t toks[64];
+    int nt = greedy(&b.sc, toks, 64);
+    CU_ASSERT(tokens_equal(toks, nt, &gtok, "rand greedy"));
+    printf(", %d greedy tokens", nt);
+
+    /* raw logits of the first steps along the golden path */
+    int steps = (int)glog.shape[0];
+    int32_t in[16];
+    memcpy(in, w->prompt, 2 * sizeof(int32_t));
+    for (int i = 0; i < steps - 1; i++) in[2 + i] = (int32_t)((int64_t *)gtok.data)[i];
+    wh_scratch sc;
+    CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 64, 150), SR_OK);
+    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->slot[1].k, s->slot[1].v, s->xk, s->xv,
+                              150), SR_OK);
+    float *lg = malloc((size_t)steps * 259 * sizeof(float));
+    CU_ASSERT_EQUAL(wh_logits(w, sc.h + 32, steps, lg), SR_OK);
+    double dl = test_max_abs_diff(lg, glog.data, (size_t)steps * 259);
+    printf(", logits (%d steps) %.2e", steps, dl);
+    CU_ASSERT(dl <= 1e-3);
+    free(lg);
+    wh_scratch_free(&sc);
+    s->slot[1].win = -1;
+    sr_whisper_ops.stream_close(b.st);
+    free(pad);
+done:
+    sr_tensor_free(&gmel);
+    sr_tensor_free(&grows);
+    sr_tensor_free(&genc);
+    sr_tensor_free(&glog);
+    sr_tensor_free(&gtok);
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* The scorer's slot caches give the same numbers as recomputing every position, on any slot,
+ * interleaved, and with a diverging prefix. */
+static void test_scorer_cache(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    bstream b;
+    CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(bfeed_all(&b, audio, n), SR_OK);
+    int V = b.sc.vocab;
+    int32_t toks[64];
+    int nt = greedy(&b.sc, toks, 64);
+    CU_ASSERT_FATAL(nt >= 8);
+    float *full = malloc((size_t)(nt + 1) * V * sizeof(float));
+    float *inc = malloc((size_t)3 * V * sizeof(float));
+    CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 1, toks, nt, 0, full), SR_OK);
+    double d = 0;
+    for (int j = 0; j <= nt; j++) { /* incremental on slot 0 (cached from greedy) and slot 1 */
+        CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, j % 2, toks, j, j, inc), SR_OK);
+        double e = lp_diff(inc, full + (size_t)j * V, (size_t)V);
+        d = e > d || e != e ? e : d;
+    }
+    /* diverging prefix on slot 0, then back */
+    int32_t alt[64];
+    memcpy(alt, toks, (size_t)nt * sizeof(int32_t));
+    alt[3] = (toks[3] + 1) % 100;
+    CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 0, alt, 6, 4, inc), SR_OK);
+    CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 0, toks, 6, 6, inc), SR_OK);
+    double e = lp_diff(inc, full + (size_t)6 * V, (size_t)V);
+    d = e > d || e != e ? e : d;
+    printf("\n      cached vs full recomputation: max abs diff %.2e", d);
+    CU_ASSERT(d <= 1e-5);
+    /* log-softmax rows: probabilities sum to 1; begin suppression at position 0 */
+    double sum = 0;
+    for (int v = 0; v < V; v++) sum += exp(full[v]);
+    CU_ASSERT(fabs(sum - 1) < 1e-4);
+    CU_ASSERT(isinf(full[5]) && full[5] < 0 && isinf(full[b.sc.eot]));
+    CU_ASSERT(!isinf(full[(size_t)V + b.sc.eot]));
+    free(full);
+    free(inc);
+    sr_whisper_ops.stream_close(b.st);
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* ---- whisper_parity: real tiny.en ---- */
+
+static void test_parity_tiny_en(void)
+{
+    const char *path = real_model_path();
+    const char *gpath = test_fixture("whisper/tiny_en_golden.h5");
+    const char *jfk = test_shared("speech-samples/jfk.wav");
+    if (!path || !jfk) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
+        return;
+    }
+    sr_model *m = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(path, NULL, &m), SR_OK);
+    const wh_model *w = m->impl;
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(gpath, &g), SR_OK);
+    sr_audio a;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
+    sr_tensor rows, enc, idx, lg, lse, tok;
+    if (!gold(g, "/jfk/encoder_rows", SR_I64, &rows) || !gold(g, "/jfk/encoder", SR_F32, &enc) ||
+        !gold(g, "/jfk/logit_index", SR_I64, &idx) || !gold(g, "/jfk/logits", SR_F32, &lg) ||
+        !gold(g, "/jfk/logsumexp", SR_F32, &lse) || !gold(g, "/jfk/tokens", SR_I64, &tok))
+        goto done;
+    bstream b;
+    CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(bfeed_all(&b, a.samples, a.n), SR_OK);
+    wh_stream *s = b.st;
+    double de = 0;
+    for (int r = 0; r < rows.shape[0]; r++) {
+        int64_t t = ((int64_t *)rows.data)[r];
+        double e = test_max_abs_diff(s->x + t * w->d, (float *)enc.data + (size_t)r * w->d,
+                                     (size_t)w->d);
+        de = e > de ? e : de;
+    }
+    int32_t toks[512];
+    int nt = greedy(&b.sc, toks, 448);
+    CU_ASSERT(tokens_equal(toks, nt, &tok, "jfk"));
+    /* raw logits of the first steps (subset) and their logsumexp over the whole vocabulary */
+    int steps = (int)lg.shape[0], ni = (int)idx.shape[0];
+    int32_t in[8];
+    memcpy(in, w->prompt, 2 * sizeof(int32_t));
+    for (int i = 0; i < steps - 1; i++) in[2 + i] = toks[i];
+    wh_scratch sc;
+    CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 16, 1500), SR_OK);
+    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->slot[1].k, s->slot[1].v, s->xk, s->xv,
+                              1500), SR_OK);
+    float *L = malloc((size_t)steps * w->n_vocab * sizeof(float));
+    CU_ASSERT_EQUAL(wh_logits(w, sc.h + w->d, steps, L), SR_OK);
+    double dl = 0, dz = 0;
+    for (int st = 0; st < steps; st++) {
+        const float *row = L + (size_t)st * w->n_vocab;
+        for (int i = 0; i < ni; i++) {
+            double e = fabs(row[((int64_t *)idx.data)[i]] - ((float *)lg.data)[(size_t)st * ni + i]);
+            dl = e > dl ? e : dl;
+        }
+        double mx = -1e30, sum = 0;
+        for (int v = 0; v < w->n_vocab; v++) mx = row[v] > mx ? row[v] : mx;
+        for (int v = 0; v < w->n_vocab; v++) sum += exp(row[v] - mx);
+        double e = fabs(mx + log(sum) - ((float *)lse.data)[st]);
+        dz = e > dz ? e : dz;
+    }
+    printf("\n      tiny.en jfk: encoder rows max abs diff %.2e, logits %.2e, logsumexp %.2e, "
+           "%d tokens", de, dl, dz, nt);
+    CU_ASSERT(de <= 1e-4);
+    CU_ASSERT(dl <= 1e-3);
+    CU_ASSERT(dz <= 1e-3);
+    free(L);
+    wh_scratch_free(&sc);
+    s->slot[1].win = -1;
+    sr_whisper_ops.stream_close(b.st);
+done:
+    sr_tensor_free(&rows);
+    sr_tensor_free(&enc);
+    sr_tensor_free(&idx);
+    sr_tensor_free(&lg);
+    sr_tensor_free(&lse);
+    sr_tensor_free(&tok);
+    sr_audio_free(&a);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static const char *const libri[] = {
+    "103-1240-0000.flac", "1089-134686-0000.flac", "1089-134686-0001.flac",
+    "1089-134686-0002.wav", "1089-134691-0000.flac", "1089-134691-0001.flac",
+    "1221-135766-0001.wav", "1221-135766-0002.wav", "1995-1837-0001.wav", "61-70968-0000.flac",
+};
+
+static void test_tokens_tiny_en(void)
+{
+    const char *path = real_model_path();
+    if (!path || !test_shared("librispeech-sample/transcripts.txt")) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
+        return;
+    }
+    sr_model *m = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(path, NULL, &m), SR_OK);
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/tiny_en_golden.h5"), &g), SR_OK);
+    int32_t toks[1024];
+    int agree = 0, total = 0;
+    float *concat = NULL;
+    size_t cn = 0;
+    /* 40 s: jfk then the utterances in order (the generator's long40) */
+    const char *jfk = test_shared("speech-samples/jfk.wav");
+    sr_audio a;
+    if (jfk && sr_audio_load(jfk, 16000, &a) == SR_OK) {
+        concat = malloc(a.n * sizeof(float));
+        memcpy(concat, a.samples, a.n * sizeof(float));
+        cn = a.n;
+        sr_audio_free(&a);
+    }
+    for (size_t i = 0; i < SR_ARRAY_LEN(libri); i++) {
+        char rel[128], gp[128];
+        snprintf(rel, sizeof rel, "librispeech-sample/%s", libri[i]);
+        snprintf(gp, sizeof gp, "/tokens/%s", libri[i]);
+        const char *p = test_shared(rel);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL_FATAL(sr_audio_load(p, 16000, &a), SR_OK);
+        float *c2 = realloc(concat, (cn + a.n) * sizeof(float));
+        if (c2) {
+            memcpy(c2 + cn, a.samples, a.n * sizeof(float));
+            concat = c2;
+            cn += a.n;
+        }
+        bstream b;
+        sr_tensor gt;
+        CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
+        CU_ASSERT_EQUAL(bfeed_all(&b, a.samples, a.n), SR_OK);
+        int nt = greedy(&b.sc, toks, 448);
+        if (gold(g, gp, SR_I64, &gt)) {
+            total++;
+            int ok = tokens_equal(toks, nt, &gt, libri[i]);
+            agree += ok;
+            CU_ASSERT(ok);
+            sr_tensor_free(&gt);
+        }
+        sr_whisper_ops.stream_close(b.st);
+        sr_audio_free(&a);
+    }
+    /* silence: whatever openai-whisper's decode gives for 5 s of zeros (tiny.en: " you") */
+    float *zero = calloc(5 * 16000, sizeof(float));
+    bstream b;
+    sr_tensor gt;
+    CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
+    CU_ASSERT_EQUAL(bfeed_all(&b, zero, 5 * 16000), SR_OK);
+    int nt = greedy(&b.sc, toks, 448);
+    if (gold(g, "/silence_5s", SR_I64, &gt)) {
+        total++;
+        agree += tokens_equal(toks, nt, &gt, "silence");
+        CU_ASSERT(tokens_equal(toks, nt, &gt, "silence"));
+        sr_tensor_free(&gt);
+    }
+    sr_whisper_ops.stream_close(b.st);
+    free(zero);
+    /* 40 s offline: two windows, window 0's text, the break, window 1's text */
+    if (concat && cn >= 40 * 16000) {
+        sr_tensor g0, g1;
+        CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
+        CU_ASSERT_EQUAL(bfeed_all(&b, concat, 40 * 16000), SR_OK);
+        CU_ASSERT_EQUAL(((wh_stream *)b.st)->n_win, 2);
+        nt = greedy(&b.sc, toks, 1024);
+        if (gold(g, "/long40/window0", SR_I64, &g0) && gold(g, "/long40/window1", SR_I64, &g1)) {
+            int n0 = (int)g0.shape[0];
+            int brk = ((const wh_model *)m->impl)->brk;
+            CU_ASSERT(nt > n0 && toks[n0] == brk);
+            int ok = nt > n0 && tokens_equal(toks, n0, &g0, "long40 window 0") &&
+                     tokens_equal(toks + n0 + 1, nt - n0 - 1, &g1, "long40 window 1");
+            CU_ASSERT(ok);
+            total++;
+            agree += ok;
+        }
+        sr_tensor_free(&g0);
+        sr_tensor_free(&g1);
+        sr_whisper_ops.stream_close(b.st);
+    }
+    printf("\n      tiny.en greedy tokens identical to openai-whisper on %d of %d inputs", agree, total);
+    free(concat);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* ---- whisper_causal ---- */
+
+/* Block of encoder frame i: [0, tau0) is block 0, then tau frames each (eq. 37). */
+static int block_of(int i, int tau, int tau0) { return i < tau0 ? 0 : 1 + (i - tau0) / tau; }
+
+/* One pass over all frames with the block-causal mask. x [T, d] out. */
+static sr_status one_pass(const wh_model *w, const float *mel, int L, int tau, int tau0, float *x)
+{
+    int T = (L + 1) / 2;
+    wh_scratch s;
+    sr_status st = wh_scratch_init(&s, w, T, w->n_audio_ctx);
+    if (st) return st;
+    float *kc = calloc((size_t)w->n_audio_layer * w->n_audio_ctx * w->d, sizeof(float));
+    float *vc = calloc((size_t)w->n_audio_layer * w->n_audio_ctx * w->d, sizeof(float));
+    int *klim = malloc((size_t)T * sizeof(int));
+    for (int i = 0; i < T; i++) {
+        int b = block_of(i, tau, tau0), end = i;
+        while (end < T && block_of(end, tau, tau0) == b) end++;
+        klim[i] = end;
+    }
+    st = wh_stem(w, &s, mel, L, x);
+    for (int i = 0; !st && i < T * w->d; i++) x[i] += w->enc_pos[i];
+    if (!st) st = wh_encode(w, &s, x, T, 0, kc, vc, klim);
+    free(kc);
+    free(vc);
+    free(klim);
+    wh_scratch_free(&s);
+    return st;
+}
+
+/* Chunk by chunk: mel slices of 2 tau0 then 2 tau frames through the streaming stem, each
+ * block through the cached encoder. x [T, d] out. */
+static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, int tau0, float *x)
+{
+    int rows = tau > tau0 ? tau : tau0;
+    wh_scratch s;
+    wh_stem_stream stem;
+    sr_status st = wh_scratch_init(&s, w, rows + 2, w->n_audio_ctx);
+    if (st) return st;
+    if ((st = wh_stem_stream_init(&stem, w, 2 * rows + 4))) { wh_scratch_free(&s); return st; }
+    float *kc = calloc((size_t)w->n_audio_layer * w->n_audio_ctx * w->d, sizeof(float));
+    float *vc = calloc((size_t)w->n_audio_layer * w->n_audio_ctx * w->d, sizeof(float));
+    float *pend = malloc((size_t)(3 * rows + 8) * w->d * sizeof(float));
+    int pn = 0, done = 0, pos = 0, nb = 0;
+    while (!st && pos <= L) {
+        int take = pos == 0 ? 2 * tau0 : 2 * tau;
+        if (take > L - pos) take = L - pos;
+        int final = pos + take == L, nx = 0;
+        st = wh_stem_stream_feed(&stem, w, &s, mel + (size_t)pos * w->n_mels, take, final,
+                                 pend + (size_t)pn * w->d, &nx);
+        pn += nx;
+        pos += take;
+        while (!st && pn > 0) {
+            int need = nb == 0 ? tau0 : tau;
+            if (pn < need && !final) break;
+            int bsz = pn < need ? pn : need;
+            float *xb = x + (size_t)done * w->d;
+            memcpy(xb, pend, (size_t)bsz * w->d * sizeof(float));
+            for (int i = 0; i < bsz * w->d; i++) xb[i] += w->enc_pos[(size_t)done * w->d + i];
+            st = wh_encode(w, &s, xb, bsz, done, kc, vc, NULL);
+            done += bsz;
+            nb++;
+            pn -= bsz;
+            memmove(pend, pend + (size_t)bsz * w->d, (size_t)pn * w->d * sizeof(float));
+        }
+        if (final) break;
+    }
+    free(kc);
+    free(vc);
+    free(pend);
+    wh_stem_stream_free(&stem);
+    wh_scratch_free(&s);
+    return st;
+}
+
+static void test_stem_stream(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    const wh_model *w = m->impl;
+    sr_h5 *g = NULL;
+    sr_tensor gm;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    CU_ASSERT_FATAL(gold(g, "/causal/mel", SR_F32, &gm));
+    int L = (int)gm.shape[0], T = (L + 1) / 2;
+    double dmax = 0;
+    for (int odd = 0; odd < 2; odd++) { /* even and odd mel lengths */
+        int LL = L - odd, TT = (LL + 1) / 2;
+        wh_scratch s;
+        CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&s, w, T + 4, 8), SR_OK);
+        float *ref = malloc((size_t)T * w->d * sizeof(float));
+        float *got = malloc((size_t)(T + 4) * w->d * sizeof(float));
+        CU_ASSERT_EQUAL(wh_stem(w, &s, gm.data, LL, ref), SR_OK);
+        static const int splits[] = {1, 2, 3, 7, 64};
+        for (size_t k = 0; k < SR_ARRAY_LEN(splits); k++) {
+            wh_stem_stream st;
+            CU_ASSERT_EQUAL_FATAL(wh_stem_stream_init(&st, w, 64), SR_OK);
+            int got_n = 0;
+            for (int pos = 0; pos < LL;) {
+                int take = SR_MIN(splits[k], LL - pos), nx = 0;
+                CU_ASSERT_EQUAL(wh_stem_stream_feed(&st, w, &s, (float *)gm.data + (size_t)pos * 80,
+                                                    take, pos + take == LL,
+                                                    got + (size_t)got_n * w->d, &nx), SR_OK);
+                got_n += nx;
+                pos += take;
+            }
+            CU_ASSERT_EQUAL(got_n, TT);
+            /* equal up to the GEMM's summation order over a different number of rows */
+            double d = test_max_abs_diff(got, ref, (size_t)TT * w->d);
+            dmax = d > dmax ? d : dmax;
+            CU_ASSERT(d <= 1e-6);
+            wh_stem_stream_free(&st);
+        }
+        free(ref);
+        free(got);
+        wh_scratch_free(&s);
+    }
+    printf("\n      streaming stem vs whole-signal stem (feeds of 1..64 frames): %.2e", dmax);
+    sr_tensor_free(&gm);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_causal_equivalence(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    const wh_model *w = m->impl;
+    sr_h5 *g = NULL;
+    sr_tensor gm, ge;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    CU_ASSERT_FATAL(gold(g, "/causal/mel", SR_F32, &gm) && gold(g, "/causal/encoder", SR_F32, &ge));
+    int L = (int)gm.shape[0], T = (L + 1) / 2;
+    float *a = malloc((size_t)T * w->d * sizeof(float));
+    float *b = malloc((size_t)T * w->d * sizeof(float));
+    /* the golden: openai's encoder modules with the eq. 37 mask, tau 5, tau0 10 */
+    CU_ASSERT_EQUAL(one_pass(w, gm.data, L, 5, 10, a), SR_OK);
+    double dg = test_max_abs_diff(a, ge.data, (size_t)T * w->d);
+    printf("\n      block-causal one pass vs openai (tau 100 ms): %.2e", dg);
+    CU_ASSERT(dg <= 1e-4);
+    static const int taus_ms[] = {40, 100, 300};
+    for (size_t k = 0; k < SR_ARRAY_LEN(taus_ms); k++) {
+        int tau = taus_ms[k] / 20, tau0 = 2 * tau;
+        CU_ASSERT_EQUAL(one_pass(w, gm.data, L, tau, tau0, a), SR_OK);
+        CU_ASSERT_EQUAL(chunked(w, gm.data, L, tau, tau0, b), SR_OK);
+        double d = test_max_abs_diff(a, b, (size_t)T * w->d);
+        printf("; chunked vs one pass tau %d ms: %.2e", taus_ms[k], d);
+        CU_ASSERT(d <= 1e-4);
+    }
+    /* the mask matters: a non-causal pass differs from the block-causal one */
+    CU_ASSERT_EQUAL(one_pass(w, gm.data, L, T, T, b), SR_OK);
+    CU_ASSERT_EQUAL(one_pass(w, gm.data, L, 2, 4, a), SR_OK);
+    CU_ASSERT(test_max_abs_diff(a, b, (size_t)T * w->d) > 1e-3);
+    free(a);
+    free(b);
+    sr_tensor_free(&gm);
+    sr_tensor_free(&ge);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* The whisperrt stream fed audio chunk by chunk holds the cross-attention K/V of the one-pass
+ * block-causal encoder over the streamed mel. */
+static void test_stream_cross_kv(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    const wh_model *w = m->impl;
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    static const int taus_ms[] = {40, 100, 300};
+    for (size_t k = 0; k < SR_ARRAY_LEN(taus_ms); k++) {
+        int tau = taus_ms[k] / 20;
+        /* the mel every chunking of the stream sees (streaming mel is split-invariant) */
+        sr_mel_stream *ms = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_mel_stream_open(w->mel, &ms), SR_OK);
+        int cap = sr_mel_stream_pending(ms, n) + 8, a = 0, c = 0;
+        float *mel = malloc((size_t)cap * 80 * sizeof(float));
+        CU_ASSERT_EQUAL(sr_mel_stream_feed(ms, audio, n, mel, cap, &a), SR_OK);
+        CU_ASSERT_EQUAL(sr_mel_stream_finish(ms, mel + (size_t)a * 80, cap - a, &c), SR_OK);
+        sr_mel_stream_close(ms);
+        int L = a + c, T = (L + 1) / 2;
+        float *x = malloc((size_t)T * w->d * sizeof(float));
+        CU_ASSERT_EQUAL(one_pass(w, mel, L, tau, 2 * tau, x), SR_OK);
+        size_t cf = (size_t)w->n_text_layer * w->n_audio_ctx * w->d;
+        float *xk = calloc(cf, sizeof(float)), *xv = calloc(cf, sizeof(float));
+        CU_ASSERT_EQUAL(wh_cross_kv(w, x, T, 0, xk, xv), SR_OK);
+        bstream b;
+        CU_ASSERT_EQUAL_FATAL(bopen(m, "whisperrt", taus_ms[k], 0, &b), SR_OK);
+        CU_ASSERT_EQUAL(bfeed_all(&b, audio, n), SR_OK);
+        wh_stream *s = b.st;
+        CU_ASSERT_EQUAL(s->enc_len, T);
+        double d = 0;
+        for (int l = 0; l < w->n_text_layer; l++) {
+            size_t off = (size_t)l * w->n_audio_ctx * w->d;
+            double e1 = test_max_abs_diff(s->xk + off, xk + off, (size_t)T * w->d);
+            double e2 = test_max_abs_diff(s->xv + off, xv + off, (size_t)T * w->d);
+            d = SR_MAX(d, SR_MAX(e1, e2));
+        }
+        printf("%s stream tau %d ms: cross K/V vs one pass %.2e", k ? ";" : "\n      ",
+               taus_ms[k], d);
+        CU_ASSERT(d <= 1e-4);
+        sr_whisper_ops.stream_close(b.st);
+        free(xk);
+        free(xv);
+        free(x);
+        free(mel);
+    }
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* micro.h5 has a 1 s (50-frame) context: 2.5 s of audio in whisperrt fills it twice. */
+static void test_context_reset(void)
+{
+    sr_model *m = load("whisper/micro.h5");
+    const wh_model *w = m->impl;
+    size_t n = 40000;
+    float *audio = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) audio[i] = 0.3f * sinf(0.05f * (float)i) * sinf(0.0007f * (float)i);
+    bstream b;
+    CU_ASSERT_EQUAL_FATAL(bopen(m, "whisperrt", 100, 200, &b), SR_OK);
+    CU_ASSERT_EQUAL(bfeed_all(&b, audio, n), SR_OK);
+    wh_stream *s = b.st;
+    /* 125 frames: blocks 10 + 8 x 5 fill window 0, window 1 likewise, 25 frames in window 2 */
+    CU_ASSERT_EQUAL(s->n_win, 3);
+    CU_ASSERT_EQUAL(s->win_first, 2);
+    CU_ASSERT_EQUAL(s->enc_len, 25);
+    /* earlier windows are final: their tokens come back certain, then the break is certain */
+    int V = b.sc.vocab;
+    float *out = malloc((size_t)4 * V * sizeof(float));
+    int32_t p[3] = {3, 4, 6};
+    CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 0, p, 3, 0, out), SR_OK);
+    CU_ASSERT(out[3] == 0 && out[(size_t)V + 4] == 0 && out[(size_t)2 * V + 6] == 0);
+    CU_ASSERT(out[(size_t)3 * V + w->brk] == 0 && isinf(out[(size_t)3 * V + w->eot]));
+    int32_t q[3] = {3, w->brk, w->brk};
+    CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 0, q, 3, 3, out), SR_OK); /* window 2: live */
+    double sum = 0;
+    for (int v = 0; v < V; v++) sum += exp(out[v]);
+    CU_ASSERT(fabs(sum - 1) < 1e-4 && isinf(out[w->eot]) && isinf(out[5]));
+    int32_t r[4] = {w->brk, w->brk, w->brk, 1};
+    TEST_ASSERT_ERR(b.sc.aed_logprobs(b.st, 0, r, 4, 4, out), SR_ERR_ARG, "window");
+    /* the per-window text cap forces EOT */
+    int32_t t[20];
+    t[0] = w->brk;
+    t[1] = w->brk;
+    for (int i = 2; i < 20; i++) t[i] = 10;
+    CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 0, t, 2 + w->text_cap, 2 + w->text_cap, out), SR_OK);
+    CU_ASSERT(out[w->eot] == 0);
+    free(out);
+    sr_whisper_ops.stream_close(b.st);
+    free(audio);
+    sr_model_free(m);
+}
+
+/* ---- whisper_stream ---- */
+
+static void test_strategies(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    static const char *const strat[] = {"offline", "whisperrt", "reencode"};
+    int32_t first[64], again[64];
+    for (size_t k = 0; k < SR_ARRAY_LEN(strat); k++) {
+        bstream b;
+        CU_ASSERT_EQUAL_FATAL(bopen(m, strat[k], 100, 0, &b), SR_OK);
+        CU_ASSERT_EQUAL(bfeed_all(&b, audio, n), SR_OK);
+        int n1 = greedy(&b.sc, first, 64);
+        CU_ASSERT(n1 <= 32);
+        /* reset reuses the allocations and reproduces the result */
+        size_t bytes = sr_whisper_ops.state_bytes(b.st);
+        sr_whisper_ops.reset(b.st);
+        CU_ASSERT_EQUAL(sr_whisper_ops.state_bytes(b.st), bytes);
+        CU_ASSERT_EQUAL(bfeed_all(&b, audio, n), SR_OK);
+        int n2 = greedy(&b.sc, again, 64);
+        CU_ASSERT(n1 == n2 && !memcmp(first, again, (size_t)n1 * sizeof(int32_t)));
+        /* before any audio the scorer offers only EOT */
+        sr_whisper_ops.reset(b.st);
+        float *lp = malloc((size_t)b.sc.vocab * sizeof(float));
+        CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 0, NULL, 0, 0, lp), SR_OK);
+        CU_ASSERT(lp[b.sc.eot] == 0);
+        /* audio shorter than one chunk, and silence */
+        float tiny[100] = {0};
+        CU_ASSERT_EQUAL(sr_whisper_ops.process(b.st, tiny, 100, 1), SR_OK);
+        CU_ASSERT(greedy(&b.sc, again, 64) <= 32);
+        sr_whisper_ops.reset(b.st);
+        float *zero = calloc(16000, sizeof(float));
+        CU_ASSERT_EQUAL(bfeed_all(&b, zero, 16000), SR_OK);
+        CU_ASSERT(greedy(&b.sc, again, 64) <= 32);
+        free(zero);
+        free(lp);
+        sr_whisper_ops.stream_close(b.st);
+    }
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* decoder_kv_cache: a slot keeps its self-attention K/V across new audio (only the requested
+ * positions see the new chunk); without it new audio means full recomputation. */
+static void test_decoder_kv_cache(void)
+{
+    sr_model *m = load("whisper/rand.h5");
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    for (int kv = 0; kv < 2; kv++) {
+        sr_stream_config c;
+        sr_stream_config_init(&c);
+        c.strategy = "whisperrt";
+        c.chunk_ms = 100;
+        c.decoder_kv_cache = kv;
+        bstream b;
+        memset(&b, 0, sizeof b);
+        CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.stream_open(m, &c, &b.st, &b.ck, &b.sc), SR_OK);
+        CU_ASSERT_EQUAL(sr_whisper_ops.process(b.st, audio, b.ck.first_chunk, 0), SR_OK);
+        int32_t toks[16];
+        int nt = greedy(&b.sc, toks, 10);
+        CU_ASSERT_EQUAL_FATAL(nt, 10);
+        CU_ASSERT_EQUAL(sr_whisper_ops.process(b.st, audio + b.ck.first_chunk, b.ck.chunk, 0),
+                        SR_OK);
+        int V = b.sc.vocab;
+        float *inc = malloc((size_t)V * sizeof(float)), *full = malloc((size_t)V * sizeof(float));
+        CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 0, toks, nt, nt, inc), SR_OK);
+        CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 1, toks, nt, nt, full), SR_OK);
+        double d = lp_diff(inc, full, (size_t)V);
+        printf("%s decoder_kv_cache %d: incremental vs full %.2e", kv ? ";" : "\n     ", kv, d);
+        /* with the option, K/V computed under the old audio were used */
+        CU_ASSERT(kv ? d > 1e-6 : d <= 1e-6);
+        free(inc);
+        free(full);
+        sr_whisper_ops.stream_close(b.st);
+    }
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* Through the engine: the same timeline for feeds of 1, 1600 and all samples per call. */
+static void test_feed_split(void)
+{
+    const sr_decoder_ops *dec = NULL;
+    const char *dname = NULL;
+    static const char *const names[] = {"aed_greedy", "stable_greedy"};
+    for (size_t i = 0; i < SR_ARRAY_LEN(names) && !dname; i++)
+        if (sr_decoder_find(names[i], &dec) == SR_OK) dname = names[i];
+    if (!dname) {
+        TEST_SKIP("no AED decoder registered yet (aed_greedy / stable_greedy)");
+        return;
+    }
+    sr_model *m = load("whisper/rand.h5");
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    static const size_t feeds[] = {1, 1600, 0};
+    sr_stream *ref = NULL;
+    for (size_t k = 0; k < SR_ARRAY_LEN(feeds); k++) {
+        sr_stream_config c;
+        sr_stream_config_init(&c);
+        c.strategy = "whisperrt";
+        c.decoder = dname;
+        c.chunk_ms = 100;
+        sr_stream *s = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &c, &s), SR_OK);
+        size_t step = feeds[k] ? feeds[k] : n;
+        for (size_t pos = 0; pos < n; pos += step)
+            CU_ASSERT_EQUAL(sr_stream_feed(s, audio + pos, SR_MIN(step, n - pos)), SR_OK);
+        CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+        sr_memstats ms;
+        sr_memory(m, s, &ms);
+        CU_ASSERT(ms.stream_bytes > 0);
+        if (!ref) {
+            ref = s;
+            continue;
+        }
+        const sr_timeline *a = sr_stream_timeline(ref), *b = sr_stream_timeline(s);
+        CU_ASSERT_EQUAL(a->n, b->n);
+        for (size_t i = 0; i < a->n && i < b->n; i++) {
+            CU_ASSERT_EQUAL(a->entries[i].n_tokens, b->entries[i].n_tokens);
+            CU_ASSERT_STRING_EQUAL(a->entries[i].text, b->entries[i].text);
+            CU_ASSERT_EQUAL(a->entries[i].audio_ms, b->entries[i].audio_ms);
+        }
+        sr_stream_close(s);
+    }
+    sr_stream_close(ref);
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+void test_register_whisper(void)
+{
+    TEST_SUITE("whisper_load", {"load_rand", test_load_rand}, {"load_bad", test_load_bad},
+               {"stream_config_bad", test_stream_config_bad});
+    TEST_SUITE("whisper_parity", {"rand_vs_openai", test_parity_rand},
+               {"scorer_cache", test_scorer_cache}, {"tiny_en_jfk", test_parity_tiny_en},
+               {"tiny_en_tokens", test_tokens_tiny_en});
+    TEST_SUITE("whisper_causal", {"stem_stream", test_stem_stream},
+               {"causal_equivalence", test_causal_equivalence},
+               {"stream_cross_kv", test_stream_cross_kv}, {"context_reset", test_context_reset});
+    TEST_SUITE("whisper_stream", {"strategies", test_strategies},
+               {"decoder_kv_cache", test_decoder_kv_cache}, {"feed_split", test_feed_split});
+}
