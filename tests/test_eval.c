@@ -312,7 +312,9 @@ static void test_baseline_and_compare(void)
     cJSON_SetNumberValue(cJSON_GetObjectItem(a, "wer"), w + 0.01);
     CU_ASSERT_EQUAL(sr_compare_results(base, worse, &lim, &rep, &failed), SR_OK);
     CU_ASSERT_EQUAL(failed, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(cJSON_PrintUnformatted(rep), "WER rose 1.00 points") ? "" : NULL);
+    char *rt = cJSON_PrintUnformatted(rep);
+    CU_ASSERT_PTR_NOT_NULL(rt && strstr(rt, "WER rose 1.00 points") ? rt : NULL);
+    free(rt);
     cJSON_Delete(rep);
     lim.max_wer_increase = 2;
     CU_ASSERT_EQUAL(sr_compare_results(base, worse, &lim, &rep, &failed), SR_OK);
