@@ -17,7 +17,7 @@
 #define TEST_FILES(X)                                                                     \
     X(core_api) X(core_stream) X(core_hdf5) X(core_audio) X(core_features) X(core_config)   \
     X(core_tokenizer) X(kernels) X(cli) X(data) X(eval_norm) X(eval_metrics) X(eval_data)   \
-    X(eval_run) X(decoders) X(whisper_convert) X(whisper)
+    X(eval_run) X(decoders) X(whisper_convert) X(whisper) X(voxtral)
 #define DECLARE(n) void test_register_##n(void) __attribute__((weak));
 TEST_FILES(DECLARE)
 
@@ -54,13 +54,13 @@ const char *test_tmpdir(void)
 /* Interned path strings: tests call these with few distinct names. */
 static const char *intern(const char *a, const char *b)
 {
-    static struct { char *s; } pool[256];
+    static struct { char *s; } pool[4096];
     static int n;
     char buf[4096];
     snprintf(buf, sizeof buf, "%s/%s", a, b);
     for (int i = 0; i < n; i++)
         if (!strcmp(pool[i].s, buf)) return pool[i].s;
-    if (n == 256) { fprintf(stderr, "test path pool full\n"); exit(2); }
+    if (n == 4096) { fprintf(stderr, "test path pool full\n"); exit(2); }
     pool[n].s = strdup(buf);
     return pool[n++].s;
 }

@@ -904,8 +904,9 @@ static void test_example_configs(void)
         char want[512];
         if (!strcmp(names[i], "quickstart.json")) {
             found++;
-            CU_ASSERT_EQUAL(sr_config_n_runs(c), 1);
-            CU_ASSERT_STRING_EQUAL(r->name, "quickstart");
+            CU_ASSERT_EQUAL(sr_config_n_runs(c), 2); /* whisperrt vs offline */
+            CU_ASSERT_STRING_EQUAL(r->name, "quickstart[stream.strategy=whisperrt]");
+            CU_ASSERT_STRING_EQUAL(sr_config_run(c, 1)->stream.strategy, "offline");
             snprintf(want, sizeof want, "%s/models/whisper-tiny.en.h5", test_tmpdir());
             CU_ASSERT_STRING_EQUAL(r->model.path, want);
             CU_ASSERT_STRING_EQUAL(r->stream.strategy, "whisperrt");
@@ -931,7 +932,7 @@ static void test_example_configs(void)
                                    "whisper-tiny-en-chunks[stream.chunk_ms=300,stream.decoder=stable_beam]");
         } else if (!strcmp(names[i], "ci-regression.json")) {
             found++;
-            CU_ASSERT_EQUAL(sr_config_n_runs(c), 1);
+            CU_ASSERT_EQUAL(sr_config_n_runs(c), 2); /* offline and whisperrt */
             CU_ASSERT(r->baseline.path && !strcmp(r->baseline.path, "configs/baselines/whisper-tiny-en.json"));
         }
         sr_config_free(c);
