@@ -56,6 +56,16 @@ typedef struct sr_scorer {
     int64_t (*aed_audio_ms)(void *ctx);
     sr_status (*aed_logprobs)(void *ctx, int slot, const int32_t *prefix, int n, int from,
                               float *out);
+    /* No-speech probability (may be NULL: the model makes no such claim and decoders never
+     * gate on it). A backend whose audio is cut into windows (Whisper: 30 s) decodes each
+     * window's text separately; for the window that position n of prefix[0..n) falls in, this
+     * writes *start, the index in prefix of that window's first text token, and *p, the
+     * probability of the model's no-speech token at the start of that window's decoding
+     * (openai-whisper: softmax over the raw logits at the SOT position, before any logit rule)
+     * under the audio held for the window now. *p = 0 when that window's audio is not held
+     * (no audio yet, or a window already finished). Decoders apply the silence rule of
+     * docs/decoders.md with it; it does not touch the aed_logprobs slot caches. */
+    sr_status (*aed_no_speech)(void *ctx, const int32_t *prefix, int n, int *start, float *p);
 
     /* TRANSDUCER: frames so far; prediction network step (state_in may be NULL = start state;
      * token -1 = start symbol) writing state_out [pred_state] and pred_out [pred_dim]; joint of
@@ -65,7 +75,15 @@ typedef struct sr_scorer {
     int pred_dim;    /* floats in a prediction output */
     sr_status (*tr_predict)(void *ctx, const float *state_in, int32_t token, float *state_out,
                             float *pred_out);
+    /* Frames t are numbered from 0 over the stream; only the frames added by the latest
+     * process call are held (decoders consume every new frame in their update). state_out may
+     * alias state_in. With TDT (tr_n_durations > 0) logits has vocab + tr_n_durations entries:
+     * token logits, then one per duration tr_durations[i] (frames to advance). tr_max_symbols:
+     * symbols a decoder may emit on one frame (stream config, else the model's). */
     sr_status (*tr_joint)(void *ctx, int t, const float *pred_out, float *logits);
+    int tr_max_symbols;
+    int tr_n_durations;
+    const int *tr_durations;
 } sr_scorer;
 
 /* ---- hypothesis buffer (owned by the stream, written by the decoder) ----------------------- */

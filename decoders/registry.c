@@ -11,6 +11,8 @@ extern const sr_decoder_ops sr_dec_aed_beam;
 extern const sr_decoder_ops sr_dec_stable_greedy;
 extern const sr_decoder_ops sr_dec_stable_beam;
 extern const sr_decoder_ops sr_dec_local_agreement;
+extern const sr_decoder_ops sr_dec_rnnt_greedy;
+extern const sr_decoder_ops sr_dec_rnnt_beam;
 
 static const sr_decoder_ops *const decoders[] = {
     &sr_dec_sync_greedy,
@@ -19,6 +21,8 @@ static const sr_decoder_ops *const decoders[] = {
     &sr_dec_stable_greedy,
     &sr_dec_stable_beam,
     &sr_dec_local_agreement,
+    &sr_dec_rnnt_greedy,
+    &sr_dec_rnnt_beam,
     NULL,
 };
 

@@ -8,10 +8,14 @@
 
 extern const sr_model_ops sr_test_linear_ops;
 extern const sr_model_ops sr_whisper_ops;
+extern const sr_model_ops sr_voxtral_ops;
+extern const sr_model_ops sr_fastconformer_rnnt_ops;
 
 static const sr_model_ops *const backends[] = {
     &sr_test_linear_ops,
     &sr_whisper_ops,
+    &sr_voxtral_ops,
+    &sr_fastconformer_rnnt_ops,
     NULL,
 };
 

@@ -4,6 +4,7 @@ measurements at sizes whose real weights are not at hand.
 
   make_synthetic.py --arch whisper --preset tiny|base [--multilingual] [--dtype f32|f16|bf16|int8]
                     [--seed N] OUT.h5
+  make_synthetic.py --arch voxtral_realtime --preset mini-4b|tiny [--dtype f32|bf16] OUT.h5
 
 The file has the same layout, config, tokenizer and front end as a converted checkpoint of that
 size (scripts/convert_whisper.py builds them; docs/whisper-weights.md), so a backend loads it
@@ -74,7 +75,97 @@ def whisper_builder(preset, args):
     return config, tensors, tok, {"mel_filters": filters}, "random weights (no licence needed)"
 
 
-BUILDERS = {"whisper": (tuple(WHISPER_PRESETS), whisper_builder)}
+# Voxtral Mini 4B Realtime (mistralai/Voxtral-Mini-4B-Realtime-2602) and a small shape for tests;
+# config keys as docs/voxtral.md, tensor names as transformers' state dict
+VOXTRAL_PRESETS = {
+    "mini-4b": {"enc": (1280, 32, 32, 64, 5120, 750), "dec": (3072, 26, 32, 8, 128, 9216, 8192),
+                "vocab": 131072},
+    "tiny": {"enc": (64, 2, 4, 16, 128, 750), "dec": (64, 2, 4, 2, 16, 128, 8192),
+             "vocab": 1512},
+}
+
+
+def voxtral_builder(preset, args):
+    """Random voxtral_realtime weights. Tensors are made float16 (bf16 rounding happens in
+    srkit_h5), which halves what the builder holds; mini-4b (4.4 B parameters) still needs tens of
+    GB of RAM while srkit_h5 converts, so it was not generated on the 2-core development machine."""
+    if args.dtype not in ("f32", "bf16"):
+        raise SystemExit("make_synthetic.py: error: voxtral_realtime files are f32 or bf16")
+    p = VOXTRAL_PRESETS[preset]
+    E, el, eh, ehd, eff, ew = p["enc"]
+    D, dl, dh, dkv, dhd, dff, dw = p["dec"]
+    V = p["vocab"]
+    n_special = 1000
+    pieces = [("<SPECIAL_%d>" % i).encode() for i in range(n_special)]
+    for i, name in ((0, b"<unk>"), (1, b"<s>"), (2, b"</s>"), (32, b"[STREAMING_PAD]"),
+                    (33, b"[STREAMING_WORD]")):
+        pieces[i] = name
+    pieces += [bytes([b]) for b in range(256)]
+    letters = b"etaoinshrdlucmfwypvbgkqjxz"
+    i = 0
+    while len(pieces) < V:  # filler merges: distinct letter sequences
+        j, w = i, b""
+        while True:
+            w += letters[j % 26:j % 26 + 1]
+            j //= 26
+            if not j:
+                break
+        pieces.append(b" " + w if i % 2 else w)
+        i += 1
+    tok = {"type": "tekken", "pieces": pieces, "special": [1] * n_special + [0] * (V - n_special)}
+    config = {
+        "sample_rate": 16000, "n_fft": 400, "hop_length": 160, "n_mels": 128,
+        "global_log_mel_max": 1.5, "enc_dim": E, "enc_layers": el, "enc_heads": eh,
+        "enc_head_dim": ehd, "enc_ffn": eff, "enc_rope_theta": 1e6, "enc_norm_eps": 1e-5,
+        "enc_sliding_window": ew, "downsample_factor": 4, "dim": D, "n_layers": dl,
+        "n_heads": dh, "n_kv_heads": dkv, "head_dim": dhd, "ffn": dff, "rope_theta": 1e6,
+        "norm_eps": 1e-5, "vocab": V, "sliding_window": dw, "ada_dim": 32, "time_theta": 10000.0,
+        "bos_id": 1, "eos_id": 2, "pad_id": 32, "n_left_pad_tokens": 32, "n_right_pad_tokens": 17,
+        "delay_tokens": 6, "min_delay_tokens": 1, "max_delay_tokens": 30, "flush_tokens": 32,
+        "dtype": "bf16" if args.dtype == "bf16" else "f32",
+    }
+    shapes = {"model.audio_tower.embedder.conv1.weight": (E, 128, 3),
+              "model.audio_tower.embedder.conv1.bias": (E,),
+              "model.audio_tower.embedder.conv2.weight": (E, E, 3),
+              "model.audio_tower.embedder.conv2.bias": (E,),
+              "model.audio_tower.norm.weight": (E,),
+              "model.multi_modal_projector.linear_1.weight": (D, 4 * E),
+              "model.multi_modal_projector.linear_2.weight": (D, D),
+              "model.language_model.embed_tokens.weight": (V, D),
+              "model.language_model.norm.weight": (D,)}
+    for l in range(el):
+        a = "model.audio_tower.layers.%d." % l
+        shapes.update({a + "self_attn.q_proj.weight": (eh * ehd, E), a + "self_attn.q_proj.bias": (eh * ehd,),
+                       a + "self_attn.k_proj.weight": (eh * ehd, E),
+                       a + "self_attn.v_proj.weight": (eh * ehd, E), a + "self_attn.v_proj.bias": (eh * ehd,),
+                       a + "self_attn.o_proj.weight": (E, eh * ehd), a + "self_attn.o_proj.bias": (E,),
+                       a + "mlp.gate_proj.weight": (eff, E), a + "mlp.up_proj.weight": (eff, E),
+                       a + "mlp.down_proj.weight": (E, eff), a + "mlp.down_proj.bias": (E,),
+                       a + "self_attn_layer_norm.weight": (E,), a + "final_layer_norm.weight": (E,)})
+    for l in range(dl):
+        a = "model.language_model.layers.%d." % l
+        shapes.update({a + "self_attn.q_proj.weight": (dh * dhd, D),
+                       a + "self_attn.k_proj.weight": (dkv * dhd, D),
+                       a + "self_attn.v_proj.weight": (dkv * dhd, D),
+                       a + "self_attn.o_proj.weight": (D, dh * dhd),
+                       a + "mlp.gate_proj.weight": (dff, D), a + "mlp.up_proj.weight": (dff, D),
+                       a + "mlp.down_proj.weight": (D, dff),
+                       a + "ada_rms_norm.linear1.weight": (32, D), a + "ada_rms_norm.linear2.weight": (D, 32),
+                       a + "input_layernorm.weight": (D,), a + "post_attention_layernorm.weight": (D,)})
+    rng = np.random.default_rng(args.seed)
+    tensors = {}
+    for name, shape in sorted(shapes.items()):
+        if name.endswith("norm.weight"):
+            tensors[name] = np.ones(shape, dtype=np.float32)
+        elif len(shape) == 1:
+            tensors[name] = np.zeros(shape, dtype=np.float32)
+        else:
+            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)).astype(np.float16)
+    return config, tensors, tok, None, "random weights (no licence needed)"
+
+
+BUILDERS = {"whisper": (tuple(WHISPER_PRESETS), whisper_builder),
+            "voxtral_realtime": (tuple(VOXTRAL_PRESETS), voxtral_builder)}
 
 
 def main(argv=None):

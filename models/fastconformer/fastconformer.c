@@ -1,0 +1,411 @@
+/*
+ * fastconformer.c — the fastconformer_rnnt backend's streams and its TRANSDUCER scorer.
+ *
+ * Strategy "cache_aware" (default): NeMo's cache_aware_stream_step driven exactly as its
+ * CacheAwareStreamingAudioBuffer drives it. Mel frames (NeMo front end, NA normalization:
+ * streamed frames equal offline ones) accumulate; a step runs on the first 1 + 8R frames, then
+ * on every 8(R + 1) new frames preceded by the 9 previous mel frames (the pre-encode cache;
+ * zero-padded in front while fewer exist), whose first 2 subsampled outputs are dropped. The
+ * R + 1 new encoder rows go through the layers with the per-layer caches (the last L
+ * LayerNorm'd attention inputs with their valid length, masked while unfilled; the last K - 1
+ * GLU outputs of the depthwise conv). At the end of audio the remaining frames form one more,
+ * shorter step when at least 8 remain (1 for the first step), as the buffer does; fewer are
+ * dropped. Caches live in flat per-stream arrays allocated at open; nothing grows with time.
+ *
+ * Strategy "offline": all audio is kept; at finish the whole-utterance mel goes through the
+ * encoder with the context mask of the stream's att_context ([-1, -1] = full attention), or
+ * banded local attention (window config.local_attn_window) above config.local_attn_threshold
+ * encoder frames (strategy "offline_local" forces it).
+ *
+ * Scorer (plugin.h TRANSDUCER): the encoder rows of the latest process call, projected by the
+ * joint's encoder Linear, are held; pred_out is the prediction network's top LSTM output
+ * already projected by the joint's prediction Linear (so the joint is ReLU(enc + pred) -> out).
+ */
+#include "fc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FC_PRE_CACHE 9  /* pre-encode cache in mel frames (subsampling factor + 1) */
+#define FC_DROP 2       /* subsampled rows of the pre-encode cache dropped */
+
+enum { FC_CACHE_AWARE = 0, FC_OFFLINE = 1, FC_OFFLINE_LOCAL = 2 };
+
+static int step_frames(const fc_stream *s) { return s->steps ? 8 * (s->ctx[1] + 1) : 1 + 8 * s->ctx[1]; }
+
+/* Append n encoder rows x [n, d] to the scorer's window (joint encoder projection). */
+static sr_status push_frames(fc_stream *s, const float *x, int n)
+{
+    const fc_model *w = s->w;
+    int J = w->joint_hidden;
+    if (s->encp_n + n > s->encp_cap) {
+        int cap = SR_MAX(2 * s->encp_cap, s->encp_n + n);
+        float *p = realloc(s->encp, (size_t)cap * J * sizeof(float));
+        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: joint frame window of %d rows", cap);
+        s->encp = p;
+        float *r = realloc(s->enc_raw, (size_t)cap * w->d * sizeof(float));
+        if (!r) return sr_error(SR_ERR_NOMEM, "fastconformer: encoder frame window of %d rows", cap);
+        s->enc_raw = r;
+        s->encp_cap = cap;
+    }
+    memcpy(s->enc_raw + (size_t)s->encp_n * w->d, x, (size_t)n * w->d * sizeof(float));
+    sr_status st = w->k->sgemm(0, 1, n, J, w->d, 1.0f, x, w->d, w->j_enc.w, w->d, 0.0f,
+                               s->encp + (size_t)s->encp_n * J, J);
+    if (st) return st;
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < J; i++) s->encp[(size_t)(s->encp_n + r) * J + i] += w->j_enc.b[i];
+    s->encp_n += n;
+    s->frames_total += n;
+    return SR_OK;
+}
+
+/* One cache-aware step over the first `nnew` pending mel frames (after the mel_hist cached). */
+static sr_status stream_step(fc_stream *s, int nnew)
+{
+    const fc_model *w = s->w;
+    int F = w->n_mels, first = s->steps == 0;
+    int hist = first ? 0 : FC_PRE_CACHE;
+    int pad = hist - s->mel_hist; /* zero frames in front while fewer than 9 exist */
+    int nin = hist + nnew;
+    float *in = s->sub_in;
+    memset(in, 0, (size_t)pad * F * sizeof(float));
+    memcpy(in + (size_t)pad * F, s->mel + (size_t)(s->mel_hist - (hist - pad)) * F,
+           (size_t)(hist - pad + nnew) * F * sizeof(float));
+    int n;
+    sr_status st = fc_subsample(w, in, nin, s->x, &n);
+    if (st) return st;
+    int drop = first ? 0 : FC_DROP;
+    int T = n - drop;
+    float *x = s->x + (size_t)drop * w->d;
+    for (size_t i = 0; i < (size_t)T * w->d; i++) x[i] *= w->xscale;
+    fc_mask mk = {.left = s->ctx[0], .right = s->ctx[1], .style = w->att_style, .cache = s->csize};
+    if ((st = fc_layers(w, &s->ws, x, T, &mk, s->chan, s->csize, s->chan_len, s->convc))) return st;
+    s->chan_len = SR_MIN(s->chan_len + T, s->csize);
+    s->steps++;
+    /* keep the last 9 mel frames as the next pre-encode cache */
+    int total = s->mel_hist + nnew;
+    int keep = SR_MIN(FC_PRE_CACHE, total);
+    memmove(s->mel, s->mel + (size_t)(total - keep) * F, (size_t)(s->mel_n - (total - keep)) * F * sizeof(float));
+    s->mel_n -= total - keep;
+    s->mel_hist = keep;
+    return push_frames(s, x, T);
+}
+
+static sr_status add_mel(fc_stream *s, const float *frames, int n)
+{
+    int F = s->w->n_mels;
+    if (s->mel_n + n > s->mel_cap) {
+        int cap = SR_MAX(2 * s->mel_cap, s->mel_n + n);
+        float *p = realloc(s->mel, (size_t)cap * F * sizeof(float));
+        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: mel buffer of %d frames", cap);
+        s->mel = p;
+        s->mel_cap = cap;
+    }
+    memcpy(s->mel + (size_t)s->mel_n * F, frames, (size_t)n * F * sizeof(float));
+    s->mel_n += n;
+    return SR_OK;
+}
+
+static sr_status run_steps(fc_stream *s, int final)
+{
+    sr_status st;
+    while (s->mel_n - s->mel_hist >= step_frames(s))
+        if ((st = stream_step(s, step_frames(s)))) return st;
+    if (final) {
+        int rest = s->mel_n - s->mel_hist;
+        if (rest >= (s->steps ? 8 : 1) && (st = stream_step(s, rest))) return st;
+    }
+    return SR_OK;
+}
+
+sr_status fc_stream_feed_mel(fc_stream *s, const float *mel, int n, int final)
+{
+    if (s->offline) return sr_error(SR_ERR_ARG, "fastconformer: mel feed needs the cache_aware strategy");
+    s->encp_n = 0;
+    s->frames_base = s->frames_total;
+    sr_status st = add_mel(s, mel, n);
+    return st ? st : run_steps(s, final);
+}
+
+static sr_status ensure_mel_new(fc_stream *s, int frames)
+{
+    if (frames <= s->mel_new_cap) return SR_OK;
+    float *p = realloc(s->mel_new, (size_t)frames * s->w->n_mels * sizeof(float));
+    if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: %d mel frames", frames);
+    s->mel_new = p;
+    s->mel_new_cap = frames;
+    return SR_OK;
+}
+
+static sr_status process_offline(fc_stream *s, const float *pcm, size_t n, int final)
+{
+    if (s->audio_n + n > s->audio_cap) {
+        size_t cap = SR_MAX(2 * s->audio_cap, s->audio_n + n);
+        float *p = realloc(s->audio, cap * sizeof(float));
+        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: offline audio of %zu samples", cap);
+        s->audio = p;
+        s->audio_cap = cap;
+    }
+    memcpy(s->audio + s->audio_n, pcm, n * sizeof(float));
+    s->audio_n += n;
+    if (!final || s->audio_n < (size_t)s->w->hop) return SR_OK;
+    float *mel = NULL, *enc = NULL;
+    int T = 0, ne = 0;
+    sr_status st = sr_mel_compute(s->w->mel, s->audio, s->audio_n, &mel, &T);
+    if (st) return st;
+    int local = s->local;
+    if (local < 0) local = fc_subsample_len(T) > s->w->local_threshold;
+    const int *ctx = local ? s->w->local_w : s->ctx;
+    st = fc_encode_offline(s->w, mel, T, ctx, local, &enc, &ne, NULL);
+    free(mel);
+    if (!st) st = push_frames(s, enc, ne);
+    free(enc);
+    return st;
+}
+
+static sr_status fc_process(void *state, const float *pcm, size_t n, int final)
+{
+    fc_stream *s = state;
+    s->encp_n = 0; /* the scorer's window holds this call's frames only */
+    s->frames_base = s->frames_total;
+    s->samples_in += (int64_t)n;
+    if (s->offline) return process_offline(s, pcm, n, final);
+    sr_status st;
+    int nf = sr_mel_stream_pending(s->ms, n);
+    if ((st = ensure_mel_new(s, nf))) return st;
+    int got = 0;
+    if ((st = sr_mel_stream_feed(s->ms, pcm, n, s->mel_new, nf, &got))) return st;
+    if ((st = add_mel(s, s->mel_new, got))) return st;
+    if (final) {
+        nf = sr_mel_stream_pending(s->ms, 0);
+        if ((st = ensure_mel_new(s, nf))) return st;
+        if ((st = sr_mel_stream_finish(s->ms, s->mel_new, nf, &got))) return st;
+        if ((st = add_mel(s, s->mel_new, got))) return st;
+    }
+    return run_steps(s, final);
+}
+
+static void fc_reset(void *state)
+{
+    fc_stream *s = state;
+    if (s->ms) sr_mel_stream_reset(s->ms);
+    s->mel_n = s->mel_hist = 0;
+    s->steps = 0;
+    if (s->chan) memset(s->chan, 0, (size_t)s->w->n_layers * s->csize * s->w->d * sizeof(float));
+    if (s->convc) memset(s->convc, 0, (size_t)s->w->n_layers * (s->w->kernel - 1) * s->w->d * sizeof(float));
+    s->chan_len = 0;
+    s->audio_n = 0;
+    s->encp_n = 0;
+    s->frames_base = s->frames_total = 0;
+    s->samples_in = 0;
+}
+
+static void fc_stream_close(void *state)
+{
+    fc_stream *s = state;
+    if (!s) return;
+    sr_mel_stream_close(s->ms);
+    free(s->mel_new);
+    free(s->mel);
+    free(s->sub_in);
+    free(s->x);
+    free(s->chan);
+    free(s->convc);
+    fc_work_free(&s->ws);
+    free(s->audio);
+    free(s->encp);
+    free(s->enc_raw);
+    free(s->jh);
+    free(s->gates);
+    free(s->lstm_in);
+    free(s);
+}
+
+static size_t fc_state_bytes(const void *state)
+{
+    const fc_stream *s = state;
+    const fc_model *w = s->w;
+    size_t b = sizeof *s;
+    b += (size_t)s->mel_new_cap * w->n_mels * sizeof(float);
+    b += (size_t)s->mel_cap * w->n_mels * sizeof(float);
+    if (s->sub_in) b += (size_t)(FC_PRE_CACHE + 8 * (s->ctx[1] + 1)) * w->n_mels * sizeof(float);
+    b += (size_t)s->x_cap * w->d * sizeof(float);
+    b += (size_t)w->n_layers * s->csize * w->d * sizeof(float);
+    if (s->convc) b += (size_t)w->n_layers * (w->kernel - 1) * w->d * sizeof(float);
+    b += s->ws.bytes;
+    b += s->audio_cap * sizeof(float);
+    b += (size_t)s->encp_cap * (w->joint_hidden + w->d) * sizeof(float);
+    b += ((size_t)w->joint_hidden + 5 * (size_t)w->pred_hidden) * sizeof(float);
+    return b;
+}
+
+/* ---- scorer ---- */
+
+static int tr_frames(void *ctx) { return (int)((fc_stream *)ctx)->frames_total; }
+
+static sr_status tr_predict(void *ctx, const float *state_in, int32_t token, float *state_out,
+                            float *pred_out)
+{
+    fc_stream *s = ctx;
+    const fc_model *w = s->w;
+    int H = w->pred_hidden;
+    if (token < -1 || token >= w->vocab)
+        return sr_error(SR_ERR_ARG, "fastconformer: predict on token %d (vocabulary %d, blank never fed)", token, w->vocab);
+    /* state layout: per layer h [H] then c [H] */
+    float *g = s->gates, *inp = s->lstm_in;
+    if (token < 0) memset(inp, 0, (size_t)H * sizeof(float)); /* start symbol: zero embedding */
+    else memcpy(inp, w->embed + (size_t)token * H, (size_t)H * sizeof(float));
+    sr_status st = SR_OK;
+    for (int l = 0; l < w->pred_layers && !st; l++) {
+        const float *h0 = state_in ? state_in + (size_t)l * 2 * H : NULL;
+        const float *c0 = state_in ? h0 + H : NULL;
+        /* gates [4H] = W_ih x + b_ih + W_hh h + b_hh, order i, f, g, o */
+        st = w->k->sgemm(0, 1, 1, 4 * H, H, 1.0f, inp, H, w->lstm_wih[l], H, 0.0f, g, 4 * H);
+        if (!st && h0) st = w->k->sgemm(0, 1, 1, 4 * H, H, 1.0f, h0, H, w->lstm_whh[l], H, 1.0f, g, 4 * H);
+        if (st) break;
+        float *ho = state_out + (size_t)l * 2 * H, *co = ho + H;
+        for (int i = 0; i < H; i++) {
+            float gi = g[i] + w->lstm_bih[l][i] + w->lstm_bhh[l][i];
+            float gf = g[H + i] + w->lstm_bih[l][H + i] + w->lstm_bhh[l][H + i];
+            float gg = g[2 * H + i] + w->lstm_bih[l][2 * H + i] + w->lstm_bhh[l][2 * H + i];
+            float go = g[3 * H + i] + w->lstm_bih[l][3 * H + i] + w->lstm_bhh[l][3 * H + i];
+            gi = 1.0f / (1.0f + expf(-gi));
+            gf = 1.0f / (1.0f + expf(-gf));
+            gg = tanhf(gg);
+            go = 1.0f / (1.0f + expf(-go));
+            float c = gf * (c0 ? c0[i] : 0.0f) + gi * gg;
+            co[i] = c;
+            ho[i] = go * tanhf(c);
+        }
+        memcpy(inp, ho, (size_t)H * sizeof(float));
+    }
+    if (!st) {
+        /* pred_out = joint.pred(top h) */
+        st = w->k->sgemm(0, 1, 1, w->joint_hidden, H, 1.0f, inp, H, w->j_pred.w, H, 0.0f, pred_out,
+                         w->joint_hidden);
+        for (int i = 0; i < w->joint_hidden && !st; i++) pred_out[i] += w->j_pred.b[i];
+    }
+    return st;
+}
+
+static sr_status tr_joint(void *ctx, int t, const float *pred_out, float *logits)
+{
+    fc_stream *s = ctx;
+    const fc_model *w = s->w;
+    int J = w->joint_hidden;
+    int64_t r = (int64_t)t - s->frames_base;
+    if (r < 0 || r >= s->encp_n)
+        return sr_error(SR_ERR_ARG, "fastconformer: joint on frame %d, frames %lld..%lld are held", t,
+                        (long long)s->frames_base, (long long)(s->frames_base + s->encp_n - 1));
+    const float *f = s->encp + (size_t)r * J;
+    for (int i = 0; i < J; i++) {
+        float v = f[i] + pred_out[i];
+        s->jh[i] = v > 0.0f ? v : 0.0f;
+    }
+    sr_status st = w->k->sgemm(0, 1, 1, w->n_out, J, 1.0f, s->jh, J, w->j_out.w, J, 0.0f, logits, w->n_out);
+    for (int i = 0; i < w->n_out && !st; i++) logits[i] += w->j_out.b[i];
+    return st;
+}
+
+static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, void **state,
+                                sr_chunking *ck, sr_scorer *sc)
+{
+    const fc_model *w = m->impl;
+    int strategy = FC_CACHE_AWARE;
+    if (cfg->strategy) {
+        if (!strcmp(cfg->strategy, "cache_aware")) strategy = FC_CACHE_AWARE;
+        else if (!strcmp(cfg->strategy, "offline")) strategy = FC_OFFLINE;
+        else if (!strcmp(cfg->strategy, "offline_local")) strategy = FC_OFFLINE_LOCAL;
+        else return sr_error(SR_ERR_ARG, "stream.strategy: \"%s\" unknown for fastconformer_rnnt (known: cache_aware, offline, offline_local)", cfg->strategy);
+    }
+    int ctx[2] = {w->ctx[0][0], w->ctx[0][1]};
+    if (cfg->att_context[0] || cfg->att_context[1]) {
+        ctx[0] = cfg->att_context[0];
+        ctx[1] = cfg->att_context[1];
+        int known = 0;
+        for (int i = 0; i < w->n_ctx; i++) known |= w->ctx[i][0] == ctx[0] && w->ctx[i][1] == ctx[1];
+        int full = ctx[0] == -1 && ctx[1] == -1;
+        if (!known && !(full && strategy != FC_CACHE_AWARE)) {
+            char list[512] = "";
+            size_t o = 0;
+            for (int i = 0; i < w->n_ctx && o < sizeof list - 24; i++)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s[%d, %d]", i ? ", " : "", w->ctx[i][0], w->ctx[i][1]);
+            if (w->att_style == FC_STYLE_CHUNKED && ctx[1] >= 0 && ctx[0] % (ctx[1] + 1))
+                return sr_error(SR_ERR_ARG, "stream.att_context: left %d is not divisible by right + 1 = %d (and the model was trained with %s)", ctx[0], ctx[1] + 1, list);
+            return sr_error(SR_ERR_ARG, "stream.att_context: [%d, %d] is not one the model was trained with (%s%s)", ctx[0], ctx[1], list,
+                            strategy == FC_CACHE_AWARE ? "" : "; offline also takes [-1, -1]");
+        }
+    }
+    if (cfg->max_symbols < 0) return sr_error(SR_ERR_ARG, "stream.max_symbols: %d is negative", cfg->max_symbols);
+    fc_stream *s = sr_calloc(1, sizeof *s, "fastconformer stream");
+    if (!s) return SR_ERR_NOMEM;
+    s->m = m;
+    s->w = w;
+    s->offline = strategy != FC_CACHE_AWARE;
+    s->local = strategy == FC_OFFLINE_LOCAL ? 1 : -1;
+    s->ctx[0] = ctx[0];
+    s->ctx[1] = ctx[1];
+    sr_status st = SR_ERR_NOMEM;
+    int d = w->d, R = ctx[1];
+    s->jh = sr_malloc((size_t)w->joint_hidden * sizeof(float), "fastconformer joint scratch");
+    s->gates = sr_malloc(4 * (size_t)w->pred_hidden * sizeof(float), "fastconformer LSTM gates");
+    s->lstm_in = sr_malloc((size_t)w->pred_hidden * sizeof(float), "fastconformer LSTM input");
+    if (!s->jh || !s->gates || !s->lstm_in) goto fail;
+    if (!s->offline) {
+        if ((st = sr_mel_stream_open(w->mel, &s->ms))) goto fail;
+        st = SR_ERR_NOMEM;
+        int nin = FC_PRE_CACHE + 8 * (R + 1);
+        s->csize = ctx[0];
+        s->x_cap = fc_subsample_len(nin);
+        s->sub_in = sr_malloc((size_t)nin * w->n_mels * sizeof(float), "fastconformer subsampling input");
+        s->x = sr_malloc((size_t)s->x_cap * d * sizeof(float), "fastconformer encoder rows");
+        s->chan = sr_calloc((size_t)w->n_layers * SR_MAX(s->csize, 1) * d, sizeof(float), "fastconformer attention cache");
+        s->convc = sr_calloc((size_t)w->n_layers * (w->kernel - 1) * d, sizeof(float), "fastconformer conv cache");
+        if (!s->sub_in || !s->x || !s->chan || !s->convc) goto fail;
+        int rows = R + 1;
+        if ((st = fc_work_init(&s->ws, w, rows, s->csize + rows, s->csize + rows, s->csize + 2 * rows))) goto fail;
+    }
+    /* chunking: the first step needs mel frame 8R, complete once 160 * 8R + 256 samples (the
+     * centred 512-sample window) are in; later steps every 8(R + 1) frames */
+    size_t step = (size_t)8 * (R + 1) * w->hop;
+    ck->chunk = cfg->chunk_ms > 0 ? (size_t)cfg->chunk_ms * 16 : step;
+    ck->first_chunk = cfg->first_chunk_ms > 0 ? (size_t)cfg->first_chunk_ms * 16
+                      : cfg->chunk_ms > 0 ? ck->chunk
+                                          : (size_t)8 * R * w->hop + 256;
+    if (s->offline && cfg->chunk_ms <= 0) ck->chunk = ck->first_chunk = 16000;
+    memset(sc, 0, sizeof *sc);
+    sc->kind = SR_SCORER_TRANSDUCER;
+    sc->ctx = s;
+    sc->vocab = w->vocab + 1;
+    sc->blank = w->blank;
+    sc->eot = -1;
+    sc->tr_frames = tr_frames;
+    sc->pred_state = 2 * w->pred_layers * w->pred_hidden;
+    sc->pred_dim = w->joint_hidden;
+    sc->tr_predict = tr_predict;
+    sc->tr_joint = tr_joint;
+    sc->tr_max_symbols = cfg->max_symbols > 0 ? cfg->max_symbols : w->max_symbols;
+    sc->tr_n_durations = w->n_durations;
+    sc->tr_durations = w->durations;
+    *state = s;
+    return SR_OK;
+fail:
+    fc_stream_close(s);
+    return st;
+}
+
+static sr_status fc_load_ops(sr_model *m, sr_h5 *f) { return fc_model_load(m, f); }
+
+const sr_model_ops sr_fastconformer_rnnt_ops = {
+    .name = "fastconformer_rnnt",
+    .description = "NeMo cache-aware streaming FastConformer with an RNN-T / TDT decoder (Nemotron)",
+    .default_decoder = "rnnt_greedy",
+    .load = fc_load_ops,
+    .unload = fc_model_unload,
+    .stream_open = fc_stream_open,
+    .process = fc_process,
+    .reset = fc_reset,
+    .stream_close = fc_stream_close,
+    .state_bytes = fc_state_bytes,
+};

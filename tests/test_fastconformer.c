@@ -1,0 +1,734 @@
+/*
+ * test_fastconformer.c — the fastconformer_rnnt backend (models/fastconformer/) and the
+ * transducer decoders:
+ *   fastconformer_parity  random-init model vs NeMo 3.0.0 goldens: mel front end, causal
+ *                         subsampling, offline encoder for every att_context_size and full
+ *                         attention, prediction network + joint, greedy tokens
+ *   fastconformer_stream  cache_aware_stream_step chunk after chunk for every att_context_size
+ *                         (encoder rows, attention / conv caches and their valid length), split
+ *                         invariance, end-to-end tokens from audio, reset, memory bounds
+ *   fastconformer_local   banded local attention vs a plain masked band reference, O(T W) memory
+ *   fastconformer_bad     malformed files and stream configs name their culprit
+ * Goldens: scripts/gen_golden_fastconformer.py (tests/fixtures/fastconformer/).
+ */
+#include "test.h"
+
+#include "../models/fastconformer/fc.h"
+
+#include <hdf5.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const sr_decoder_ops sr_dec_rnnt_greedy;
+
+static const int CTX[][2] = {{70, 0}, {70, 1}, {70, 6}, {70, 13}, {4, 0}, {6, 1}};
+#define N_CTX ((int)(sizeof CTX / sizeof CTX[0]))
+#define TOL 1e-4
+
+static sr_model *load(const char *fixture)
+{
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(test_fixture(fixture), NULL, &m);
+    if (st) printf("\n      load %s: %s\n", fixture, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    return m;
+}
+
+static sr_h5 *golden(void)
+{
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("fastconformer/golden.h5"), &g), SR_OK);
+    return g;
+}
+
+static int gold(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    sr_status st = sr_h5_dataset(f, path, t, out);
+    if (st) printf("\n      golden %s: %s\n", path, sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    return st == SR_OK;
+}
+
+static float *gold_audio(sr_h5 *f, size_t *n)
+{
+    sr_tensor t;
+    if (!gold(f, "/audio", SR_I32, &t)) return NULL;
+    *n = (size_t)t.shape[0];
+    float *a = malloc(*n * sizeof(float));
+    for (size_t i = 0; i < *n; i++) a[i] = (float)((int32_t *)t.data)[i] / 32768.0f;
+    sr_tensor_free(&t);
+    return a;
+}
+
+static int check(const char *what, const float *a, const float *b, size_t n, double tol)
+{
+    double d = test_max_abs_diff(a, b, n);
+    printf("\n      %-34s max |diff| %.2e (tol %.0e)", what, d, tol);
+    CU_ASSERT(d <= tol);
+    return d <= tol;
+}
+
+/* A backend stream opened directly (no engine), for the tests that look inside. */
+typedef struct {
+    void *st;
+    sr_chunking ck;
+    sr_scorer sc;
+} bstream;
+
+static int bopen(const sr_model *m, const char *strategy, int L, int R, bstream *b)
+{
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = strategy;
+    c.att_context[0] = L;
+    c.att_context[1] = R;
+    sr_status st = sr_fastconformer_rnnt_ops.stream_open(m, &c, &b->st, &b->ck, &b->sc);
+    if (st) printf("\n      open: %s\n", sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    return st == SR_OK;
+}
+
+/* ---- fastconformer_parity ---- */
+
+static void test_mel(void)
+{
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    size_t n;
+    float *audio = gold_audio(g, &n);
+    sr_tensor ref;
+    if (audio && gold(g, "/mel", SR_F32, &ref)) {
+        float *mel = NULL;
+        int T = 0;
+        CU_ASSERT_EQUAL(sr_mel_compute(w->mel, audio, n, &mel, &T), SR_OK);
+        CU_ASSERT_EQUAL(T, ref.shape[0]);
+        /* float32 torch vs this front end: README's measured bound for NeMo mels */
+        if (T == ref.shape[0]) check("mel", mel, ref.data, (size_t)T * w->n_mels, 1e-3);
+        free(mel);
+        sr_tensor_free(&ref);
+    }
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_pre_encode(void)
+{
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    sr_tensor mel, ref;
+    if (gold(g, "/mel", SR_F32, &mel) && gold(g, "/pre_encode", SR_F32, &ref)) {
+        int T = (int)mel.shape[0], n = 0;
+        float *x = malloc((size_t)fc_subsample_len(T) * w->d * sizeof(float));
+        CU_ASSERT_EQUAL(fc_subsample(w, mel.data, T, x, &n), SR_OK);
+        CU_ASSERT_EQUAL(n, ref.shape[0]);
+        if (n == ref.shape[0]) check("pre_encode", x, ref.data, (size_t)n * w->d, TOL);
+        free(x);
+    }
+    sr_tensor_free(&mel);
+    sr_tensor_free(&ref);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_offline(void)
+{
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    sr_tensor mel;
+    if (gold(g, "/mel", SR_F32, &mel)) {
+        for (int c = 0; c <= N_CTX; c++) {
+            int ctx[2] = {-1, -1};
+            char path[64], what[64];
+            if (c < N_CTX) {
+                ctx[0] = CTX[c][0];
+                ctx[1] = CTX[c][1];
+                snprintf(path, sizeof path, "/offline/%d_%d/encoder", ctx[0], ctx[1]);
+            } else {
+                snprintf(path, sizeof path, "/offline/full/encoder");
+            }
+            snprintf(what, sizeof what, "offline [%d, %d]", ctx[0], ctx[1]);
+            sr_tensor ref;
+            if (!gold(g, path, SR_F32, &ref)) continue;
+            float *out = NULL;
+            int n = 0;
+            CU_ASSERT_EQUAL(fc_encode_offline(w, mel.data, (int)mel.shape[0], ctx, 0, &out, &n, NULL), SR_OK);
+            CU_ASSERT_EQUAL(n, ref.shape[0]);
+            if (n == ref.shape[0]) check(what, out, ref.data, (size_t)n * w->d, TOL);
+            free(out);
+            sr_tensor_free(&ref);
+        }
+    }
+    sr_tensor_free(&mel);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_predict_joint(void)
+{
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    bstream b;
+    sr_tensor mel, st_out, h, c, jref;
+    if (bopen(m, NULL, 70, 0, &b) && gold(g, "/mel", SR_F32, &mel)) {
+        fc_stream *s = b.st;
+        int H = w->pred_hidden, J = w->joint_hidden;
+        float *state = calloc((size_t)b.sc.pred_state, sizeof(float));
+        float *pred = calloc((size_t)b.sc.pred_dim, sizeof(float));
+        float *logits = calloc((size_t)b.sc.vocab, sizeof(float));
+        float *top = calloc((size_t)H, sizeof(float));
+        CU_ASSERT_EQUAL(b.sc.tr_predict(s, NULL, -1, state, pred), SR_OK);
+        CU_ASSERT_EQUAL(b.sc.tr_predict(s, state, 5, state, pred), SR_OK);
+        if (gold(g, "/pred/tok5_h", SR_F32, &h) && gold(g, "/pred/tok5_c", SR_F32, &c)) {
+            /* golden [layers, H] each; the scorer state interleaves h and c per layer */
+            float *hs = malloc((size_t)w->pred_layers * H * sizeof(float));
+            float *cs = malloc((size_t)w->pred_layers * H * sizeof(float));
+            for (int l = 0; l < w->pred_layers; l++) {
+                memcpy(hs + (size_t)l * H, state + (size_t)l * 2 * H, (size_t)H * sizeof(float));
+                memcpy(cs + (size_t)l * H, state + (size_t)l * 2 * H + H, (size_t)H * sizeof(float));
+            }
+            check("LSTM h after start, token 5", hs, h.data, (size_t)w->pred_layers * H, 1e-5);
+            check("LSTM c after start, token 5", cs, c.data, (size_t)w->pred_layers * H, 1e-5);
+            free(hs);
+            free(cs);
+        }
+        /* joint on frame 0 of the [70, 0] streaming path (its first step equals offline row 0) */
+        CU_ASSERT_EQUAL(fc_stream_feed_mel(s, mel.data, 1, 0), SR_OK);
+        CU_ASSERT_EQUAL(b.sc.tr_frames(s), 1);
+        CU_ASSERT_EQUAL(b.sc.tr_joint(s, 0, pred, logits), SR_OK);
+        /* NeMo's joint on CPU returns log-probabilities: compare log_softmax(logits) */
+        double mx = -INFINITY, sum = 0;
+        for (int i = 0; i < b.sc.vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
+        for (int i = 0; i < b.sc.vocab; i++) sum += exp(logits[i] - mx);
+        for (int i = 0; i < b.sc.vocab; i++) logits[i] = (float)(logits[i] - mx - log(sum));
+        if (gold(g, "/pred/joint_f0_tok5", SR_F32, &jref))
+            check("joint(frame 0, token 5), log-probs", logits, jref.data, (size_t)b.sc.vocab, TOL);
+        TEST_ASSERT_ERR(b.sc.tr_joint(s, 1, pred, logits), SR_ERR_ARG, "frame 1");
+        TEST_ASSERT_ERR(b.sc.tr_predict(s, state, w->vocab, state, pred), SR_ERR_ARG, "token 63");
+        (void)J;
+        free(state);
+        free(pred);
+        free(logits);
+        free(top);
+        sr_tensor_free(&h);
+        sr_tensor_free(&c);
+        sr_tensor_free(&jref);
+        sr_fastconformer_rnnt_ops.stream_close(s);
+    }
+    (void)st_out;
+    sr_tensor_free(&mel);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* ---- fastconformer_stream ---- */
+
+/* Feed the golden mel `piece` frames at a time through the cache-aware path of context c and
+ * compare with NeMo's cache_aware_stream_step outputs; greedy tokens too. */
+static void stream_mel_case(const sr_model *m, sr_h5 *g, const float *mel, int T, int c, int piece,
+                            int verbose)
+{
+    const fc_model *w = m->impl;
+    bstream b;
+    if (!bopen(m, NULL, CTX[c][0], CTX[c][1], &b)) return;
+    fc_stream *s = b.st;
+    char base[64], path[96], what[96];
+    snprintf(base, sizeof base, "/stream/%d_%d/", CTX[c][0], CTX[c][1]);
+    sr_tensor enc, frames, clen, cch1, ctm1, cchl, ctml, toks;
+    snprintf(path, sizeof path, "%senc", base);
+    int ok = gold(g, path, SR_F32, &enc);
+    snprintf(path, sizeof path, "%schunk_frames", base);
+    ok &= gold(g, path, SR_I32, &frames);
+    snprintf(path, sizeof path, "%schannel_len", base);
+    ok &= gold(g, path, SR_I32, &clen);
+    snprintf(path, sizeof path, "%scache_channel_1", base);
+    ok &= gold(g, path, SR_F32, &cch1);
+    snprintf(path, sizeof path, "%scache_time_1", base);
+    ok &= gold(g, path, SR_F32, &ctm1);
+    snprintf(path, sizeof path, "%scache_channel_last", base);
+    ok &= gold(g, path, SR_F32, &cchl);
+    snprintf(path, sizeof path, "%scache_time_last", base);
+    ok &= gold(g, path, SR_F32, &ctml);
+    snprintf(path, sizeof path, "%stokens", base);
+    ok &= gold(g, path, SR_I32, &toks);
+    void *dec = NULL;
+    sr_hyp hyp = {0};
+    ok = ok && sr_dec_rnnt_greedy.open(NULL, &b.sc, &dec) == SR_OK;
+    int d = w->d, K1 = w->kernel - 1, nl = w->n_layers;
+    float *rows = malloc((size_t)(enc.shape[0] + 64) * d * sizeof(float));
+    int nrows = 0, steps_seen = 0, len_ok = 1, overflow = 0;
+    for (int f0 = 0; ok && f0 < T; f0 += piece) {
+        int n = SR_MIN(piece, T - f0), final = f0 + n >= T;
+        int64_t steps0 = s->steps;
+        CU_ASSERT_EQUAL_FATAL(fc_stream_feed_mel(s, mel + (size_t)f0 * w->n_mels, n, final), SR_OK);
+        if (nrows + s->encp_n > enc.shape[0] + 64) { overflow = 1; break; }
+        if (s->encp_n) memcpy(rows + (size_t)nrows * d, s->enc_raw, (size_t)s->encp_n * d * sizeof(float));
+        nrows += s->encp_n;
+        CU_ASSERT_EQUAL(sr_dec_rnnt_greedy.update(dec, &b.sc, final, &hyp), SR_OK);
+        if (s->steps > steps_seen && steps0 < s->steps && s->steps - 1 < clen.shape[0])
+            len_ok &= s->chan_len == ((int32_t *)clen.data)[s->steps - 1];
+        /* caches after the first step: the valid attention rows (newest last), the conv cache */
+        if (steps0 == 0 && s->steps >= 1 && piece == 1) {
+            int L0 = ((int32_t *)clen.data)[0];
+            float *cv = malloc((size_t)nl * L0 * d * sizeof(float));
+            float *tv = malloc((size_t)nl * d * K1 * sizeof(float));
+            for (int l = 0; l < nl; l++) {
+                memcpy(cv + (size_t)l * L0 * d, s->chan + ((size_t)l * s->csize + s->csize - L0) * d,
+                       (size_t)L0 * d * sizeof(float));
+                for (int t = 0; t < K1; t++)
+                    for (int ch = 0; ch < d; ch++)
+                        tv[((size_t)l * d + ch) * K1 + t] = s->convc[((size_t)l * K1 + t) * d + ch];
+            }
+            snprintf(what, sizeof what, "[%d, %d] attention cache, step 1", CTX[c][0], CTX[c][1]);
+            if (verbose) check(what, cv, cch1.data, (size_t)nl * L0 * d, TOL);
+            else CU_ASSERT(test_max_abs_diff(cv, cch1.data, (size_t)nl * L0 * d) <= TOL);
+            snprintf(what, sizeof what, "[%d, %d] conv cache, step 1", CTX[c][0], CTX[c][1]);
+            if (verbose) check(what, tv, ctm1.data, (size_t)nl * d * K1, TOL);
+            else CU_ASSERT(test_max_abs_diff(tv, ctm1.data, (size_t)nl * d * K1) <= TOL);
+            free(cv);
+            free(tv);
+        }
+        steps_seen = (int)s->steps;
+    }
+    CU_ASSERT(!overflow);
+    CU_ASSERT(len_ok);
+    if (ok) {
+        CU_ASSERT_EQUAL(s->steps, frames.shape[0]);
+        CU_ASSERT_EQUAL(nrows, enc.shape[0]);
+        snprintf(what, sizeof what, "[%d, %d] encoder rows (piece %d)", CTX[c][0], CTX[c][1], piece);
+        if (nrows == enc.shape[0]) {
+            if (verbose) check(what, rows, enc.data, (size_t)nrows * d, TOL);
+            else CU_ASSERT(test_max_abs_diff(rows, enc.data, (size_t)nrows * d) <= TOL);
+        }
+        int L0 = ((int32_t *)clen.data)[clen.shape[0] - 1];
+        CU_ASSERT_EQUAL(s->chan_len, L0);
+        float *cv = malloc((size_t)nl * L0 * d * sizeof(float) + 1);
+        float *tv = malloc((size_t)nl * d * K1 * sizeof(float));
+        for (int l = 0; l < nl; l++) {
+            memcpy(cv + (size_t)l * L0 * d, s->chan + ((size_t)l * s->csize + s->csize - L0) * d,
+                   (size_t)L0 * d * sizeof(float));
+            for (int t = 0; t < K1; t++)
+                for (int ch = 0; ch < d; ch++)
+                    tv[((size_t)l * d + ch) * K1 + t] = s->convc[((size_t)l * K1 + t) * d + ch];
+        }
+        CU_ASSERT(test_max_abs_diff(cv, cchl.data, (size_t)nl * L0 * d) <= TOL);
+        CU_ASSERT(test_max_abs_diff(tv, ctml.data, (size_t)nl * d * K1) <= TOL);
+        free(cv);
+        free(tv);
+        int same = hyp.n == toks.shape[0] &&
+                   !memcmp(hyp.tokens, toks.data, (size_t)hyp.n * sizeof(int32_t));
+        if (!same || verbose)
+            printf("\n      [%d, %d] greedy tokens: %d (NeMo %d) %s", CTX[c][0], CTX[c][1], hyp.n,
+                   (int)toks.shape[0], same ? "identical" : "DIFFERENT");
+        CU_ASSERT(same);
+    }
+    free(rows);
+    free(hyp.tokens);
+    if (dec) sr_dec_rnnt_greedy.close(dec);
+    sr_tensor_free(&enc);
+    sr_tensor_free(&frames);
+    sr_tensor_free(&clen);
+    sr_tensor_free(&cch1);
+    sr_tensor_free(&ctm1);
+    sr_tensor_free(&cchl);
+    sr_tensor_free(&ctml);
+    sr_tensor_free(&toks);
+    sr_fastconformer_rnnt_ops.stream_close(s);
+}
+
+static void test_stream_parity(void)
+{
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    sr_tensor mel;
+    if (gold(g, "/mel", SR_F32, &mel))
+        for (int c = 0; c < N_CTX; c++) stream_mel_case(m, g, mel.data, (int)mel.shape[0], c, 1, 1);
+    sr_tensor_free(&mel);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_stream_split(void)
+{
+    /* any split of the mel into feeds gives the same steps, rows, caches and tokens */
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    sr_tensor mel;
+    static const int pieces[] = {3, 8, 17, 1000};
+    if (gold(g, "/mel", SR_F32, &mel))
+        for (int c = 0; c < N_CTX; c++)
+            for (size_t p = 0; p < SR_ARRAY_LEN(pieces); p++)
+                stream_mel_case(m, g, mel.data, (int)mel.shape[0], c, pieces[p], 0);
+    sr_tensor_free(&mel);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+
+/* Run a whole utterance through the public API; returns the final hypothesis tokens (malloc'ed)
+ * and, when tl_n is given, the timeline length. */
+static int32_t *run_api(const sr_model *m, const char *strategy, const char *decoder, int L, int R,
+                        int beam, const float *a, size_t n, size_t feed, int *n_tok, size_t *tl_n,
+                        int **per_entry)
+{
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = strategy;
+    c.decoder = decoder;
+    c.att_context[0] = L;
+    c.att_context[1] = R;
+    c.beam = beam;
+    sr_stream *s = NULL;
+    sr_status st = sr_stream_open(m, &c, &s);
+    if (st) printf("\n      open: %s\n", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    for (size_t i = 0; i < n; i += feed) CU_ASSERT_EQUAL(sr_stream_feed(s, a + i, SR_MIN(feed, n - i)), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    const sr_hypothesis *h = sr_stream_hypothesis(s);
+    CU_ASSERT_EQUAL(h->n_stable, h->n_tokens);
+    int32_t *out = malloc((size_t)h->n_tokens * sizeof(int32_t) + 1);
+    memcpy(out, h->tokens, (size_t)h->n_tokens * sizeof(int32_t));
+    *n_tok = h->n_tokens;
+    const sr_timeline *tl = sr_stream_timeline(s);
+    if (tl_n) *tl_n = tl->n;
+    if (per_entry) {
+        *per_entry = malloc((tl->n + 1) * sizeof(int));
+        for (size_t i = 0; i < tl->n; i++) (*per_entry)[i] = tl->entries[i].n_tokens;
+    }
+    sr_stream_close(s);
+    return out;
+}
+
+static void test_audio_tokens(void)
+{
+    /* srkit's own mel (within 1.3e-4 of NeMo's) all the way to tokens: equal to NeMo's
+     * streaming for every context, and to its offline decode for the offline strategy */
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    size_t n;
+    float *a = gold_audio(g, &n);
+    for (int c = 0; a && c <= N_CTX; c++) {
+        sr_tensor ref;
+        char path[64];
+        if (c < N_CTX) snprintf(path, sizeof path, "/stream/%d_%d/tokens", CTX[c][0], CTX[c][1]);
+        else snprintf(path, sizeof path, "/offline/tokens");
+        if (!gold(g, path, SR_I32, &ref)) continue;
+        int nt = 0;
+        int32_t *t = c < N_CTX ? run_api(m, NULL, NULL, CTX[c][0], CTX[c][1], 0, a, n, n, &nt, NULL, NULL)
+                               : run_api(m, "offline", NULL, 70, 0, 0, a, n, n, &nt, NULL, NULL);
+        int same = nt == ref.shape[0] && !memcmp(t, ref.data, (size_t)nt * sizeof(int32_t));
+        printf("\n      %s: %d tokens from audio, NeMo %d: %s", path, nt, (int)ref.shape[0], same ? "identical" : "DIFFERENT");
+        CU_ASSERT(same);
+        free(t);
+        sr_tensor_free(&ref);
+    }
+    free(a);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_feed_split(void)
+{
+    /* the engine's chunking: any feed size gives the same timeline (token counts per entry) */
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    size_t n;
+    float *a = gold_audio(g, &n);
+    static const size_t feeds[] = {1, 160, 1279, 1280, 4000};
+    for (int c = 0; a && c < 4; c++) {
+        int n0 = 0, *e0 = NULL;
+        size_t tl0 = 0;
+        int32_t *t0 = run_api(m, NULL, NULL, CTX[c][0], CTX[c][1], 0, a, n, n, &n0, &tl0, &e0);
+        for (size_t f = 0; f < SR_ARRAY_LEN(feeds); f++) {
+            int n1 = 0, *e1 = NULL;
+            size_t tl1 = 0;
+            int32_t *t1 = run_api(m, NULL, NULL, CTX[c][0], CTX[c][1], 0, a, n, feeds[f], &n1, &tl1, &e1);
+            CU_ASSERT(n1 == n0 && !memcmp(t1, t0, (size_t)n0 * sizeof(int32_t)));
+            /* one feed of everything runs every chunk inside that feed: same entries */
+            CU_ASSERT_EQUAL(tl1, tl0);
+            if (tl1 == tl0) CU_ASSERT(!memcmp(e1, e0, tl0 * sizeof(int)));
+            free(t1);
+            free(e1);
+        }
+        /* beam search: deterministic and split-invariant too */
+        int nb0 = 0, nb1 = 0;
+        int32_t *b0 = run_api(m, NULL, "rnnt_beam", CTX[c][0], CTX[c][1], 4, a, n, n, &nb0, NULL, NULL);
+        int32_t *b1 = run_api(m, NULL, "rnnt_beam", CTX[c][0], CTX[c][1], 4, a, n, 1279, &nb1, NULL, NULL);
+        CU_ASSERT(nb0 == nb1 && !memcmp(b0, b1, (size_t)nb0 * sizeof(int32_t)));
+        CU_ASSERT(nb0 > 0);
+        free(b0);
+        free(b1);
+        free(t0);
+        free(e0);
+    }
+    free(a);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_reset_memory(void)
+{
+    /* reset reproduces a fresh stream; a long stream keeps constant state bytes */
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    size_t n;
+    float *a = gold_audio(g, &n);
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.record_timeline = 0;
+    c.att_context[0] = 70;
+    c.att_context[1] = 0;
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &c, &s), SR_OK);
+    int32_t first[4096];
+    int nf = 0;
+    for (int pass = 0; a && pass < 2; pass++) {
+        CU_ASSERT_EQUAL(sr_stream_feed(s, a, n), SR_OK);
+        CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+        const sr_hypothesis *h = sr_stream_hypothesis(s);
+        if (!pass) {
+            nf = SR_MIN(h->n_tokens, 4096);
+            memcpy(first, h->tokens, (size_t)nf * sizeof(int32_t));
+        } else {
+            CU_ASSERT(h->n_tokens == nf && !memcmp(first, h->tokens, (size_t)nf * sizeof(int32_t)));
+        }
+        sr_stream_reset(s);
+    }
+    /* 60 s through the backend and greedy decoder: their state does not grow after the first
+     * seconds (the engine's hypothesis and timeline are the transcript, not state) */
+    bstream b;
+    void *dec = NULL;
+    sr_hyp hyp = {0};
+    size_t s10 = 0, s60 = 0;
+    if (a && bopen(m, NULL, 70, 0, &b) && sr_dec_rnnt_greedy.open(NULL, &b.sc, &dec) == SR_OK) {
+        size_t ch = b.ck.chunk, pos = b.ck.first_chunk;
+        CU_ASSERT_EQUAL(sr_fastconformer_rnnt_ops.process(b.st, a, pos, 0), SR_OK);
+        CU_ASSERT_EQUAL(sr_dec_rnnt_greedy.update(dec, &b.sc, 0, &hyp), SR_OK);
+        for (int64_t done = (int64_t)pos; done < 60 * 16000; done += (int64_t)ch) {
+            if (pos + ch > n) pos = 0;
+            CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.process(b.st, a + pos, ch, 0), SR_OK);
+            CU_ASSERT_EQUAL_FATAL(sr_dec_rnnt_greedy.update(dec, &b.sc, 0, &hyp), SR_OK);
+            pos += ch;
+            size_t bytes = sr_fastconformer_rnnt_ops.state_bytes(b.st) + sr_dec_rnnt_greedy.state_bytes(dec);
+            if (done < 10 * 16000) s10 = bytes;
+            s60 = bytes;
+        }
+        printf("\n      backend + decoder state after 10 s %zu bytes, after 60 s %zu", s10, s60);
+        CU_ASSERT_EQUAL(s10, s60);
+        /* the caches themselves: n_layers x 70 x d + n_layers x (K-1) x d floats */
+        const fc_model *w = m->impl;
+        size_t caches = (size_t)w->n_layers * (70 + w->kernel - 1) * w->d * sizeof(float);
+        CU_ASSERT(s60 > caches);
+        sr_dec_rnnt_greedy.close(dec);
+        sr_fastconformer_rnnt_ops.stream_close(b.st);
+    }
+    free(hyp.tokens);
+    sr_stream_close(s);
+    free(a);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* ---- fastconformer_local ---- */
+
+static float *tiled_mel(sr_h5 *g, int reps, int *T, int n_mels)
+{
+    sr_tensor mel;
+    if (!gold(g, "/mel", SR_F32, &mel)) return NULL;
+    int t0 = (int)mel.shape[0];
+    float *out = malloc((size_t)t0 * reps * n_mels * sizeof(float));
+    for (int r = 0; r < reps; r++) memcpy(out + (size_t)r * t0 * n_mels, mel.data, (size_t)t0 * n_mels * sizeof(float));
+    *T = t0 * reps;
+    sr_tensor_free(&mel);
+    return out;
+}
+
+static void test_local_parity(void)
+{
+    /* banded attention (blocks of 64 queries over their key window) vs the plain reference:
+     * full attention with the band as a regular-style mask */
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    fc_model ref = *w;
+    ref.att_style = FC_STYLE_REGULAR;
+    int T = 0;
+    float *mel = tiled_mel(g, 6, &T, w->n_mels);
+    static const int win[][2] = {{5, 5}, {16, 16}, {70, 3}, {128, 128}};
+    for (size_t i = 0; mel && i < SR_ARRAY_LEN(win); i++) {
+        float *a = NULL, *b = NULL;
+        int na = 0, nb = 0;
+        CU_ASSERT_EQUAL(fc_encode_offline(w, mel, T, win[i], 1, &a, &na, NULL), SR_OK);
+        CU_ASSERT_EQUAL(fc_encode_offline(&ref, mel, T, win[i], 0, &b, &nb, NULL), SR_OK);
+        char what[64];
+        snprintf(what, sizeof what, "local [%d, %d], %d frames", win[i][0], win[i][1], na);
+        CU_ASSERT_EQUAL(na, nb);
+        if (a && b && na == nb) check(what, a, b, (size_t)na * w->d, TOL);
+        free(a);
+        free(b);
+    }
+    free(mel);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_local_memory(void)
+{
+    /* workspace of the banded path grows linearly in T; full attention's per-block scores grow
+     * with T too, but its key range is all T */
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    int T = 0;
+    float *mel = tiled_mel(g, 16, &T, w->n_mels);
+    static const int win[2] = {16, 16}, full[2] = {-1, -1};
+    size_t lb[2] = {0, 0}, fb[2] = {0, 0};
+    for (int k = 0; mel && k < 2; k++) {
+        int t = k ? T : T / 2, n = 0;
+        float *o = NULL;
+        CU_ASSERT_EQUAL(fc_encode_offline(w, mel, t, win, 1, &o, &n, &lb[k]), SR_OK);
+        free(o);
+        CU_ASSERT_EQUAL(fc_encode_offline(w, mel, t, full, 0, &o, &n, &fb[k]), SR_OK);
+        free(o);
+    }
+    double rl = (double)lb[1] / (double)lb[0], rf = (double)fb[1] / (double)fb[0];
+    printf("\n      workspace T -> 2T: local [16, 16] %zu -> %zu (x%.3f), full %zu -> %zu (x%.3f)",
+           lb[0], lb[1], rl, fb[0], fb[1], rf);
+    CU_ASSERT(rl <= 2.1);
+    CU_ASSERT(lb[1] < fb[1]);
+    free(mel);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* ---- fastconformer_bad ---- */
+
+/* Copy rand.h5 to the temp dir, then delete one tensor and / or replace the config. */
+static const char *bad_copy(const char *name, const char *drop, const char *config)
+{
+    const char *out = test_tmppath(name);
+    char *data;
+    size_t len;
+    if (sr_read_file(test_fixture("fastconformer/rand.h5"), &data, &len)) return NULL;
+    FILE *f = fopen(out, "wb");
+    fwrite(data, 1, len, f);
+    fclose(f);
+    free(data);
+    hid_t h = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (h < 0) return NULL;
+    if (drop) H5Ldelete(h, drop, H5P_DEFAULT);
+    if (config) {
+        H5Adelete(h, "config");
+        hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, strlen(config));
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(h, "config", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(a, t, config);
+        H5Aclose(a);
+        H5Sclose(sp);
+        H5Tclose(t);
+    }
+    H5Fclose(h);
+    return out;
+}
+
+static char *config_with(const sr_model *m, const char *key, const char *json)
+{
+    cJSON *c = cJSON_Parse(sr_model_config(m));
+    cJSON_ReplaceItemInObjectCaseSensitive(c, key, cJSON_Parse(json));
+    char *s = cJSON_PrintUnformatted(c);
+    cJSON_Delete(c);
+    return s;
+}
+
+static void test_bad_files(void)
+{
+    sr_model *m = load("fastconformer/rand.h5"), *b = NULL;
+    const char *p = bad_copy("fc_missing.h5", "/weights/encoder/layers/1/self_attn/linear_pos/weight", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "encoder.layers.1.self_attn.linear_pos.weight");
+    char *cfg = config_with(m, "att_context_size", "[[70,0],[70,2]]");
+    p = bad_copy("fc_ctx.h5", NULL, cfg);
+    TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "att_context_size[1]");
+    free(cfg);
+    cfg = config_with(m, "subsampling", "\"striding\"");
+    p = bad_copy("fc_sub.h5", NULL, cfg);
+    TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "config.subsampling");
+    free(cfg);
+    cfg = config_with(m, "d_model", "48");
+    p = bad_copy("fc_shape.h5", NULL, cfg);
+    TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "encoder.pre_encode.out.weight");
+    free(cfg);
+    cfg = config_with(m, "blank", "0");
+    p = bad_copy("fc_blank.h5", NULL, cfg);
+    TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "config.blank");
+    free(cfg);
+    sr_model_free(m);
+}
+
+static void test_bad_streams(void)
+{
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_stream_config c;
+    sr_stream *s = NULL;
+    sr_stream_config_init(&c);
+    c.att_context[0] = 70;
+    c.att_context[1] = 4;
+    TEST_ASSERT_ERR(sr_stream_open(m, &c, &s), SR_ERR_ARG, "[70, 4] is not one the model was trained with");
+    c.att_context[1] = 3;
+    TEST_ASSERT_ERR(sr_stream_open(m, &c, &s), SR_ERR_ARG, "not divisible by right + 1 = 4");
+    c.att_context[0] = -1;
+    c.att_context[1] = -1;
+    TEST_ASSERT_ERR(sr_stream_open(m, &c, &s), SR_ERR_ARG, "stream.att_context");
+    c.strategy = "offline"; /* full attention is an offline option */
+    CU_ASSERT_EQUAL(sr_stream_open(m, &c, &s), SR_OK);
+    sr_stream_close(s);
+    s = NULL;
+    sr_stream_config_init(&c);
+    c.strategy = "whisperrt";
+    TEST_ASSERT_ERR(sr_stream_open(m, &c, &s), SR_ERR_ARG, "stream.strategy");
+    sr_stream_config_init(&c);
+    c.decoder = "aed_greedy";
+    TEST_ASSERT_ERR(sr_stream_open(m, &c, &s), SR_ERR_ARG, "aed_greedy");
+    c.decoder = "rnnt_beam";
+    c.beam = 1000;
+    TEST_ASSERT_ERR(sr_stream_open(m, &c, &s), SR_ERR_ARG, "stream.beam");
+    /* NaN audio is refused by the engine; audio shorter than the first chunk gives one short
+     * final step and no crash; empty audio gives no frames */
+    sr_stream_config_init(&c);
+    c.att_context[0] = 70;
+    c.att_context[1] = 13;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &c, &s), SR_OK);
+    float x[300] = {0};
+    for (int i = 0; i < 300; i++) x[i] = 0.1f * sinf(0.07f * (float)i);
+    x[7] = NAN;
+    TEST_ASSERT_ERR(sr_stream_feed(s, x, 300), SR_ERR_ARG, "NaN");
+    x[7] = 0;
+    CU_ASSERT_EQUAL(sr_stream_feed(s, x, 300), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    const sr_timeline *tl = sr_stream_timeline(s);
+    CU_ASSERT(tl->n >= 1 && tl->entries[tl->n - 1].is_final);
+    sr_stream_reset(s);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_hypothesis(s)->n_tokens, 0);
+    sr_stream_close(s);
+    sr_model_free(m);
+}
+
+void test_register_fastconformer(void)
+{
+    TEST_SUITE("fastconformer_parity", {"mel", test_mel}, {"pre_encode", test_pre_encode},
+               {"offline_encoder", test_offline}, {"predict_joint", test_predict_joint});
+    TEST_SUITE("fastconformer_stream", {"cache_aware_parity", test_stream_parity},
+               {"mel_split", test_stream_split}, {"audio_tokens", test_audio_tokens},
+               {"feed_split", test_feed_split}, {"reset_memory", test_reset_memory});
+    TEST_SUITE("fastconformer_local", {"band_parity", test_local_parity},
+               {"band_memory", test_local_memory});
+    TEST_SUITE("fastconformer_bad", {"files", test_bad_files}, {"streams", test_bad_streams});
+}

@@ -1,0 +1,358 @@
+/*
+ * test_voxtral.c — the voxtral_realtime backend (models/voxtral/):
+ *   voxtral_parity  random-init model vs transformers' VoxtralRealtimeForConditionalGeneration
+ *                   (scripts/gen_golden_voxtral.py): streaming log-mel vs the offline feature
+ *                   extractor, streaming encoder (ring K/V caches, windows 16 and 750) vs the
+ *                   offline encoder under its sliding-window mask, adapter, the first decoder
+ *                   logits, and every greedy step (decoder window 20 and 8192, flush to EOS)
+ *   voxtral_stream  the public stream API: tokens equal the golden for any feed split, reset
+ *                   reuse, bounded per-stream memory over a long stream, sub-frame audio
+ *   voxtral_bad     stream configs (delay, chunk, strategy), scorer misuse, malformed files
+ * Tolerances: mel 1e-4, encoder / adapter / logits 1e-4 absolute (float32 throughout; the
+ * weights are bf16 values in both implementations). Tokens: exact.
+ */
+#include "test.h"
+
+#include "../models/voxtral/voxtral.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sr_model *load(const char *fixture)
+{
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(test_fixture(fixture), NULL, &m);
+    if (st) printf("\n      load %s: %s\n", fixture, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    return m;
+}
+
+static int gold(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    sr_status st = sr_h5_dataset(f, path, t, out);
+    if (st) printf("\n      golden %s: %s\n", path, sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    return st == SR_OK;
+}
+
+static sr_h5 *open_golden(void)
+{
+    sr_h5 *g = NULL;
+    sr_status st = sr_h5_open_plain(test_fixture("voxtral/golden.h5"), &g);
+    if (st) printf("\n      golden: %s\n", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    return g;
+}
+
+static float *gold_audio(sr_h5 *f, size_t *n)
+{
+    sr_tensor t;
+    if (!gold(f, "/audio", SR_I32, &t)) return NULL;
+    *n = (size_t)t.shape[0];
+    float *a = malloc(*n * sizeof(float));
+    for (size_t i = 0; i < *n; i++) a[i] = (float)((int32_t *)t.data)[i] / 32768.0f;
+    sr_tensor_free(&t);
+    return a;
+}
+
+static void check_close(const char *what, const float *got, const float *want, size_t n,
+                        double tol)
+{
+    double d = test_max_abs_diff(got, want, n);
+    printf("\n      %s: max |diff| %.3g (tolerance %.0e)", what, d, tol);
+    CU_ASSERT(d <= tol);
+}
+
+/* Drive the backend as the engine does: chunks of first_chunk then chunk samples, the scorer
+ * stepped greedily after each, the remainder with final = 1. Steps' argmax go to steps[]. */
+static int run_backend(const sr_model *m, vx_stream *s, const sr_scorer *sc, const float *a,
+                       size_t n, int32_t *steps, int max_steps, float *logits, float *rec,
+                       int rec_n)
+{
+    size_t first = VX_STEP_SAMPLES + VX_LOOKAHEAD, pos = 0;
+    int t = 0;
+    int32_t prev = -1;
+    for (;;) {
+        size_t need = pos ? VX_STEP_SAMPLES : first;
+        int final = pos + need > n;
+        size_t take = final ? n - pos : need;
+        sr_status st = m->ops->process(s, a + pos, take, final);
+        if (st) printf("\n      process: %s\n", sr_last_error());
+        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+        pos += take;
+        for (int nf = sc->sync_frames(sc->ctx); t < nf; t++) {
+            st = sc->sync_step(sc->ctx, t, prev, logits);
+            if (st) printf("\n      sync_step: %s\n", sr_last_error());
+            CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+            int best = 0;
+            for (int v = 1; v < sc->vocab; v++)
+                if (logits[v] > logits[best]) best = v;
+            if (t < rec_n) memcpy(rec + (size_t)t * sc->vocab, logits, (size_t)sc->vocab * sizeof(float));
+            if (t < max_steps) steps[t] = best;
+            prev = best;
+        }
+        if (final) break;
+    }
+    return t;
+}
+
+static void parity(const char *fixture, const char *grp)
+{
+    sr_model *m = load(fixture);
+    sr_h5 *g = open_golden();
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    char path[128];
+    sr_tensor mh, mt, enc, ada, lg, steps;
+#define G(name, dt, t) (snprintf(path, sizeof path, "/%s/%s", grp, name), gold(g, path, dt, t))
+    /* one at a time: the operands of & may interleave their use of `path` */
+    int ok = G("mel_head", SR_F32, &mh);
+    ok = G("mel_tail", SR_F32, &mt) && ok;
+    ok = G("encoder", SR_F32, &enc) && ok;
+    ok = G("adapter", SR_F32, &ada) && ok;
+    ok = G("logits", SR_F32, &lg) && ok;
+    ok = G("steps", SR_I32, &steps) && ok;
+#undef G
+    CU_ASSERT_FATAL(ok && audio);
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    void *state = NULL;
+    sr_chunking ck;
+    sr_scorer sc;
+    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &state, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL(ck.first_chunk, VX_STEP_SAMPLES + VX_LOOKAHEAD);
+    CU_ASSERT_EQUAL(ck.chunk, VX_STEP_SAMPLES);
+    vx_stream *s = state;
+    const vx_model *w = m->impl;
+    int n_enc = (int)enc.shape[0], n_ada = (int)ada.shape[0];
+    int n_mel = 2 * n_enc;
+    s->cap_mel = malloc((size_t)n_mel * w->n_mels * sizeof(float));
+    s->cap_mel_max = n_mel;
+    s->cap_enc = malloc((size_t)n_enc * w->enc_dim * sizeof(float));
+    s->cap_enc_max = n_enc;
+    s->cap_ada = malloc((size_t)n_ada * w->dim * sizeof(float));
+    s->cap_ada_max = n_ada;
+    int K = (int)lg.shape[0], max_steps = 256;
+    int32_t *got = calloc((size_t)max_steps, sizeof(int32_t));
+    float *logits = malloc((size_t)sc.vocab * sizeof(float));
+    float *rec = malloc((size_t)K * sc.vocab * sizeof(float));
+    int nsteps = run_backend(m, s, &sc, audio, n, got, max_steps, logits, rec, K);
+
+    CU_ASSERT_EQUAL(s->cap_mel_n, n_mel);
+    CU_ASSERT_EQUAL(s->cap_enc_n, n_enc);
+    CU_ASSERT_EQUAL(s->cap_ada_n, n_ada);
+    if (s->cap_mel_n == n_mel) {
+        check_close("mel head (streaming vs offline)", s->cap_mel, mh.data, (size_t)sr_tensor_numel(&mh), 1e-4);
+        check_close("mel tail", s->cap_mel + (size_t)(n_mel - mt.shape[0]) * w->n_mels, mt.data,
+                    (size_t)sr_tensor_numel(&mt), 1e-4);
+    }
+    if (s->cap_enc_n == n_enc) check_close("encoder", s->cap_enc, enc.data, (size_t)sr_tensor_numel(&enc), 1e-4);
+    if (s->cap_ada_n == n_ada) check_close("adapter", s->cap_ada, ada.data, (size_t)sr_tensor_numel(&ada), 1e-4);
+    check_close("decoder logits (first steps)", rec, lg.data, (size_t)sr_tensor_numel(&lg), 1e-4);
+    /* every step's argmax; after EOS the flush steps report the pad, which the golden omits */
+    int ng = (int)steps.shape[0], same = nsteps >= ng;
+    for (int i = 0; same && i < ng; i++) same = got[i] == ((int32_t *)steps.data)[i];
+    for (int i = ng; same && i < nsteps && i < max_steps; i++) same = got[i] == w->pad;
+    printf("\n      %d steps (golden %d), greedy steps equal: %s", nsteps, ng, same ? "yes" : "NO");
+    CU_ASSERT(same);
+    free(s->cap_mel);
+    free(s->cap_enc);
+    free(s->cap_ada);
+    m->ops->stream_close(state);
+    free(got);
+    free(logits);
+    free(rec);
+    free(audio);
+    sr_tensor *ts[] = {&mh, &mt, &enc, &ada, &lg, &steps};
+    for (size_t i = 0; i < SR_ARRAY_LEN(ts); i++) sr_tensor_free(ts[i]);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_parity_small(void) { parity("voxtral/model.h5", "small"); }
+static void test_parity_full(void) { parity("voxtral/model_full.h5", "full"); }
+
+/* ---- public stream API ---- */
+
+static int32_t *gold_tokens(const char *grp, int *n)
+{
+    sr_h5 *g = open_golden();
+    char path[64];
+    snprintf(path, sizeof path, "/%s/tokens", grp);
+    sr_tensor t;
+    int32_t *out = NULL;
+    if (gold(g, path, SR_I32, &t)) {
+        *n = (int)t.shape[0];
+        out = malloc((size_t)(*n + 1) * sizeof(int32_t));
+        memcpy(out, t.data, (size_t)*n * sizeof(int32_t));
+        sr_tensor_free(&t);
+    }
+    sr_h5_close(g);
+    return out;
+}
+
+/* Feed the audio in pieces of `split` samples (0: random sizes), finish, compare tokens. */
+static void feed_split(sr_stream *st, const float *a, size_t n, size_t split, unsigned seed)
+{
+    size_t pos = 0;
+    while (pos < n) {
+        size_t k = split ? split : 1 + (size_t)(rand_r(&seed) % 3000);
+        if (k > n - pos) k = n - pos;
+        CU_ASSERT_EQUAL_FATAL(sr_stream_feed(st, a + pos, k), SR_OK);
+        pos += k;
+    }
+    sr_status s = sr_stream_finish(st);
+    if (s) printf("\n      finish: %s\n", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(s, SR_OK);
+}
+
+static int same_tokens(const sr_hypothesis *h, const int32_t *want, int n)
+{
+    if (h->n_tokens != n) return 0;
+    return !memcmp(h->tokens, want, (size_t)n * sizeof(int32_t));
+}
+
+static void test_stream_splits(void)
+{
+    sr_model *m = load("voxtral/model.h5");
+    sr_h5 *g = open_golden();
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    sr_h5_close(g);
+    int nt = 0;
+    int32_t *want = gold_tokens("small", &nt);
+    CU_ASSERT_FATAL(audio && want);
+    sr_stream *st = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &st), SR_OK);
+    size_t splits[] = {1, 160, 1279, 1280, 1320, 4000, 0, 0};
+    size_t n_entries = 0;
+    for (size_t i = 0; i < SR_ARRAY_LEN(splits); i++) {
+        sr_stream_reset(st);
+        feed_split(st, audio, n, splits[i], 17u + (unsigned)i);
+        const sr_hypothesis *h = sr_stream_hypothesis(st);
+        int ok = same_tokens(h, want, nt);
+        if (!ok) printf("\n      split %zu: %d tokens, golden %d", splits[i], h->n_tokens, nt);
+        CU_ASSERT(ok);
+        CU_ASSERT_EQUAL(h->n_stable, h->n_tokens);
+        size_t ne = sr_stream_timeline(st)->n;
+        if (i == 0) n_entries = ne;
+        CU_ASSERT_EQUAL(ne, n_entries);
+    }
+    /* 2 s of audio: one entry per 80 ms chunk after the first 82.5 ms, plus the final one */
+    CU_ASSERT_EQUAL(n_entries, (n - 40) / 1280 + 1);
+    sr_stream_close(st);
+    free(audio);
+    free(want);
+    sr_model_free(m);
+}
+
+/* A stream far longer than both windows: state bytes do not grow; sub-frame audio works. */
+static void test_stream_memory(void)
+{
+    sr_model *m = load("voxtral/model.h5");
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.record_timeline = 0;
+    sr_stream *st = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &cfg, &st), SR_OK);
+    sr_memstats a, b;
+    sr_memory(m, st, &a);
+    CU_ASSERT(a.weight_bytes > 0);
+    CU_ASSERT(a.stream_bytes > 0);
+    size_t n = 16000 * 12; /* 12 s: 150 steps, 600 encoder frames vs windows 16 and 20 */
+    float *x = malloc(n * sizeof(float));
+    unsigned seed = 5;
+    for (size_t i = 0; i < n; i++) x[i] = 0.1f * sinf((float)i * 0.05f) + 0.01f * (float)(rand_r(&seed) % 100) / 100.0f;
+    CU_ASSERT_EQUAL(sr_stream_feed(st, x, n), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(st), SR_OK);
+    sr_memory(m, st, &b);
+    printf("\n      weights %zu B, stream %zu B before, %zu B after 12 s", a.weight_bytes,
+           a.stream_bytes, b.stream_bytes);
+    /* only the hypothesis may grow (by doubling); caches are fixed */
+    CU_ASSERT(b.stream_bytes <= a.stream_bytes + 4096);
+    /* audio shorter than one 80 ms step: padded to one step, decoded, no error */
+    sr_stream_reset(st);
+    CU_ASSERT_EQUAL(sr_stream_feed(st, x, 100), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(st), SR_OK);
+    CU_ASSERT(sr_stream_timeline(st)->n == 1 && sr_stream_timeline(st)->entries[0].is_final);
+    /* no audio at all */
+    sr_stream_reset(st);
+    CU_ASSERT_EQUAL(sr_stream_finish(st), SR_OK);
+    free(x);
+    sr_stream_close(st);
+    sr_model_free(m);
+}
+
+/* ---- bad input ---- */
+
+static void test_bad_config(void)
+{
+    sr_model *m = load("voxtral/model.h5");
+    sr_stream *st = NULL;
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.delay_tokens = 31;
+    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "delay_tokens");
+    cfg.delay_tokens = -2;
+    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "delay_tokens");
+    sr_stream_config_init(&cfg);
+    cfg.chunk_ms = 100;
+    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "chunk_ms");
+    sr_stream_config_init(&cfg);
+    cfg.strategy = "offline";
+    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "strategy");
+    sr_stream_config_init(&cfg);
+    cfg.decoder = "aed_greedy";
+    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "aed_greedy");
+    CU_ASSERT_PTR_NULL(st);
+    /* a different delay is accepted and changes the prompt length */
+    sr_stream_config_init(&cfg);
+    cfg.delay_tokens = 6;
+    void *state = NULL;
+    sr_chunking ck;
+    sr_scorer sc;
+    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &state, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL(((vx_stream *)state)->prompt_len, 1 + 2 + 6);
+    /* scorer misuse: a step that does not exist yet, out-of-order steps, bad previous token */
+    float *logits = malloc((size_t)sc.vocab * sizeof(float));
+    TEST_ASSERT_ERR(sc.sync_step(sc.ctx, 0, -1, logits), SR_ERR_ARG, "sync_step");
+    float z[VX_STEP_SAMPLES * 12] = {0};
+    CU_ASSERT_EQUAL(m->ops->process(state, z, sizeof z / sizeof z[0], 0), SR_OK);
+    CU_ASSERT(sc.sync_frames(sc.ctx) > 1);
+    TEST_ASSERT_ERR(sc.sync_step(sc.ctx, 1, -1, logits), SR_ERR_ARG, "step 1");
+    TEST_ASSERT_ERR(sc.sync_step(sc.ctx, 0, sc.vocab, logits), SR_ERR_ARG, "prev token");
+    CU_ASSERT_EQUAL(sc.sync_step(sc.ctx, 0, -1, logits), SR_OK);
+    free(logits);
+    m->ops->stream_close(state);
+    sr_model_free(m);
+}
+
+static void test_bad_files(void)
+{
+    struct { const char *file; const char *needle; } cases[] = {
+        {"voxtral/bad_missing.h5", "model.language_model.norm.weight"},
+        {"voxtral/bad_tokenizer.h5", "/tokenizer"},
+        {"voxtral/bad_delay.h5", "config.delay_tokens"},
+        {"voxtral/bad_shape.h5", "model.audio_tower.embedder.conv1.weight"},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(cases); i++) {
+        sr_model *m = NULL;
+        TEST_ASSERT_ERR(sr_model_load(test_fixture(cases[i].file), NULL, &m), SR_ERR_FORMAT,
+                        cases[i].needle);
+        CU_ASSERT_PTR_NULL(m);
+    }
+    sr_model *m = load("voxtral/micro.h5");
+    CU_ASSERT_STRING_EQUAL(sr_model_arch(m), "voxtral_realtime");
+    sr_model_free(m);
+}
+
+void test_register_voxtral(void)
+{
+    TEST_SUITE("voxtral_parity", {"small_windows_wrap", test_parity_small},
+               {"full_windows", test_parity_full});
+    TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits},
+               {"memory_short_audio", test_stream_memory});
+    TEST_SUITE("voxtral_bad", {"stream_config", test_bad_config}, {"files", test_bad_files});
+}
