@@ -5,6 +5,7 @@
 #include "run.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const cJSON *find_run(const cJSON *results, const char *name)
