@@ -95,7 +95,7 @@ debug:
 	$(MAKE) BUILD=build-debug DEBUG=1 test
 
 bench: $(BUILD)/srkit
-	./$(BUILD)/srkit bench --all
+	./$(BUILD)/srkit bench --all --model $(SRKIT_HOME)/models/whisper-tiny.en.h5 --audio ../shared/data/librispeech-sample/1089-134686-0000.flac
 
 # Debian packages (as root), then the data assets srkit reads at run time into $SRKIT_HOME
 # (openai-whisper's spelling map for the whisper_en normalizer, fetched from PyPI).

@@ -149,11 +149,11 @@ static double check_result(const gemm_case *c, const gemm_data *d, const float *
     return worst;
 }
 
-/* The shapes of the brief (1x1x1, 7x13x5, 64x33x129) plus one large enough for blocked
- * kernels, each under every trans combination and three alpha/beta/padding settings. */
+/* The shapes of the brief (1x1x1, 7x13x5, 64x33x129), one-row products (the CPU table's gemv
+ * path) and one shape large enough for blocked kernels, each under every trans combination and three alpha/beta/padding settings. */
 static int all_cases(gemm_case *cases, int cap)
 {
-    static const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 33, 129}, {300, 257, 513}};
+    static const int shapes[][3] = {{1, 1, 1}, {1, 33, 7}, {1, 257, 513}, {7, 13, 5}, {64, 33, 129}, {300, 257, 513}};
     static const struct { float alpha, beta; int pad, nan_c; } modes[] = {
         {1.0f, 0.0f, 0, 0}, {-0.75f, 1.5f, 3, 0}, {2.0f, 0.0f, 1, 1}};
     int n = 0;
@@ -173,7 +173,7 @@ static int all_cases(gemm_case *cases, int cap)
 
 static void run_all(const sr_kernels *k, double *worst_out, const sr_kernels *cpu_cmp)
 {
-    gemm_case cases[64];
+    gemm_case cases[128];
     int n = all_cases(cases, 64);
     double worst = 0;
     for (int i = 0; i < n; i++) {

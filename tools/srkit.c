@@ -759,87 +759,367 @@ static int bench_gemm(const char *device, int threads)
     return 0;
 }
 
-/* Streaming speed of a model on one audio file: RTF, per-chunk compute percentiles. */
+/* ---- streaming benchmark: one model, one (possibly concatenated) audio stream ---- */
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-static int bench_stream(int argc, char **argv)
+/* Nearest-rank percentile (q in (0, 1]) of n sorted values: the smallest value with at least
+ * q * n values at or below it. */
+static int64_t bench_pct(const int64_t *sorted, size_t n, double q)
 {
+    size_t r = (size_t)ceil(q * (double)n);
+    return sorted[(r ? r : 1) - 1];
+}
+
+typedef struct {
     run_opts o;
-    run_opts_init(&o);
-    const char *model = NULL, *audio = NULL;
-    for (int i = 0; i < argc; i++) {
-        int r = parse_run_opt(argc, argv, &i, &o);
-        if (r < 0) return EXIT_USAGE;
-        if (r) continue;
-        if (!model) model = argv[i];
-        else if (!audio) audio = argv[i];
+    const char *model;
+    const char **audio; /* [n_audio] files, concatenated in order */
+    int n_audio;
+    int repeat;         /* runs of the whole stream; the fastest is reported */
+    int per_chunk;      /* include every chunk's audio time and compute time */
+    int max_ms;         /* > 0: only the first max_ms of the concatenated audio */
+    sr_config *stream_cfg; /* owns the strings of o.sc when --stream was given */
+} bench_args;
+
+/* --stream '{"strategy": "whisperrt", "chunk_ms": 100, ...}': the "stream" object of an
+ * experiment config (docs/config.md), checked by the config parser itself by wrapping it in a
+ * minimal config, so the field names, types and ranges are exactly those of `srkit eval`. */
+static int bench_parse_stream(const char *text, bench_args *b)
+{
+    cJSON *j = cJSON_Parse(text);
+    if (!cJSON_IsObject(j)) {
+        fprintf(stderr, "srkit bench: --stream needs a JSON object such as "
+                        "'{\"strategy\": \"whisperrt\", \"chunk_ms\": 100}', got: %s\n", text);
+        cJSON_Delete(j);
+        return -1;
     }
-    if (!model || !audio) { fprintf(stderr, "usage: srkit bench stream MODEL.h5 AUDIO [options]\n"); return EXIT_USAGE; }
-    sr_audio a = {0};
-    sr_status st = sr_audio_load(audio, 16000, &a);
-    if (st) return fail(st, audio);
+    cJSON *root = cJSON_CreateObject();
+    cJSON *mdl = cJSON_AddObjectToObject(root, "model"), *data = cJSON_AddObjectToObject(root, "data");
+    cJSON_AddStringToObject(root, "name", "bench");
+    cJSON_AddStringToObject(mdl, "path", "-");
+    cJSON_AddStringToObject(data, "path", "-");
+    cJSON_AddItemToObject(root, "stream", j);
+    char *wrapped = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!wrapped) { fprintf(stderr, "srkit bench: out of memory\n"); return -1; }
+    sr_config *c = NULL;
+    sr_status st = sr_config_parse(wrapped, "--stream", &c);
+    free(wrapped);
+    if (st) { fail(st, "bench --stream"); return -1; }
+    for (size_t i = 0; i < sr_config_n_warnings(c); i++)
+        fprintf(stderr, "srkit bench: warning: %s\n", sr_config_warning(c, i));
+    sr_config_free(b->stream_cfg);
+    b->stream_cfg = c;
+    b->o.sc = sr_config_run(c, 0)->stream;
+    return 0;
+}
+
+/* Threads actually used: the requested count, else OpenBLAS's default (its environment
+ * variable, else one per online core). */
+static int bench_threads(const run_opts *o)
+{
+    if (o->mo.threads > 0) return o->mo.threads;
+    const char *e = getenv("OPENBLAS_NUM_THREADS");
+    if (e && atoi(e) > 0) return atoi(e);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Concatenate the audio files at 16 kHz, cut to --max-ms when given. */
+static int bench_load_audio(const bench_args *b, sr_audio *all)
+{
+    memset(all, 0, sizeof *all);
+    all->sample_rate = 16000;
+    for (int i = 0; i < b->n_audio; i++) {
+        sr_audio a = {0};
+        sr_status st = sr_audio_load(b->audio[i], 16000, &a);
+        if (st) { sr_audio_free(all); return fail(st, b->audio[i]); }
+        float *p = realloc(all->samples, (all->n + a.n) * sizeof(float));
+        if (!p) {
+            sr_audio_free(&a);
+            sr_audio_free(all);
+            fprintf(stderr, "srkit bench: out of memory concatenating audio\n");
+            return 1;
+        }
+        memcpy(p + all->n, a.samples, a.n * sizeof(float));
+        all->samples = p;
+        all->n += a.n;
+        sr_audio_free(&a);
+    }
+    size_t cap = (size_t)b->max_ms * 16;
+    if (b->max_ms > 0 && all->n > cap) all->n = cap;
+    return 0;
+}
+
+/* Run the stream b->repeat times over the concatenated audio (the whole signal fed at once:
+ * chunk boundaries depend only on the sample count, so this is the same computation as a live
+ * feed, without the waiting) and print the fastest run, as one JSON object (--json) or as text. */
+static int bench_run(const bench_args *b)
+{
+    const run_opts *o = &b->o;
+    sr_audio a;
+    if (bench_load_audio(b, &a)) return 1;
     sr_model *m = NULL;
-    if (open_model(model, &o, &m)) { sr_audio_free(&a); return 1; }
+    double tl0 = now_s();
+    if (open_model(b->model, o, &m)) { sr_audio_free(&a); return 1; }
+    double load_s = now_s() - tl0;
     sr_stream *s = NULL;
     int rc = 0;
-    if ((st = sr_stream_open(m, &o.sc, &s))) { rc = fail(st, "stream"); goto out; }
-    double t0 = now_s();
-    if ((st = sr_stream_feed(s, a.samples, a.n)) || (st = sr_stream_finish(s))) { rc = fail(st, audio); goto out; }
-    double dt = now_s() - t0, audio_s = (double)a.n / 16000;
-    const sr_timeline *tl = sr_stream_timeline(s);
-    int64_t *c = malloc(tl->n * sizeof *c);
-    for (size_t i = 0; i < tl->n; i++) c[i] = tl->entries[i].compute_ns;
-    qsort(c, tl->n, sizeof *c, cmp_i64);
+    int64_t *c = NULL, *best_c = NULL, *best_at = NULL;
+    double best = INFINITY, audio_s = (double)a.n / 16000.0;
+    size_t n_best = 0;
+    char *text = NULL;
+    cJSON *runs = cJSON_CreateArray();
+    sr_status st = sr_stream_open(m, &o->sc, &s);
+    if (st) { rc = fail(st, "stream"); goto out; }
+    for (int r = 0; r < b->repeat; r++) {
+        sr_stream_reset(s);
+        double t0 = now_s();
+        if ((st = sr_stream_feed(s, a.samples, a.n)) || (st = sr_stream_finish(s))) {
+            rc = fail(st, b->audio[0]);
+            goto out;
+        }
+        double dt = now_s() - t0;
+        cJSON_AddItemToArray(runs, cJSON_CreateNumber(dt));
+        if (dt >= best) continue;
+        best = dt;
+        const sr_timeline *tl = sr_stream_timeline(s);
+        free(best_c);
+        free(best_at);
+        best_c = malloc((tl->n ? tl->n : 1) * sizeof *best_c);
+        best_at = malloc((tl->n ? tl->n : 1) * sizeof *best_at);
+        if (!best_c || !best_at) { fprintf(stderr, "srkit bench: out of memory\n"); rc = 1; goto out; }
+        for (size_t i = 0; i < tl->n; i++) {
+            best_c[i] = tl->entries[i].compute_ns;
+            best_at[i] = tl->entries[i].audio_ms;
+        }
+        n_best = tl->n;
+        free(text);
+        text = strdup(sr_stream_hypothesis(s)->text);
+    }
+    if (!n_best) { fprintf(stderr, "srkit bench: the stream wrote no timeline entry\n"); rc = 1; goto out; }
+    c = malloc(n_best * sizeof *c);
+    if (!c) { fprintf(stderr, "srkit bench: out of memory\n"); rc = 1; goto out; }
+    memcpy(c, best_c, n_best * sizeof *c);
+    qsort(c, n_best, sizeof *c, cmp_i64);
+    double sum = 0;
+    for (size_t i = 0; i < n_best; i++) sum += (double)c[i];
     sr_memstats ms;
     sr_memory(m, s, &ms);
-    printf("model %s (%s), audio %.2f s, %zu chunks\n", model, sr_model_arch(m), audio_s, tl->n);
-    printf("RTF %.4f (RTFx %.1f); per-chunk compute ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n",
-           dt / audio_s, audio_s / dt, c[tl->n / 2] / 1e6, c[tl->n * 9 / 10] / 1e6,
-           c[tl->n * 99 / 100] / 1e6, c[tl->n - 1] / 1e6);
-    printf("memory: weights %zu B, stream state %zu B, peak RSS %zu B\n", ms.weight_bytes,
-           ms.stream_bytes, ms.peak_rss_bytes);
-    free(c);
+    double p50 = bench_pct(c, n_best, 0.5) / 1e6, p90 = bench_pct(c, n_best, 0.9) / 1e6,
+           p99 = bench_pct(c, n_best, 0.99) / 1e6, mx = c[n_best - 1] / 1e6;
+    const sr_stream_config *sc = &o->sc;
+    if (o->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "model", b->model);
+        cJSON_AddStringToObject(j, "arch", sr_model_arch(m));
+        cJSON_AddStringToObject(j, "device", o->mo.device ? o->mo.device : "cpu");
+        cJSON_AddNumberToObject(j, "threads", bench_threads(o));
+        cJSON *files = cJSON_AddArrayToObject(j, "audio");
+        for (int i = 0; i < b->n_audio; i++) cJSON_AddItemToArray(files, cJSON_CreateString(b->audio[i]));
+        if (sc->strategy) cJSON_AddStringToObject(j, "strategy", sc->strategy);
+        else cJSON_AddNullToObject(j, "strategy");
+        if (sc->decoder) cJSON_AddStringToObject(j, "decoder", sc->decoder);
+        else cJSON_AddNullToObject(j, "decoder");
+        cJSON_AddNumberToObject(j, "chunk_ms", sc->chunk_ms);
+        cJSON_AddNumberToObject(j, "first_chunk_ms", sc->first_chunk_ms);
+        cJSON_AddNumberToObject(j, "beam", sc->beam);
+        cJSON_AddNumberToObject(j, "stability_n", sc->stability_n);
+        cJSON_AddBoolToObject(j, "decoder_kv_cache", sc->decoder_kv_cache);
+        cJSON_AddNumberToObject(j, "audio_s", audio_s);
+        cJSON_AddNumberToObject(j, "compute_s", best);
+        cJSON_AddNumberToObject(j, "rtf", best / audio_s);
+        cJSON_AddNumberToObject(j, "rtfx", audio_s / best);
+        cJSON_AddNumberToObject(j, "n_chunks", (double)n_best);
+        cJSON_AddNumberToObject(j, "chunk_ms_mean", sum / (double)n_best / 1e6);
+        cJSON_AddNumberToObject(j, "chunk_ms_p50", p50);
+        cJSON_AddNumberToObject(j, "chunk_ms_p90", p90);
+        cJSON_AddNumberToObject(j, "chunk_ms_p99", p99);
+        cJSON_AddNumberToObject(j, "chunk_ms_max", mx);
+        cJSON_AddNumberToObject(j, "load_s", load_s);
+        cJSON_AddNumberToObject(j, "repeat", b->repeat);
+        cJSON_AddItemToObject(j, "compute_s_runs", runs);
+        runs = NULL;
+        cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
+        cJSON_AddNumberToObject(j, "stream_state_bytes", (double)ms.stream_bytes);
+        cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
+        cJSON_AddNumberToObject(j, "gpu_peak_bytes", (double)ms.gpu_peak_bytes);
+        cJSON_AddStringToObject(j, "text", text ? text : "");
+        if (b->per_chunk) {
+            cJSON *at = cJSON_AddArrayToObject(j, "chunk_audio_ms");
+            cJSON *ct = cJSON_AddArrayToObject(j, "chunk_compute_ms");
+            for (size_t i = 0; i < n_best; i++) {
+                cJSON_AddItemToArray(at, cJSON_CreateNumber((double)best_at[i]));
+                cJSON_AddItemToArray(ct, cJSON_CreateNumber(best_c[i] / 1e6));
+            }
+        }
+        char *txt = cJSON_PrintUnformatted(j);
+        printf("%s\n", txt ? txt : "{}");
+        free(txt);
+        cJSON_Delete(j);
+    } else {
+        printf("model %s (%s), strategy %s, decoder %s, chunk %d ms, %d thread(s)\n", b->model,
+               sr_model_arch(m), sc->strategy ? sc->strategy : "(default)",
+               sc->decoder ? sc->decoder : "(default)", sc->chunk_ms, bench_threads(o));
+        printf("audio %.2f s (%d file(s)), %zu chunks, best of %d run(s)\n", audio_s, b->n_audio,
+               n_best, b->repeat);
+        printf("RTF %.4f (RTFx %.1f); per-chunk compute ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n",
+               best / audio_s, audio_s / best, p50, p90, p99, mx);
+        printf("memory: weights %zu B, stream state %zu B, peak RSS %zu B\n", ms.weight_bytes,
+               ms.stream_bytes, ms.peak_rss_bytes);
+    }
 out:
+    free(text);
+    cJSON_Delete(runs);
+    free(c);
+    free(best_c);
+    free(best_at);
     sr_stream_close(s);
     sr_model_free(m);
     sr_audio_free(&a);
     return rc;
 }
 
+static const char BENCH_USAGE[] =
+    "usage: srkit bench gemm [--device cpu|cuda] [--threads N]\n"
+    "       srkit bench --model MODEL.h5 --audio A [--audio B ...] [--stream JSON] [options]\n"
+    "       srkit bench stream MODEL.h5 AUDIO... [options]\n"
+    "       srkit bench --all [--model MODEL.h5 --audio A]   (what `make bench` runs)\n\n"
+    "Timings live here, never in the tests. gemm reports GFLOP/s and the bandwidth of reading\n"
+    "the weight matrix. The streaming benchmark feeds the audio files, concatenated in order,\n"
+    "through one stream and reports RTF, per-chunk compute time (chunk_ms_p50/p90/p99: the\n"
+    "wall time of each chunk's model + decoder work, in ms) and memory; --json prints one JSON\n"
+    "object (docs/benchmarks.md lists its fields). --all runs gemm, then, when --model names\n"
+    "an existing file, the streaming benchmark for whisperrt (100 and 300 ms), reencode\n"
+    "(300 ms) and offline on --audio; without the model it says so and skips them.\n\n"
+    "options:\n"
+    "  --stream JSON           the \"stream\" object of an experiment config (docs/config.md),\n"
+    "                          e.g. '{\"strategy\": \"reencode\", \"chunk_ms\": 100}'; options\n"
+    "                          after it override its fields\n"
+    "  --repeat N              run the stream N times, report the fastest (default 1)\n"
+    "  --max-ms N              use only the first N ms of the concatenated audio\n"
+    "  --per-chunk             --json also lists every chunk's audio_ms and compute ms\n"
+    "  --json                  one JSON object\n";
+
+/* Parse the streaming benchmark's arguments; positional arguments (the `bench stream` form)
+ * are the model, then audio files. 0 = ok, 1 = help printed, -1 = usage error. */
+static int bench_parse(int argc, char **argv, bench_args *b)
+{
+    memset(b, 0, sizeof *b);
+    run_opts_init(&b->o);
+    b->repeat = 1;
+    b->audio = calloc((size_t)argc + 1, sizeof *b->audio);
+    if (!b->audio) { fprintf(stderr, "srkit bench: out of memory\n"); return -1; }
+    for (int i = 0; i < argc; i++) {
+        int r = parse_run_opt(argc, argv, &i, &b->o);
+        if (r < 0) return -1;
+        if (r) continue;
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { printf("%s%s", BENCH_USAGE, RUN_OPTS_HELP); return 1; }
+        if (!strcmp(a, "--per-chunk")) { b->per_chunk = 1; continue; }
+        if (!strcmp(a, "--model") || !strcmp(a, "--audio") || !strcmp(a, "--stream") ||
+            !strcmp(a, "--repeat") || !strcmp(a, "--max-ms")) {
+            if (!v) { fprintf(stderr, "srkit bench: %s needs a value\n", a); return -1; }
+            i++;
+            if (!strcmp(a, "--model")) b->model = v;
+            else if (!strcmp(a, "--audio")) b->audio[b->n_audio++] = v;
+            else if (!strcmp(a, "--stream")) { if (bench_parse_stream(v, b)) return -1; }
+            else if (!strcmp(a, "--max-ms")) { if (parse_int("--max-ms", v, &b->max_ms)) return -1; }
+            else if (parse_int("--repeat", v, &b->repeat) || b->repeat < 1) {
+                fprintf(stderr, "srkit bench: --repeat needs an integer >= 1\n");
+                return -1;
+            }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) { fprintf(stderr, "srkit bench: unknown option %s\n", a); return -1; }
+        if (!b->model) b->model = a;
+        else b->audio[b->n_audio++] = a;
+    }
+    return 0;
+}
+
+static void bench_args_free(bench_args *b)
+{
+    free(b->audio);
+    sr_config_free(b->stream_cfg);
+    memset(b, 0, sizeof *b);
+}
+
+static int bench_stream(int argc, char **argv)
+{
+    bench_args b;
+    int r = bench_parse(argc, argv, &b);
+    if (!r && (!b.model || !b.n_audio)) {
+        fprintf(stderr, "srkit bench: needs a model and at least one audio file (see --help)\n");
+        r = -1;
+    }
+    int rc = r < 0 ? EXIT_USAGE : r > 0 ? 0 : bench_run(&b);
+    bench_args_free(&b);
+    return rc;
+}
+
+/* `make bench`: GEMM on every device, then the Whisper streaming benchmarks when the model file
+ * exists (skipped with a message otherwise, so the target works on a fresh checkout). */
+static int bench_all(int argc, char **argv)
+{
+    bench_args b;
+    int r = bench_parse(argc, argv, &b);
+    if (r) { bench_args_free(&b); return r < 0 ? EXIT_USAGE : 0; }
+    int rc = bench_gemm(b.o.mo.device ? b.o.mo.device : "cpu", b.o.mo.threads);
+    const sr_kernels *k;
+    if (sr_kernels_cuda(&k) == SR_OK) rc |= bench_gemm("cuda", 0);
+    else printf("(cuda gemm skipped: %s)\n", sr_last_error());
+    if (!b.model || access(b.model, R_OK) != 0) {
+        printf("(streaming benchmarks skipped: model %s not found; `make models` fetches it)\n",
+               b.model ? b.model : "(none given: --model)");
+    } else if (!b.n_audio || access(b.audio[0], R_OK) != 0) {
+        printf("(streaming benchmarks skipped: audio %s not found)\n",
+               b.n_audio ? b.audio[0] : "(none given: --audio)");
+    } else {
+        static const struct { const char *strategy, *decoder; int chunk_ms; } runs[] = {
+            {"whisperrt", "stable_greedy", 100}, {"whisperrt", "stable_greedy", 300},
+            {"reencode", "stable_greedy", 300}, {"offline", "aed_greedy", 0}};
+        for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+            b.o.sc.strategy = runs[i].strategy;
+            b.o.sc.decoder = runs[i].decoder;
+            b.o.sc.chunk_ms = runs[i].chunk_ms;
+            b.o.sc.first_chunk_ms = 0;
+            printf("\n");
+            fflush(stdout);
+            rc |= bench_run(&b);
+        }
+    }
+    bench_args_free(&b);
+    return rc;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
-    const char *usage =
-        "usage: srkit bench gemm [--device cpu|cuda] [--threads N]\n"
-        "       srkit bench stream MODEL.h5 AUDIO [model/stream options]\n"
-        "       srkit bench --all        (what `make bench` runs)\n\n"
-        "Timings live here, never in the tests. gemm reports GFLOP/s and the bandwidth of\n"
-        "reading the weight matrix; stream reports RTF, per-chunk latency and memory.\n";
-    if (!argc || simple_help(argc, argv, usage)) {
-        if (!argc) { fprintf(stderr, "%s", usage); return EXIT_USAGE; }
+    if (!argc) { fprintf(stderr, "%s", BENCH_USAGE); return EXIT_USAGE; }
+    if (simple_help(1, argv, BENCH_USAGE)) {
+        printf("%s", RUN_OPTS_HELP);
         return 0;
     }
     if (!strcmp(argv[0], "stream")) return bench_stream(argc - 1, argv + 1);
-    if (!strcmp(argv[0], "gemm") || !strcmp(argv[0], "--all")) {
+    if (!strcmp(argv[0], "--all")) return bench_all(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "gemm")) {
         const char *device = "cpu";
         int threads = 0;
         for (int i = 1; i < argc; i++) {
             if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
             else if (!strcmp(argv[i], "--threads") && i + 1 < argc) { if (parse_int("--threads", argv[++i], &threads)) return EXIT_USAGE; }
-            else { fprintf(stderr, "srkit bench: unknown argument %s\n", argv[i]); return EXIT_USAGE; }
+            else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf("%s", BENCH_USAGE); return 0; }
+            else { fprintf(stderr, "srkit bench gemm: unknown argument %s\n", argv[i]); return EXIT_USAGE; }
         }
-        int rc = bench_gemm(device, threads);
-        if (!strcmp(argv[0], "--all")) {
-            const sr_kernels *k;
-            if (sr_kernels_cuda(&k) == SR_OK) rc |= bench_gemm("cuda", 0);
-            else printf("(cuda gemm skipped: %s)\n", sr_last_error());
-        }
-        return rc;
+        return bench_gemm(device, threads);
     }
-    fprintf(stderr, "srkit bench: unknown benchmark %s\n%s", argv[0], usage);
+    if (argv[0][0] == '-') return bench_stream(argc, argv); /* --model M --audio A ... */
+    fprintf(stderr, "srkit bench: unknown benchmark %s\n%s", argv[0], BENCH_USAGE);
     return EXIT_USAGE;
 }
 

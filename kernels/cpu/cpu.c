@@ -63,6 +63,20 @@ static sr_status cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, float 
         }
         return SR_OK;
     }
+    if (M == 1) {
+        /* One-row products (batch-1 decoding, logits): gemv reads the weight matrix once, while
+         * OpenBLAS's gemm first copies (packs) all of B — twice the memory traffic. A stored
+         * transposed is a column with stride lda. C is cleared for beta = 0 so that NaN there
+         * is overwritten whatever the BLAS does with 0 * NaN. */
+        const int inc_a = trans_a ? lda : 1;
+        if (beta == 0.0f)
+            for (int j = 0; j < N; j++) C[j] = 0.0f;
+        if (trans_b) /* B [N, K]: C = B · a */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, alpha, B, ldb, A, inc_a, beta, C, 1);
+        else /* B [K, N]: C = B^T · a */
+            cblas_sgemv(CblasRowMajor, CblasTrans, K, N, alpha, B, ldb, A, inc_a, beta, C, 1);
+        return SR_OK;
+    }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
                 ldc);
