@@ -33,6 +33,21 @@ Writes under tests/fixtures/voxtral/:
                   pieces for vocab 360), bad_delay.h5 (delay_tokens 40 > max 30), bad_shape.h5
                   (conv1 weight for 80 mel bins) for the bad-input tests.
 
+  ckpt_mistral/   the weights of model.h5 as Mistral publishes the model: params.json,
+                  consolidated.safetensors (bf16, Mistral's tensor names, wq / wk rows and the
+                  encoder's q bias in Mistral's interleaved-pair RoPE order) and tekken.json
+                  (named special tokens only, the rest filled by rank; audio section with
+                  streaming_n_left_pad_tokens 2 and transcription_delay_ms 240 = 3 tokens)
+  ckpt_hf/        the same model as transformers saves it (save_pretrained in bf16, two shards
+                  + index), tekken.json and preprocessor_config.json
+                  scripts/convert_voxtral.py must turn both into model.h5's tensors bit for bit
+                  (tests/test_voxtral.c, suite voxtral_convert). The interleaved layout is
+                  checked numerically here: interleaved RoPE on the Mistral rows gives the same
+                  attention scores as transformers' rotate-half RoPE on its rows.
+  ckpt_bad_missing/  micro.h5's weights in the Mistral layout without norm.weight
+  ckpt_bad_vocab/    micro.h5's weights in the Mistral layout, tekken.json one token short
+With --checkpoints-only, only the ckpt_* folders are (re)written.
+
 Protocol (what the backend does, docs/voxtral.md): the signal is n_left * 1280 zeros, the audio,
 zeros up to a multiple of 1280, n_right * 1280 zeros. Its offline mel has 8 frames per 80 ms,
 the encoder 4, the adapter 1 (audio embedding a[p], p = 0 .. P-1). The decoder input at
@@ -42,9 +57,11 @@ position L - 1 + t; audio steps run while a[p] exists, then flush steps feed emb
 until EOS is chosen or flush_tokens steps ran. Deterministic (fixed seeds).
 """
 
+import base64
 import json
 import math
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -55,6 +72,7 @@ import srkit_h5  # noqa: E402
 
 import h5py  # noqa: E402
 import soundfile  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
 from transformers import (  # noqa: E402
     VoxtralRealtimeConfig,
     VoxtralRealtimeForConditionalGeneration,
@@ -246,8 +264,7 @@ def run(model, cfg, audio):
         "mel_stream_max_diff": mel_stream_diff}
 
 
-def write_micro(tok):
-    """A tiny valid model (encoder and decoder 1 layer x 8) and malformed variants."""
+def micro_config():
     cfg = hf_config(16, 20)
     cfg.audio_config.hidden_size = cfg.audio_config.intermediate_size = 8
     cfg.audio_config.num_hidden_layers = 1
@@ -256,6 +273,12 @@ def write_micro(tok):
     t.hidden_size, t.intermediate_size, t.num_hidden_layers = 8, 8, 1
     t.num_attention_heads, t.num_key_value_heads, t.head_dim = 2, 1, 4
     cfg.hidden_size = 8
+    return cfg
+
+
+def write_micro(tok):
+    """A tiny valid model (encoder and decoder 1 layer x 8) and malformed variants."""
+    cfg = micro_config()
     torch.manual_seed(7)
     sd = state_dict(VoxtralRealtimeForConditionalGeneration(cfg))
     good = srkit_config(cfg, "bf16")
@@ -274,13 +297,206 @@ def write_micro(tok):
     w("bad_shape.h5", good, shape)
 
 
+# ---- the checkpoint layouts the converter reads ------------------------------------------------
+
+MM = "mm_streams_embeddings.embedding_module."
+WE = MM + "whisper_encoder."
+
+
+def mistral_key(k):
+    """transformers state-dict key -> Mistral consolidated.safetensors key (facts: transformers'
+    convert_voxtral_realtime_weights_to_hf.py mapping, read in the other direction)."""
+    enc_tail = {"self_attn.q_proj": "attention.wq", "self_attn.k_proj": "attention.wk",
+                "self_attn.v_proj": "attention.wv", "self_attn.o_proj": "attention.wo",
+                "mlp.gate_proj": "feed_forward.w1", "mlp.down_proj": "feed_forward.w2",
+                "mlp.up_proj": "feed_forward.w3", "self_attn_layer_norm": "attention_norm",
+                "final_layer_norm": "ffn_norm", "input_layernorm": "attention_norm",
+                "post_attention_layernorm": "ffn_norm",
+                "ada_rms_norm.linear1": "ada_rms_norm_t_cond.0",
+                "ada_rms_norm.linear2": "ada_rms_norm_t_cond.2"}
+    top = {"model.audio_tower.embedder.conv1": WE + "conv_layers.0.conv",
+           "model.audio_tower.embedder.conv2": WE + "conv_layers.1.conv",
+           "model.audio_tower.norm": WE + "transformer.norm",
+           "model.multi_modal_projector.linear_1": MM + "audio_language_projection.0",
+           "model.multi_modal_projector.linear_2": MM + "audio_language_projection.2",
+           "model.language_model.embed_tokens": MM + "tok_embeddings",
+           "model.language_model.norm": "norm"}
+    stem, leaf = k.rsplit(".", 1)
+    if stem in top:
+        return top[stem] + "." + leaf
+    for pre, base in (("model.audio_tower.layers.", WE + "transformer.layers."),
+                      ("model.language_model.layers.", "layers.")):
+        if k.startswith(pre):
+            l, rest = stem[len(pre):].split(".", 1)
+            return "%s%s.%s.%s" % (base, l, enc_tail[rest], leaf)
+    raise KeyError(k)
+
+
+def to_interleaved(t, heads):
+    """Rotate-half rows -> Mistral's interleaved-pair rows, per head: [H, 2, hd/2] -> [H, hd/2, 2]."""
+    shape = t.shape
+    hd = shape[0] // heads
+    return t.reshape((heads, 2, hd // 2) + shape[1:]).transpose(1, 2).reshape(shape).contiguous()
+
+
+def check_rope_layouts(q_hf, k_hf, q_mi, k_mi, hd, theta):
+    """Scores q(p) . k(s) per head: rotate-half RoPE on transformers' rows against interleaved
+    RoPE (complex pairs x[2i] + j x[2i+1] times e^(j pos inv_i)) on the Mistral rows."""
+    inv = 1.0 / theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+    pos = torch.arange(q_hf.shape[0], dtype=torch.float64)
+    ang = pos[:, None] * inv[None]
+    cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
+
+    def half(x):
+        x = x.double().reshape(x.shape[0], -1, hd)
+        rot = torch.cat([-x[..., hd // 2:], x[..., :hd // 2]], -1)
+        return x * cos[:, None] + rot * sin[:, None]
+
+    def inter(x):
+        x = x.double().reshape(x.shape[0], -1, hd // 2, 2)
+        z = torch.view_as_complex(x.contiguous()) * torch.polar(torch.ones_like(ang), ang)[:, None]
+        return torch.view_as_real(z).reshape(x.shape[0], -1, hd)
+
+    group = q_hf.shape[1] // k_hf.shape[1]
+    s_hf = torch.einsum("phd,shd->hps", half(q_hf), half(k_hf).repeat_interleave(group, 1))
+    s_mi = torch.einsum("phd,shd->hps", inter(q_mi), inter(k_mi).repeat_interleave(group, 1))
+    d = float((s_hf - s_mi).abs().max())
+    assert d < 1e-9, d
+    return d
+
+
+def tekken_json(tok, vocab_size, n_left, delay_ms):
+    pieces, n_special = tok["pieces"], sum(tok["special"])
+    named = {i: pieces[i].decode() for i in (0, 1, 2, 32, 33)}
+    return {
+        "config": {"pattern": ".+", "num_vocab_tokens": len(pieces) - n_special,
+                   "default_vocab_size": vocab_size, "default_num_special_tokens": n_special,
+                   "version": "v13"},
+        "vocab": [{"rank": i, "token_bytes": base64.b64encode(p).decode(),
+                   "token_str": p.decode("utf-8", "replace")}
+                  for i, p in enumerate(pieces[n_special:])],
+        "special_tokens": [{"rank": r, "token_str": t, "is_control": True}
+                           for r, t in sorted(named.items())],
+        "audio": {"sampling_rate": 16000, "frame_rate": 12.5,
+                  "audio_encoding_config": {"num_mel_bins": 128, "hop_length": 160,
+                                            "window_size": 400},
+                  "transcription_delay_ms": delay_ms, "streaming_look_ahead_ms": 2.5,
+                  "streaming_look_back_ms": 52.5, "streaming_n_left_pad_tokens": n_left,
+                  "transcription_format": "streaming"},
+    }
+
+
+def params_json(cfg):
+    a, t = cfg.audio_config, cfg.text_config
+    return {
+        "dim": t.hidden_size, "n_layers": t.num_hidden_layers, "head_dim": t.head_dim,
+        "hidden_dim": t.intermediate_size, "n_heads": t.num_attention_heads,
+        "n_kv_heads": t.num_key_value_heads, "use_biases": False, "causal": True,
+        "rope_theta": t.rope_parameters["rope_theta"], "norm_eps": t.rms_norm_eps,
+        "vocab_size": t.vocab_size, "model_parallel": 1, "tied_embeddings": True,
+        "sliding_window": t.sliding_window, "model_max_length": 131072,
+        "multimodal": {"whisper_model_args": {
+            "encoder_args": {
+                "audio_encoding_args": {"sampling_rate": 16000, "frame_rate": 12.5,
+                                        "num_mel_bins": a.num_mel_bins, "hop_length": 160,
+                                        "window_size": 400, "chunk_length_s": None,
+                                        "global_log_mel_max": GLOBAL_LOG_MEL_MAX,
+                                        "transcription_format": "streaming"},
+                "dim": a.hidden_size, "n_layers": a.num_hidden_layers, "head_dim": a.head_dim,
+                "hidden_dim": a.intermediate_size, "n_heads": a.num_attention_heads,
+                "vocab_size": t.vocab_size, "n_kv_heads": a.num_attention_heads,
+                "use_biases": True, "use_cache": False,
+                "rope_theta": a.rope_parameters["rope_theta"], "causal": True,
+                "norm_eps": a.rms_norm_eps, "pos_embed": "rope", "max_source_positions": None,
+                "ffn_type": "swiglu", "norm_type": "rms_norm", "sliding_window": a.sliding_window},
+            "downsample_args": {"downsample_factor": cfg.downsample_factor}}},
+        "ada_rms_norm_t_cond": True, "ada_rms_norm_t_cond_dim": 32,
+    }
+
+
+def write_mistral(folder, cfg, sd, tok, drop=(), vocab_cut=0, check=False):
+    """Mistral layout of state dict sd (torch tensors, transformers names) under folder."""
+    a, t = cfg.audio_config, cfg.text_config
+    out = {}
+    for k, v in sd.items():
+        if k == "lm_head.weight":
+            continue
+        v = v.detach().float()
+        if k.startswith("model.audio_tower.layers.") and (k.endswith("q_proj.weight") or
+                                                          k.endswith("q_proj.bias") or
+                                                          k.endswith("k_proj.weight")):
+            v = to_interleaved(v, a.num_attention_heads)
+        elif k.startswith("model.language_model.layers.") and k.endswith(("q_proj.weight", "k_proj.weight")):
+            v = to_interleaved(v, t.num_attention_heads if "q_proj" in k else t.num_key_value_heads)
+        out[mistral_key(k)] = v.bfloat16().contiguous()
+    if check:  # the layout fact, numerically, on encoder layer 0 and decoder layer 0
+        g = torch.Generator().manual_seed(5)
+        for pre, mpre, H, Hk, hd, theta, bias in (
+                ("model.audio_tower.layers.0.", WE + "transformer.layers.0.", a.num_attention_heads,
+                 a.num_attention_heads, a.head_dim, a.rope_parameters["rope_theta"], True),
+                ("model.language_model.layers.0.", "layers.0.", t.num_attention_heads,
+                 t.num_key_value_heads, t.head_dim, t.rope_parameters["rope_theta"], False)):
+            x = torch.randn(40, sd[pre + "self_attn.q_proj.weight"].shape[1], generator=g).double()
+            qb = sd[pre + "self_attn.q_proj.bias"].double() if bias else 0
+            qbm = out[mpre + "attention.wq.bias"].double() if bias else 0
+            d = check_rope_layouts(x @ sd[pre + "self_attn.q_proj.weight"].double().T + qb,
+                                   x @ sd[pre + "self_attn.k_proj.weight"].double().T,
+                                   x @ out[mpre + "attention.wq.weight"].double().T + qbm,
+                                   x @ out[mpre + "attention.wk.weight"].double().T, hd, theta)
+            print("  RoPE layouts, %s: max |score diff| %.2g" % (pre, d))
+    for k in drop:
+        del out[k]
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    save_file(out, os.path.join(folder, "consolidated.safetensors"))
+    with open(os.path.join(folder, "params.json"), "w") as f:
+        json.dump(params_json(cfg), f, indent=2)
+    tk = tekken_json(tok, t.vocab_size - vocab_cut, N_LEFT, DELAY * 80)
+    if vocab_cut:
+        tk["vocab"] = tk["vocab"][:-vocab_cut]
+    with open(os.path.join(folder, "tekken.json"), "w") as f:
+        json.dump(tk, f)
+
+
+def write_hf(folder, model, tok):
+    """transformers' own save_pretrained (bf16, sharded) + tekken.json + preprocessor config."""
+    shutil.rmtree(folder, ignore_errors=True)
+    m = VoxtralRealtimeForConditionalGeneration(model.config)
+    m.load_state_dict(model.state_dict())
+    m = m.to(torch.bfloat16)
+    m.save_pretrained(folder, max_shard_size="100KB")
+    VoxtralRealtimeFeatureExtractor(feature_size=128, global_log_mel_max=GLOBAL_LOG_MEL_MAX) \
+        .save_pretrained(folder)
+    with open(os.path.join(folder, "tekken.json"), "w") as f:
+        json.dump(tekken_json(tok, model.config.text_config.vocab_size, N_LEFT, DELAY * 80), f)
+    for extra in ("generation_config.json",):  # not read by the converter
+        p = os.path.join(folder, extra)
+        if os.path.exists(p):
+            os.remove(p)
+
+
+def write_checkpoints(base, tok):
+    cfg = base.config
+    sd = base.state_dict()
+    write_mistral(os.path.join(OUT, "ckpt_mistral"), cfg, sd, tok, check=True)
+    write_hf(os.path.join(OUT, "ckpt_hf"), base, tok)
+    mcfg = micro_config()
+    torch.manual_seed(7)
+    msd = VoxtralRealtimeForConditionalGeneration(mcfg).state_dict()
+    write_mistral(os.path.join(OUT, "ckpt_bad_missing"), mcfg, msd, tok, drop=("norm.weight",))
+    write_mistral(os.path.join(OUT, "ckpt_bad_vocab"), mcfg, msd, tok, vocab_cut=1)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     pieces, special = tekken_vocab()
     tok = {"type": "tekken", "pieces": pieces, "special": special}
+    base = random_model(hf_config(16, 20), 1234)
+    if "--checkpoints-only" in sys.argv[1:]:
+        write_checkpoints(base, tok)
+        return
     write_micro(tok)
     audio = load_audio()
-    base = random_model(hf_config(16, 20), 1234)
     sd_t = base.state_dict()
     results = {}
     for name, fname, (ew, dw) in (("small", "model.h5", (16, 20)),
@@ -309,6 +525,7 @@ def main():
                 g.create_dataset(k, data=v, compression="gzip", compression_opts=9)
             for k, v in attrs.items():
                 g.attrs[k] = v
+    write_checkpoints(base, tok)
 
 
 if __name__ == "__main__":

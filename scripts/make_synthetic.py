@@ -4,7 +4,8 @@ measurements at sizes whose real weights are not at hand.
 
   make_synthetic.py --arch whisper --preset tiny|base [--multilingual] [--dtype f32|f16|bf16|int8]
                     [--seed N] OUT.h5
-  make_synthetic.py --arch voxtral_realtime --preset mini-4b|tiny [--dtype f32|bf16] OUT.h5
+  make_synthetic.py --arch voxtral_realtime --preset mini-4b|tiny [--dtype f32|bf16]
+                    [--dec-layers N] [--enc-layers N] [--no-checksum] OUT.h5
 
 The file has the same layout, config, tokenizer and front end as a converted checkpoint of that
 size (scripts/convert_whisper.py builds them; docs/whisper-weights.md), so a backend loads it
@@ -18,6 +19,10 @@ activations in a realistic range through the layers), biases 0, layer-norm gains
 (whisper-assets/gpt2.tiktoken, or multilingual.tiktoken with --multilingual, from the shared data
 folder or --tiktoken) plus its special tokens.
 
+voxtral_realtime (mini-4b: 4.4 B parameters, 8.8 GB in bf16) is written tensor by tensor
+(STREAMING_WRITERS), so generating it needs about 1 GB of memory; --dec-layers / --enc-layers
+give the real widths at a smaller depth.
+
 New architectures plug in through BUILDERS: arch -> (presets, builder(preset, args) returning
 (config, tensors, tokenizer, frontend, license)).
 """
@@ -30,6 +35,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import convert_voxtral as cv  # noqa: E402
 import convert_whisper as cw  # noqa: E402
 import srkit_h5  # noqa: E402
 
@@ -86,14 +92,17 @@ VOXTRAL_PRESETS = {
 
 
 def voxtral_builder(preset, args):
-    """Random voxtral_realtime weights. Tensors are made float16 (bf16 rounding happens in
-    srkit_h5), which halves what the builder holds; mini-4b (4.4 B parameters) still needs tens of
-    GB of RAM while srkit_h5 converts, so it was not generated on the 2-core development machine."""
+    """Config, tokenizer and {name: shape} of a random voxtral_realtime model (no weights yet:
+    voxtral_write makes them one tensor at a time)."""
     if args.dtype not in ("f32", "bf16"):
-        raise SystemExit("make_synthetic.py: error: voxtral_realtime files are f32 or bf16")
+        raise cw.ConvertError("voxtral_realtime files are f32 or bf16, not %s" % args.dtype)
     p = VOXTRAL_PRESETS[preset]
     E, el, eh, ehd, eff, ew = p["enc"]
     D, dl, dh, dkv, dhd, dff, dw = p["dec"]
+    if args.dec_layers is not None:
+        dl = args.dec_layers
+    if args.enc_layers is not None:
+        el = args.enc_layers
     V = p["vocab"]
     n_special = 1000
     pieces = [("<SPECIAL_%d>" % i).encode() for i in range(n_special)]
@@ -122,50 +131,221 @@ def voxtral_builder(preset, args):
         "norm_eps": 1e-5, "vocab": V, "sliding_window": dw, "ada_dim": 32, "time_theta": 10000.0,
         "bos_id": 1, "eos_id": 2, "pad_id": 32, "n_left_pad_tokens": 32, "n_right_pad_tokens": 17,
         "delay_tokens": 6, "min_delay_tokens": 1, "max_delay_tokens": 30, "flush_tokens": 32,
-        "dtype": "bf16" if args.dtype == "bf16" else "f32",
+        "dtype": args.dtype,
     }
-    shapes = {"model.audio_tower.embedder.conv1.weight": (E, 128, 3),
-              "model.audio_tower.embedder.conv1.bias": (E,),
-              "model.audio_tower.embedder.conv2.weight": (E, E, 3),
-              "model.audio_tower.embedder.conv2.bias": (E,),
-              "model.audio_tower.norm.weight": (E,),
-              "model.multi_modal_projector.linear_1.weight": (D, 4 * E),
-              "model.multi_modal_projector.linear_2.weight": (D, D),
-              "model.language_model.embed_tokens.weight": (V, D),
-              "model.language_model.norm.weight": (D,)}
-    for l in range(el):
-        a = "model.audio_tower.layers.%d." % l
-        shapes.update({a + "self_attn.q_proj.weight": (eh * ehd, E), a + "self_attn.q_proj.bias": (eh * ehd,),
-                       a + "self_attn.k_proj.weight": (eh * ehd, E),
-                       a + "self_attn.v_proj.weight": (eh * ehd, E), a + "self_attn.v_proj.bias": (eh * ehd,),
-                       a + "self_attn.o_proj.weight": (E, eh * ehd), a + "self_attn.o_proj.bias": (E,),
-                       a + "mlp.gate_proj.weight": (eff, E), a + "mlp.up_proj.weight": (eff, E),
-                       a + "mlp.down_proj.weight": (E, eff), a + "mlp.down_proj.bias": (E,),
-                       a + "self_attn_layer_norm.weight": (E,), a + "final_layer_norm.weight": (E,)})
-    for l in range(dl):
-        a = "model.language_model.layers.%d." % l
-        shapes.update({a + "self_attn.q_proj.weight": (dh * dhd, D),
-                       a + "self_attn.k_proj.weight": (dkv * dhd, D),
-                       a + "self_attn.v_proj.weight": (dkv * dhd, D),
-                       a + "self_attn.o_proj.weight": (D, dh * dhd),
-                       a + "mlp.gate_proj.weight": (dff, D), a + "mlp.up_proj.weight": (dff, D),
-                       a + "mlp.down_proj.weight": (D, dff),
-                       a + "ada_rms_norm.linear1.weight": (32, D), a + "ada_rms_norm.linear2.weight": (D, 32),
-                       a + "input_layernorm.weight": (D,), a + "post_attention_layernorm.weight": (D,)})
+    return config, cv.expected_shapes(config), tok
+
+
+def voxtral_write(preset, args, source):
+    """Write the random voxtral_realtime model tensor by tensor (scripts/convert_voxtral.py's
+    streaming writer): matrices ~ N(0, 0.02^2) drawn 4M values at a time and rounded to bf16 into
+    the output array, so memory holds one tensor (the 131072 x 3072 embedding: 0.8 GB in bf16)
+    and never the 8.8 GB model. Norm gains 1, biases 0. Returns (parameters, dtype)."""
+    config, shapes, tok = voxtral_builder(preset, args)
     rng = np.random.default_rng(args.seed)
-    tensors = {}
-    for name, shape in sorted(shapes.items()):
-        if name.endswith("norm.weight"):
-            tensors[name] = np.ones(shape, dtype=np.float32)
-        elif len(shape) == 1:
-            tensors[name] = np.zeros(shape, dtype=np.float32)
-        else:
-            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)).astype(np.float16)
-    return config, tensors, tok, None, "random weights (no licence needed)"
+    block = 1 << 22
+
+    def reader(shape):
+        def rd():  # called in sorted name order: the random stream depends only on the seed
+            n = int(np.prod(shape))
+            if len(shape) == 1:
+                return "F32", np.full(shape, 1.0 if rd.norm else 0.0, np.float32)
+            if args.dtype == "bf16":
+                out = np.empty(n, np.uint16)
+                for i in range(0, n, block):
+                    k = min(block, n - i)
+                    out[i:i + k] = srkit_h5.f32_to_bf16_bits(
+                        rng.standard_normal(k, dtype=np.float32) * np.float32(0.02))
+                return "BF16", out.reshape(shape)
+            return "F32", (rng.standard_normal(n, dtype=np.float32) * np.float32(0.02)).reshape(shape)
+        return rd
+
+    plan = []
+    for name in sorted(shapes):
+        rd = reader(shapes[name])
+        rd.norm = name.endswith("norm.weight")
+        plan.append((name, rd))
+    cv.write(args.out, config, plan, tok, args.dtype, source, "random weights (no licence needed)",
+             not args.no_checksum, lambda *a, **k: None)
+    return sum(int(np.prod(s)) for s in shapes.values()), config
+
+
+# NVIDIA nemotron-speech-streaming-en-0.6b (cache-aware FastConformer-RNNT) and the test shape of
+# scripts/gen_golden_fastconformer.py; config keys as docs/fastconformer.md
+FASTCONFORMER_PRESETS = {
+    "nemotron-0.6b": {"n_mels": 128, "d_model": 1024, "n_layers": 24, "n_heads": 8, "d_ff": 4096,
+                      "conv_kernel_size": 9, "subsampling_conv_channels": 256,
+                      "vocab_size": 1024, "pred_hidden": 640, "pred_rnn_layers": 2,
+                      "joint_hidden": 640},
+    "small": {"n_mels": 80, "d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 128,
+              "conv_kernel_size": 9, "subsampling_conv_channels": 16, "vocab_size": 63,
+              "pred_hidden": 32, "pred_rnn_layers": 2, "joint_hidden": 32},
+}
+
+# Blank logit offset of the synthetic joint. With N(0, 0.02^2) weights the joint's logits are
+# nearly uniform, so greedy RNN-T would emit max_symbols tokens on almost every frame and the
+# decoder would cost far more than with a trained model; raising the blank bias (the largest
+# of ~1000 non-blank logits is about 0.7) makes most frames blank, as in real speech.
+FC_BLANK_BIAS = 0.75
+
+
+class LazyTensors:
+    """{name: shape} whose arrays are generated one at a time on access, in sorted-name order
+    (so each file depends only on the seed): a builder returns it instead of a dict when the
+    model is too large to hold twice in memory; main() then writes it tensor by tensor."""
+
+    def __init__(self, shapes, make):
+        self.shapes = dict(shapes)
+        self.make = make
+
+    def __iter__(self):
+        return iter(sorted(self.shapes))
+
+    def __len__(self):
+        return len(self.shapes)
+
+    def n_params(self):
+        return sum(int(np.prod(s)) for s in self.shapes.values())
+
+
+def fastconformer_shapes(c):
+    """{NeMo state-dict key: shape} of a fastconformer_rnnt config (what fc_load.c reads)."""
+    d, ff, h, K = c["d_model"], c["d_ff"], c["n_heads"], c["conv_kernel_size"]
+    C, H, J, V = c["subsampling_conv_channels"], c["pred_hidden"], c["joint_hidden"], c["vocab_size"]
+    f = c["n_mels"]
+    for _ in range(3):
+        f = f // 2 + 1
+    s = {"encoder.pre_encode.out.weight": (d, C * f), "encoder.pre_encode.out.bias": (d,)}
+    for i, kind in ((0, "full"), (2, "dw"), (3, "pw"), (5, "dw"), (6, "pw")):
+        s["encoder.pre_encode.conv.%d.weight" % i] = (C, C, 1, 1) if kind == "pw" else (C, 1, 3, 3)
+        s["encoder.pre_encode.conv.%d.bias" % i] = (C,)
+    for i in range(c["n_layers"]):
+        p = "encoder.layers.%d." % i
+        for n in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2",
+                  "norm_out", "conv.batch_norm"):
+            s[p + n + ".weight"] = (d,)
+            s[p + n + ".bias"] = (d,)
+        for n in ("feed_forward1", "feed_forward2"):
+            s[p + n + ".linear1.weight"] = (ff, d)
+            s[p + n + ".linear1.bias"] = (ff,)
+            s[p + n + ".linear2.weight"] = (d, ff)
+            s[p + n + ".linear2.bias"] = (d,)
+        for n in ("linear_q", "linear_k", "linear_v", "linear_out"):
+            s[p + "self_attn.%s.weight" % n] = (d, d)
+            s[p + "self_attn.%s.bias" % n] = (d,)
+        s[p + "self_attn.linear_pos.weight"] = (d, d)
+        s[p + "self_attn.pos_bias_u"] = (h, d // h)
+        s[p + "self_attn.pos_bias_v"] = (h, d // h)
+        s[p + "conv.pointwise_conv1.weight"] = (2 * d, d, 1)
+        s[p + "conv.pointwise_conv1.bias"] = (2 * d,)
+        s[p + "conv.depthwise_conv.weight"] = (d, 1, K)
+        s[p + "conv.depthwise_conv.bias"] = (d,)
+        s[p + "conv.pointwise_conv2.weight"] = (d, d, 1)
+        s[p + "conv.pointwise_conv2.bias"] = (d,)
+    s["decoder.prediction.embed.weight"] = (V + 1, H)
+    for l in range(c["pred_rnn_layers"]):
+        p = "decoder.prediction.dec_rnn.lstm."
+        s[p + "weight_ih_l%d" % l] = (4 * H, H)
+        s[p + "weight_hh_l%d" % l] = (4 * H, H)
+        s[p + "bias_ih_l%d" % l] = (4 * H,)
+        s[p + "bias_hh_l%d" % l] = (4 * H,)
+    s.update({"joint.enc.weight": (J, d), "joint.enc.bias": (J,), "joint.pred.weight": (J, H),
+              "joint.pred.bias": (J,), "joint.joint_net.2.weight": (V + 1, J),
+              "joint.joint_net.2.bias": (V + 1,)})
+    return s
+
+
+def fastconformer_builder(preset, args):
+    """Random fastconformer_rnnt weights of the real shapes, generated tensor by tensor: matrices
+    N(0, 0.02^2) (pre-encode 3x3 convs N(0, 1/9): they see raw log-mels of one channel), norm
+    gains 1, biases and the blank embedding row 0, attention position biases N(0, 0.02^2), the
+    joint's blank bias FC_BLANK_BIAS."""
+    if args.dtype not in ("f32", "f16", "bf16"):
+        raise SystemExit("make_synthetic.py: error: fastconformer_rnnt files are f32, f16 or bf16")
+    p = FASTCONFORMER_PRESETS[preset]
+    config = {
+        "sample_rate": 16000, "n_fft": 512, "win_length": 400, "hop_length": 160,
+        "n_mels": p["n_mels"], "preemph": 0.97, "normalize": "NA", "d_model": p["d_model"],
+        "n_layers": p["n_layers"], "n_heads": p["n_heads"], "d_ff": p["d_ff"],
+        "conv_kernel_size": p["conv_kernel_size"], "conv_norm_type": "layer_norm",
+        "conv_context_size": [p["conv_kernel_size"] - 1, 0], "subsampling": "dw_striding",
+        "subsampling_factor": 8, "subsampling_conv_channels": p["subsampling_conv_channels"],
+        "causal_downsampling": 1, "xscaling": 1, "self_attention_model": "rel_pos",
+        "att_context_style": "chunked_limited",
+        "att_context_size": [[70, 0], [70, 1], [70, 6], [70, 13]], "pos_emb_max_len": 5000,
+        "vocab_size": p["vocab_size"], "blank": p["vocab_size"], "pred_hidden": p["pred_hidden"],
+        "pred_rnn_layers": p["pred_rnn_layers"], "joint_hidden": p["joint_hidden"],
+        "joint_activation": "relu", "tdt_durations": [], "max_symbols": 10,
+        "local_attn_window": [128, 128], "local_attn_threshold": 8192,
+    }
+    # SentencePiece-style pieces: <unk>, then word starts and continuations of letter strings
+    letters = "etaoinshrdlucmfwypvbgkqjxz"
+    pieces, i = ["<unk>"], 0
+    while len(pieces) < p["vocab_size"]:
+        j, w = i, ""
+        while True:
+            w += letters[j % 26]
+            j //= 26
+            if not j:
+                break
+        pieces.append("\u2581" + w if i % 2 == 0 else w)
+        i += 1
+    tok = {"type": "sentencepiece", "pieces": pieces,
+           "special": [1] + [0] * (p["vocab_size"] - 1)}
+    rng = np.random.default_rng(args.seed)
+    V = p["vocab_size"]
+
+    def make(name, shape):
+        if name.endswith(".bias"):
+            a = np.zeros(shape, dtype=np.float32)
+            if name == "joint.joint_net.2.bias":
+                a[V] = FC_BLANK_BIAS
+            return a
+        if len(shape) == 1:  # LayerNorm gains
+            return np.ones(shape, dtype=np.float32)
+        std = 1.0 / 3.0 if shape[1:] == (1, 3, 3) and name.endswith("conv.0.weight") else 0.02
+        a = rng.standard_normal(shape, dtype=np.float32) * np.float32(std)
+        if name == "decoder.prediction.embed.weight":
+            a[V] = 0  # blank = padding row
+        return a
+
+    return (config, LazyTensors(fastconformer_shapes(p), make), tok, None,
+            "random weights (no licence needed)")
+
+
+def write_streamed(path, arch, config, lazy, dtype, tokenizer, source, license_):
+    """srkit_h5.write_model's file, but each tensor generated, converted and written before the
+    next exists: peak memory is one tensor (plus h5py's buffers), not the model. Written to a
+    temporary name and renamed, as write_model does."""
+    import json
+    import h5py
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["format"] = srkit_h5.FORMAT
+            f.attrs["format_version"] = np.int64(srkit_h5.FORMAT_VERSION)
+            f.attrs["arch"] = arch
+            f.attrs["config"] = json.dumps(config, separators=(",", ":"))
+            f.attrs["source"] = source
+            f.attrs["license"] = license_
+            w = srkit_h5._group(f, "weights")
+            for name in lazy:
+                srkit_h5._check_name(name)
+                for dname, data, attrs in srkit_h5._stored(name, lazy.make(name, lazy.shapes[name]),
+                                                           dtype):
+                    srkit_h5._dataset(w, dname, data, attrs, True)
+            srkit_h5.write_tokenizer(f, tokenizer)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 BUILDERS = {"whisper": (tuple(WHISPER_PRESETS), whisper_builder),
-            "voxtral_realtime": (tuple(VOXTRAL_PRESETS), voxtral_builder)}
+            "voxtral_realtime": (tuple(VOXTRAL_PRESETS), voxtral_builder),
+            "fastconformer_rnnt": (tuple(FASTCONFORMER_PRESETS), fastconformer_builder)}
+# architectures whose models are too large to hold: written tensor by tensor by their own writer
+STREAMING_WRITERS = {"voxtral_realtime": voxtral_write}
 
 
 def main(argv=None):
@@ -178,22 +358,42 @@ def main(argv=None):
     ap.add_argument("--multilingual", action="store_true",
                     help="whisper: the multilingual vocabulary (51865 tokens)")
     ap.add_argument("--tiktoken", help="whisper: openai-whisper vocabulary file")
+    ap.add_argument("--dec-layers", type=int, help="voxtral_realtime: decoder depth instead of "
+                                                   "the preset's (real widths, fewer layers)")
+    ap.add_argument("--enc-layers", type=int, help="voxtral_realtime: encoder depth instead of "
+                                                   "the preset's")
+    ap.add_argument("--no-checksum", action="store_true",
+                    help="voxtral_realtime: plain datasets without Fletcher-32 (faster loads)")
     args = ap.parse_args(argv)
     presets, build = BUILDERS[args.arch]
     if args.preset not in presets:
         print("make_synthetic.py: error: --arch %s has presets %s, not %r"
               % (args.arch, ", ".join(presets), args.preset), file=sys.stderr)
         return 1
+    source = ("synthetic %s %s: random weights, seed %d (scripts/make_synthetic.py); not a "
+              "trained model" % (args.arch, args.preset, args.seed))
+    if args.arch in STREAMING_WRITERS:
+        try:
+            n, config = STREAMING_WRITERS[args.arch](args.preset, args, source)
+        except (cw.ConvertError, cv.ConvertError) as e:
+            print("make_synthetic.py: error: %s" % e, file=sys.stderr)
+            return 1
+        print("%s: %s %s (%d + %d layers), %.1fM parameters, %s"
+              % (args.out, args.arch, args.preset, config["enc_layers"], config["n_layers"],
+                 n / 1e6, args.dtype))
+        return 0
     try:
         config, tensors, tok, frontend, license_ = build(args.preset, args)
     except cw.ConvertError as e:
         print("make_synthetic.py: error: %s" % e, file=sys.stderr)
         return 1
-    source = ("synthetic %s %s: random weights, seed %d (scripts/make_synthetic.py); not a "
-              "trained model" % (args.arch, args.preset, args.seed))
-    srkit_h5.write_model(args.out, args.arch, config, tensors, dtype=args.dtype, tokenizer=tok,
-                         frontend=frontend, source=source, license=license_)
-    n = sum(int(np.prod(a.shape)) for a in tensors.values())
+    if isinstance(tensors, LazyTensors):  # generated and written one tensor at a time
+        write_streamed(args.out, args.arch, config, tensors, args.dtype, tok, source, license_)
+        n = tensors.n_params()
+    else:
+        srkit_h5.write_model(args.out, args.arch, config, tensors, dtype=args.dtype,
+                             tokenizer=tok, frontend=frontend, source=source, license=license_)
+        n = sum(int(np.prod(a.shape)) for a in tensors.values())
     print("%s: %s %s, %.1fM parameters, %s" % (args.out, args.arch, args.preset, n / 1e6,
                                                 args.dtype))
     return 0

@@ -8,6 +8,12 @@
  *   voxtral_stream  the public stream API: tokens equal the golden for any feed split, reset
  *                   reuse, bounded per-stream memory over a long stream, sub-frame audio
  *   voxtral_bad     stream configs (delay, chunk, strategy), scorer misuse, malformed files
+ *   voxtral_convert scripts/convert_voxtral.py (run as CI has it: /usr/bin/python3 + numpy + h5py)
+ *                   on the golden model saved in the Mistral layout (interleaved RoPE rows) and
+ *                   the transformers layout: the Q/K rows, q bias and every other matrix equal
+ *                   model.h5's bit for bit, and streaming gives the golden tokens; a checkpoint
+ *                   without a tensor and one whose tekken.json is a token short fail with a
+ *                   message naming the culprit and leave no output file
  * Tolerances: mel 1e-4, encoder / adapter / logits 1e-4 absolute (float32 throughout; the
  * weights are bf16 values in both implementations). Tokens: exact.
  */
@@ -18,6 +24,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static sr_model *load(const char *fixture)
 {
@@ -348,6 +356,150 @@ static void test_bad_files(void)
     sr_model_free(m);
 }
 
+/* ---- converter ---- */
+
+static int python_ok(void)
+{
+    static int state = -1; /* -1 unknown, 0 missing, 1 present */
+    if (state < 0) state = system("/usr/bin/python3 -c 'import numpy, h5py' >/dev/null 2>&1") == 0;
+    return state;
+}
+
+/* Run scripts/convert_voxtral.py with `args`; stdout+stderr into out. Returns the exit status
+ * (-1 if it did not exit normally). */
+static int run_converter(const char *args, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/convert_voxtral.py -q %s 2>&1", args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = 0;
+    int c;
+    while ((c = fgetc(p)) != EOF)
+        if (n + 1 < cap) out[n++] = (char)c;
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int same_mat(vx_mat a, vx_mat b)
+{
+    size_t el = a.bf16 ? 2 : 4;
+    return a.bf16 == b.bf16 && a.out == b.out && a.in == b.in &&
+           !memcmp(a.w, b.w, (size_t)a.out * a.in * el);
+}
+
+/* Weights of the converted model equal model.h5's bit for bit: the RoPE-permuted rows (q, k,
+ * encoder q bias) first of all, then every other matrix and vector the backend uses. */
+static int same_weights(const vx_model *a, const vx_model *b)
+{
+    if (a->enc_layers != b->enc_layers || a->n_layers != b->n_layers || a->enc_dim != b->enc_dim ||
+        a->dim != b->dim || a->vocab != b->vocab || a->n_mels != b->n_mels || a->ffn != b->ffn ||
+        a->enc_ffn != b->enc_ffn)
+        return 0;
+    int ok = 1, E = a->enc_dim, D = a->dim, qe = a->enc_heads * a->enc_hd;
+    size_t f = sizeof(float);
+    for (int l = 0; l < a->enc_layers; l++) {
+        const vx_layer *x = &a->enc[l], *y = &b->enc[l];
+        ok &= same_mat(x->q, y->q) && same_mat(x->k, y->k) && same_mat(x->v, y->v) &&
+              same_mat(x->o, y->o) && same_mat(x->gate, y->gate) && same_mat(x->up, y->up) &&
+              same_mat(x->down, y->down);
+        ok &= !memcmp(x->bq, y->bq, qe * f) && !memcmp(x->bv, y->bv, qe * f) &&
+              !memcmp(x->bo, y->bo, E * f) && !memcmp(x->bdown, y->bdown, E * f) &&
+              !memcmp(x->attn_norm, y->attn_norm, E * f) && !memcmp(x->ffn_norm, y->ffn_norm, E * f);
+    }
+    for (int l = 0; l < a->n_layers; l++) {
+        const vx_layer *x = &a->dec[l], *y = &b->dec[l];
+        ok &= same_mat(x->q, y->q) && same_mat(x->k, y->k) && same_mat(x->v, y->v) &&
+              same_mat(x->o, y->o) && same_mat(x->gate, y->gate) && same_mat(x->up, y->up) &&
+              same_mat(x->down, y->down) && same_mat(x->ada1, y->ada1) && same_mat(x->ada2, y->ada2);
+        ok &= !memcmp(x->attn_norm, y->attn_norm, D * f) && !memcmp(x->ffn_norm, y->ffn_norm, D * f);
+    }
+    ok &= same_mat(a->proj1, b->proj1) && same_mat(a->proj2, b->proj2) && same_mat(a->embed, b->embed);
+    ok &= !memcmp(a->conv1_w, b->conv1_w, (size_t)E * a->n_mels * 3 * f) &&
+          !memcmp(a->conv2_w, b->conv2_w, (size_t)E * E * 3 * f) &&
+          !memcmp(a->conv1_b, b->conv1_b, E * f) && !memcmp(a->conv2_b, b->conv2_b, E * f) &&
+          !memcmp(a->enc_norm, b->enc_norm, E * f) && !memcmp(a->dec_norm, b->dec_norm, D * f);
+    return ok;
+}
+
+static void convert_layout(const char *layout)
+{
+    if (!python_ok()) {
+        TEST_SKIP("/usr/bin/python3 lacks numpy/h5py (make setup installs them)");
+        return;
+    }
+    char name[64], args[1024], out[4096];
+    snprintf(name, sizeof name, "voxtral_%s.h5", layout);
+    const char *dst = test_tmppath(name);
+    /* the golden run used 2 right-pad tokens and 8 flush steps (the defaults are 11 + delay, 32) */
+    snprintf(args, sizeof args, "%s/ckpt_%s %s --right-pad-tokens 2 --flush-tokens 8",
+             test_fixture("voxtral"), layout, dst);
+    int rc = run_converter(args, out, sizeof out);
+    if (rc) printf("\n      convert_voxtral.py %s: exit %d: %s", layout, rc, out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    sr_model *m = NULL, *ref = load("voxtral/model.h5");
+    sr_status st = sr_model_load(dst, NULL, &m);
+    if (st) printf("\n      load %s: %s", dst, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    CU_ASSERT_STRING_EQUAL(sr_model_arch(m), "voxtral_realtime");
+    const vx_model *w = m->impl, *r = ref->impl;
+    int same = same_weights(w, r);
+    CU_ASSERT(same);
+    CU_ASSERT(w->enc_window == r->enc_window && w->window == r->window && w->n_left == r->n_left &&
+              w->n_right == r->n_right && w->delay_def == r->delay_def && w->bos == r->bos &&
+              w->eos == r->eos && w->pad == r->pad && w->flush_tokens == r->flush_tokens &&
+              w->log_mel_max == r->log_mel_max && w->theta == r->theta && w->enc_theta == r->enc_theta);
+    /* end to end: the golden tokens */
+    sr_h5 *g = open_golden();
+    size_t n = 0;
+    float *audio = gold_audio(g, &n);
+    sr_h5_close(g);
+    int nt = 0;
+    int32_t *want = gold_tokens("small", &nt);
+    CU_ASSERT_FATAL(audio && want);
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
+    feed_split(s, audio, n, 1280, 1);
+    int ok = same_tokens(sr_stream_hypothesis(s), want, nt);
+    printf("\n      %s layout: weights equal model.h5: %s, %d golden tokens equal: %s", layout,
+           same ? "yes" : "NO", nt, ok ? "yes" : "NO");
+    CU_ASSERT(ok);
+    sr_stream_close(s);
+    free(audio);
+    free(want);
+    sr_model_free(m);
+    sr_model_free(ref);
+}
+
+static void test_convert_mistral(void) { convert_layout("mistral"); }
+static void test_convert_hf(void) { convert_layout("hf"); }
+
+static void test_convert_bad(void)
+{
+    if (!python_ok()) {
+        TEST_SKIP("/usr/bin/python3 lacks numpy/h5py (make setup installs them)");
+        return;
+    }
+    struct { const char *src; const char *needles[3]; } cases[] = {
+        {"ckpt_bad_missing", {"consolidated.safetensors", "norm.weight", "missing"}},
+        {"ckpt_bad_vocab", {"tekken.json", "359 tokens", "vocab size is 360"}},
+        {"", {"voxtral", "neither params.json", "config.json"}}, /* not a checkpoint folder */
+    };
+    const char *dst = test_tmppath("voxtral_bad.h5");
+    for (size_t i = 0; i < SR_ARRAY_LEN(cases); i++) {
+        char args[1024], out[4096];
+        snprintf(args, sizeof args, "%s/%s %s", test_fixture("voxtral"), cases[i].src, dst);
+        int rc = run_converter(args, out, sizeof out);
+        int named = 1;
+        for (int k = 0; k < 3; k++) named &= strstr(out, cases[i].needles[k]) != NULL;
+        if (rc != 1 || !named) printf("\n      %s: exit %d, output: %s", cases[i].src, rc, out);
+        CU_ASSERT_EQUAL(rc, 1);
+        CU_ASSERT(named);
+        CU_ASSERT(access(dst, F_OK) != 0); /* no partial output */
+    }
+}
+
 void test_register_voxtral(void)
 {
     TEST_SUITE("voxtral_parity", {"small_windows_wrap", test_parity_small},
@@ -355,4 +507,6 @@ void test_register_voxtral(void)
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits},
                {"memory_short_audio", test_stream_memory});
     TEST_SUITE("voxtral_bad", {"stream_config", test_bad_config}, {"files", test_bad_files});
+    TEST_SUITE("voxtral_convert", {"mistral_layout", test_convert_mistral},
+               {"hf_layout", test_convert_hf}, {"bad_checkpoints", test_convert_bad});
 }
