@@ -171,7 +171,7 @@ typedef struct sr_stream_config {
                               ...); NULL = the backend's default */
     const char *decoder;   /* decoder name; NULL = the backend's default */
     int chunk_ms;          /* chunk size; 0 = backend default */
-    int first_chunk_ms;    /* first chunk (WhisperRT tau0); 0 = same as chunk_ms */
+    int first_chunk_ms;    /* first chunk (tau0); 0 = backend default (WhisperRT: 2 x chunk_ms) */
     int stability_n;       /* stable_greedy: tokens re-checked (n); default 2 */
     int beam;              /* beam size (b); default 1 */
     int max_symbols;       /* transducer: max symbols per frame; 0 = model config */

@@ -15,12 +15,18 @@
  * staying as its prefix). On new audio every beam's last tokens are re-checked: a token stays
  * only while it is in the top b at its position and its log-prob has not fallen.
  *
+ * No-speech gate: the scorer's no-speech probability of a window plus the average log-prob of
+ * the window's text (EOT term included, as openai-whisper's avg_logprob = sum / (tokens + 1))
+ * decide whether that text is silence; offline decoders drop every silent window's text,
+ * streaming decoders cut the last window back to its start (never into the stable prefix).
+ *
  * Guards: the loop rule looks for a unit of p tokens repeated at the end of a hypothesis
  * (r >= 4 copies covering >= 12 tokens) and keeps one copy; the cap bounds tokens per update in
  * proportion to the chunk's audio. Both are documented in docs/decoders.md.
  */
 #include "aed_common.h"
 
+#include <math.h>
 #include <string.h>
 
 sr_status sr_aed_check_scorer(const sr_scorer *sc, const char *who, int slots)
@@ -108,6 +114,68 @@ int sr_aed_loop_keep(const int32_t *tok, int n, int min_keep)
         }
     }
     return -1;
+}
+
+int sr_aed_silent(double p, double avg_logprob)
+{
+    return p > SR_AED_NO_SPEECH_THRESHOLD &&
+           (!(avg_logprob > SR_AED_LOGPROB_THRESHOLD) || p > SR_AED_NO_SPEECH_ALONE);
+}
+
+/* Average log-prob of lp[s, e) plus the end term (NAN: none); 0 for nothing at all. */
+static double window_avg(const float *lp, int s, int e, double end_lp)
+{
+    double sum = 0;
+    int cnt = e - s;
+    for (int i = s; i < e; i++) sum += lp[i];
+    if (!isnan(end_lp)) {
+        sum += end_lp;
+        cnt++;
+    }
+    return cnt ? sum / cnt : 0.0;
+}
+
+sr_status sr_aed_gate_last(const sr_scorer *sc, const int32_t *tok, const float *lp, int n,
+                           double end_lp, int min_keep, int *keep, int *silent)
+{
+    *keep = n;
+    *silent = 0;
+    if (!sc->aed_no_speech) return SR_OK;
+    int start = 0;
+    float p = 0;
+    sr_status st = sc->aed_no_speech(sc->ctx, tok, n, &start, &p);
+    if (st) return sr_error_prefix(st, "aed_no_speech at position %d", n);
+    if (start < 0 || start > n)
+        return sr_error(SR_ERR_ARG, "aed_no_speech: window start %d outside the prefix [0, %d]",
+                        start, n);
+    if (sr_aed_silent(p, window_avg(lp, start, n, end_lp))) {
+        *silent = 1;
+        *keep = SR_MIN(n, SR_MAX(min_keep, start));
+    }
+    return SR_OK;
+}
+
+sr_status sr_aed_gate_all(const sr_scorer *sc, int32_t *tok, float *lp, int *n, double end_lp)
+{
+    if (!sc->aed_no_speech) return SR_OK;
+    /* windows from the last to the first: removing a window's text never moves earlier ones */
+    for (int end = *n;;) {
+        int start = 0;
+        float p = 0;
+        sr_status st = sc->aed_no_speech(sc->ctx, tok, end, &start, &p);
+        if (st) return sr_error_prefix(st, "aed_no_speech at position %d", end);
+        if (start < 0 || start > end)
+            return sr_error(SR_ERR_ARG, "aed_no_speech: window start %d outside the prefix "
+                            "[0, %d]", start, end);
+        if (sr_aed_silent(p, window_avg(lp, start, end, end_lp))) {
+            memmove(tok + start, tok + end, (size_t)(*n - end) * sizeof *tok);
+            memmove(lp + start, lp + end, (size_t)(*n - end) * sizeof *lp);
+            *n -= end - start;
+        }
+        if (start == 0) return SR_OK;
+        end = start - 1;          /* the break token that closes the previous window */
+        end_lp = lp[end];
+    }
 }
 
 sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
@@ -209,7 +277,8 @@ sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int win
             !(e->beam[i].lp = sr_malloc(L * sizeof(float), "beam log-probs")) ||
             !(e->next[i].tok = sr_malloc(L * sizeof(int32_t), "beam tokens")) ||
             !(e->next[i].lp = sr_malloc(L * sizeof(float), "beam log-probs")) ||
-            !(e->done[i].tok = sr_malloc(L * sizeof(int32_t), "finished beam tokens")))
+            !(e->done[i].tok = sr_malloc(L * sizeof(int32_t), "finished beam tokens")) ||
+            !(e->done[i].lp = sr_malloc(L * sizeof(float), "finished beam log-probs")))
             goto nomem;
     }
     sr_aed_beams_reset(e);
@@ -224,7 +293,7 @@ void sr_aed_beams_free(sr_aed_beams *e)
     for (int i = 0; i < e->b; i++) {
         if (e->beam) { free(e->beam[i].tok); free(e->beam[i].lp); }
         if (e->next) { free(e->next[i].tok); free(e->next[i].lp); }
-        if (e->done) free(e->done[i].tok);
+        if (e->done) { free(e->done[i].tok); free(e->done[i].lp); }
     }
     free(e->beam);
     free(e->next);
@@ -247,14 +316,28 @@ void sr_aed_beams_reset(sr_aed_beams *e)
     z->score = z->rank = 0;
     z->slot = 0;
     z->dist_ok = 0;
+    z->end_lp = NAN;
     e->n_done = 0;
+}
+
+void sr_aed_beams_keep_best(sr_aed_beams *e, int n)
+{
+    sr_aed_beam *b0 = &e->beam[0];
+    if (n < b0->n) {
+        b0->n = n;
+        b0->dist_ok = 0;
+    }
+    b0->score = b0->rank = sum_lp(b0->lp, b0->n);
+    b0->end_lp = NAN;
+    e->n_beam = 1;
 }
 
 size_t sr_aed_beams_bytes(const sr_aed_beams *e)
 {
     size_t L = (size_t)e->max_len, V = (size_t)e->vocab, B = (size_t)e->b;
     return sizeof *e + 2 * B * (sizeof(sr_aed_beam) + L * (sizeof(int32_t) + sizeof(float))) +
-           B * (sizeof(sr_aed_done) + L * sizeof(int32_t)) + B * V * sizeof(float) +
+           B * (sizeof(sr_aed_done) + L * (sizeof(int32_t) + sizeof(float))) +
+           B * V * sizeof(float) +
            ((size_t)e->window + 1) * V * sizeof(float) + B * (B + 1) * sizeof *e->cand +
            (B + 1) * sizeof(int32_t) + 4 * B * sizeof(int);
 }
@@ -284,6 +367,7 @@ sr_status sr_aed_beams_check(sr_aed_beams *e, const sr_scorer *sc, int committed
         bm->n = cut;
         bm->score = bm->rank = sum_lp(bm->lp, bm->n);
         bm->dist_ok = 1;
+        bm->end_lp = NAN;
     }
     beams_sort_dedupe(e->beam, &e->n_beam);
     return SR_OK;
@@ -338,6 +422,7 @@ static void make_child(sr_aed_beams *e, sr_aed_beam *child, const sr_aed_beam *p
     }
     child->dist_ok = 0;
     child->slot = -1;
+    child->end_lp = NAN;
 }
 
 /* Give every new beam a scorer slot: a beam inherits its parent's slot when free (that cache
@@ -387,6 +472,7 @@ sr_status sr_aed_beams_stream(sr_aed_beams *e, const sr_scorer *sc, int max_step
                  * stays without the EOT, ranked with it */
                 make_child(e, child, &e->beam[cd->parent], -1, 0);
                 child->rank = cd->score;
+                child->end_lp = cd->lp;
                 paused = 1;
                 continue;
             }
@@ -409,18 +495,24 @@ sr_status sr_aed_beams_stream(sr_aed_beams *e, const sr_scorer *sc, int max_step
 /* Add a finished candidate when there is room (patience 1: at most b). Beams of different
  * lengths (stable_beam) can finish the same sequence twice: it is kept once, with the larger
  * score, as openai-whisper's dictionary of finished sequences keeps one entry per sequence. */
-static void add_done(sr_aed_beams *e, const int32_t *tok, int n, double score)
+static void add_done(sr_aed_beams *e, const int32_t *tok, const float *lp, int n, double score,
+                     double end_lp)
 {
-    for (int i = 0; i < e->n_done; i++)
+    sr_aed_done *d = NULL;
+    for (int i = 0; i < e->n_done && !d; i++)
         if (e->done[i].n == n && !memcmp(e->done[i].tok, tok, (size_t)n * sizeof *tok)) {
-            if (score > e->done[i].score) e->done[i].score = score;
-            return;
+            if (!(score > e->done[i].score)) return;
+            d = &e->done[i];
         }
-    if (e->n_done >= e->b) return;
-    sr_aed_done *d = &e->done[e->n_done++];
-    memcpy(d->tok, tok, (size_t)n * sizeof *tok);
-    d->n = n;
+    if (!d) {
+        if (e->n_done >= e->b) return;
+        d = &e->done[e->n_done++];
+        memcpy(d->tok, tok, (size_t)n * sizeof *tok);
+        d->n = n;
+    }
+    memcpy(d->lp, lp, (size_t)n * sizeof *lp);
     d->score = score;
+    d->end_lp = end_lp;
 }
 
 sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed,
@@ -472,10 +564,10 @@ sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_step
             if (fin[i] >= 0) {
                 const struct sr_aed_cand *cd = &e->cand[fin[i]];
                 const sr_aed_beam *p = &e->beam[cd->parent];
-                add_done(e, p->tok, p->n, cd->score);
+                add_done(e, p->tok, p->lp, p->n, cd->score, cd->lp);
             } else {
                 const sr_aed_beam *lb = &e->next[-1 - fin[i]];
-                add_done(e, lb->tok, lb->n, lb->score);
+                add_done(e, lb->tok, lb->lp, lb->n, lb->score, NAN);
             }
         }
         /* drop the loop-cut beams from the live set */
@@ -498,7 +590,7 @@ sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_step
     }
     /* not enough finished: top up with the live beams by score, as openai-whisper does */
     for (int i = 0; i < e->n_beam && e->n_done < e->b; i++)
-        add_done(e, e->beam[i].tok, e->beam[i].n, e->beam[i].score);
+        add_done(e, e->beam[i].tok, e->beam[i].lp, e->beam[i].n, e->beam[i].score, NAN);
     int bi = 0;
     double bs = 0;
     for (int i = 0; i < e->n_done; i++) {

@@ -22,6 +22,15 @@
 #define SR_AED_LOOP_MIN_REPEATS 4
 #define SR_AED_LOOP_MIN_TOKENS 12
 
+/* No-speech rule (docs/decoders.md): the text of a window is silence when the scorer's
+ * no-speech probability p > SR_AED_NO_SPEECH_THRESHOLD and either the average log-probability
+ * of its tokens (the EOT that ends it included) is <= SR_AED_LOGPROB_THRESHOLD (openai-whisper's
+ * transcribe() skip rule) or p > SR_AED_NO_SPEECH_ALONE (whisper_streaming's rule: openai's
+ * alone keeps tiny.en's " you" on digital silence, whose average log-prob is -0.38). */
+#define SR_AED_NO_SPEECH_THRESHOLD 0.6
+#define SR_AED_LOGPROB_THRESHOLD (-1.0)
+#define SR_AED_NO_SPEECH_ALONE 0.9
+
 /* Check that sc is a usable AED scorer for decoder `who` needing `slots` slots: kind, vocab,
  * eot in [0, vocab), aed_max_len >= 1, aed_max_slots >= slots, aed_logprobs set. SR_ERR_ARG
  * naming the field otherwise. */
@@ -56,6 +65,26 @@ int sr_aed_cap_tokens(long ms);
  * [min(min_keep, n), n]; -1 when there is no loop. */
 int sr_aed_loop_keep(const int32_t *tok, int n, int min_keep);
 
+/* 1 when the rule above calls a window with no-speech probability p and average log-prob
+ * avg_logprob silence, else 0. */
+int sr_aed_silent(double p, double avg_logprob);
+
+/* Streaming no-speech gate on the last window of tok[0, n) (the window position n falls in,
+ * as the scorer's aed_no_speech reports it). lp[i] is the log-prob recorded for tok[i]; end_lp
+ * the log-prob of the EOT that ended the decoding, NAN when it stopped otherwise (cap, loop,
+ * aed_max_len). When the rule says silence, *silent = 1 and *keep = max(min_keep, the
+ * window's start) (never below min_keep, the tokens already promised stable); else *silent = 0
+ * and *keep = n. A scorer without aed_no_speech never gates. */
+sr_status sr_aed_gate_last(const sr_scorer *sc, const int32_t *tok, const float *lp, int n,
+                           double end_lp, int min_keep, int *keep, int *silent);
+
+/* Offline no-speech gate (openai-whisper's transcribe() skips such segments): every window of
+ * tok[0, *n) that the rule calls silence loses its text (its break token, if any, stays, so
+ * later windows keep their place); lp is compacted alongside. A closed window's text ends with
+ * its break token (its log-prob stands for the EOT term); the last window ends with end_lp
+ * (NAN: no EOT term). */
+sr_status sr_aed_gate_all(const sr_scorer *sc, int32_t *tok, float *lp, int *n, double end_lp);
+
 /* Why a greedy continuation stopped. */
 typedef enum { SR_AED_EOT = 1, SR_AED_CAP = 2, SR_AED_MAXLEN = 3, SR_AED_LOOP = 4 } sr_aed_stop;
 
@@ -81,12 +110,15 @@ typedef struct sr_aed_beam {
     double rank;   /* ordering key: score, plus the EOT log-prob when it paused on EOT */
     int slot;      /* scorer cache slot it uses */
     int dist_ok;   /* dist (in the engine, by beam index) is the next-token distribution */
+    double end_lp; /* EOT's log-prob when the beam paused on EOT, else NAN */
 } sr_aed_beam;
 
 typedef struct sr_aed_done {
     int32_t *tok; /* [max_len] text tokens (no EOT) */
+    float *lp;    /* [max_len] their log-probs */
     int n;
     double score; /* sum of log-probs, EOT's included when it ended on EOT */
+    double end_lp; /* EOT's log-prob when it ended on EOT, else NAN */
 } sr_aed_done;
 
 typedef struct sr_aed_beams {
@@ -110,6 +142,8 @@ sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int win
 void sr_aed_beams_free(sr_aed_beams *e);
 /* Back to one empty beam (score 0) on slot 0 and no finished candidates. */
 void sr_aed_beams_reset(sr_aed_beams *e);
+/* Keep only the best beam (beam 0), cut to its first n tokens (the no-speech gate). */
+void sr_aed_beams_keep_best(sr_aed_beams *e, int n);
 size_t sr_aed_beams_bytes(const sr_aed_beams *e);
 
 /* WhisperRT's stability check on new audio (Algorithm 2): in every beam, re-check the tokens

@@ -4,12 +4,16 @@
  * repeatedly take the most probable next token (the first one on ties) until EOT (not stored)
  * or the scorer's aed_max_len. Each step asks the scorer only for the new position on slot 0.
  * The repetition-loop guard (aed_common.h) cuts a hallucination loop to one copy and stops.
- * At the final update every token is stable.
+ * Then the no-speech gate drops the text of every window the rule calls silence (openai-whisper's
+ * transcribe() skips such segments). At the final update every token is stable.
  */
 #include "aed_common.h"
 
+#include <math.h>
+
 typedef struct {
     int32_t *tok; /* [max_len] */
+    float *lp;    /* [max_len] log-prob of each token */
     float *dist;  /* [vocab] */
     int max_len, vocab;
 } ag_state;
@@ -26,8 +30,10 @@ static sr_status ag_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     s->max_len = sc->aed_max_len;
     s->vocab = sc->vocab;
     if (!(s->tok = sr_malloc((size_t)s->max_len * sizeof *s->tok, "aed_greedy tokens")) ||
+        !(s->lp = sr_malloc((size_t)s->max_len * sizeof *s->lp, "aed_greedy log-probs")) ||
         !(s->dist = sr_malloc((size_t)s->vocab * sizeof *s->dist, "aed_greedy distribution"))) {
         free(s->tok);
+        free(s->lp);
         free(s);
         return SR_ERR_NOMEM;
     }
@@ -43,7 +49,9 @@ static sr_status ag_update(void *state, const sr_scorer *sc, int final, sr_hyp *
     sr_status st = sc->aed_logprobs(sc->ctx, 0, s->tok, 0, 0, s->dist);
     if (st) return sr_error_prefix(st, "aed_greedy: aed_logprobs at position 0");
     sr_aed_stop why;
-    if ((st = sr_aed_greedy(sc, 0, s->tok, NULL, &n, s->dist, s->max_len, 0, &why))) return st;
+    if ((st = sr_aed_greedy(sc, 0, s->tok, s->lp, &n, s->dist, s->max_len, 0, &why))) return st;
+    if ((st = sr_aed_gate_all(sc, s->tok, s->lp, &n, why == SR_AED_EOT ? s->dist[sc->eot] : NAN)))
+        return sr_error_prefix(st, "aed_greedy");
     return sr_aed_write_hyp(h, s->tok, n, n);
 }
 
@@ -54,6 +62,7 @@ static void ag_close(void *state)
     ag_state *s = state;
     if (!s) return;
     free(s->tok);
+    free(s->lp);
     free(s->dist);
     free(s);
 }
@@ -61,7 +70,8 @@ static void ag_close(void *state)
 static size_t ag_bytes(const void *state)
 {
     const ag_state *s = state;
-    return sizeof *s + (size_t)s->max_len * sizeof(int32_t) + (size_t)s->vocab * sizeof(float);
+    return sizeof *s + (size_t)s->max_len * (sizeof(int32_t) + sizeof(float)) +
+           (size_t)s->vocab * sizeof(float);
 }
 
 const sr_decoder_ops sr_dec_aed_greedy = {

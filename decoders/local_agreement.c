@@ -14,15 +14,23 @@
  * Guards: the hypothesis is capped at SR_AED_CAP_BASE + SR_AED_CAP_PER_S tokens per second of
  * audio so far, and the repetition-loop rule cuts a loop to one copy (never into the
  * committed prefix).
+ *
+ * No-speech gate: when the rule (aed_common.h) calls the last window of an update's hypothesis
+ * silence (its no-speech probability; the tokens' log-probs from the update that decoded them,
+ * plus EOT's when decoding ended on EOT), that hypothesis is cut back to the window's start,
+ * never into the committed prefix, before the agreement step: silent text is neither shown nor
+ * committed.
  */
 #include "aed_common.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct {
     sr_stream_config cfg;
     int max_len, vocab;
     int32_t *tok, *prev; /* [max_len] current and previous hypotheses */
+    float *lp;           /* [max_len] log-prob of each token of tok */
     int n, n_prev, have_prev, committed;
     long k, audio_ms, seen_ms;
     float *dist;         /* [vocab] */
@@ -43,9 +51,11 @@ static sr_status la_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     size_t L = (size_t)s->max_len;
     if (!(s->tok = sr_malloc(L * sizeof *s->tok, "local_agreement tokens")) ||
         !(s->prev = sr_malloc(L * sizeof *s->prev, "local_agreement tokens")) ||
+        !(s->lp = sr_malloc(L * sizeof *s->lp, "local_agreement log-probs")) ||
         !(s->dist = sr_malloc((size_t)s->vocab * sizeof *s->dist, "local_agreement distribution"))) {
         free(s->tok);
         free(s->prev);
+        free(s->lp);
         free(s);
         return SR_ERR_NOMEM;
     }
@@ -63,7 +73,10 @@ static sr_status la_update(void *state, const sr_scorer *sc, int final, sr_hyp *
     if (st) return sr_error_prefix(st, "local_agreement: aed_logprobs at position %d", s->n);
     int max_new = SR_MAX(0, sr_aed_cap_tokens(s->audio_ms) - s->committed);
     sr_aed_stop why;
-    if ((st = sr_aed_greedy(sc, 0, s->tok, NULL, &s->n, s->dist, max_new, s->committed, &why)))
+    int silent;
+    if ((st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, s->dist, max_new, s->committed, &why)) ||
+        (st = sr_aed_gate_last(sc, s->tok, s->lp, s->n, why == SR_AED_EOT ? s->dist[sc->eot] : NAN,
+                               s->committed, &s->n, &silent)))
         return sr_error_prefix(st, "local_agreement");
     if (final) {
         s->committed = s->n;
@@ -93,6 +106,7 @@ static void la_close(void *state)
     if (!s) return;
     free(s->tok);
     free(s->prev);
+    free(s->lp);
     free(s->dist);
     free(s);
 }
@@ -100,7 +114,8 @@ static void la_close(void *state)
 static size_t la_bytes(const void *state)
 {
     const la_state *s = state;
-    return sizeof *s + 2 * (size_t)s->max_len * sizeof(int32_t) + (size_t)s->vocab * sizeof(float);
+    return sizeof *s + (size_t)s->max_len * (2 * sizeof(int32_t) + sizeof(float)) +
+           (size_t)s->vocab * sizeof(float);
 }
 
 const sr_decoder_ops sr_dec_local_agreement = {

@@ -21,12 +21,21 @@
  * Guards: at most SR_AED_CAP_BASE + SR_AED_CAP_PER_S steps per second of chunk audio per update;
  * a beam that loops is cut to one copy of the loop (never below the committed prefix) and
  * pauses like EOT.
+ *
+ * No-speech gate: after every update, when the rule (aed_common.h) calls the last window of the
+ * best beam silence (its no-speech probability; the beam's recorded log-probs plus EOT's when
+ * it paused on EOT), only that beam is kept, cut back to the window's start and never below the
+ * committed prefix; the final answer is gated the same way.
  */
 #include "aed_common.h"
+
+#include <string.h>
 
 typedef struct {
     sr_stream_config cfg;
     sr_aed_beams e;
+    int32_t *tok; /* [max_len] final answer being gated */
+    float *lp;    /* [max_len] */
     int committed;
     long k;
     long seen_ms; /* audio seen at the previous update */
@@ -46,6 +55,14 @@ static sr_status sb_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     if ((st = sr_aed_beams_init(&s->e, sc, cfg->beam, cfg->stability_n))) {
         free(s);
         return st;
+    }
+    size_t L = (size_t)sc->aed_max_len;
+    if (!(s->tok = sr_malloc(L * sizeof *s->tok, "stable_beam answer tokens")) ||
+        !(s->lp = sr_malloc(L * sizeof *s->lp, "stable_beam answer log-probs"))) {
+        free(s->tok);
+        sr_aed_beams_free(&s->e);
+        free(s);
+        return SR_ERR_NOMEM;
     }
     *state = s;
     return SR_OK;
@@ -77,10 +94,22 @@ static sr_status sb_update(void *state, const sr_scorer *sc, int final, sr_hyp *
         if ((st = sr_aed_beams_finish(&s->e, sc, cap, s->committed, &best)))
             return sr_error_prefix(st, "stable_beam");
         if (!best) return sr_aed_write_hyp(h, NULL, 0, 0);
-        s->committed = best->n;
-        return sr_aed_write_hyp(h, best->tok, best->n, best->n);
+        int n = best->n;
+        memcpy(s->tok, best->tok, (size_t)n * sizeof *s->tok);
+        memcpy(s->lp, best->lp, (size_t)n * sizeof *s->lp);
+        int silent;
+        if ((st = sr_aed_gate_last(sc, s->tok, s->lp, n, best->end_lp, s->committed, &n, &silent)))
+            return sr_error_prefix(st, "stable_beam");
+        s->committed = n;
+        return sr_aed_write_hyp(h, s->tok, n, n);
     }
     if ((st = sr_aed_beams_stream(&s->e, sc, cap, s->committed))) return sr_error_prefix(st, "stable_beam");
+    const sr_aed_beam *b0 = &s->e.beam[0];
+    int keep, silent;
+    if ((st = sr_aed_gate_last(sc, b0->tok, b0->lp, b0->n, b0->end_lp, s->committed, &keep,
+                               &silent)))
+        return sr_error_prefix(st, "stable_beam");
+    if (silent) sr_aed_beams_keep_best(&s->e, keep);
     s->committed = SR_MAX(s->committed, committed_len(&s->e));
     return sr_aed_write_hyp(h, s->e.beam[0].tok, s->e.beam[0].n, s->committed);
 }
@@ -98,13 +127,16 @@ static void sb_close(void *state)
     sb_state *s = state;
     if (!s) return;
     sr_aed_beams_free(&s->e);
+    free(s->tok);
+    free(s->lp);
     free(s);
 }
 
 static size_t sb_bytes(const void *state)
 {
     const sb_state *s = state;
-    return sizeof *s + sr_aed_beams_bytes(&s->e);
+    return sizeof *s + sr_aed_beams_bytes(&s->e) +
+           (size_t)s->e.max_len * (sizeof(int32_t) + sizeof(float));
 }
 
 const sr_decoder_ops sr_dec_stable_beam = {

@@ -16,8 +16,16 @@
  * promise). Guards: at most SR_AED_CAP_BASE + SR_AED_CAP_PER_S tokens per second of the chunk
  * per update, and the repetition-loop rule (aed_common.h), which cuts a loop to one copy and
  * pauses like EOT.
+ *
+ * No-speech gate: after decoding, when the rule (aed_common.h) calls the hypothesis's last
+ * window silence (its no-speech probability under the audio so far; its tokens' recorded
+ * log-probs plus EOT's when decoding paused on EOT), the hypothesis is cut back to that
+ * window's start, never below n_stable: nothing is emitted while the audio looks silent, and
+ * the next update decodes that window afresh.
  */
 #include "aed_common.h"
+
+#include <math.h>
 
 typedef struct {
     sr_stream_config cfg; /* chunk sizes for the cap (strings not used) */
@@ -81,8 +89,11 @@ static sr_status sgr_update(void *state, const sr_scorer *sc, int final, sr_hyp 
     s->n = cut;
     sr_aed_stop why;
     int cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
-    st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, s->rows + (size_t)(cut - w0) * V, cap,
-                       s->stable, &why);
+    float *dist = s->rows + (size_t)(cut - w0) * V;
+    st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, dist, cap, s->stable, &why);
+    int silent;
+    if (!st) st = sr_aed_gate_last(sc, s->tok, s->lp, s->n, why == SR_AED_EOT ? dist[sc->eot] : NAN,
+                                   s->stable, &s->n, &silent);
     if (st) return sr_error_prefix(st, "stable_greedy");
     s->k++;
     s->stable = final ? s->n : SR_MAX(s->stable, s->n - s->window);

@@ -14,6 +14,8 @@
  * n_stable <= n, n_stable never decreases, the stable prefix never changes, all stable at
  * the end). Expected answers are worked out by hand in the comments; the offline beam cases
  * were also run through openai-whisper's BeamSearchDecoder + MaximumLikelihoodRanker.
+ * The fake can also report a no-speech probability (per window, windows separated by a break
+ * token, or per chunk) for the no-speech gate (suite decoders_nospeech).
  */
 #include <math.h>
 #include <stdint.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "../core/plugin.h"
+#include "../decoders/aed_common.h"
 #include "test.h"
 
 #define V 16
@@ -47,6 +50,9 @@ typedef struct {
     int fail_at;    /* 1-based call number that fails with SR_ERR_DEVICE; 0 = never */
     int max_slots, max_len;
     int calls, bad;
+    int brk;              /* no-speech: window-break token (-1: one window) */
+    double ns_win[4];     /* no-speech probability of window w ... */
+    const double *ns_chunk; /* ... or, when set, of every window at chunk k */
     int n_log;
     struct { int chunk, slot, n, from; } log[MAXLOG];
 } fake;
@@ -118,6 +124,21 @@ static sr_status fake_logprobs(void *ctx, int slot, const int32_t *prefix, int n
     return SR_OK;
 }
 
+/* aed_no_speech of the fake: the window of position n starts after the last break token */
+static sr_status fake_no_speech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
+{
+    fake *f = ctx;
+    int w = 0;
+    *start = 0;
+    for (int i = 0; i < n; i++)
+        if (prefix[i] == f->brk) {
+            w++;
+            *start = i + 1;
+        }
+    *p = (float)(f->ns_chunk ? f->ns_chunk[f->chunk] : f->ns_win[SR_MIN(w, 3)]);
+    return SR_OK;
+}
+
 static void fake_init(fake *f, sr_scorer *sc, int mode, const rule *rules, int n_rules, int slots, int max_len)
 {
     memset(f, 0, sizeof *f);
@@ -126,6 +147,7 @@ static void fake_init(fake *f, sr_scorer *sc, int mode, const rule *rules, int n
     f->n_rules = n_rules;
     f->max_slots = slots;
     f->max_len = max_len;
+    f->brk = -1;
     memset(sc, 0, sizeof *sc);
     sc->kind = SR_SCORER_AED;
     sc->ctx = f;
@@ -876,6 +898,137 @@ static void test_agreement_needs_two(void)
     CU_ASSERT_EQUAL(out[2].n_stable, 2);
 }
 
+/* ---- no-speech gate ------------------------------------------------------------------------- */
+
+static void test_nospeech_rule(void)
+{
+    /* openai-whisper's rule: p > 0.6 and avg log-prob <= -1; or p > 0.9 alone */
+    CU_ASSERT_EQUAL(sr_aed_silent(0.6, -2.0), 0);
+    CU_ASSERT_EQUAL(sr_aed_silent(0.61, -1.0), 1);
+    CU_ASSERT_EQUAL(sr_aed_silent(0.61, -0.99), 0);
+    CU_ASSERT_EQUAL(sr_aed_silent(0.89, -0.1), 0);
+    CU_ASSERT_EQUAL(sr_aed_silent(0.91, -0.1), 1);
+    CU_ASSERT_EQUAL(sr_aed_silent(0.91, NAN), 1);
+    CU_ASSERT_EQUAL(sr_aed_silent(0.5, -5.0), 0);
+}
+
+/* Confident [1] (avg log .9 = -0.105) and unsure [2] (avg log .3 = -1.20), each ending on EOT. */
+static const rule NS_SURE[] = {
+    {0, 0, {0}, 1, {{1, .9}}},
+    {0, 1, {1}, 1, {{EOT, .9}}},
+};
+static const rule NS_UNSURE[] = {
+    {0, 0, {0}, 1, {{2, .3}}},
+    {0, 1, {2}, 1, {{EOT, .3}}},
+};
+
+static void test_nospeech_offline(void)
+{
+    static const struct { const rule *r; int nr; double p; int want; } cases[] = {
+        {NS_SURE, 2, 0.95, 0},   /* p > 0.9: silence whatever the log-prob */
+        {NS_SURE, 2, 0.7, 1},    /* confident text survives a middling p (openai's escape) */
+        {NS_UNSURE, 2, 0.7, 0},  /* p > 0.6 and avg <= -1: silence */
+        {NS_UNSURE, 2, 0.5, 2},  /* p <= 0.6: kept however unsure */
+    };
+    static const char *names[] = {"aed_greedy", "aed_beam"};
+    for (size_t c = 0; c < SR_ARRAY_LEN(cases); c++)
+        for (size_t d = 0; d < SR_ARRAY_LEN(names); d++) {
+            fake f;
+            sr_scorer sc;
+            sr_stream_config cfg;
+            static snap out[MAXCH];
+            int b = d ? 2 : 1;
+            fake_init(&f, &sc, F_TABLE, cases[c].r, cases[c].nr, b, 32);
+            sc.aed_no_speech = fake_no_speech;
+            f.ns_win[0] = cases[c].p;
+            cfg_make(&cfg, b, 2, 300);
+            if (!drive(names[d], &cfg, &sc, &f, 2, out)) continue;
+            int32_t want = cases[c].want;
+            CU_ASSERT(same(&out[1], want ? 1 : 0, &want));
+        }
+}
+
+/* Two windows: [1] closed by the break token 14, then [2]. Only the silent window's text goes;
+ * the break stays so the later window keeps its place. */
+static const rule NS_WIN[] = {
+    {0, 0, {0}, 1, {{1, .9}}},
+    {0, 1, {1}, 1, {{14, .9}}},
+    {0, 2, {1, 14}, 1, {{2, .9}}},
+    {0, 3, {1, 14, 2}, 1, {{EOT, .9}}},
+};
+
+static void test_nospeech_windows(void)
+{
+    static const char *names[] = {"aed_greedy", "aed_beam"};
+    for (size_t d = 0; d < SR_ARRAY_LEN(names); d++)
+        for (int silent = 0; silent < 3; silent++) {
+            fake f;
+            sr_scorer sc;
+            sr_stream_config cfg;
+            static snap out[MAXCH];
+            int b = d ? 2 : 1;
+            fake_init(&f, &sc, F_TABLE, NS_WIN, SR_ARRAY_LEN(NS_WIN), b, 32);
+            sc.aed_no_speech = fake_no_speech;
+            f.brk = 14;
+            f.ns_win[0] = silent == 1 ? 0.95 : 0.1;
+            f.ns_win[1] = silent == 2 ? 0.95 : 0.1;
+            cfg_make(&cfg, b, 2, 300);
+            if (!drive(names[d], &cfg, &sc, &f, 1, out)) continue;
+            if (silent == 0) HYP_IS(&out[0], 1, 14, 2);
+            if (silent == 1) HYP_IS(&out[0], 14, 2);
+            if (silent == 2) HYP_IS(&out[0], 1, 14);
+        }
+}
+
+/* Streaming: [1 2 3 4] then EOT, every chunk. Silence first (chunks 0-1): nothing is shown; then
+ * speech: the text. Speech first, then silence: the gate cuts back to n_stable, never below. */
+static const rule NS_STREAM[] = {
+    {0, 0, {0}, 1, {{1, .9}}},
+    {0, 1, {1}, 1, {{2, .9}}},
+    {0, 2, {1, 2}, 1, {{3, .9}}},
+    {0, 3, {1, 2, 3}, 1, {{4, .9}}},
+    {0, 4, {1, 2, 3, 4}, 1, {{EOT, .9}}},
+};
+
+static void test_nospeech_stream(void)
+{
+    static const double silence_first[] = {0.95, 0.95, 0.1, 0.1};
+    static const double speech_first[] = {0.1, 0.1, 0.95, 0.95};
+    static const char *names[] = {"stable_greedy", "stable_beam", "local_agreement"};
+    for (size_t d = 0; d < SR_ARRAY_LEN(names); d++) {
+        fake f;
+        sr_scorer sc;
+        sr_stream_config cfg;
+        static snap out[MAXCH];
+        int b = d == 1 ? 2 : 1;
+        fake_init(&f, &sc, F_TABLE, NS_STREAM, SR_ARRAY_LEN(NS_STREAM), b, 32);
+        sc.aed_no_speech = fake_no_speech;
+        f.ns_chunk = silence_first;
+        cfg_make(&cfg, b, 2, 300);
+        if (drive(names[d], &cfg, &sc, &f, 4, out)) {
+            HYP_EMPTY(&out[0]);
+            HYP_EMPTY(&out[1]);
+            HYP_IS(&out[2], 1, 2, 3, 4);
+            HYP_IS(&out[3], 1, 2, 3, 4);
+        }
+        fake_init(&f, &sc, F_TABLE, NS_STREAM, SR_ARRAY_LEN(NS_STREAM), b, 32);
+        sc.aed_no_speech = fake_no_speech;
+        f.ns_chunk = speech_first;
+        if (!drive(names[d], &cfg, &sc, &f, 4, out)) continue;
+        HYP_IS(&out[0], 1, 2, 3, 4);
+        /* what was promised stable stays (drive checks it); the rest is withdrawn */
+        int keep = out[1].n_stable;
+        /* stable_greedy / stable_beam: n - stability_n (every beam extends [1 2 3 4]);
+         * local_agreement committed the two equal hypotheses of chunks 0 and 1: all of it */
+        CU_ASSERT_EQUAL(keep, d == 2 ? 4 : 2);
+        static const int32_t all[] = {1, 2, 3, 4};
+        for (int k = 2; k < 4; k++) {
+            CU_ASSERT_EQUAL(out[k].n, keep);
+            CU_ASSERT(!memcmp(out[k].tok, all, (size_t)SR_MIN(out[k].n, 4) * sizeof(int32_t)));
+        }
+    }
+}
+
 void test_register_decoders(void)
 {
     TEST_SUITE("decoders_aed",
@@ -904,4 +1057,9 @@ void test_register_decoders(void)
     TEST_SUITE("decoders_agreement",
                {"commit_common_prefix", test_agreement_commit},
                {"needs_two", test_agreement_needs_two});
+    TEST_SUITE("decoders_nospeech",
+               {"rule", test_nospeech_rule},
+               {"offline", test_nospeech_offline},
+               {"windows", test_nospeech_windows},
+               {"stream", test_nospeech_stream});
 }

@@ -9,10 +9,17 @@
  *                    K/V caches == one pass; the stream's cross K/V == one pass; context reset
  *   whisper_stream   strategies end to end through the scorer, reset reuse, short and silent
  *                    audio, feed-split invariance through the engine (when an AED decoder exists)
- * Goldens: scripts/gen_golden_whisper.py (openai-whisper 20250625).
+ *   whisper_silence  the no-speech probability vs openai-whisper (real tiny.en: jfk, digital
+ *                    silence, two noise levels); silence, noise and sub-chunk audio give an empty
+ *                    hypothesis for every strategy x decoder while speech is unchanged by the
+ *                    gate; whisperrt past 30 s (context reset, text continues); bad model files,
+ *                    chunk sizes and scorer arguments
+ * Goldens: scripts/gen_golden_whisper.py and scripts/gen_golden_whisper_nospeech.py
+ * (openai-whisper 20250625).
  */
 #include "test.h"
 
+#include "../decoders/aed_common.h"
 #include "../models/whisper/whisper.h"
 
 #include <math.h>
@@ -279,8 +286,8 @@ static void test_parity_rand(void)
     for (int i = 0; i < steps - 1; i++) in[2 + i] = (int32_t)((int64_t *)gtok.data)[i];
     wh_scratch sc;
     CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 64, 150), SR_OK);
-    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->slot[1].k, s->slot[1].v, s->xk, s->xv,
-                              150), SR_OK);
+    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->slot[1].k, s->slot[1].v,
+                              w->n_text_ctx, s->xk, s->xv, 150), SR_OK);
     float *lg = malloc((size_t)steps * 259 * sizeof(float));
     CU_ASSERT_EQUAL(wh_logits(w, sc.h + 32, steps, lg), SR_OK);
     double dl = test_max_abs_diff(lg, glog.data, (size_t)steps * 259);
@@ -395,8 +402,8 @@ static void test_parity_tiny_en(void)
     for (int i = 0; i < steps - 1; i++) in[2 + i] = toks[i];
     wh_scratch sc;
     CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 16, 1500), SR_OK);
-    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->slot[1].k, s->slot[1].v, s->xk, s->xv,
-                              1500), SR_OK);
+    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->slot[1].k, s->slot[1].v,
+                              w->n_text_ctx, s->xk, s->xv, 1500), SR_OK);
     float *L = malloc((size_t)steps * w->n_vocab * sizeof(float));
     CU_ASSERT_EQUAL(wh_logits(w, sc.h + w->d, steps, L), SR_OK);
     double dl = 0, dz = 0;
@@ -928,6 +935,394 @@ static void test_feed_split(void)
     sr_model_free(m);
 }
 
+/* ---- whisper_silence ---- */
+
+/* The generator's noise (scripts/gen_golden_whisper_nospeech.py): a 32-bit LCG from 1, each
+ * sample ((s >> 8) / 2^23 - 1) * amp in float32. */
+static float *lcg_noise(size_t n, float amp)
+{
+    float *a = malloc(n * sizeof(float));
+    uint32_t s = 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        float x = (float)(s >> 8) / 8388608.0f - 1.0f;
+        a[i] = x * amp;
+    }
+    return a;
+}
+
+static sr_model *load_real(void)
+{
+    const char *path = real_model_path();
+    if (!path) return NULL;
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(path, NULL, &m);
+    if (st) printf("\n      load %s: %s\n", path, sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    return m;
+}
+
+/* openai-whisper's no_speech_prob against srkit's offline scorer, and the average log-prob of
+ * the greedy tokens (the final EOT's included, over tokens + 1) against the same average under
+ * srkit's logit rules computed with openai's modules; openai's own avg_logprob differs by up to
+ * 6e-3 because decode(without_timestamps=True) leaves the timestamp tokens open: the silence
+ * rule must decide the same on both. */
+static void test_nospeech_golden(void)
+{
+    const char *jfk = test_shared("speech-samples/jfk.wav");
+    sr_model *m = jfk ? load_real() : NULL;
+    if (!m) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
+        return;
+    }
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/tiny_en_nospeech.h5"), &g), SR_OK);
+    sr_audio a;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
+    static const struct { const char *name; float amp; int silent; } in[] = {
+        {"jfk", 0, 0}, {"zero_3s", 0, 1}, {"noise_3s", 1e-3f, 1}, {"noise10_3s", 1e-2f, 1},
+    };
+    double dp = 0, da = 0;
+    int V = ((const wh_model *)m->impl)->n_vocab;
+    float *lp = malloc((size_t)V * sizeof(float));
+    for (size_t i = 0; i < SR_ARRAY_LEN(in); i++) {
+        size_t n = i ? 48000 : a.n;
+        float *audio = i == 0 ? a.samples : in[i].amp > 0 ? lcg_noise(n, in[i].amp)
+                                                           : calloc(n, sizeof(float));
+        bstream b;
+        CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
+        CU_ASSERT_EQUAL(bfeed_all(&b, audio, n), SR_OK);
+        float p = -1;
+        int start = -1;
+        CU_ASSERT_EQUAL(b.sc.aed_no_speech(b.st, NULL, 0, &start, &p), SR_OK);
+        CU_ASSERT_EQUAL(start, 0);
+        /* greedy with the log-prob of every choice, the final EOT's included */
+        int32_t toks[128];
+        int nt = 0;
+        double sum = 0;
+        for (;;) {
+            CU_ASSERT_EQUAL_FATAL(b.sc.aed_logprobs(b.st, 0, toks, nt, nt, lp), SR_OK);
+            int best = sr_aed_argmax(lp, V);
+            sum += lp[best];
+            if (best == b.sc.eot || nt == 127) break;
+            toks[nt++] = best;
+        }
+        double avg = sum / (nt + 1);
+        char path[64];
+        sr_tensor gp, ga, go, gt;
+        snprintf(path, sizeof path, "/%s/no_speech_prob", in[i].name);
+        int ok = gold(g, path, SR_F32, &gp);
+        snprintf(path, sizeof path, "/%s/avg_logprob_srkit_rules", in[i].name);
+        ok = gold(g, path, SR_F32, &ga) && ok;
+        snprintf(path, sizeof path, "/%s/avg_logprob", in[i].name);
+        ok = gold(g, path, SR_F32, &go) && ok;
+        snprintf(path, sizeof path, "/%s/tokens", in[i].name);
+        ok = gold(g, path, SR_I64, &gt) && ok;
+        if (ok) {
+            double gpv = ((float *)gp.data)[0], gav = ((float *)ga.data)[0];
+            double gov = ((float *)go.data)[0];
+            double e = fabs(p - gpv), f = fabs(avg - gav);
+            dp = e > dp ? e : dp;
+            da = f > da ? f : da;
+            CU_ASSERT(e <= 1e-4);
+            CU_ASSERT(f <= 1e-4);
+            CU_ASSERT(tokens_equal(toks, nt, &gt, in[i].name));
+            /* the rule decides as it would on openai-whisper's own numbers, and as expected */
+            CU_ASSERT_EQUAL(sr_aed_silent(p, avg), sr_aed_silent(gpv, gov));
+            CU_ASSERT_EQUAL(sr_aed_silent(p, avg), in[i].silent);
+            printf("%s %s p %.4f avg %.3f", i ? ";" : "\n     ", in[i].name, p, avg);
+        }
+        sr_tensor_free(&gp);
+        sr_tensor_free(&ga);
+        sr_tensor_free(&go);
+        sr_tensor_free(&gt);
+        sr_whisper_ops.stream_close(b.st);
+        if (i) free(audio);
+    }
+    printf("\n      no_speech_prob max abs diff %.2e, avg_logprob (srkit rules) %.2e", dp, da);
+    free(lp);
+    sr_audio_free(&a);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+/* Several decoders on one backend stream, as core/stream.c drives one (process, then update
+ * after every chunk, final = 1 after the last): they share the scorer (the backend recomputes
+ * whatever a slot's cache no longer matches), so each strategy encodes the audio once. */
+typedef struct {
+    const char *name;
+    int beam;
+    int gate;            /* 0: the scorer's no-speech probability is hidden from it */
+    const sr_decoder_ops *ops;
+    void *st;
+    sr_scorer sc;
+    sr_hyp h;
+    uint64_t sum;        /* checksum of every update's hypothesis and n_stable */
+    int max_n;           /* longest hypothesis of any update */
+} ddec;
+
+static int drive_many(const sr_model *m, const char *strategy, int chunk_ms, const float *a,
+                      size_t n, ddec *d, int nd)
+{
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.strategy = strategy;
+    cfg.chunk_ms = chunk_ms;
+    cfg.beam = 3; /* slots for the widest decoder */
+    bstream b;
+    int ok = 0, k = 0;
+    if (sr_whisper_ops.stream_open(m, &cfg, &b.st, &b.ck, &b.sc)) return 0;
+    for (k = 0; k < nd; k++) {
+        memset(&d[k].h, 0, sizeof d[k].h);
+        d[k].st = NULL;
+        d[k].sum = 1469598103934665603ull;
+        d[k].max_n = 0;
+        d[k].sc = b.sc;
+        if (!d[k].gate) d[k].sc.aed_no_speech = NULL;
+        cfg.beam = d[k].beam;
+        cfg.stability_n = 2;
+        if (sr_decoder_find(d[k].name, &d[k].ops) || d[k].ops->open(&cfg, &d[k].sc, &d[k].st))
+            goto done;
+    }
+    size_t pos = 0, need = b.ck.first_chunk;
+    for (;;) {
+        int final = n - pos < need;
+        size_t take = final ? n - pos : need;
+        if (sr_whisper_ops.process(b.st, a + pos, take, final)) goto done;
+        pos += take;
+        for (k = 0; k < nd; k++) {
+            sr_hyp *h = &d[k].h;
+            if (d[k].ops->update(d[k].st, &d[k].sc, final, h)) goto done;
+            for (int i = 0; i < h->n; i++) d[k].sum = (d[k].sum ^ (uint64_t)h->tokens[i]) * 1099511628211ull;
+            d[k].sum = (d[k].sum ^ (uint64_t)(h->n + 1000 * h->n_stable)) * 1099511628211ull;
+            d[k].max_n = SR_MAX(d[k].max_n, h->n);
+        }
+        if (final) break;
+        need = b.ck.chunk;
+    }
+    ok = 1;
+done:
+    if (!ok) printf("\n      %s %s: %s", strategy, k < nd ? d[k].name : "", sr_last_error());
+    for (k = 0; k < nd; k++)
+        if (d[k].st) d[k].ops->close(d[k].st);
+    sr_whisper_ops.stream_close(b.st);
+    return ok;
+}
+
+#define DDEC(n, b, g) {.name = (n), .beam = (b), .gate = (g)}
+
+static void free_many(ddec *d, int nd)
+{
+    for (int k = 0; k < nd; k++) free(d[k].h.tokens);
+}
+
+static const struct { const char *strategy; int chunk_ms; } strategies[] = {
+    {"offline", 0}, {"whisperrt", 300}, {"reencode", 1000},
+};
+
+/* Silence, low noise and audio shorter than one chunk give an empty hypothesis on every update,
+ * for every strategy x decoder; and through the engine, an empty text in every timeline entry. */
+static void test_silence_every_decoder(void)
+{
+    sr_model *m = load_real();
+    if (!m) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 absent (make models)");
+        return;
+    }
+    size_t n = 32000;
+    float *zero = calloc(n, sizeof(float)), *noise = lcg_noise(n, 1e-3f);
+    static const struct { const char *name; size_t n; } in[] = {
+        {"2 s of zeros", 32000}, {"2 s of noise at 1e-3", 32000}, {"100 zero samples", 100},
+    };
+    int empty = 0, total = 0;
+    for (size_t si = 0; si < SR_ARRAY_LEN(strategies); si++)
+        for (size_t i = 0; i < SR_ARRAY_LEN(in); i++) {
+            ddec d[] = {DDEC("aed_greedy", 1, 1), DDEC("aed_beam", 3, 1),
+                        DDEC("stable_greedy", 1, 1), DDEC("stable_beam", 3, 1),
+                        DDEC("local_agreement", 1, 1)};
+            int nd = (int)SR_ARRAY_LEN(d);
+            CU_ASSERT_FATAL(drive_many(m, strategies[si].strategy, strategies[si].chunk_ms,
+                                       i == 1 ? noise : zero, in[i].n, d, nd));
+            for (int k = 0; k < nd; k++) {
+                if (d[k].max_n)
+                    printf("\n      %s %s on %s: %d tokens", strategies[si].strategy, d[k].name,
+                           in[i].name, d[k].max_n);
+                CU_ASSERT_EQUAL(d[k].max_n, 0);
+                empty += !d[k].max_n;
+                total++;
+            }
+            free_many(d, nd);
+        }
+    printf("\n      empty on every update: %d of %d strategy x decoder x input", empty, total);
+    /* the engine: default strategy and decoder (whisperrt, stable_greedy) */
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_feed(s, noise, n), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    const sr_timeline *t = sr_stream_timeline(s);
+    CU_ASSERT(t->n > 1 && t->entries[t->n - 1].is_final);
+    for (size_t k = 0; k < t->n; k++) CU_ASSERT_STRING_EQUAL(t->entries[k].text, "");
+    sr_stream_close(s);
+    free(zero);
+    free(noise);
+    sr_model_free(m);
+}
+
+/* Speech: with and without the gate a decoder gives the same hypotheses on every update (jfk's
+ * no-speech probability stays far below the thresholds), for each strategy with the decoders
+ * meant for it; offline greedy equals openai-whisper's tokens. The streaming strategies run on
+ * jfk's first 4 s ("And so my fellow Americans") in 1 s chunks, to keep the test short. */
+static void test_speech_unaffected(void)
+{
+    const char *jfk = test_shared("speech-samples/jfk.wav");
+    sr_model *m = jfk ? load_real() : NULL;
+    if (!m) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
+        return;
+    }
+    sr_audio a;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/tiny_en_nospeech.h5"), &g), SR_OK);
+    static const struct { const char *strategy; const char *dec[3]; int beam[3]; } runs[] = {
+        {"offline", {"aed_greedy", "aed_beam", NULL}, {1, 3, 0}},
+        {"whisperrt", {"stable_greedy", "stable_beam", "local_agreement"}, {1, 3, 1}},
+        {"reencode", {"stable_greedy", "local_agreement", NULL}, {1, 1, 0}},
+    };
+    for (size_t r = 0; r < SR_ARRAY_LEN(runs); r++) {
+        size_t n = r ? SR_MIN(a.n, 64000) : a.n;
+        ddec d[6];
+        int nd = 0;
+        for (int j = 0; j < 3 && runs[r].dec[j]; j++)
+            for (int gate = 1; gate >= 0; gate--) {
+                memset(&d[nd], 0, sizeof d[nd]);
+                d[nd].name = runs[r].dec[j];
+                d[nd].beam = runs[r].beam[j];
+                d[nd].gate = gate;
+                nd++;
+            }
+        CU_ASSERT_FATAL(drive_many(m, runs[r].strategy, r ? 1000 : 0, a.samples, n, d, nd));
+        printf("\n      %s:", runs[r].strategy);
+        for (int k = 0; k < nd; k += 2) {
+            printf(" %s %d tokens", d[k].name, d[k].h.n);
+            CU_ASSERT(d[k].h.n > 0);
+            CU_ASSERT(d[k].sum == d[k + 1].sum && d[k].h.n == d[k + 1].h.n &&
+                      !memcmp(d[k].h.tokens, d[k + 1].h.tokens, (size_t)d[k].h.n * sizeof(int32_t)));
+        }
+        sr_tensor gt;
+        if (r == 0 && gold(g, "/jfk/tokens", SR_I64, &gt)) {
+            CU_ASSERT(tokens_equal(d[0].h.tokens, d[0].h.n, &gt, "jfk offline aed_greedy"));
+            sr_tensor_free(&gt);
+        }
+        free_many(d, nd);
+    }
+    sr_h5_close(g);
+    sr_audio_free(&a);
+    sr_model_free(m);
+}
+
+/* whisperrt past the 30 s context: the context resets (a second window); a streaming decoder
+ * keeps the first window's text and continues in the new window; an offline decoder, which
+ * decodes only at the end, sees only the window still held (docs/whisper.md): its hypothesis
+ * is the break token then the second window's text. */
+static void test_whisperrt_long(void)
+{
+    const char *jfk = test_shared("speech-samples/jfk.wav");
+    sr_model *m = jfk ? load_real() : NULL;
+    if (!m) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
+        return;
+    }
+    const wh_model *w = m->impl;
+    /* 40 s: jfk (11 s), digital silence up to 30 s, then jfk's first 10 s: speech, silence
+     * and speech again across the reset (few tokens, so the test stays short) */
+    sr_audio a;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
+    size_t n = 40 * 16000;
+    float *audio = calloc(n, sizeof(float));
+    memcpy(audio, a.samples, SR_MIN(a.n, (size_t)30 * 16000) * sizeof(float));
+    memcpy(audio + 30 * 16000, a.samples, SR_MIN(a.n, (size_t)10 * 16000) * sizeof(float));
+    sr_audio_free(&a);
+    ddec d[] = {DDEC("stable_greedy", 1, 1), DDEC("aed_greedy", 1, 1)};
+    CU_ASSERT_FATAL(drive_many(m, "whisperrt", 1000, audio, n, d, 2));
+    int brk[2] = {-1, -1}, nbrk[2] = {0, 0};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < d[k].h.n; i++)
+            if (d[k].h.tokens[i] == w->brk) {
+                nbrk[k]++;
+                if (brk[k] < 0) brk[k] = i;
+            }
+    printf("\n      40 s whisperrt, 1 s chunks: stable_greedy %d tokens, break at %d; "
+           "aed_greedy %d tokens, break at %d", d[0].h.n, brk[0], d[1].h.n, brk[1]);
+    sr_strbuf tb = {0};
+    if (sr_detokenize_into(m, d[0].h.tokens, d[0].h.n, &tb) == SR_OK && tb.data)
+        printf("\n      \"%s\"", tb.data);
+    sr_strbuf_free(&tb);
+    CU_ASSERT_EQUAL(nbrk[0], 1);
+    CU_ASSERT(brk[0] >= 8);                /* jfk's text before the reset */
+    CU_ASSERT(d[0].h.n - brk[0] - 1 >= 8); /* and the second jfk's after it */
+    CU_ASSERT(d[1].h.n > 1 && d[1].h.tokens[0] == w->brk && nbrk[1] == 1);
+    free_many(d, 2);
+    free(audio);
+    sr_model_free(m);
+}
+
+/* Model files that are missing or corrupt; stream configs and scorer calls out of range. */
+static void test_silence_bad_input(void)
+{
+    sr_model *m = NULL;
+    TEST_ASSERT_ERR(sr_model_load("/nonexistent/whisper-tiny.en.h5", NULL, &m), SR_ERR_IO,
+                    "/nonexistent/whisper-tiny.en.h5");
+    CU_ASSERT_PTR_NULL(m);
+    /* a truncated copy of a valid model file */
+    char tmp[] = "/tmp/srkit_whisper_corrupt_XXXXXX";
+    int fd = mkstemp(tmp);
+    CU_ASSERT_FATAL(fd >= 0);
+    FILE *src = fopen(test_fixture("whisper/micro.h5"), "rb"), *dst = fdopen(fd, "wb");
+    CU_ASSERT_FATAL(src && dst);
+    char buf[4096];
+    size_t got = fread(buf, 1, sizeof buf, src);
+    fwrite(buf, 1, got / 2, dst);
+    fclose(src);
+    fclose(dst);
+    sr_status st = sr_model_load(tmp, NULL, &m);
+    CU_ASSERT(st == SR_ERR_FORMAT || st == SR_ERR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(sr_last_error(), tmp));
+    CU_ASSERT_PTR_NULL(m);
+    remove(tmp);
+    /* chunk sizes: not a multiple of the 20 ms encoder frame; first chunk below the chunk,
+     * off the frame grid, or beyond the window */
+    m = load("whisper/rand.h5");
+    bstream b;
+    TEST_ASSERT_ERR(bopen(m, "whisperrt", 110, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "reencode", 2000, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "whisperrt", 300, 200, &b), SR_ERR_ARG, "stream.first_chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "reencode", 300, 280, &b), SR_ERR_ARG, "stream.first_chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "whisperrt", 100, 610, &b), SR_ERR_ARG, "stream.first_chunk_ms");
+    TEST_ASSERT_ERR(bopen(m, "whisperrt", 100, 3020, &b), SR_ERR_ARG, "stream.first_chunk_ms");
+    CU_ASSERT_EQUAL(bopen(m, "whisperrt", 300, 300, &b), SR_OK);
+    sr_whisper_ops.stream_close(b.st);
+    /* aed_no_speech: before audio nothing is claimed; bad arguments name themselves */
+    CU_ASSERT_EQUAL_FATAL(bopen(m, "whisperrt", 100, 0, &b), SR_OK);
+    float p = -1;
+    int start = -1;
+    CU_ASSERT_EQUAL(b.sc.aed_no_speech(b.st, NULL, 0, &start, &p), SR_OK);
+    CU_ASSERT(p == 0 && start == 0);
+    int32_t q[2] = {9999, 0};
+    TEST_ASSERT_ERR(b.sc.aed_no_speech(b.st, q, 1, &start, &p), SR_ERR_ARG, "prefix[0] = 9999");
+    TEST_ASSERT_ERR(b.sc.aed_no_speech(b.st, q, 1, NULL, &p), SR_ERR_ARG, "start NULL");
+    float *zero = calloc(16000, sizeof(float));
+    CU_ASSERT_EQUAL(bfeed_all(&b, zero, 16000), SR_OK);
+    q[0] = ((const wh_model *)m->impl)->brk;
+    TEST_ASSERT_ERR(b.sc.aed_no_speech(b.st, q, 1, &start, &p), SR_ERR_ARG, "window 1");
+    q[0] = 3;
+    CU_ASSERT_EQUAL(b.sc.aed_no_speech(b.st, q, 1, &start, &p), SR_OK);
+    CU_ASSERT(p > 0 && p < 1 && start == 0);
+    free(zero);
+    sr_whisper_ops.stream_close(b.st);
+    sr_model_free(m);
+}
+
 void test_register_whisper(void)
 {
     TEST_SUITE("whisper_load", {"load_rand", test_load_rand}, {"load_bad", test_load_bad},
@@ -940,4 +1335,9 @@ void test_register_whisper(void)
                {"stream_cross_kv", test_stream_cross_kv}, {"context_reset", test_context_reset});
     TEST_SUITE("whisper_stream", {"strategies", test_strategies},
                {"decoder_kv_cache", test_decoder_kv_cache}, {"feed_split", test_feed_split});
+    TEST_SUITE("whisper_silence", {"bad_input", test_silence_bad_input},
+               {"nospeech_vs_openai", test_nospeech_golden},
+               {"silence_every_decoder", test_silence_every_decoder},
+               {"speech_unaffected", test_speech_unaffected},
+               {"whisperrt_past_30s", test_whisperrt_long});
 }

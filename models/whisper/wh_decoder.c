@@ -28,15 +28,17 @@ sr_status wh_cross_kv(const wh_model *w, const float *enc, int n, int p0, float 
 }
 
 sr_status wh_decode(const wh_model *w, wh_scratch *s, const int32_t *tok, int c0, int n,
-                    float *sk, float *sv, const float *xk, const float *xv, int enc_len)
+                    float *sk, float *sv, int kv_rows, const float *xk, const float *xv,
+                    int enc_len)
 {
     int d = w->d, tctx = w->n_text_ctx, actx = w->n_audio_ctx;
     int rows = n - c0;
     if (rows <= 0) return SR_OK;
     int keys = n > enc_len ? n : enc_len;
-    if (c0 < 0 || n > tctx || rows > s->rows || (size_t)rows * keys > (size_t)s->rows * s->keys)
+    if (c0 < 0 || n > tctx || n > kv_rows || rows > s->rows ||
+        (size_t)rows * keys > (size_t)s->rows * s->keys)
         return sr_error(SR_ERR_ARG, "whisper decoder: positions [%d, %d) exceed the text context "
-                        "(%d) or the scratch", c0, n, tctx);
+                        "(%d), the K/V cache (%d rows) or the scratch", c0, n, tctx, kv_rows);
     if (enc_len <= 0)
         return sr_error(SR_ERR_ARG, "whisper decoder: no encoder frames to attend to");
     float *x = s->kv;
@@ -52,7 +54,7 @@ sr_status wh_decode(const wh_model *w, wh_scratch *s, const int32_t *tok, int c0
     sr_status st = SR_OK;
     for (int l = 0; l < w->n_text_layer && !st; l++) {
         const wh_block *B = &w->dec[l];
-        float *K = sk + (size_t)l * tctx * d, *V = sv + (size_t)l * tctx * d;
+        float *K = sk + (size_t)l * kv_rows * d, *V = sv + (size_t)l * kv_rows * d;
         const float *XK = xk + (size_t)l * actx * d, *XV = xv + (size_t)l * actx * d;
         wh_layernorm(x, rows, d, B->attn_ln, s->h);
         if ((st = wh_linear(w->k, s->h, rows, d, B->q, d, 0.0f, s->q)) ||

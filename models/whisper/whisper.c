@@ -85,7 +85,8 @@ static sr_status window_rows(wh_stream *s, int slot, int wj, const int32_t *txt,
     int c0 = common < i_from ? common : i_from;
     int hw = wj - s->win_first;
     const float *XK = s->xk + (size_t)hw * cross_floats(w), *XV = s->xv + (size_t)hw * cross_floats(w);
-    sr_status st = wh_decode(w, &s->ds, s->tok, c0, N, sl->k, sl->v, XK, XV, s->win_len[hw]);
+    sr_status st = wh_decode(w, &s->ds, s->tok, c0, N, sl->k, sl->v, w->n_text_ctx, XK, XV,
+                             s->win_len[hw]);
     if (st) {
         sl->win = -1;
         return st;
@@ -168,6 +169,56 @@ static sr_status wh_aed_logprobs(void *ctx, int slot, const int32_t *prefix, int
             one_hot(out + (size_t)(jb - from) * V, V, wj < s->n_win - 1 ? w->brk : w->eot);
         j = jb + 1;
     }
+    return SR_OK;
+}
+
+/* No-speech probability of the window that position n of prefix falls in: one decoder position
+ * (SOT alone: causal attention makes it independent of the rest of the prompt, as openai's
+ * logits at sot_index are) over that window's cross K/V, softmax of the raw logits, probability
+ * of the no_speech token. Its own one-row K/V keeps the slot caches untouched; the value is
+ * cached per (window, audio version). */
+static sr_status wh_aed_no_speech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
+{
+    wh_stream *s = ctx;
+    const wh_model *w = s->w;
+    if (n < 0 || (n && !prefix) || !start || !p)
+        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: n %d with prefix %s, start %s, p %s",
+                        n, prefix ? "set" : "NULL", start ? "set" : "NULL", p ? "set" : "NULL");
+    int win = 0, st0 = 0;
+    for (int j = 0; j < n; j++) {
+        if (prefix[j] < 0 || prefix[j] >= w->n_vocab)
+            return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] = %d outside the "
+                            "vocabulary (%d)", j, (int)prefix[j], w->n_vocab);
+        if (prefix[j] == w->brk) {
+            win++;
+            st0 = j + 1;
+        }
+    }
+    *start = st0;
+    *p = 0.0f;
+    if (s->n_win == 0 || win < s->win_first) return SR_OK; /* no audio of it held */
+    if (win >= s->n_win)
+        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] starts window %d, the "
+                        "audio has %d window(s)", st0 - 1, win, s->n_win);
+    if (s->ns_win == win && s->ns_ver == s->ver) {
+        *p = s->ns_p;
+        return SR_OK;
+    }
+    int hw = win - s->win_first;
+    const float *XK = s->xk + (size_t)hw * cross_floats(w), *XV = s->xv + (size_t)hw * cross_floats(w);
+    sr_status st = wh_decode(w, &s->ds, w->prompt, 0, 1, s->ns_k, s->ns_v, 1, XK, XV,
+                             s->win_len[hw]);
+    if (!st) st = wh_logits(w, s->ds.h, 1, s->ns_row);
+    if (st) return sr_error_prefix(st, "whisper aed_no_speech");
+    const float *r = s->ns_row;
+    float mx = r[0];
+    for (int v = 1; v < w->n_vocab; v++) mx = r[v] > mx ? r[v] : mx;
+    double sum = 0;
+    for (int v = 0; v < w->n_vocab; v++) sum += exp((double)r[v] - mx);
+    s->ns_p = (float)(exp((double)r[w->no_speech] - mx) / sum);
+    s->ns_win = win;
+    s->ns_ver = s->ver;
+    *p = s->ns_p;
     return SR_OK;
 }
 
@@ -346,6 +397,7 @@ static void wh_reset(void *state)
     s->ver = 0;
     s->audio_n = 0;
     s->samples_in = 0;
+    s->ns_win = -1;
     for (int i = 0; i < s->n_slots; i++) {
         s->slot[i].n = 0;
         s->slot[i].win = -1;
@@ -377,6 +429,9 @@ static void wh_stream_close(void *state)
     free(s->tok);
     free(s->pwin);
     free(s->ploc);
+    free(s->ns_k);
+    free(s->ns_v);
+    free(s->ns_row);
     free(s);
 }
 
@@ -397,6 +452,7 @@ static size_t wh_state_bytes(const void *state)
                                2 * (size_t)w->n_text_layer * w->n_text_ctx * d * f);
     b += wh_scratch_bytes(&s->es) + wh_scratch_bytes(&s->ds);
     b += (size_t)w->n_text_ctx * sizeof(int32_t) + 2 * (size_t)s->pcap * sizeof(int);
+    b += (2 * (size_t)w->n_text_layer * d + (size_t)w->n_vocab) * f; /* no-speech row */
     return b;
 }
 
@@ -422,9 +478,10 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
             return sr_error(SR_ERR_ARG, "stream.chunk_ms: %d ms; whisper %s needs 40..1000 ms in "
                             "steps of 20 ms (one encoder frame)", cfg->chunk_ms,
                             strategy_names[strategy]);
-        if (first_ms < 40 || first_ms > max_ms || first_ms % 20)
-            return sr_error(SR_ERR_ARG, "stream.first_chunk_ms: %d ms; needs 40..%d ms in steps "
-                            "of 20 ms", first_ms, max_ms);
+        if (first_ms < chunk_ms || first_ms > max_ms || first_ms % 20)
+            return sr_error(SR_ERR_ARG, "stream.first_chunk_ms: %d ms; needs stream.chunk_ms "
+                            "(%d ms) .. %d ms in steps of 20 ms (one encoder frame)", first_ms,
+                            chunk_ms, max_ms);
     }
     if (cfg->beam < 0 || cfg->beam > WH_MAX_SLOTS / 2)
         return sr_error(SR_ERR_ARG, "stream.beam: %d; whisper supports 0..%d", cfg->beam,
@@ -458,8 +515,12 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
         !(s->win_len = sr_calloc(1, sizeof(int), "whisper window lengths")) ||
         !(s->tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||
         !(s->pwin = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix windows")) ||
-        !(s->ploc = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix positions")))
+        !(s->ploc = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix positions")) ||
+        !(s->ns_k = sr_malloc((size_t)w->n_text_layer * d * f, "whisper no-speech K")) ||
+        !(s->ns_v = sr_malloc((size_t)w->n_text_layer * d * f, "whisper no-speech V")) ||
+        !(s->ns_row = sr_malloc((size_t)w->n_vocab * f, "whisper no-speech logits")))
         goto fail;
+    s->ns_win = -1;
     for (int i = 0; i < s->n_slots; i++) {
         size_t kvn = (size_t)w->n_text_layer * w->n_text_ctx * d;
         if (!(s->slot[i].tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper slot tokens")) ||
@@ -500,6 +561,7 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     sc->aed_max_len = 1 << 16;
     sc->aed_logprobs = wh_aed_logprobs;
     sc->aed_audio_ms = wh_audio_ms;
+    sc->aed_no_speech = wh_aed_no_speech;
     *state = s;
     return SR_OK;
 fail:

@@ -121,11 +121,13 @@ sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, f
 
 /* ---- wh_decoder.c ---- */
 /* Decoder over tokens tok[c0 .. n) with self-attention K/V for [0, c0) in sk/sv
- * ([n_text_layer][n_text_ctx][d], rows c0.. written), cross-attention K/V xk/xv
+ * ([n_text_layer][kv_rows][d], rows c0.. written; kv_rows >= n: n_text_ctx for a slot cache,
+ * 1 for the lone SOT position of the no-speech probability), cross-attention K/V xk/xv
  * ([n_text_layer][n_audio_ctx][d]) of enc_len frames. Hidden rows after the final LayerNorm of
  * positions [c0, n) go to s->h. */
 sr_status wh_decode(const wh_model *w, wh_scratch *s, const int32_t *tok, int c0, int n,
-                    float *sk, float *sv, const float *xk, const float *xv, int enc_len);
+                    float *sk, float *sv, int kv_rows, const float *xk, const float *xv,
+                    int enc_len);
 /* logits[r, vocab] = h[r, d] · token_embedding^T for r < rows. */
 sr_status wh_logits(const wh_model *w, const float *h, int rows, float *logits);
 /* Cross-attention K/V of encoder frames enc [n, d] at rows p0.. of xk/xv (every layer). */
@@ -171,6 +173,12 @@ typedef struct wh_stream {
     int32_t *tok;               /* [n_text_ctx] decoder input being built */
     int *pwin, *ploc;           /* [max prefix + 1] window / local index of each position */
     int pcap;
+    /* no-speech probability: SOT's one-row self-attention K/V [n_text_layer][1][d], its logits
+     * [n_vocab], and the last value with the window and audio version it was computed for */
+    float *ns_k, *ns_v, *ns_row;
+    int ns_win;                 /* -1: none cached */
+    uint64_t ns_ver;
+    float ns_p;
 } wh_stream;
 
 extern const sr_model_ops sr_whisper_ops;
