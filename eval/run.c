@@ -287,10 +287,14 @@ static sr_status write_report(const char *dir, const cJSON *results)
         snprintf(utts, sizeof utts, "%.0f", cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "n_utts")));
         const char *strat = cJSON_GetStringValue(cJSON_GetObjectItem(s, "strategy"));
         const char *dec = cJSON_GetStringValue(cJSON_GetObjectItem(s, "decoder"));
+        char chunk[32];
+        double cms = cJSON_GetNumberValue(cJSON_GetObjectItem(s, "chunk_ms"));
+        if (cms > 0) snprintf(chunk, sizeof chunk, "%.0f", cms);
+        else snprintf(chunk, sizeof chunk, "default");
         if (!st)
-            st = sr_strbuf_printf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+            st = sr_strbuf_printf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                                   cJSON_GetStringValue(cJSON_GetObjectItem(run, "name")), strat ? strat : "default",
-                                  cJSON_GetNumberValue(cJSON_GetObjectItem(s, "chunk_ms")), dec ? dec : "default",
+                                  chunk, dec ? dec : "default",
                                   utts, wer, rwer, arwer, p50, p90, fh, rtf, mem);
     }
     if (!st)

@@ -932,7 +932,7 @@ static void test_example_configs(void)
                                    "whisper-tiny-en-chunks[stream.chunk_ms=300,stream.decoder=stable_beam]");
         } else if (!strcmp(names[i], "ci-regression.json")) {
             found++;
-            CU_ASSERT_EQUAL(sr_config_n_runs(c), 2); /* offline and whisperrt */
+            CU_ASSERT_EQUAL(sr_config_n_runs(c), 1);
             CU_ASSERT(r->baseline.path && !strcmp(r->baseline.path, "configs/baselines/whisper-tiny-en.json"));
         }
         sr_config_free(c);
