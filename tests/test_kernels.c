@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../kernels/kernels.h"
+#include "../kernels/ops.h"
 #include "test.h"
 
 #define C_SENTINEL 12345.0f
@@ -384,6 +385,51 @@ static void test_cuda_memory_and_args(void)
     free(src); free(back);
 }
 
+/* kernels/ops.h against the formulas evaluated in double: relative error within a few float
+ * ulps (5e-6 of the magnitude), aliasing in place allowed. */
+static void test_cpu_ops(void)
+{
+    enum { N = 3, D = 37 };
+    float x[N * D], g[D], b[D], y[N * D], z[N * D];
+    unsigned s = 99;
+    for (int i = 0; i < N * D; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)((s >> 8) / 16777216.0 * 8.0 - 4.0) + (i % D == 0 ? 50.0f : 0.0f);
+    }
+    for (int i = 0; i < D; i++) g[i] = 0.5f + (float)i / D, b[i] = (float)i / 10 - 1.0f;
+    sr_layernorm(x, N, D, g, b, 1e-5f, y);
+    sr_rmsnorm(x, N, D, g, 1e-6f, z);
+    double worst_ln = 0, worst_rms = 0;
+    for (int r = 0; r < N; r++) {
+        double m = 0, v = 0, ss = 0;
+        for (int i = 0; i < D; i++) m += x[r * D + i], ss += (double)x[r * D + i] * x[r * D + i];
+        m /= D;
+        for (int i = 0; i < D; i++) v += (x[r * D + i] - m) * (x[r * D + i] - m);
+        v /= D;
+        for (int i = 0; i < D; i++) {
+            double ln = (x[r * D + i] - m) / sqrt(v + 1e-5) * g[i] + b[i];
+            double rms = g[i] * x[r * D + i] / sqrt(ss / D + 1e-6);
+            worst_ln = fmax(worst_ln, fabs(y[r * D + i] - ln) / (1 + fabs(ln)));
+            worst_rms = fmax(worst_rms, fabs(z[r * D + i] - rms) / (1 + fabs(rms)));
+        }
+    }
+    CU_ASSERT(worst_ln < 5e-6);
+    CU_ASSERT(worst_rms < 5e-6);
+    memcpy(z, x, sizeof z);
+    sr_layernorm(z, N, D, g, b, 1e-5f, z); /* in place */
+    CU_ASSERT_EQUAL(memcmp(z, y, sizeof z), 0);
+    memcpy(y, x, sizeof y);
+    memcpy(z, x, sizeof z);
+    sr_gelu_erf(y, N * D);
+    sr_silu(z, N * D);
+    double worst_act = 0;
+    for (int i = 0; i < N * D; i++) {
+        double t = x[i], ge = 0.5 * t * (1 + erf(t / sqrt(2.0))), si = t / (1 + exp(-t));
+        worst_act = fmax(worst_act, fmax(fabs(y[i] - ge), fabs(z[i] - si)) / (1 + fabs(t)));
+    }
+    CU_ASSERT(worst_act < 5e-6);
+}
+
 void test_register_kernels(void)
 {
     TEST_SUITE("kernels_gemm", {"cpu_sgemm_vs_naive", test_cpu_sgemm_vs_naive},
@@ -391,4 +437,5 @@ void test_register_kernels(void)
                {"cpu_memory", test_cpu_memory}, {"cpu_bad_args", test_cpu_bad_args},
                {"select", test_select}, {"cuda_sgemm_vs_cpu", test_cuda_sgemm_vs_cpu},
                {"cuda_memory_and_args", test_cuda_memory_and_args});
+    TEST_SUITE("kernels_ops", {"cpu_norms_and_activations", test_cpu_ops});
 }

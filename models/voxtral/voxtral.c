@@ -100,7 +100,7 @@ static sr_status encode_step(vx_stream *s, const float *mel8)
         return st;
     for (int t = 0; t < VX_MEL_PER_STEP; t++)
         for (int e = 0; e < E; e++) s->c1_out[(size_t)t * E + e] += w->conv1_b[e];
-    vx_gelu(s->c1_out, (size_t)VX_MEL_PER_STEP * E);
+    sr_gelu_erf(s->c1_out, (size_t)VX_MEL_PER_STEP * E);
     memcpy(s->c1_state, mel8 + (size_t)(VX_MEL_PER_STEP - 2) * C, 2 * (size_t)C * sizeof(float));
     /* conv2 over [state(1); conv1(8)] with stride 2: output j reads inputs 2j .. 2j + 2 */
     int n = VX_MEL_PER_STEP / 2;
@@ -118,7 +118,7 @@ static sr_status encode_step(vx_stream *s, const float *mel8)
     memcpy(enc, s->s.a, (size_t)n * E * sizeof(float));
     for (int o = 0; o < n; o++)
         for (int e = 0; e < E; e++) enc[(size_t)o * E + e] += w->conv2_b[e];
-    vx_gelu(enc, (size_t)n * E);
+    sr_gelu_erf(enc, (size_t)n * E);
     if ((st = vx_encode(w, k, &s->s, &s->er, enc, n))) return st;
     if (s->cap_enc)
         for (int o = 0; o < n && s->cap_enc_n < s->cap_enc_max; o++, s->cap_enc_n++)

@@ -12,6 +12,7 @@
 #define SR_VOXTRAL_H
 
 #include "../../core/plugin.h"
+#include "../../kernels/ops.h"
 
 #include <stdint.h>
 
@@ -105,8 +106,6 @@ typedef struct vx_stream {
 sr_status vx_load(sr_model *m, sr_h5 *f);
 void vx_unload(sr_model *m);
 
-void vx_rmsnorm(const float *x, int n, int d, const float *g, float eps, float *y);
-void vx_gelu(float *x, size_t n);
 /* y[n, L.out] = x[n, L.in] · W^T (+ b); beta 0 overwrites y, 1 accumulates. bf16 weights are
  * converted a tile of rows at a time into s->tile. */
 sr_status vx_linear(const sr_kernels *k, vx_scratch *s, const float *x, int n, vx_mat L,

@@ -31,23 +31,6 @@
 
 /* ---- small ops ----------------------------------------------------------------------------- */
 
-void vx_rmsnorm(const float *x, int n, int d, const float *g, float eps, float *y)
-{
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * d;
-        float *yr = y + (size_t)r * d;
-        double ss = 0;
-        for (int i = 0; i < d; i++) ss += (double)xr[i] * xr[i];
-        float inv = 1.0f / sqrtf((float)(ss / d) + eps);
-        for (int i = 0; i < d; i++) yr[i] = g[i] * (xr[i] * inv);
-    }
-}
-
-void vx_gelu(float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752440f));
-}
-
 sr_status vx_linear(const sr_kernels *k, vx_scratch *s, const float *x, int n, vx_mat L,
                     const float *b, float beta, float *y)
 {
@@ -84,7 +67,8 @@ void vx_embed(const vx_model *w, int32_t id, float *out)
 
 static void silu_mul(float *a, const float *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++) a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+    sr_silu(a, n);
+    for (size_t i = 0; i < n; i++) a[i] *= b[i];
 }
 
 /* Rotate n rows of `heads` heads of width hd (row stride heads * hd) at positions p0 + r. */
@@ -179,7 +163,7 @@ sr_status vx_encode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
     sr_status st = SR_OK;
     for (int l = 0; l < w->enc_layers && !st; l++) {
         const vx_layer *L = &w->enc[l];
-        vx_rmsnorm(x, n, d, L->attn_norm, w->enc_eps, s->h);
+        sr_rmsnorm(x, n, d, L->attn_norm, w->enc_eps, s->h);
         if ((st = vx_linear(k, s, s->h, n, L->q, L->bq, 0.0f, s->q)) ||
             (st = vx_linear(k, s, s->h, n, L->k, NULL, 0.0f, s->k)) ||
             (st = vx_linear(k, s, s->h, n, L->v, L->bv, 0.0f, s->v)))
@@ -192,7 +176,7 @@ sr_status vx_encode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
                     w->enc_window, p0, s->a);
         er->written -= n;
         if (st || (st = vx_linear(k, s, s->a, n, L->o, L->bo, 1.0f, x))) break;
-        vx_rmsnorm(x, n, d, L->ffn_norm, w->enc_eps, s->h);
+        sr_rmsnorm(x, n, d, L->ffn_norm, w->enc_eps, s->h);
         if ((st = vx_linear(k, s, s->h, n, L->gate, NULL, 0.0f, s->f1)) ||
             (st = vx_linear(k, s, s->h, n, L->up, NULL, 0.0f, s->f2)))
             break;
@@ -201,7 +185,7 @@ sr_status vx_encode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
     }
     if (st) return st;
     er->written += n;
-    vx_rmsnorm(x, n, d, w->enc_norm, w->enc_eps, x);
+    sr_rmsnorm(x, n, d, w->enc_norm, w->enc_eps, x);
     return SR_OK;
 }
 
@@ -211,7 +195,7 @@ sr_status vx_adapter(const vx_model *w, const sr_kernels *k, vx_scratch *s, cons
     int g = n / w->ds; /* [n, enc_dim] row-major is [n / ds, ds * enc_dim]: the concat */
     sr_status st = vx_linear(k, s, enc, g, w->proj1, NULL, 0.0f, s->f1);
     if (st) return st;
-    vx_gelu(s->f1, (size_t)g * w->dim);
+    sr_gelu_erf(s->f1, (size_t)g * w->dim);
     return vx_linear(k, s, s->f1, g, w->proj2, NULL, 0.0f, out);
 }
 
@@ -227,7 +211,7 @@ sr_status vx_decode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
     sr_status st = SR_OK;
     for (int l = 0; l < w->n_layers && !st; l++) {
         const vx_layer *L = &w->dec[l];
-        vx_rmsnorm(x, n, d, L->attn_norm, w->eps, s->h);
+        sr_rmsnorm(x, n, d, L->attn_norm, w->eps, s->h);
         if ((st = vx_linear(k, s, s->h, n, L->q, NULL, 0.0f, s->q)) ||
             (st = vx_linear(k, s, s->h, n, L->k, NULL, 0.0f, s->k)) ||
             (st = vx_linear(k, s, s->h, n, L->v, NULL, 0.0f, s->v)))
@@ -240,7 +224,7 @@ sr_status vx_decode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
                     dr, w->window, p0, s->a);
         dr->written -= n;
         if (st || (st = vx_linear(k, s, s->a, n, L->o, NULL, 1.0f, x))) break;
-        vx_rmsnorm(x, n, d, L->ffn_norm, w->eps, s->h);
+        sr_rmsnorm(x, n, d, L->ffn_norm, w->eps, s->h);
         const float *al = ada + (size_t)l * d;
         for (int r = 0; r < n; r++)
             for (int i = 0; i < d; i++) s->h[(size_t)r * d + i] *= al[i];
@@ -253,7 +237,7 @@ sr_status vx_decode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
     if (st) return st;
     dr->written += n;
     if (!logits) return SR_OK;
-    vx_rmsnorm(x + (size_t)(n - 1) * d, 1, d, w->dec_norm, w->eps, s->h);
+    sr_rmsnorm(x + (size_t)(n - 1) * d, 1, d, w->dec_norm, w->eps, s->h);
     return vx_linear(k, s, s->h, 1, w->embed, NULL, 0.0f, logits);
 }
 
@@ -272,7 +256,7 @@ sr_status vx_ada_scales(const vx_model *w, const sr_kernels *k, vx_scratch *s, i
     for (int l = 0; l < w->n_layers; l++) {
         sr_status st = vx_linear(k, s, t, 1, w->dec[l].ada1, NULL, 0.0f, s->f1);
         if (st) return st;
-        vx_gelu(s->f1, VX_ADA_DIM);
+        sr_gelu_erf(s->f1, VX_ADA_DIM);
         if ((st = vx_linear(k, s, s->f1, 1, w->dec[l].ada2, NULL, 0.0f, out + (size_t)l * d)))
             return st;
         for (int i = 0; i < d; i++) out[(size_t)l * d + i] += 1.0f;

@@ -72,7 +72,7 @@ sr_status wh_decode(const wh_model *w, wh_scratch *s, const int32_t *tok, int c0
             break;
         wh_layernorm(x, rows, d, B->mlp_ln, s->h);
         if ((st = wh_linear(w->k, s->h, rows, d, B->fc1, 4 * d, 0.0f, s->mlp))) break;
-        wh_gelu(s->mlp, (size_t)rows * 4 * d);
+        sr_gelu_erf(s->mlp, (size_t)rows * 4 * d);
         st = wh_linear(w->k, s->mlp, rows, 4 * d, B->fc2, d, 1.0f, x);
     }
     if (st) return st;

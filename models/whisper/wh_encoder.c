@@ -51,7 +51,7 @@ static sr_status conv_rows(const sr_kernels *k, const wh_scratch *s, const float
     wh_lin L = {W, b};
     sr_status st = wh_linear(k, col, n, (int)cw, L, cout, 0.0f, out);
     if (st) return st;
-    wh_gelu(out, (size_t)n * cout);
+    sr_gelu_erf(out, (size_t)n * cout);
     return SR_OK;
 }
 
@@ -168,7 +168,7 @@ sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, f
             break;
         wh_layernorm(x, n, d, B->mlp_ln, s->h);
         if ((st = wh_linear(w->k, s->h, n, d, B->fc1, 4 * d, 0.0f, s->mlp))) break;
-        wh_gelu(s->mlp, (size_t)n * 4 * d);
+        sr_gelu_erf(s->mlp, (size_t)n * 4 * d);
         st = wh_linear(w->k, s->mlp, n, 4 * d, B->fc2, d, 1.0f, x);
     }
     if (st) return st;

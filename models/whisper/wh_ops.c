@@ -1,6 +1,6 @@
 /*
- * wh_ops.c — the small dense operations of the Whisper backend: LayerNorm, GELU, Linear layers
- * and multi-head attention. Every matrix product goes through the kernel table's sgemm,
+ * wh_ops.c — the small dense operations of the Whisper backend: LayerNorm (kernels/ops.h),
+ * Linear layers and multi-head attention; GELU is kernels/ops.h's sr_gelu_erf. Every matrix product goes through the kernel table's sgemm,
  * batched over all rows at hand; the element-wise parts are plain C loops.
  *
  *   LayerNorm   y = (x - mean) / sqrt(var + 1e-5) * g + b, mean and biased variance per row
@@ -17,26 +17,7 @@
 
 void wh_layernorm(const float *x, int n, int d, wh_ln p, float *y)
 {
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * d;
-        float *yr = y + (size_t)r * d;
-        double mean = 0, var = 0;
-        for (int i = 0; i < d; i++) mean += xr[i];
-        mean /= d;
-        for (int i = 0; i < d; i++) {
-            double t = xr[i] - mean;
-            var += t * t;
-        }
-        var /= d;
-        float inv = (float)(1.0 / sqrt(var + (double)WH_LN_EPS));
-        float mu = (float)mean;
-        for (int i = 0; i < d; i++) yr[i] = (xr[i] - mu) * inv * p.g[i] + p.b[i];
-    }
-}
-
-void wh_gelu(float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752440f));
+    sr_layernorm(x, n, d, p.g, p.b, WH_LN_EPS, y);
 }
 
 sr_status wh_linear(const sr_kernels *k, const float *x, int n, int in, wh_lin L, int out,

@@ -11,6 +11,7 @@
 #define SR_WHISPER_H
 
 #include "../../core/plugin.h"
+#include "../../kernels/ops.h"
 
 #include <stdint.h>
 
@@ -78,7 +79,6 @@ void wh_model_unload(sr_model *m);
 
 /* ---- wh_ops.c ---- */
 void wh_layernorm(const float *x, int n, int d, wh_ln p, float *y);
-void wh_gelu(float *x, size_t n);
 /* y[n, out] = x[n, in] · W^T + b (b may be NULL); beta 0 overwrites y, 1 accumulates. */
 sr_status wh_linear(const sr_kernels *k, const float *x, int n, int in, wh_lin L, int out,
                     float beta, float *y);
