@@ -27,7 +27,8 @@ tests/fixtures/fastconformer/:
                conformer_stream_step does), tokens_per_step}
                — the chunks come from NeMo's CacheAwareStreamingAudioBuffer logic over the
                offline mel (first chunk 1 + 8R frames, later 9 cached + 8(R+1) new, drop 2).
-  rand.nemo    (with --nemo) a .nemo archive of the same model for the converter test
+  rand.nemo    (with --nemo) the same model as a .nemo archive (model_config.yaml, f32
+               model_weights.ckpt, SentencePiece .model + .vocab) for scripts/convert_nemo.py
 Deterministic: fixed seeds.
 """
 
@@ -148,10 +149,12 @@ def config_of(shape):
 
 
 def pieces(v):
-    """63 SentencePiece-style pieces: word starts (U+2581) and letters."""
+    """63 distinct SentencePiece-style pieces (a real .model cannot repeat one): <unk>, word
+    starts (U+2581) and letters."""
     letters = "abcdefghijklmnopqrstuvwxyz"
     out = ["<unk>"] + ["\u2581" + c for c in letters] + list(letters)
-    out += ["\u2581the", "\u2581and", "ing", "ed", "'s", "er", "\u2581a", "\u2581i", "s", "y"]
+    out += ["\u2581the", "\u2581and", "ing", "ed", "'s", "er", "\u2581to", "\u2581of", "th",
+            "\u2581in"]
     return out[:v]
 
 
@@ -292,23 +295,50 @@ def main():
 
 def write_nemo(path, enc, dec, joint, cfg):
     """A .nemo archive as NeMo saves one: model_config.yaml, model_weights.ckpt (torch state
-    dict with encoder./decoder./joint. prefixes) and a tokenizer vocabulary."""
+    dict with encoder./decoder./joint. prefixes) and the tokenizer as a SentencePiece
+    ModelProto (built with sentencepiece's own protobuf module, checked by loading it with
+    SentencePieceProcessor) plus its .vocab text. Byte-reproducible: tar and gzip without
+    timestamps."""
+    import gzip
+    import sentencepiece
+    from sentencepiece import sentencepiece_model_pb2 as spm_pb2
     sd = {}
     for prefix, m in (("encoder", enc), ("decoder", dec), ("joint", joint)):
         for k, v in m.state_dict().items():
             sd["%s.%s" % (prefix, k)] = v.detach().clone()
     buf = io.BytesIO()
     torch.save(sd, buf)
+    ps = pieces(cfg["vocab_size"])
+    mp = spm_pb2.ModelProto()
+    for i, p in enumerate(ps):
+        sp = mp.pieces.add()
+        sp.piece = p
+        sp.score = 0.0 if i == 0 else -float(i)
+        sp.type = sp.UNKNOWN if p == "<unk>" else sp.NORMAL
+    mp.trainer_spec.model_type = mp.trainer_spec.BPE
+    mp.trainer_spec.vocab_size = len(ps)
+    mp.trainer_spec.unk_id = 0
+    mp.trainer_spec.bos_id = -1
+    mp.trainer_spec.eos_id = -1
+    mp.trainer_spec.pad_id = -1
+    mp.normalizer_spec.name = "identity"
+    model = mp.SerializeToString()
+    check = sentencepiece.SentencePieceProcessor(model_proto=model)
+    assert [check.id_to_piece(i) for i in range(check.get_piece_size())] == ps
+    vocab = "".join("%s\t%d\n" % (p, 0 if i == 0 else -i) for i, p in enumerate(ps))
     yaml = nemo_yaml(cfg)
-    vocab = "\n".join(pieces(cfg["vocab_size"])) + "\n"
-    with tarfile.open(path, "w:gz") as t:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as t:
         for name, data in (("model_config.yaml", yaml.encode()),
                            ("model_weights.ckpt", buf.getvalue()),
-                           ("tokenizer.vocab", vocab.encode())):
+                           ("0123abcd_tokenizer.model", model),
+                           ("0123abcd_tokenizer.vocab", vocab.encode())):
             ti = tarfile.TarInfo("./" + name)
             ti.size = len(data)
             ti.mtime = 0
             t.addfile(ti, io.BytesIO(data))
+    with open(path, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0, filename="") as g:
+        g.write(raw.getvalue())
 
 
 def nemo_yaml(c):
@@ -317,7 +347,8 @@ def nemo_yaml(c):
 tokenizer:
   dir: null
   type: bpe
-  vocab_path: nemo:tokenizer.vocab
+  model_path: nemo:0123abcd_tokenizer.model
+  spe_tokenizer_vocab: nemo:0123abcd_tokenizer.vocab
 preprocessor:
   _target_: nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor
   sample_rate: 16000

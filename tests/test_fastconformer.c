@@ -9,6 +9,11 @@
  *                         invariance, end-to-end tokens from audio, reset, memory bounds
  *   fastconformer_local   banded local attention vs a plain masked band reference, O(T W) memory
  *   fastconformer_bad     malformed files and stream configs name their culprit
+ *   fastconformer_convert scripts/convert_nemo.py on rand.nemo (the same random model as a
+ *                         .nemo archive) gives a file that computes exactly what rand.h5 does;
+ *                         bad archives fail naming the defect. The converter needs torch to
+ *                         read the .ckpt: it runs with $SRKIT_TORCH_PYTHON or /usr/bin/python3
+ *                         and the cases that need torch skip when it exits 2 (package missing)
  * Goldens: scripts/gen_golden_fastconformer.py (tests/fixtures/fastconformer/).
  */
 #include "test.h"
@@ -19,6 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 extern const sr_decoder_ops sr_dec_rnnt_greedy;
 
@@ -535,6 +541,65 @@ static void test_reset_memory(void)
     sr_model_free(m);
 }
 
+static void test_nemotron_state(void)
+{
+    /* Per-stream state at the nemotron-0.6b shape (24 x 1024, 8 heads, d_ff 4096, 128 mels,
+     * 256 subsampling channels, LSTM 2 x 640, joint 640) without its 2.5 GB of weights: what a
+     * stream allocates depends only on the dimensions, so the small model's view is given the
+     * Nemotron dimensions (and a 128-mel front end) and streams are opened, not run, on it. The
+     * caches (attention: L rows per layer, conv: K - 1 rows per layer) must fit issue 5's bound
+     * 24 x 70 x 1024 x 4 + 24 x 1024 x 8 x 4 + LSTM state; the rest is per-step scratch. */
+    sr_model *m = load("fastconformer/rand.h5");
+    fc_model big = *(const fc_model *)m->impl;
+    big.d = 1024;
+    big.n_layers = 24;
+    big.n_heads = 8;
+    big.dk = 128;
+    big.d_ff = 4096;
+    big.kernel = 9;
+    big.n_mels = 128;
+    big.sub_ch = 256;
+    big.sub_f3 = 17;
+    big.vocab = big.blank = 1024;
+    big.n_out = 1025;
+    big.pred_hidden = 640;
+    big.pred_layers = 2;
+    big.joint_hidden = 640;
+    static const int nctx[4][2] = {{70, 0}, {70, 1}, {70, 6}, {70, 13}};
+    big.n_ctx = 4;
+    memcpy(big.ctx, nctx, sizeof nctx);
+    sr_mel_config mc;
+    sr_mel_config_init(&mc, SR_MEL_NEMO);
+    mc.n_fft = 512;
+    mc.win_length = 400;
+    mc.hop_length = 160;
+    mc.n_mels = 128;
+    mc.normalize = SR_NORM_NONE;
+    CU_ASSERT_EQUAL_FATAL(sr_mel_create(&mc, &big.mel), SR_OK);
+    sr_model fake = *m;
+    fake.impl = &big;
+    size_t lstm = 2 * (size_t)big.pred_layers * big.pred_hidden * sizeof(float);
+    size_t bound = (size_t)24 * 70 * 1024 * 4 + (size_t)24 * 1024 * 8 * 4 + lstm;
+    for (int c = 0; c < 4; c++) {
+        bstream b;
+        if (!bopen(&fake, NULL, nctx[c][0], nctx[c][1], &b)) continue;
+        fc_stream *s = b.st;
+        CU_ASSERT_EQUAL(s->csize, 70);
+        CU_ASSERT_EQUAL(b.sc.pred_state * sizeof(float), lstm);
+        size_t caches = (size_t)big.n_layers * (s->csize + big.kernel - 1) * big.d * sizeof(float) +
+                        (size_t)b.sc.pred_state * sizeof(float);
+        size_t total = sr_fastconformer_rnnt_ops.state_bytes(s);
+        printf("\n      nemotron shape [%d, %2d]: caches + LSTM %zu B (bound %zu), stream total %zu B "
+               "(scratch: workspace %zu, subsampling %zu)", nctx[c][0], nctx[c][1], caches, bound, total,
+               s->ws.bytes, s->sub_scratch_n * sizeof(float));
+        CU_ASSERT(caches <= bound);
+        CU_ASSERT(total >= caches - (size_t)b.sc.pred_state * sizeof(float));
+        sr_fastconformer_rnnt_ops.stream_close(s);
+    }
+    sr_mel_free(big.mel);
+    sr_model_free(m);
+}
+
 /* ---- fastconformer_local ---- */
 
 static float *tiled_mel(sr_h5 *g, int reps, int *T, int n_mels)
@@ -721,14 +786,158 @@ static void test_bad_streams(void)
     sr_model_free(m);
 }
 
+/* ---- fastconformer_convert ---- */
+
+/* Run scripts/convert_nemo.py with `args` under $SRKIT_TORCH_PYTHON (default /usr/bin/python3);
+ * stdout + stderr into out. Returns the exit status, -1 if it did not exit normally. */
+static int convert_nemo(const char *args, char *out, size_t cap)
+{
+    const char *py = getenv("SRKIT_TORCH_PYTHON");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s scripts/convert_nemo.py -q %s 2>&1", py && *py ? py : "/usr/bin/python3", args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = 0;
+    int c;
+    while ((c = fgetc(p)) != EOF)
+        if (n + 1 < cap) out[n++] = (char)c;
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_convert_nemo(void)
+{
+    char msg[4096], args[1024];
+    const char *out = test_tmppath("fc_converted.h5");
+    remove(out);
+    snprintf(args, sizeof args, "--dtype f16 %s %s", test_fixture("fastconformer/rand.nemo"), out);
+    int rc = convert_nemo(args, msg, sizeof msg);
+    if (rc == 2) {
+        /* torch (or PyYAML) is missing: the message must say which, then skip */
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "needs Py"));
+        TEST_SKIP("convert_nemo.py needs torch to read the .ckpt: set SRKIT_TORCH_PYTHON to the reference venv's python");
+        return;
+    }
+    if (rc) printf("\n      convert_nemo.py exit %d: %s", rc, msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    sr_model *a = load("fastconformer/rand.h5"), *b = NULL;
+    sr_status st = sr_model_load(out, NULL, &b);
+    if (st) printf("\n      load %s: %s", out, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    CU_ASSERT_STRING_EQUAL(sr_model_config(a), sr_model_config(b));
+    /* every encoder weight: the offline encoder over the golden mel, bit for bit */
+    sr_h5 *g = golden();
+    sr_tensor mel;
+    if (gold(g, "/mel", SR_F32, &mel)) {
+        static const int full[2] = {-1, -1};
+        float *oa = NULL, *ob = NULL;
+        int na = 0, nb = 0;
+        CU_ASSERT_EQUAL(fc_encode_offline(a->impl, mel.data, (int)mel.shape[0], full, 0, &oa, &na, NULL), SR_OK);
+        CU_ASSERT_EQUAL(fc_encode_offline(b->impl, mel.data, (int)mel.shape[0], full, 0, &ob, &nb, NULL), SR_OK);
+        CU_ASSERT(na == nb && na > 0 && oa && ob && !memcmp(oa, ob, (size_t)na * ((const fc_model *)a->impl)->d * sizeof(float)));
+        free(oa);
+        free(ob);
+    }
+    sr_tensor_free(&mel);
+    /* prediction network, joint and tokenizer: tokens and text of every context from audio */
+    size_t n;
+    float *audio = gold_audio(g, &n);
+    for (int c = 0; audio && c < N_CTX; c++) {
+        int nt_a = 0, nt_b = 0;
+        int32_t *ta = run_api(a, NULL, NULL, CTX[c][0], CTX[c][1], 0, audio, n, n, &nt_a, NULL, NULL);
+        int32_t *tb = run_api(b, NULL, NULL, CTX[c][0], CTX[c][1], 0, audio, n, n, &nt_b, NULL, NULL);
+        CU_ASSERT(nt_a == nt_b && nt_a > 0 && !memcmp(ta, tb, (size_t)nt_a * sizeof(int32_t)));
+        char *xa = NULL, *xb = NULL;
+        CU_ASSERT_EQUAL(sr_model_detokenize(a, ta, nt_a, &xa), SR_OK);
+        CU_ASSERT_EQUAL(sr_model_detokenize(b, tb, nt_b, &xb), SR_OK);
+        CU_ASSERT(xa && xb && !strcmp(xa, xb));
+        if (c == 0) printf("\n      converted rand.nemo: [70, 0] %d tokens \"%.40s...\" as rand.h5", nt_b, xb ? xb : "");
+        free(xa);
+        free(xb);
+        free(ta);
+        free(tb);
+    }
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(a);
+    sr_model_free(b);
+    /* a checkpoint lacking one tensor (rewritten with the same torch) fails naming it */
+    const char *py = getenv("SRKIT_TORCH_PYTHON"), *miss = test_tmppath("fc_missing.nemo");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s -c \"import io, sys, tarfile, torch\n"
+             "src = tarfile.open(sys.argv[1]); t = tarfile.open(sys.argv[2], 'w')\n"
+             "for m in src.getmembers():\n"
+             "    data = src.extractfile(m).read()\n"
+             "    if m.name.endswith('.ckpt'):\n"
+             "        sd = torch.load(io.BytesIO(data), weights_only=True)\n"
+             "        del sd['encoder.layers.1.self_attn.linear_pos.weight']\n"
+             "        b = io.BytesIO(); torch.save(sd, b); data = b.getvalue()\n"
+             "    m.size = len(data); t.addfile(m, io.BytesIO(data))\n"
+             "t.close()\" %s %s",
+             py && *py ? py : "/usr/bin/python3", test_fixture("fastconformer/rand.nemo"), miss);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    snprintf(args, sizeof args, "%s %s", miss, out);
+    CU_ASSERT_EQUAL(convert_nemo(args, msg, sizeof msg), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "tensor encoder.layers.1.self_attn.linear_pos.weight is missing"));
+}
+
+static void test_convert_nemo_bad(void)
+{
+    char msg[4096], args[1024], cmd[2048];
+    if (system("/usr/bin/python3 -c 'import numpy, h5py' >/dev/null 2>&1")) {
+        TEST_SKIP("/usr/bin/python3 lacks numpy/h5py");
+        return;
+    }
+    /* not an archive */
+    const char *out = test_tmppath("fc_bad_out.h5");
+    remove(out);
+    snprintf(args, sizeof args, "%s %s", test_fixture("fastconformer/rand.h5"), out);
+    CU_ASSERT_EQUAL(convert_nemo(args, msg, sizeof msg), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "not a readable .nemo"));
+    /* an archive without weights; one whose config asks for a variant srkit lacks */
+    const char *noweights = test_tmppath("fc_noweights.nemo"), *variant = test_tmppath("fc_variant.nemo");
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c \"import io, sys, tarfile\n"
+             "src = tarfile.open(sys.argv[1])\n"
+             "for dst, edit in ((sys.argv[2], 'drop'), (sys.argv[3], 'variant')):\n"
+             "    t = tarfile.open(dst, 'w')\n"
+             "    for m in src.getmembers():\n"
+             "        data = src.extractfile(m).read()\n"
+             "        if edit == 'drop' and m.name.endswith('.ckpt'): continue\n"
+             "        if edit == 'variant' and m.name.endswith('.yaml'): data = data.replace(b'subsampling: dw_striding', b'subsampling: striding')\n"
+             "        m.size = len(data)\n"
+             "        t.addfile(m, io.BytesIO(data))\n"
+             "    t.close()\" %s %s %s",
+             test_fixture("fastconformer/rand.nemo"), noweights, variant);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    snprintf(args, sizeof args, "%s %s", noweights, out);
+    CU_ASSERT_EQUAL(convert_nemo(args, msg, sizeof msg), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no model_weights.ckpt"));
+    snprintf(args, sizeof args, "%s %s", variant, out);
+    int rc = convert_nemo(args, msg, sizeof msg);
+    if (rc == 2) {
+        TEST_SKIP("convert_nemo.py needs PyYAML for the config check");
+    } else {
+        CU_ASSERT_EQUAL(rc, 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "encoder.subsampling 'striding'"));
+    }
+    FILE *f = fopen(out, "rb");
+    CU_ASSERT_PTR_NULL(f); /* a failed conversion leaves no output */
+    if (f) fclose(f);
+}
+
 void test_register_fastconformer(void)
 {
     TEST_SUITE("fastconformer_parity", {"mel", test_mel}, {"pre_encode", test_pre_encode},
                {"offline_encoder", test_offline}, {"predict_joint", test_predict_joint});
     TEST_SUITE("fastconformer_stream", {"cache_aware_parity", test_stream_parity},
                {"mel_split", test_stream_split}, {"audio_tokens", test_audio_tokens},
-               {"feed_split", test_feed_split}, {"reset_memory", test_reset_memory});
+               {"feed_split", test_feed_split}, {"reset_memory", test_reset_memory},
+               {"nemotron_state", test_nemotron_state});
     TEST_SUITE("fastconformer_local", {"band_parity", test_local_parity},
                {"band_memory", test_local_memory});
     TEST_SUITE("fastconformer_bad", {"files", test_bad_files}, {"streams", test_bad_streams});
+    TEST_SUITE("fastconformer_convert", {"nemo", test_convert_nemo}, {"bad_nemo", test_convert_nemo_bad});
 }

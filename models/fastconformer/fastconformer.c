@@ -68,12 +68,15 @@ static sr_status stream_step(fc_stream *s, int nnew)
     int hist = first ? 0 : FC_PRE_CACHE;
     int pad = hist - s->mel_hist; /* zero frames in front while fewer than 9 exist */
     int nin = hist + nnew;
+    if (nin > FC_PRE_CACHE + 8 * (s->ctx[1] + 1)) /* the buffers sized at open */
+        return sr_error(SR_ERR_ARG, "fastconformer: a step of %d mel frames exceeds the stream's %d", nin,
+                        FC_PRE_CACHE + 8 * (s->ctx[1] + 1));
     float *in = s->sub_in;
     memset(in, 0, (size_t)pad * F * sizeof(float));
     memcpy(in + (size_t)pad * F, s->mel + (size_t)(s->mel_hist - (hist - pad)) * F,
            (size_t)(hist - pad + nnew) * F * sizeof(float));
     int n;
-    sr_status st = fc_subsample(w, in, nin, s->x, &n);
+    sr_status st = fc_subsample_into(w, in, nin, s->x, &n, s->sub_scratch);
     if (st) return st;
     int drop = first ? 0 : FC_DROP;
     int T = n - drop;
@@ -209,6 +212,7 @@ static void fc_stream_close(void *state)
     free(s->mel_new);
     free(s->mel);
     free(s->sub_in);
+    free(s->sub_scratch);
     free(s->x);
     free(s->chan);
     free(s->convc);
@@ -230,6 +234,7 @@ static size_t fc_state_bytes(const void *state)
     b += (size_t)s->mel_new_cap * w->n_mels * sizeof(float);
     b += (size_t)s->mel_cap * w->n_mels * sizeof(float);
     if (s->sub_in) b += (size_t)(FC_PRE_CACHE + 8 * (s->ctx[1] + 1)) * w->n_mels * sizeof(float);
+    b += s->sub_scratch_n * sizeof(float);
     b += (size_t)s->x_cap * w->d * sizeof(float);
     b += (size_t)w->n_layers * s->csize * w->d * sizeof(float);
     if (s->convc) b += (size_t)w->n_layers * (w->kernel - 1) * w->d * sizeof(float);
@@ -360,9 +365,12 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
         s->x_cap = fc_subsample_len(nin);
         s->sub_in = sr_malloc((size_t)nin * w->n_mels * sizeof(float), "fastconformer subsampling input");
         s->x = sr_malloc((size_t)s->x_cap * d * sizeof(float), "fastconformer encoder rows");
+        /* the largest step input is nin frames (a step never takes more: run_steps) */
+        s->sub_scratch_n = fc_subsample_scratch(w, nin);
+        s->sub_scratch = sr_malloc(s->sub_scratch_n * sizeof(float), "fastconformer subsampling scratch");
         s->chan = sr_calloc((size_t)w->n_layers * SR_MAX(s->csize, 1) * d, sizeof(float), "fastconformer attention cache");
         s->convc = sr_calloc((size_t)w->n_layers * (w->kernel - 1) * d, sizeof(float), "fastconformer conv cache");
-        if (!s->sub_in || !s->x || !s->chan || !s->convc) goto fail;
+        if (!s->sub_in || !s->x || !s->sub_scratch || !s->chan || !s->convc) goto fail;
         int rows = R + 1;
         if ((st = fc_work_init(&s->ws, w, rows, s->csize + rows, s->csize + rows, s->csize + 2 * rows))) goto fail;
     }

@@ -89,6 +89,11 @@ typedef struct {
 /* Causal dw_striding subsampling of mel [T, n_mels] -> x [*n_out, d] (before xscaling), as
  * NeMo's ConvSubsampling (is_causal) on a fully valid input: *n_out = T/2+1 applied 3 times. */
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out);
+/* The same with caller-owned scratch of fc_subsample_scratch(w, T) floats (streams keep one,
+ * so a step allocates nothing). */
+sr_status fc_subsample_into(const fc_model *w, const float *mel, int T, float *x, int *n_out,
+                            float *scratch);
+size_t fc_subsample_scratch(const fc_model *w, int T);
 int fc_subsample_len(int T);
 
 /* Workspace of one encoder call: up to `rows` query rows, `keys` key rows (cache + rows),
@@ -96,7 +101,7 @@ int fc_subsample_len(int T);
  * window for banded attention) and `npos` relative positions. `bytes` is what it holds. */
 typedef struct {
     int rows, keys, kb, npos;
-    float *xn, *t1, *q, *big;             /* [rows, d] x3, [rows, max(d_ff, 2d)] */
+    float *xn, *t1, *q, *att, *big;       /* [rows, d] x4, [rows, max(d_ff, 2d)] */
     float *kk, *vv;                       /* [keys, d] x2 */
     float *ac, *bd, *pos, *sin;           /* [B, kb], [B, B + kb], [npos, d] x2 */
     float *qu, *qv;                       /* [B, dk] x2 */
@@ -137,6 +142,7 @@ typedef struct fc_stream {
     int mel_hist;               /* cached (pre-encode) frames at the front of mel */
     int64_t steps;              /* encoder steps done */
     float *sub_in; float *x; int x_cap;  /* subsampling input, encoder rows */
+    float *sub_scratch; size_t sub_scratch_n; /* fc_subsample_into scratch of one step */
     float *chan;                /* [n_layers][csize][d] attention cache */
     int csize, chan_len;
     float *convc;               /* [n_layers][K-1][d] */

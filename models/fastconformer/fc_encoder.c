@@ -67,15 +67,31 @@ static void swish(float *x, size_t n)
     for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i]));
 }
 
+size_t fc_subsample_scratch(const fc_model *w, int T)
+{
+    int C = w->sub_ch, F0 = w->n_mels;
+    int T1 = T / 2 + 1, F1 = F0 / 2 + 1, T2 = T1 / 2 + 1, F2 = F1 / 2 + 1, T3 = T2 / 2 + 1,
+        F3 = F2 / 2 + 1;
+    return (size_t)C * T1 * F1 + 2 * (size_t)C * T2 * F2 + 2 * (size_t)C * T3 * F3;
+}
+
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out)
+{
+    float *a = sr_malloc(fc_subsample_scratch(w, T) * sizeof(float), "fastconformer subsampling");
+    if (!a) return SR_ERR_NOMEM;
+    sr_status st = fc_subsample_into(w, mel, T, x, n_out, a);
+    free(a);
+    return st;
+}
+
+sr_status fc_subsample_into(const fc_model *w, const float *mel, int T, float *x, int *n_out,
+                            float *scratch)
 {
     int C = w->sub_ch, F0 = w->n_mels;
     int T1 = T / 2 + 1, F1 = F0 / 2 + 1, T2 = T1 / 2 + 1, F2 = F1 / 2 + 1, T3 = T2 / 2 + 1,
         F3 = F2 / 2 + 1;
     size_t n1 = (size_t)C * T1 * F1, n2 = (size_t)C * T2 * F2, n3 = (size_t)C * T3 * F3;
-    float *a = sr_malloc((n1 + 2 * n2 + 2 * n3) * sizeof(float), "fastconformer subsampling");
-    if (!a) return SR_ERR_NOMEM;
-    float *s1 = a, *d2 = s1 + n1, *s2 = d2 + n2, *d3 = s2 + n2, *s3 = d3 + n3;
+    float *s1 = scratch, *d2 = s1 + n1, *s2 = d2 + n2, *d3 = s2 + n2, *s3 = d3 + n3;
     sr_status st = SR_OK;
     /* stage 1: 1 -> C channels */
     for (int c = 0; c < C; c++) {
@@ -119,7 +135,6 @@ sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int
         for (int t = 0; t < T3 && !st; t++)
             for (int i = 0; i < w->d; i++) x[(size_t)t * w->d + i] += w->sub_out.b[i];
     }
-    free(a);
     *n_out = st ? 0 : T3;
     return st;
 }
@@ -167,7 +182,7 @@ sr_status fc_work_init(fc_work *ws, const fc_model *w, int rows, int keys, int k
     size_t r = (size_t)rows, d = (size_t)w->d, nk = (size_t)keys, np = (size_t)npos;
     size_t B = (size_t)SR_MIN(rows, FC_LOCAL_BLOCK), kbz = (size_t)kb;
     size_t bigw = (size_t)SR_MAX(w->d_ff, 2 * w->d);
-    size_t total = r * d * 3 + r * bigw + nk * d * 2 + B * kbz + B * (B + kbz) + np * d * 2 +
+    size_t total = r * d * 4 + r * bigw + nk * d * 2 + B * kbz + B * (B + kbz) + np * d * 2 +
                    2 * B * (size_t)w->dk + ((size_t)w->kernel - 1 + r) * d;
     float *a = sr_malloc(total * sizeof(float), "fastconformer workspace");
     ws->ok = sr_malloc(kbz + 1, "fastconformer mask row");
@@ -180,6 +195,7 @@ sr_status fc_work_init(fc_work *ws, const fc_model *w, int rows, int keys, int k
     ws->xn = a; a += r * d;
     ws->t1 = a; a += r * d;
     ws->q = a; a += r * d;
+    ws->att = a; a += r * d;
     ws->big = a; a += r * bigw;
     ws->kk = a; a += nk * d;
     ws->vv = a; a += nk * d;
@@ -353,8 +369,7 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_ma
                         T, csize + T, ws->rows, ws->keys);
     int d = w->d, K = w->kernel;
     sr_status st;
-    float *att = sr_malloc((size_t)T * d * sizeof(float), "fastconformer attention output");
-    if (!att) return SR_ERR_NOMEM;
+    float *att = ws->att; /* per-workspace: no allocation per call (streaming steps) */
     for (int l = 0; l < w->n_layers; l++) {
         const fc_layer *L = &w->L[l];
         if ((st = feed_forward(w, ws, x, T, L->ff1_ln, L->ff1a, L->ff1b))) goto done;
@@ -412,7 +427,6 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_ma
     }
     st = SR_OK;
 done:
-    free(att);
     return st;
 }
 
