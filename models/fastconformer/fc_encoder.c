@@ -27,6 +27,7 @@
  * attention O(W), so with the [T, d] projections the workspace is O(T d + block (T or W)).
  */
 #include "fc.h"
+#include "../../kernels/ops.h"
 
 #include <math.h>
 #include <string.h>
@@ -60,11 +61,6 @@ static void conv3_plane(const float *in, int T, int F, const float *w9, float *o
 static void relu(float *x, size_t n)
 {
     for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
-static void swish(float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i]));
 }
 
 size_t fc_subsample_scratch(const fc_model *w, int T)
@@ -141,23 +137,10 @@ sr_status fc_subsample_into(const fc_model *w, const float *mel, int T, float *x
 
 /* ---- dense helpers ---- */
 
+/* LayerNorm with NeMo's eps (kernels/ops.h holds the shared implementation). */
 static void layernorm(const float *x, int n, int d, fc_ln p, float *y)
 {
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * d;
-        float *yr = y + (size_t)r * d;
-        double mean = 0, var = 0;
-        for (int i = 0; i < d; i++) mean += xr[i];
-        mean /= d;
-        for (int i = 0; i < d; i++) {
-            double t = xr[i] - mean;
-            var += t * t;
-        }
-        var /= d;
-        float inv = (float)(1.0 / sqrt(var + (double)FC_LN_EPS));
-        float mu = (float)mean;
-        for (int i = 0; i < d; i++) yr[i] = (xr[i] - mu) * inv * p.g[i] + p.b[i];
-    }
+    sr_layernorm(x, n, d, p.g, p.b, FC_LN_EPS, y);
 }
 
 static sr_status linear(const sr_kernels *k, const float *x, int n, int in, fc_lin L, int out,
@@ -354,7 +337,7 @@ static sr_status feed_forward(const fc_model *w, fc_work *ws, float *x, int T, f
     sr_status st;
     layernorm(x, T, w->d, ln, ws->xn);
     if ((st = linear(w->k, ws->xn, T, w->d, a, w->d_ff, 0.0f, ws->big))) return st;
-    swish(ws->big, (size_t)T * w->d_ff);
+    sr_silu(ws->big, (size_t)T * w->d_ff);
     if ((st = linear(w->k, ws->big, T, w->d_ff, b, w->d, 0.0f, ws->t1))) return st;
     for (size_t i = 0; i < (size_t)T * w->d; i++) x[i] += 0.5f * ws->t1[i];
     return SR_OK;
@@ -419,7 +402,7 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_ma
         } else {
             layernorm(ws->t1, T, d, L->cnorm, ws->t1);
         }
-        swish(ws->t1, (size_t)T * d);
+        sr_silu(ws->t1, (size_t)T * d);
         if ((st = linear(w->k, ws->t1, T, d, L->pw2, d, 0.0f, ws->xn))) goto done;
         for (size_t i = 0; i < (size_t)T * d; i++) x[i] += ws->xn[i];
         if ((st = feed_forward(w, ws, x, T, L->ff2_ln, L->ff2a, L->ff2b))) goto done;
