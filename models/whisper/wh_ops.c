@@ -1,7 +1,8 @@
 /*
- * wh_ops.c — the small dense operations of the Whisper backend: LayerNorm (kernels/ops.h),
- * Linear layers and multi-head attention; GELU is kernels/ops.h's sr_gelu_erf. Every matrix product goes through the kernel table's sgemm,
- * batched over all rows at hand; the element-wise parts are plain C loops.
+ * wh_ops.c — the small dense operations of the Whisper backend: LayerNorm (through
+ * kernels/ops.h, which also holds the GELU), Linear layers and multi-head attention. Every
+ * matrix product goes through the kernel table's sgemm, batched over all rows at hand; the
+ * element-wise parts are plain C loops.
  *
  *   LayerNorm   y = (x - mean) / sqrt(var + 1e-5) * g + b, mean and biased variance per row
  *               (accumulated in double)
