@@ -86,6 +86,26 @@ double test_max_abs_diff(const float *a, const float *b, size_t n)
     return m;
 }
 
+int test_golden(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    sr_status st = sr_h5_dataset(f, path, t, out);
+    if (st) printf("\n      golden %s: %s\n", path, sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    return st == SR_OK;
+}
+
+float *test_golden_audio(sr_h5 *f, size_t *n)
+{
+    sr_tensor t;
+    if (!test_golden(f, "/audio", SR_I32, &t)) return NULL;
+    *n = (size_t)t.shape[0];
+    float *a = malloc(*n * sizeof(float));
+    for (size_t i = 0; a && i < *n; i++) a[i] = (float)((int32_t *)t.data)[i] / 32768.0f;
+    sr_tensor_free(&t);
+    return a;
+}
+
 void test_add_suite(const char *name, const test_case *cases, size_t n)
 {
     CU_pSuite s = CU_add_suite(name, NULL, NULL);

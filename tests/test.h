@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "../core/sr.h"
+#include "../core/weights.h"
 
 /* Path of tests/fixtures/<name> (the runner starts in the repository root). Static buffer per
  * call site is not needed: the result is malloc'ed once per name and kept. */
@@ -37,6 +38,14 @@ const char *test_tmppath(const char *name);
             CU_FAIL("error status or message");                                           \
         }                                                                                 \
     } while (0)
+
+/* Read dataset `path` of a golden fixture into *out (zeroed first), converted to t; asserts
+ * success and prints the path and message on failure. Returns 1 on success. */
+int test_golden(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out);
+
+/* The golden's /audio (int16 samples stored as integers) as floats in [-1, 1): what the
+ * generator fed the reference. *n samples; malloc'ed; NULL on failure. */
+float *test_golden_audio(sr_h5 *f, size_t *n);
 
 /* Max |a - b| over n floats. */
 double test_max_abs_diff(const float *a, const float *b, size_t n);

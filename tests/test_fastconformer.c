@@ -48,26 +48,6 @@ static sr_h5 *golden(void)
     return g;
 }
 
-static int gold(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out)
-{
-    memset(out, 0, sizeof *out);
-    sr_status st = sr_h5_dataset(f, path, t, out);
-    if (st) printf("\n      golden %s: %s\n", path, sr_last_error());
-    CU_ASSERT_EQUAL(st, SR_OK);
-    return st == SR_OK;
-}
-
-static float *gold_audio(sr_h5 *f, size_t *n)
-{
-    sr_tensor t;
-    if (!gold(f, "/audio", SR_I32, &t)) return NULL;
-    *n = (size_t)t.shape[0];
-    float *a = malloc(*n * sizeof(float));
-    for (size_t i = 0; i < *n; i++) a[i] = (float)((int32_t *)t.data)[i] / 32768.0f;
-    sr_tensor_free(&t);
-    return a;
-}
-
 static int check(const char *what, const float *a, const float *b, size_t n, double tol)
 {
     double d = test_max_abs_diff(a, b, n);
@@ -104,9 +84,9 @@ static void test_mel(void)
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     size_t n;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     sr_tensor ref;
-    if (audio && gold(g, "/mel", SR_F32, &ref)) {
+    if (audio && test_golden(g, "/mel", SR_F32, &ref)) {
         float *mel = NULL;
         int T = 0;
         CU_ASSERT_EQUAL(sr_mel_compute(w->mel, audio, n, &mel, &T), SR_OK);
@@ -127,7 +107,7 @@ static void test_pre_encode(void)
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     sr_tensor mel, ref;
-    if (gold(g, "/mel", SR_F32, &mel) && gold(g, "/pre_encode", SR_F32, &ref)) {
+    if (test_golden(g, "/mel", SR_F32, &mel) && test_golden(g, "/pre_encode", SR_F32, &ref)) {
         int T = (int)mel.shape[0], n = 0;
         float *x = malloc((size_t)fc_subsample_len(T) * w->d * sizeof(float));
         CU_ASSERT_EQUAL(fc_subsample(w, mel.data, T, x, &n), SR_OK);
@@ -147,7 +127,7 @@ static void test_offline(void)
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     sr_tensor mel;
-    if (gold(g, "/mel", SR_F32, &mel)) {
+    if (test_golden(g, "/mel", SR_F32, &mel)) {
         for (int c = 0; c <= N_CTX; c++) {
             int ctx[2] = {-1, -1};
             char path[64], what[64];
@@ -160,7 +140,7 @@ static void test_offline(void)
             }
             snprintf(what, sizeof what, "offline [%d, %d]", ctx[0], ctx[1]);
             sr_tensor ref;
-            if (!gold(g, path, SR_F32, &ref)) continue;
+            if (!test_golden(g, path, SR_F32, &ref)) continue;
             float *out = NULL;
             int n = 0;
             CU_ASSERT_EQUAL(fc_encode_offline(w, mel.data, (int)mel.shape[0], ctx, 0, &out, &n, NULL), SR_OK);
@@ -182,7 +162,7 @@ static void test_predict_joint(void)
     const fc_model *w = m->impl;
     bstream b;
     sr_tensor mel, st_out, h, c, jref;
-    if (bopen(m, NULL, 70, 0, &b) && gold(g, "/mel", SR_F32, &mel)) {
+    if (bopen(m, NULL, 70, 0, &b) && test_golden(g, "/mel", SR_F32, &mel)) {
         fc_stream *s = b.st;
         int H = w->pred_hidden, J = w->joint_hidden;
         float *state = calloc((size_t)b.sc.pred_state, sizeof(float));
@@ -191,7 +171,7 @@ static void test_predict_joint(void)
         float *top = calloc((size_t)H, sizeof(float));
         CU_ASSERT_EQUAL(b.sc.tr_predict(s, NULL, -1, state, pred), SR_OK);
         CU_ASSERT_EQUAL(b.sc.tr_predict(s, state, 5, state, pred), SR_OK);
-        if (gold(g, "/pred/tok5_h", SR_F32, &h) && gold(g, "/pred/tok5_c", SR_F32, &c)) {
+        if (test_golden(g, "/pred/tok5_h", SR_F32, &h) && test_golden(g, "/pred/tok5_c", SR_F32, &c)) {
             /* golden [layers, H] each; the scorer state interleaves h and c per layer */
             float *hs = malloc((size_t)w->pred_layers * H * sizeof(float));
             float *cs = malloc((size_t)w->pred_layers * H * sizeof(float));
@@ -213,7 +193,7 @@ static void test_predict_joint(void)
         for (int i = 0; i < b.sc.vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
         for (int i = 0; i < b.sc.vocab; i++) sum += exp(logits[i] - mx);
         for (int i = 0; i < b.sc.vocab; i++) logits[i] = (float)(logits[i] - mx - log(sum));
-        if (gold(g, "/pred/joint_f0_tok5", SR_F32, &jref))
+        if (test_golden(g, "/pred/joint_f0_tok5", SR_F32, &jref))
             check("joint(frame 0, token 5), log-probs", logits, jref.data, (size_t)b.sc.vocab, TOL);
         TEST_ASSERT_ERR(b.sc.tr_joint(s, 1, pred, logits), SR_ERR_ARG, "frame 1");
         TEST_ASSERT_ERR(b.sc.tr_predict(s, state, w->vocab, state, pred), SR_ERR_ARG, "token 63");
@@ -248,21 +228,21 @@ static void stream_mel_case(const sr_model *m, sr_h5 *g, const float *mel, int T
     snprintf(base, sizeof base, "/stream/%d_%d/", CTX[c][0], CTX[c][1]);
     sr_tensor enc, frames, clen, cch1, ctm1, cchl, ctml, toks;
     snprintf(path, sizeof path, "%senc", base);
-    int ok = gold(g, path, SR_F32, &enc);
+    int ok = test_golden(g, path, SR_F32, &enc);
     snprintf(path, sizeof path, "%schunk_frames", base);
-    ok &= gold(g, path, SR_I32, &frames);
+    ok &= test_golden(g, path, SR_I32, &frames);
     snprintf(path, sizeof path, "%schannel_len", base);
-    ok &= gold(g, path, SR_I32, &clen);
+    ok &= test_golden(g, path, SR_I32, &clen);
     snprintf(path, sizeof path, "%scache_channel_1", base);
-    ok &= gold(g, path, SR_F32, &cch1);
+    ok &= test_golden(g, path, SR_F32, &cch1);
     snprintf(path, sizeof path, "%scache_time_1", base);
-    ok &= gold(g, path, SR_F32, &ctm1);
+    ok &= test_golden(g, path, SR_F32, &ctm1);
     snprintf(path, sizeof path, "%scache_channel_last", base);
-    ok &= gold(g, path, SR_F32, &cchl);
+    ok &= test_golden(g, path, SR_F32, &cchl);
     snprintf(path, sizeof path, "%scache_time_last", base);
-    ok &= gold(g, path, SR_F32, &ctml);
+    ok &= test_golden(g, path, SR_F32, &ctml);
     snprintf(path, sizeof path, "%stokens", base);
-    ok &= gold(g, path, SR_I32, &toks);
+    ok &= test_golden(g, path, SR_I32, &toks);
     void *dec = NULL;
     sr_hyp hyp = {0};
     ok = ok && sr_dec_rnnt_greedy.open(NULL, &b.sc, &dec) == SR_OK;
@@ -353,7 +333,7 @@ static void test_stream_parity(void)
     sr_model *m = load("fastconformer/rand.h5");
     sr_h5 *g = golden();
     sr_tensor mel;
-    if (gold(g, "/mel", SR_F32, &mel))
+    if (test_golden(g, "/mel", SR_F32, &mel))
         for (int c = 0; c < N_CTX; c++) stream_mel_case(m, g, mel.data, (int)mel.shape[0], c, 1, 1);
     sr_tensor_free(&mel);
     sr_h5_close(g);
@@ -367,7 +347,7 @@ static void test_stream_split(void)
     sr_h5 *g = golden();
     sr_tensor mel;
     static const int pieces[] = {3, 8, 17, 1000};
-    if (gold(g, "/mel", SR_F32, &mel))
+    if (test_golden(g, "/mel", SR_F32, &mel))
         for (int c = 0; c < N_CTX; c++)
             for (size_t p = 0; p < SR_ARRAY_LEN(pieces); p++)
                 stream_mel_case(m, g, mel.data, (int)mel.shape[0], c, pieces[p], 0);
@@ -418,13 +398,13 @@ static void test_audio_tokens(void)
     sr_model *m = load("fastconformer/rand.h5");
     sr_h5 *g = golden();
     size_t n;
-    float *a = gold_audio(g, &n);
+    float *a = test_golden_audio(g, &n);
     for (int c = 0; a && c <= N_CTX; c++) {
         sr_tensor ref;
         char path[64];
         if (c < N_CTX) snprintf(path, sizeof path, "/stream/%d_%d/tokens", CTX[c][0], CTX[c][1]);
         else snprintf(path, sizeof path, "/offline/tokens");
-        if (!gold(g, path, SR_I32, &ref)) continue;
+        if (!test_golden(g, path, SR_I32, &ref)) continue;
         int nt = 0;
         int32_t *t = c < N_CTX ? run_api(m, NULL, NULL, CTX[c][0], CTX[c][1], 0, a, n, n, &nt, NULL, NULL)
                                : run_api(m, "offline", NULL, 70, 0, 0, a, n, n, &nt, NULL, NULL);
@@ -445,7 +425,7 @@ static void test_feed_split(void)
     sr_model *m = load("fastconformer/rand.h5");
     sr_h5 *g = golden();
     size_t n;
-    float *a = gold_audio(g, &n);
+    float *a = test_golden_audio(g, &n);
     static const size_t feeds[] = {1, 160, 1279, 1280, 4000};
     for (int c = 0; a && c < 4; c++) {
         int n0 = 0, *e0 = NULL;
@@ -484,7 +464,7 @@ static void test_reset_memory(void)
     sr_model *m = load("fastconformer/rand.h5");
     sr_h5 *g = golden();
     size_t n;
-    float *a = gold_audio(g, &n);
+    float *a = test_golden_audio(g, &n);
     sr_stream_config c;
     sr_stream_config_init(&c);
     c.record_timeline = 0;
@@ -605,7 +585,7 @@ static void test_nemotron_state(void)
 static float *tiled_mel(sr_h5 *g, int reps, int *T, int n_mels)
 {
     sr_tensor mel;
-    if (!gold(g, "/mel", SR_F32, &mel)) return NULL;
+    if (!test_golden(g, "/mel", SR_F32, &mel)) return NULL;
     int t0 = (int)mel.shape[0];
     float *out = malloc((size_t)t0 * reps * n_mels * sizeof(float));
     for (int r = 0; r < reps; r++) memcpy(out + (size_t)r * t0 * n_mels, mel.data, (size_t)t0 * n_mels * sizeof(float));
@@ -829,7 +809,7 @@ static void test_convert_nemo(void)
     /* every encoder weight: the offline encoder over the golden mel, bit for bit */
     sr_h5 *g = golden();
     sr_tensor mel;
-    if (gold(g, "/mel", SR_F32, &mel)) {
+    if (test_golden(g, "/mel", SR_F32, &mel)) {
         static const int full[2] = {-1, -1};
         float *oa = NULL, *ob = NULL;
         int na = 0, nb = 0;
@@ -842,7 +822,7 @@ static void test_convert_nemo(void)
     sr_tensor_free(&mel);
     /* prediction network, joint and tokenizer: tokens and text of every context from audio */
     size_t n;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     for (int c = 0; audio && c < N_CTX; c++) {
         int nt_a = 0, nt_b = 0;
         int32_t *ta = run_api(a, NULL, NULL, CTX[c][0], CTX[c][1], 0, audio, n, n, &nt_a, NULL, NULL);

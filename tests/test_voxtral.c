@@ -36,15 +36,6 @@ static sr_model *load(const char *fixture)
     return m;
 }
 
-static int gold(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out)
-{
-    memset(out, 0, sizeof *out);
-    sr_status st = sr_h5_dataset(f, path, t, out);
-    if (st) printf("\n      golden %s: %s\n", path, sr_last_error());
-    CU_ASSERT_EQUAL(st, SR_OK);
-    return st == SR_OK;
-}
-
 static sr_h5 *open_golden(void)
 {
     sr_h5 *g = NULL;
@@ -52,17 +43,6 @@ static sr_h5 *open_golden(void)
     if (st) printf("\n      golden: %s\n", sr_last_error());
     CU_ASSERT_EQUAL_FATAL(st, SR_OK);
     return g;
-}
-
-static float *gold_audio(sr_h5 *f, size_t *n)
-{
-    sr_tensor t;
-    if (!gold(f, "/audio", SR_I32, &t)) return NULL;
-    *n = (size_t)t.shape[0];
-    float *a = malloc(*n * sizeof(float));
-    for (size_t i = 0; i < *n; i++) a[i] = (float)((int32_t *)t.data)[i] / 32768.0f;
-    sr_tensor_free(&t);
-    return a;
 }
 
 static void check_close(const char *what, const float *got, const float *want, size_t n,
@@ -111,10 +91,10 @@ static void parity(const char *fixture, const char *grp)
     sr_model *m = load(fixture);
     sr_h5 *g = open_golden();
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     char path[128];
     sr_tensor mh, mt, enc, ada, lg, steps;
-#define G(name, dt, t) (snprintf(path, sizeof path, "/%s/%s", grp, name), gold(g, path, dt, t))
+#define G(name, dt, t) (snprintf(path, sizeof path, "/%s/%s", grp, name), test_golden(g, path, dt, t))
     /* one at a time: the operands of & may interleave their use of `path` */
     int ok = G("mel_head", SR_F32, &mh);
     ok = G("mel_tail", SR_F32, &mt) && ok;
@@ -191,7 +171,7 @@ static int32_t *gold_tokens(const char *grp, int *n)
     snprintf(path, sizeof path, "/%s/tokens", grp);
     sr_tensor t;
     int32_t *out = NULL;
-    if (gold(g, path, SR_I32, &t)) {
+    if (test_golden(g, path, SR_I32, &t)) {
         *n = (int)t.shape[0];
         out = malloc((size_t)(*n + 1) * sizeof(int32_t));
         memcpy(out, t.data, (size_t)*n * sizeof(int32_t));
@@ -227,7 +207,7 @@ static void test_stream_splits(void)
     sr_model *m = load("voxtral/model.h5");
     sr_h5 *g = open_golden();
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     sr_h5_close(g);
     int nt = 0;
     int32_t *want = gold_tokens("small", &nt);
@@ -453,7 +433,7 @@ static void convert_layout(const char *layout)
     /* end to end: the golden tokens */
     sr_h5 *g = open_golden();
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     sr_h5_close(g);
     int nt = 0;
     int32_t *want = gold_tokens("small", &nt);

@@ -50,27 +50,6 @@ static const char *real_model_path(void)
     return path;
 }
 
-static int gold(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out)
-{
-    memset(out, 0, sizeof *out);
-    sr_status st = sr_h5_dataset(f, path, t, out);
-    if (st) printf("\n      golden %s: %s\n", path, sr_last_error());
-    CU_ASSERT_EQUAL(st, SR_OK);
-    return st == SR_OK;
-}
-
-/* The golden's int16 audio as floats (what the generator fed openai-whisper). */
-static float *gold_audio(sr_h5 *f, size_t *n)
-{
-    sr_tensor t;
-    if (!gold(f, "/audio", SR_I32, &t)) return NULL;
-    *n = (size_t)t.shape[0];
-    float *a = malloc(*n * sizeof(float));
-    for (size_t i = 0; i < *n; i++) a[i] = (float)((int32_t *)t.data)[i] / 32768.0f;
-    sr_tensor_free(&t);
-    return a;
-}
-
 typedef struct {
     const sr_model *m;
     void *st;
@@ -238,12 +217,12 @@ static void test_parity_rand(void)
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     sr_tensor gmel, grows, genc, glog, gtok;
-    if (!audio || !gold(g, "/offline/mel", SR_F32, &gmel) ||
-        !gold(g, "/offline/mel_rows", SR_I64, &grows) ||
-        !gold(g, "/offline/encoder", SR_F32, &genc) ||
-        !gold(g, "/offline/logits", SR_F32, &glog) || !gold(g, "/offline/tokens", SR_I64, &gtok))
+    if (!audio || !test_golden(g, "/offline/mel", SR_F32, &gmel) ||
+        !test_golden(g, "/offline/mel_rows", SR_I64, &grows) ||
+        !test_golden(g, "/offline/encoder", SR_F32, &genc) ||
+        !test_golden(g, "/offline/logits", SR_F32, &glog) || !test_golden(g, "/offline/tokens", SR_I64, &gtok))
         goto done;
 
     /* log-mel of the window (audio zero-padded to 3 s) */
@@ -317,7 +296,7 @@ static void test_scorer_cache(void)
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     bstream b;
     CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
     CU_ASSERT_EQUAL_FATAL(bfeed_all(&b, audio, n), SR_OK);
@@ -377,9 +356,9 @@ static void test_parity_tiny_en(void)
     sr_audio a;
     CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
     sr_tensor rows, enc, idx, lg, lse, tok;
-    if (!gold(g, "/jfk/encoder_rows", SR_I64, &rows) || !gold(g, "/jfk/encoder", SR_F32, &enc) ||
-        !gold(g, "/jfk/logit_index", SR_I64, &idx) || !gold(g, "/jfk/logits", SR_F32, &lg) ||
-        !gold(g, "/jfk/logsumexp", SR_F32, &lse) || !gold(g, "/jfk/tokens", SR_I64, &tok))
+    if (!test_golden(g, "/jfk/encoder_rows", SR_I64, &rows) || !test_golden(g, "/jfk/encoder", SR_F32, &enc) ||
+        !test_golden(g, "/jfk/logit_index", SR_I64, &idx) || !test_golden(g, "/jfk/logits", SR_F32, &lg) ||
+        !test_golden(g, "/jfk/logsumexp", SR_F32, &lse) || !test_golden(g, "/jfk/tokens", SR_I64, &tok))
         goto done;
     bstream b;
     CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
@@ -488,7 +467,7 @@ static void test_tokens_tiny_en(void)
         CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
         CU_ASSERT_EQUAL(bfeed_all(&b, a.samples, a.n), SR_OK);
         int nt = greedy(&b.sc, toks, 448);
-        if (gold(g, gp, SR_I64, &gt)) {
+        if (test_golden(g, gp, SR_I64, &gt)) {
             total++;
             int ok = tokens_equal(toks, nt, &gt, libri[i]);
             agree += ok;
@@ -505,7 +484,7 @@ static void test_tokens_tiny_en(void)
     CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
     CU_ASSERT_EQUAL(bfeed_all(&b, zero, 5 * 16000), SR_OK);
     int nt = greedy(&b.sc, toks, 448);
-    if (gold(g, "/silence_5s", SR_I64, &gt)) {
+    if (test_golden(g, "/silence_5s", SR_I64, &gt)) {
         total++;
         agree += tokens_equal(toks, nt, &gt, "silence");
         CU_ASSERT(tokens_equal(toks, nt, &gt, "silence"));
@@ -520,7 +499,7 @@ static void test_tokens_tiny_en(void)
         CU_ASSERT_EQUAL(bfeed_all(&b, concat, 40 * 16000), SR_OK);
         CU_ASSERT_EQUAL(((wh_stream *)b.st)->n_win, 2);
         nt = greedy(&b.sc, toks, 1024);
-        if (gold(g, "/long40/window0", SR_I64, &g0) && gold(g, "/long40/window1", SR_I64, &g1)) {
+        if (test_golden(g, "/long40/window0", SR_I64, &g0) && test_golden(g, "/long40/window1", SR_I64, &g1)) {
             int n0 = (int)g0.shape[0];
             int brk = ((const wh_model *)m->impl)->brk;
             CU_ASSERT(nt > n0 && toks[n0] == brk);
@@ -622,7 +601,7 @@ static void test_stem_stream(void)
     sr_h5 *g = NULL;
     sr_tensor gm;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
-    CU_ASSERT_FATAL(gold(g, "/causal/mel", SR_F32, &gm));
+    CU_ASSERT_FATAL(test_golden(g, "/causal/mel", SR_F32, &gm));
     int L = (int)gm.shape[0], T = (L + 1) / 2;
     double dmax = 0;
     for (int odd = 0; odd < 2; odd++) { /* even and odd mel lengths */
@@ -669,7 +648,7 @@ static void test_causal_equivalence(void)
     sr_h5 *g = NULL;
     sr_tensor gm, ge;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
-    CU_ASSERT_FATAL(gold(g, "/causal/mel", SR_F32, &gm) && gold(g, "/causal/encoder", SR_F32, &ge));
+    CU_ASSERT_FATAL(test_golden(g, "/causal/mel", SR_F32, &gm) && test_golden(g, "/causal/encoder", SR_F32, &ge));
     int L = (int)gm.shape[0], T = (L + 1) / 2;
     float *a = malloc((size_t)T * w->d * sizeof(float));
     float *b = malloc((size_t)T * w->d * sizeof(float));
@@ -708,7 +687,7 @@ static void test_stream_cross_kv(void)
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     static const int taus_ms[] = {40, 100, 300};
     for (size_t k = 0; k < SR_ARRAY_LEN(taus_ms); k++) {
         int tau = taus_ms[k] / 20;
@@ -803,7 +782,7 @@ static void test_strategies(void)
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     static const char *const strat[] = {"offline", "whisperrt", "reencode"};
     int32_t first[64], again[64];
     for (size_t k = 0; k < SR_ARRAY_LEN(strat); k++) {
@@ -849,7 +828,7 @@ static void test_decoder_kv_cache(void)
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     for (int kv = 0; kv < 2; kv++) {
         sr_stream_config c;
         sr_stream_config_init(&c);
@@ -898,7 +877,7 @@ static void test_feed_split(void)
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
-    float *audio = gold_audio(g, &n);
+    float *audio = test_golden_audio(g, &n);
     static const size_t feeds[] = {1, 1600, 0};
     sr_stream *ref = NULL;
     for (size_t k = 0; k < SR_ARRAY_LEN(feeds); k++) {
@@ -1011,13 +990,13 @@ static void test_nospeech_golden(void)
         char path[64];
         sr_tensor gp, ga, go, gt;
         snprintf(path, sizeof path, "/%s/no_speech_prob", in[i].name);
-        int ok = gold(g, path, SR_F32, &gp);
+        int ok = test_golden(g, path, SR_F32, &gp);
         snprintf(path, sizeof path, "/%s/avg_logprob_srkit_rules", in[i].name);
-        ok = gold(g, path, SR_F32, &ga) && ok;
+        ok = test_golden(g, path, SR_F32, &ga) && ok;
         snprintf(path, sizeof path, "/%s/avg_logprob", in[i].name);
-        ok = gold(g, path, SR_F32, &go) && ok;
+        ok = test_golden(g, path, SR_F32, &go) && ok;
         snprintf(path, sizeof path, "/%s/tokens", in[i].name);
-        ok = gold(g, path, SR_I64, &gt) && ok;
+        ok = test_golden(g, path, SR_I64, &gt) && ok;
         if (ok) {
             double gpv = ((float *)gp.data)[0], gav = ((float *)ga.data)[0];
             double gov = ((float *)go.data)[0];
@@ -1210,7 +1189,7 @@ static void test_speech_unaffected(void)
                       !memcmp(d[k].h.tokens, d[k + 1].h.tokens, (size_t)d[k].h.n * sizeof(int32_t)));
         }
         sr_tensor gt;
-        if (r == 0 && gold(g, "/jfk/tokens", SR_I64, &gt)) {
+        if (r == 0 && test_golden(g, "/jfk/tokens", SR_I64, &gt)) {
             CU_ASSERT(tokens_equal(d[0].h.tokens, d[0].h.n, &gt, "jfk offline aed_greedy"));
             sr_tensor_free(&gt);
         }
