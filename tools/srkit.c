@@ -783,6 +783,7 @@ typedef struct {
     int repeat;         /* runs of the whole stream; the fastest is reported */
     int per_chunk;      /* include every chunk's audio time and compute time */
     int max_ms;         /* > 0: only the first max_ms of the concatenated audio */
+    int loop;           /* feed the concatenated audio again and again until max_ms */
     sr_config *stream_cfg; /* owns the strings of o.sc when --stream was given */
 } bench_args;
 
@@ -852,7 +853,7 @@ static int bench_load_audio(const bench_args *b, sr_audio *all)
         sr_audio_free(&a);
     }
     size_t cap = (size_t)b->max_ms * 16;
-    if (b->max_ms > 0 && all->n > cap) all->n = cap;
+    if (b->max_ms > 0 && all->n > cap && !b->loop) all->n = cap;
     return 0;
 }
 
@@ -864,6 +865,11 @@ static int bench_run(const bench_args *b)
     const run_opts *o = &b->o;
     sr_audio a;
     if (bench_load_audio(b, &a)) return 1;
+    if (b->loop && !a.n) {
+        fprintf(stderr, "srkit bench: --loop over empty audio\n");
+        sr_audio_free(&a);
+        return 1;
+    }
     sr_model *m = NULL;
     double tl0 = now_s();
     if (open_model(b->model, o, &m)) { sr_audio_free(&a); return 1; }
@@ -871,7 +877,9 @@ static int bench_run(const bench_args *b)
     sr_stream *s = NULL;
     int rc = 0;
     int64_t *c = NULL, *best_c = NULL, *best_at = NULL;
-    double best = INFINITY, audio_s = (double)a.n / 16000.0;
+    /* --loop: max_ms of audio fed as successive copies of the (once loaded) files */
+    size_t total = b->loop ? (size_t)b->max_ms * 16 : a.n;
+    double best = INFINITY, audio_s = (double)total / 16000.0;
     size_t n_best = 0;
     char *text = NULL;
     cJSON *runs = cJSON_CreateArray();
@@ -880,7 +888,9 @@ static int bench_run(const bench_args *b)
     for (int r = 0; r < b->repeat; r++) {
         sr_stream_reset(s);
         double t0 = now_s();
-        if ((st = sr_stream_feed(s, a.samples, a.n)) || (st = sr_stream_finish(s))) {
+        for (size_t fed = 0; !st && fed < total; fed += SR_MIN(a.n, total - fed))
+            st = sr_stream_feed(s, a.samples, SR_MIN(a.n, total - fed));
+        if (st || (st = sr_stream_finish(s))) {
             rc = fail(st, b->audio[0]);
             goto out;
         }
@@ -1003,6 +1013,8 @@ static const char BENCH_USAGE[] =
     "                          after it override its fields\n"
     "  --repeat N              run the stream N times, report the fastest (default 1)\n"
     "  --max-ms N              use only the first N ms of the concatenated audio\n"
+    "  --loop                  with --max-ms: feed the concatenated audio again and again\n"
+    "                          until N ms (held in memory once: long-stream memory runs)\n"
     "  --per-chunk             --json also lists every chunk's audio_ms and compute ms\n"
     "  --json                  one JSON object\n";
 
@@ -1022,6 +1034,7 @@ static int bench_parse(int argc, char **argv, bench_args *b)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { printf("%s%s", BENCH_USAGE, RUN_OPTS_HELP); return 1; }
         if (!strcmp(a, "--per-chunk")) { b->per_chunk = 1; continue; }
+        if (!strcmp(a, "--loop")) { b->loop = 1; continue; }
         if (!strcmp(a, "--model") || !strcmp(a, "--audio") || !strcmp(a, "--stream") ||
             !strcmp(a, "--repeat") || !strcmp(a, "--max-ms")) {
             if (!v) { fprintf(stderr, "srkit bench: %s needs a value\n", a); return -1; }
@@ -1056,6 +1069,10 @@ static int bench_stream(int argc, char **argv)
     int r = bench_parse(argc, argv, &b);
     if (!r && (!b.model || !b.n_audio)) {
         fprintf(stderr, "srkit bench: needs a model and at least one audio file (see --help)\n");
+        r = -1;
+    }
+    if (!r && b.loop && b.max_ms <= 0) {
+        fprintf(stderr, "srkit bench: --loop needs --max-ms (how much audio to feed)\n");
         r = -1;
     }
     int rc = r < 0 ? EXIT_USAGE : r > 0 ? 0 : bench_run(&b);
