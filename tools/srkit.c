@@ -15,6 +15,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1042,7 +1043,15 @@ static int bench_parse(int argc, char **argv, bench_args *b)
             if (!strcmp(a, "--model")) b->model = v;
             else if (!strcmp(a, "--audio")) b->audio[b->n_audio++] = v;
             else if (!strcmp(a, "--stream")) { if (bench_parse_stream(v, b)) return -1; }
-            else if (!strcmp(a, "--max-ms")) { if (parse_int("--max-ms", v, &b->max_ms)) return -1; }
+            else if (!strcmp(a, "--max-ms")) {
+                char *end; /* not parse_int: hours of audio exceed its 1000000 cap */
+                long x = strtol(v, &end, 10);
+                if (!*v || *end || x < 0 || x > INT_MAX) {
+                    fprintf(stderr, "srkit bench: --max-ms needs a non-negative integer, got \"%s\"\n", v);
+                    return -1;
+                }
+                b->max_ms = (int)x;
+            }
             else if (parse_int("--repeat", v, &b->repeat) || b->repeat < 1) {
                 fprintf(stderr, "srkit bench: --repeat needs an integer >= 1\n");
                 return -1;
