@@ -127,7 +127,15 @@ void sr_f32_to_f16_n(const float *in, uint16_t *out, size_t n)
 
 void sr_bf16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++) out[i] = sr_bf16_to_f32(in[i]);
+    /* blocks of 8 with a fixed-count inner loop: compilers turn it into vector
+     * zero-extend + shift (SSE2 at -O2 already), the scalar tail takes the rest */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint32_t u[8];
+        for (int j = 0; j < 8; j++) u[j] = (uint32_t)in[i + j] << 16;
+        memcpy(out + i, u, sizeof u);
+    }
+    for (; i < n; i++) out[i] = sr_bf16_to_f32(in[i]);
 }
 
 void sr_f32_to_bf16_n(const float *in, uint16_t *out, size_t n)

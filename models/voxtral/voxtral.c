@@ -269,6 +269,7 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
         (st = vx_scratch_init(&s->s, rows, width, (size_t)SR_MAX(er_slots, dr_slots))) ||
         (st = sr_mel_stream_open(w->mel, &s->ms)))
         goto fail;
+    s->s.threads = m->opt.threads; /* 0: the kernels' default, as the BLAS */
     s->prompt[0] = w->bos;
     for (int i = 1; i < L; i++) s->prompt[i] = w->pad;
     if ((st = vx_ada_scales(w, m->k, &s->s, delay, s->ada))) goto fail;

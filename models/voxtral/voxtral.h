@@ -5,8 +5,9 @@
  *
  * Names and shapes follow transformers' VoxtralRealtimeForConditionalGeneration: every Linear
  * weight is [out, in] (products are x · W^T), activations are row-major [rows, width]. Large
- * matrices may stay bf16 in memory (config "dtype": "bf16"); products convert them to f32 a
- * tile of rows at a time into per-stream scratch, so no second f32 copy of a tensor exists.
+ * matrices may stay bf16 in memory (config "dtype": "bf16"); products read them directly (few
+ * rows) or convert a tile of rows at a time into per-stream scratch (many rows), so no second
+ * f32 copy of a tensor exists.
  */
 #ifndef SR_VOXTRAL_H
 #define SR_VOXTRAL_H
@@ -66,6 +67,7 @@ typedef struct {
     float *scores;                           /* [rows, max slots] */
     float *tile;                             /* [tile_floats] */
     size_t width, slots, tile_floats;
+    int threads;                             /* bf16 product threads (0 = kernels' default) */
 } vx_scratch;
 
 /* A ring K/V cache of `slots` positions for `layers` layers of width w; written rows go to
@@ -106,8 +108,9 @@ typedef struct vx_stream {
 sr_status vx_load(sr_model *m, sr_h5 *f);
 void vx_unload(sr_model *m);
 
-/* y[n, L.out] = x[n, L.in] · W^T (+ b); beta 0 overwrites y, 1 accumulates. bf16 weights are
- * converted a tile of rows at a time into s->tile. */
+/* y[n, L.out] = x[n, L.in] · W^T (+ b); beta 0 overwrites y, 1 accumulates. bf16 weights go
+ * through sr_bf16_gemm (direct kernel for n <= 4 rows on s->threads threads, else tiles of rows
+ * converted into s->tile). */
 sr_status vx_linear(const sr_kernels *k, vx_scratch *s, const float *x, int n, vx_mat L,
                     const float *b, float beta, float *y);
 sr_status vx_scratch_init(vx_scratch *s, int rows, size_t width, size_t slots);

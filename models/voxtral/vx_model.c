@@ -17,11 +17,13 @@
  *                   j + floor((written - 1 - j) / S) S (negative: never written); a query at
  *                   position p sees keys 0 <= p - pos < window; scale hd^-1/2; GQA maps query
  *                   head h to KV head h / (Hq / Hkv)
- * bf16 matrices are converted to f32 a tile of rows at a time (vx_linear), never as a whole.
+ * bf16 matrices stay bf16 (vx_linear): products of <= 4 rows read them directly (kernels/lowp.h),
+ * larger ones convert a tile of rows at a time to f32 for sgemm, never a whole matrix.
  */
 #include "voxtral.h"
 
 #include "../../core/dtype.h"
+#include "../../kernels/lowp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,21 +38,12 @@ sr_status vx_linear(const sr_kernels *k, vx_scratch *s, const float *x, int n, v
 {
     if (n == 0) return SR_OK;
     sr_status st;
-    if (!L.bf16) {
+    if (!L.bf16)
         st = k->sgemm(0, 1, n, L.out, L.in, 1.0f, x, L.in, L.w, L.in, beta, y, L.out);
-        if (st) return st;
-    } else {
-        /* convert R rows of W at a time: the f32 tile is all that exists besides the bf16 */
-        int R = (int)(s->tile_floats / (size_t)L.in);
-        if (R < 1) R = 1;
-        const uint16_t *w = L.w;
-        for (int r0 = 0; r0 < L.out; r0 += R) {
-            int rr = SR_MIN(R, L.out - r0);
-            sr_bf16_to_f32_n(w + (size_t)r0 * L.in, s->tile, (size_t)rr * L.in);
-            st = k->sgemm(0, 1, n, rr, L.in, 1.0f, x, L.in, s->tile, L.in, beta, y + r0, L.out);
-            if (st) return st;
-        }
-    }
+    else /* direct bf16 kernel for few rows, bf16 -> f32 tiles + sgemm for many */
+        st = sr_bf16_gemm(k, s->threads, n, L.out, L.in, x, L.in, L.w, L.in, beta, y, L.out,
+                          s->tile, s->tile_floats);
+    if (st) return st;
     if (b)
         for (int r = 0; r < n; r++)
             for (int i = 0; i < L.out; i++) y[(size_t)r * L.out + i] += b[i];
