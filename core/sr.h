@@ -178,6 +178,8 @@ typedef struct sr_stream_config {
     int att_context[2];    /* FastConformer [left, right]; {0, 0} = model default */
     int decoder_kv_cache;  /* WhisperRT: keep decoder self-attention K/V across chunks */
     int delay_tokens;      /* Voxtral transcription delay; 0 = model default */
+    const char *kv_dtype;  /* Voxtral K/V cache elements: NULL / "f32" (default) or "bf16"; read
+                              when the stream opens */
     int record_timeline;   /* 1 (default) keeps every timeline entry; 0 keeps only the last */
 } sr_stream_config;
 
@@ -197,6 +199,7 @@ typedef struct sr_timeline_entry {
     const char *text;       /* hypothesis text after this chunk */
     int n_stable;
     int64_t compute_ns;     /* wall time spent on this chunk (model + decoder) */
+    int64_t model_ns;       /* of compute_ns: the backend's part (the rest is the decoder's) */
     int is_final;           /* 1 for the entry written by sr_stream_finish */
 } sr_timeline_entry;
 

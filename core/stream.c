@@ -1,9 +1,10 @@
 /*
  * stream.c — the stream engine (DESIGN §4). Audio of any split is buffered into the backend's
  * chunks (first chunk, then fixed chunks); each complete chunk runs backend.process then
- * decoder.update, is timed, detokenized and appended to the timeline. finish() hands the
- * remainder to the backend with final = 1. Because chunk boundaries depend only on the sample
- * count, feeding 1, 160, 1280 or all samples per call gives the same timeline.
+ * decoder.update, is timed (in all, and the backend's part), detokenized and appended to the
+ * timeline. finish() hands the remainder to the backend with final = 1. Because chunk
+ * boundaries depend only on the sample count, feeding 1, 160, 1280 or all samples per call
+ * gives the same timeline.
  *
  * Memory: the chunk buffer, the hypothesis and the backend/decoder state are allocated at open
  * (the hypothesis grows by doubling); reset clears without freeing. The timeline is a log, not
@@ -78,7 +79,7 @@ static void entry_free(sr_timeline_entry *e)
     memset(e, 0, sizeof *e);
 }
 
-static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int is_final)
+static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int64_t model_ns, int is_final)
 {
     if (!s->cfg.record_timeline && s->tl_n) entry_free(&s->tl[--s->tl_n]);
     if (s->tl_n == s->tl_cap) {
@@ -104,6 +105,7 @@ static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int is_final)
     e->text = text;
     e->n_stable = s->hyp.n_stable;
     e->compute_ns = compute_ns;
+    e->model_ns = model_ns;
     e->is_final = is_final;
     s->tl_pub.entries = s->tl;
     s->tl_pub.n = s->tl_n;
@@ -115,10 +117,11 @@ static sr_status run_chunk(sr_stream *s, const float *pcm, size_t n, int final)
 {
     int64_t t0 = sr_now_ns();
     sr_status st = s->m->ops->process(s->bstate, pcm, n, final);
+    int64_t t1 = sr_now_ns();
     if (!st) st = s->dec->update(s->dstate, &s->sc, final, &s->hyp);
     int64_t dt = sr_now_ns() - t0;
     if (!st) st = update_text(s);
-    if (!st) st = timeline_append(s, dt, final);
+    if (!st) st = timeline_append(s, dt, t1 - t0, final);
     if (st) return sr_error_prefix(st, "%s: chunk %lld", s->m->path, (long long)s->chunks);
     s->chunks++;
     return SR_OK;

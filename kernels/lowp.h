@@ -13,10 +13,9 @@
  *     and multiplied by the kernel table's sgemm, whose blocking wins once the weights are
  *     reused over enough rows.
  *
- * Accumulation: f32 sums of exact products (bf16 x f32 products are exact in f32 only up to
- * rounding of one multiply; the FMA path rounds once per term), so each output satisfies
- * |y - y_exact| <= (K + 3) eps sum_k |x_k w_k| (+ |beta y| for the scaled input), the bound
- * tests/test_lowp.c checks, as for sgemm.
+ * Accumulation: f32 sums of the products (rounded once per term with FMA, twice without), so
+ * each output satisfies |y - y_exact| <= (K + 3) eps (sum_k |x_k w_k| + |beta y|), the bound
+ * tests/test_lowp.c checks, as the sgemm test does.
  *
  * Thread-safety: any number of threads may call these at once; the pool runs one product at a
  * time and a caller that finds it busy computes its product alone (concurrent streams then use
@@ -59,6 +58,12 @@ int sr_lowp_default_threads(void);
 sr_status sr_bf16_gemm_direct(sr_lowp_impl impl, int threads, int M, int N, int K,
                               const float *x, int ldx, const uint16_t *w, int ldw, float beta,
                               float *y, int ldy);
+
+/* Values product (attention over a bf16 V cache): y[m, n] = sum_k x[m, k] w[k, n] + beta y[m, n]
+ * with w [K, N] bf16 row-major, row stride ldw >= N (not transposed). One thread; f32 sums in k
+ * order, the same bound. Arguments as for the direct product (ldw checked against N). */
+sr_status sr_bf16_gemm_nn(sr_lowp_impl impl, int M, int N, int K, const float *x, int ldx,
+                          const uint16_t *w, int ldw, float beta, float *y, int ldy);
 
 /* The Linear-layer entry: the direct kernel (AUTO) for M <= SR_LOWP_DIRECT_ROWS on the CPU
  * table, otherwise rows of w widened into tile (tile_floats >= K floats of host scratch, as many

@@ -7,7 +7,8 @@
  * M = 1..9 (blocks of 4 activation rows and their remainders), padded strides whose padding
  * holds NaN (a kernel reading past K or N poisons its result) and a y padding sentinel that
  * must survive, beta 0 over NaN y and beta 1.5, and 1 to 3 threads on products big enough to
- * be split.
+ * be split. The values product x · W (sr_bf16_gemm_nn, W not transposed) is checked the same
+ * way.
  *
  * Tolerance, per output: |y - y_ref| <= (K + 3) FLT_EPSILON (sum_k |x_k w_k| + |beta y|):
  * an f32 sum of K terms in any order errs by at most gamma_K = K u / (1 - K u) of sum |x w|
@@ -336,6 +337,78 @@ static void test_concurrent(void)
     lp_free(&d);
 }
 
+/* Values product x · W (W [K, N] bf16, not transposed), both implementations, against the
+ * double reference with the same bound: N with 64-, 8- and 1-column blocks, K = 0, padding
+ * columns of W holding NaN, beta 0 over NaN y and beta 1.5. */
+static void test_nn_vs_reference(void)
+{
+    static const int sh[][3] = {{1, 1, 1}, {1, 128, 413}, {3, 77, 20}, {4, 200, 9}, {37, 64, 50},
+                                {2, 7, 0}, {1, 136, 1}};
+    sr_lowp_impl impls[] = {SR_LOWP_PORTABLE, SR_LOWP_AVX2};
+    double worst = 0;
+    int bad = 0, n_out = 0;
+    for (size_t s = 0; s < ARRAY_LEN(sh); s++)
+        for (size_t md = 0; md < ARRAY_LEN(modes); md++) {
+            int M = sh[s][0], N = sh[s][1], K = sh[s][2], pad = modes[md].pad;
+            float beta = modes[md].beta;
+            int ldx = (K ? K : 1) + pad, ldw = N + pad, ldy = N + pad;
+            float *x = malloc(((size_t)M * ldx + 1) * sizeof(float));
+            uint16_t *w = malloc(((size_t)K * ldw + 1) * sizeof(uint16_t));
+            float *y0 = malloc((size_t)M * ldy * sizeof(float)), *y = malloc((size_t)M * ldy * sizeof(float));
+            double *ref = malloc((size_t)M * ldy * sizeof(double)), *bnd = malloc((size_t)M * ldy * sizeof(double));
+            CU_ASSERT_FATAL(x && w && y0 && y && ref && bnd);
+            rng = 0xA0761D6478BD642FULL ^ (uint64_t)(M * 31 + N * 7 + K);
+            for (int m = 0; m < M; m++)
+                for (int k = 0; k < ldx; k++) x[(size_t)m * ldx + k] = k < K ? rnd() : NAN;
+            for (int k = 0; k < K; k++)
+                for (int n = 0; n < ldw; n++)
+                    w[(size_t)k * ldw + n] = n < N ? sr_f32_to_bf16(rnd()) : (uint16_t)0x7fc0;
+            for (int m = 0; m < M; m++)
+                for (int n = 0; n < ldy; n++)
+                    y0[(size_t)m * ldy + n] = n >= N ? Y_SENTINEL : modes[md].nan_y ? NAN : rnd();
+            for (int m = 0; m < M; m++)
+                for (int n = 0; n < N; n++) {
+                    double sum = 0, sabs = 0;
+                    for (int k = 0; k < K; k++) {
+                        double p = (double)x[(size_t)m * ldx + k] *
+                                   (double)sr_bf16_to_f32(w[(size_t)k * ldw + n]);
+                        sum += p;
+                        sabs += fabs(p);
+                    }
+                    double yb = beta == 0.0f ? 0.0 : (double)beta * y0[(size_t)m * ldy + n];
+                    ref[(size_t)m * ldy + n] = sum + yb;
+                    bnd[(size_t)m * ldy + n] = (double)(K + 3) * FLT_EPSILON * (sabs + fabs(yb));
+                }
+            for (size_t i = 0; i < ARRAY_LEN(impls); i++) {
+                if (!sr_lowp_available(impls[i])) continue;
+                memcpy(y, y0, (size_t)M * ldy * sizeof(float));
+                CU_ASSERT_EQUAL(sr_bf16_gemm_nn(impls[i], M, N, K, x, ldx, w, ldw, beta, y, ldy), SR_OK);
+                for (int m = 0; m < M; m++)
+                    for (int n = 0; n < ldy; n++) {
+                        size_t j = (size_t)m * ldy + n;
+                        if (n >= N) { if (y[j] != Y_SENTINEL) bad++; continue; }
+                        double err = fabs((double)y[j] - ref[j]);
+                        if (!(err <= bnd[j])) {
+                            if (bad < 3)
+                                printf("\n      nn impl %d %dx%dx%d: y[%d,%d] = %.9g want %.9g",
+                                       (int)impls[i], M, N, K, m, n, (double)y[j], ref[j]);
+                            bad++;
+                        } else if (bnd[j] > 0 && err / bnd[j] > worst) {
+                            worst = err / bnd[j];
+                        }
+                        n_out++;
+                    }
+            }
+            free(x); free(w); free(y0); free(y); free(ref); free(bnd);
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    float one = 1, yy[2];
+    uint16_t wb[2] = {0x3f80, 0x3f80};
+    TEST_ASSERT_ERR(sr_bf16_gemm_nn(SR_LOWP_AUTO, 1, 2, 1, &one, 1, wb, 1, 0, yy, 2), SR_ERR_ARG, "ldw = 1 < N = 2");
+    TEST_ASSERT_ERR(sr_bf16_gemm_nn(SR_LOWP_AUTO, 1, 2, 1, &one, 1, NULL, 2, 0, yy, 2), SR_ERR_ARG, "w is NULL");
+    printf("\n      %d outputs, worst |err| = %.3f of the bound\n      ", n_out, worst);
+}
+
 /* The bulk widening used by the tile path: every bf16 pattern, at every start alignment and a
  * few lengths (vector blocks and scalar tails), bit for bit equal to the scalar conversion. */
 static void test_widen_bulk(void)
@@ -372,5 +445,6 @@ void test_register_lowp(void)
                {"avx2_vs_reference", test_avx2_vs_reference},
                {"avx2_vs_portable", test_avx2_vs_portable}, {"gemm_entry", test_gemm_entry},
                {"empty", test_empty}, {"bad_args", test_bad_args},
-               {"concurrent", test_concurrent}, {"widen_bulk", test_widen_bulk});
+               {"concurrent", test_concurrent}, {"nn_vs_reference", test_nn_vs_reference},
+               {"widen_bulk", test_widen_bulk});
 }

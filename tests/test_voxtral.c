@@ -4,10 +4,14 @@
  *                   (scripts/gen_golden_voxtral.py): streaming log-mel vs the offline feature
  *                   extractor, streaming encoder (ring K/V caches, windows 16 and 750) vs the
  *                   offline encoder under its sliding-window mask, adapter, the first decoder
- *                   logits, and every greedy step (decoder window 20 and 8192, flush to EOS)
+ *                   logits, and every greedy step (decoder window 20 and 8192, flush to EOS);
+ *                   the same with bf16 K/V caches (kv_dtype "bf16": tolerance one bf16 rounding
+ *                   of the tensor's largest magnitude, tokens still exact)
  *   voxtral_stream  the public stream API: tokens equal the golden for any feed split, reset
- *                   reuse, bounded per-stream memory over a long stream, sub-frame audio
- *   voxtral_bad     stream configs (delay, chunk, strategy), scorer misuse, malformed files
+ *                   reuse, bounded per-stream memory over a long stream (f32 and bf16 caches),
+ *                   sub-frame audio, bf16 caches halving exactly the cache bytes
+ *   voxtral_bad     stream configs (delay, chunk, strategy, kv_dtype), scorer misuse, malformed
+ *                   files
  *   voxtral_convert scripts/convert_voxtral.py (run as CI has it: /usr/bin/python3 + numpy + h5py)
  *                   on the golden model saved in the Mistral layout (interleaved RoPE rows) and
  *                   the transformers layout: the Q/K rows, q bias and every other matrix equal
@@ -49,7 +53,7 @@ static void check_close(const char *what, const float *got, const float *want, s
                         double tol)
 {
     double d = test_max_abs_diff(got, want, n);
-    printf("\n      %s: max |diff| %.3g (tolerance %.0e)", what, d, tol);
+    printf("\n      %s: max |diff| %.3g (tolerance %.2g)", what, d, tol);
     CU_ASSERT(d <= tol);
 }
 
@@ -86,7 +90,21 @@ static int run_backend(const sr_model *m, vx_stream *s, const sr_scorer *sc, con
     return t;
 }
 
-static void parity(const char *fixture, const char *grp)
+/* Tolerance of a tensor computed through bf16 K/V caches: one bf16 rounding (unit roundoff
+ * 2^-9) of the tensor's largest magnitude. Rounding K and V perturbs each attention output by
+ * at most 2^-9 of the largest |V| (a convex combination of rounded rows) plus the softmax's
+ * response to scores perturbed by 2^-9 relative; measured: 1.0e-3 (encoder), 7.4e-4 (adapter),
+ * 6.9e-4 (logits) of the largest magnitude, about half the bound. */
+static double kv_bf16_tol(const float *want, size_t n)
+{
+    double mx = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs((double)want[i]));
+    return ldexp(mx, -9);
+}
+
+/* kv: the stream's kv_dtype (NULL = f32: every tensor within 1e-4; "bf16": the encoder, adapter
+ * and logits downstream of the caches within kv_bf16_tol). Tokens must be exact either way. */
+static void parity(const char *fixture, const char *grp, const char *kv)
 {
     sr_model *m = load(fixture);
     sr_h5 *g = open_golden();
@@ -106,10 +124,13 @@ static void parity(const char *fixture, const char *grp)
     CU_ASSERT_FATAL(ok && audio);
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
+    cfg.kv_dtype = kv;
     void *state = NULL;
     sr_chunking ck;
     sr_scorer sc;
     CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &state, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL(((vx_stream *)state)->er.bf16, kv && !strcmp(kv, "bf16"));
+    CU_ASSERT_EQUAL(((vx_stream *)state)->dr.bf16, kv && !strcmp(kv, "bf16"));
     CU_ASSERT_EQUAL(ck.first_chunk, VX_STEP_SAMPLES + VX_LOOKAHEAD);
     CU_ASSERT_EQUAL(ck.chunk, VX_STEP_SAMPLES);
     vx_stream *s = state;
@@ -136,9 +157,15 @@ static void parity(const char *fixture, const char *grp)
         check_close("mel tail", s->cap_mel + (size_t)(n_mel - mt.shape[0]) * w->n_mels, mt.data,
                     (size_t)sr_tensor_numel(&mt), 1e-4);
     }
-    if (s->cap_enc_n == n_enc) check_close("encoder", s->cap_enc, enc.data, (size_t)sr_tensor_numel(&enc), 1e-4);
-    if (s->cap_ada_n == n_ada) check_close("adapter", s->cap_ada, ada.data, (size_t)sr_tensor_numel(&ada), 1e-4);
-    check_close("decoder logits (first steps)", rec, lg.data, (size_t)sr_tensor_numel(&lg), 1e-4);
+    size_t ne = (size_t)sr_tensor_numel(&enc), na = (size_t)sr_tensor_numel(&ada),
+           nl = (size_t)sr_tensor_numel(&lg);
+    int kvb = kv && !strcmp(kv, "bf16");
+    if (s->cap_enc_n == n_enc)
+        check_close("encoder", s->cap_enc, enc.data, ne, kvb ? kv_bf16_tol(enc.data, ne) : 1e-4);
+    if (s->cap_ada_n == n_ada)
+        check_close("adapter", s->cap_ada, ada.data, na, kvb ? kv_bf16_tol(ada.data, na) : 1e-4);
+    check_close("decoder logits (first steps)", rec, lg.data, nl,
+                kvb ? kv_bf16_tol(lg.data, nl) : 1e-4);
     /* every step's argmax; after EOS the flush steps report the pad, which the golden omits */
     int ng = (int)steps.shape[0], same = nsteps >= ng;
     for (int i = 0; same && i < ng; i++) same = got[i] == ((int32_t *)steps.data)[i];
@@ -159,8 +186,10 @@ static void parity(const char *fixture, const char *grp)
     sr_model_free(m);
 }
 
-static void test_parity_small(void) { parity("voxtral/model.h5", "small"); }
-static void test_parity_full(void) { parity("voxtral/model_full.h5", "full"); }
+static void test_parity_small(void) { parity("voxtral/model.h5", "small", NULL); }
+static void test_parity_full(void) { parity("voxtral/model_full.h5", "full", NULL); }
+static void test_parity_small_bf16(void) { parity("voxtral/model.h5", "small", "bf16"); }
+static void test_parity_full_bf16(void) { parity("voxtral/model_full.h5", "full", "bf16"); }
 
 /* ---- public stream API ---- */
 
@@ -237,12 +266,40 @@ static void test_stream_splits(void)
 }
 
 /* A stream far longer than both windows: state bytes do not grow; sub-frame audio works. */
-static void test_stream_memory(void)
+/* kv_dtype "bf16" halves exactly the encoder ring and decoder caches in the state bytes. */
+static void test_stream_kv_bytes(void)
+{
+    sr_model *m = load("voxtral/model.h5");
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    void *s32 = NULL, *s16 = NULL;
+    sr_chunking ck;
+    sr_scorer sc;
+    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &s32, &ck, &sc), SR_OK);
+    cfg.kv_dtype = "bf16";
+    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &s16, &ck, &sc), SR_OK);
+    const vx_stream *a = s32, *b = s16;
+    size_t ring32 = vx_ring_bytes(&a->er) + vx_ring_bytes(&a->dr);
+    size_t ring16 = vx_ring_bytes(&b->er) + vx_ring_bytes(&b->dr);
+    CU_ASSERT_EQUAL(ring32, 2 * ring16);
+    CU_ASSERT_EQUAL(ring32, 2 * sizeof(float) *
+                                ((size_t)a->er.layers * a->er.slots * a->er.w +
+                                 (size_t)a->dr.layers * a->dr.slots * a->dr.w));
+    CU_ASSERT_EQUAL(m->ops->state_bytes(s32) - m->ops->state_bytes(s16), ring32 / 2);
+    printf("\n      state %zu B with f32 caches, %zu B with bf16", m->ops->state_bytes(s32),
+           m->ops->state_bytes(s16));
+    m->ops->stream_close(s32);
+    m->ops->stream_close(s16);
+    sr_model_free(m);
+}
+
+static void stream_memory(const char *kv)
 {
     sr_model *m = load("voxtral/model.h5");
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
     cfg.record_timeline = 0;
+    cfg.kv_dtype = kv;
     sr_stream *st = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &cfg, &st), SR_OK);
     sr_memstats a, b;
@@ -256,8 +313,12 @@ static void test_stream_memory(void)
     CU_ASSERT_EQUAL(sr_stream_feed(st, x, n), SR_OK);
     CU_ASSERT_EQUAL(sr_stream_finish(st), SR_OK);
     sr_memory(m, st, &b);
-    printf("\n      weights %zu B, stream %zu B before, %zu B after 12 s", a.weight_bytes,
-           a.stream_bytes, b.stream_bytes);
+    printf("\n      kv %s: weights %zu B, stream %zu B before, %zu B after 12 s", kv ? kv : "f32",
+           a.weight_bytes, a.stream_bytes, b.stream_bytes);
+    /* the engine's split of a chunk's time: the backend's part is within the whole */
+    const sr_timeline *tl = sr_stream_timeline(st);
+    CU_ASSERT(tl->n == 1 && tl->entries[0].model_ns >= 0 &&
+              tl->entries[0].model_ns <= tl->entries[0].compute_ns);
     /* only the hypothesis may grow (by doubling); caches are fixed */
     CU_ASSERT(b.stream_bytes <= a.stream_bytes + 4096);
     /* audio shorter than one 80 ms step: padded to one step, decoded, no error */
@@ -271,6 +332,12 @@ static void test_stream_memory(void)
     free(x);
     sr_stream_close(st);
     sr_model_free(m);
+}
+
+static void test_stream_memory(void)
+{
+    stream_memory(NULL);
+    stream_memory("bf16");
 }
 
 /* ---- bad input ---- */
@@ -294,6 +361,16 @@ static void test_bad_config(void)
     sr_stream_config_init(&cfg);
     cfg.decoder = "aed_greedy";
     TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "aed_greedy");
+    sr_stream_config_init(&cfg);
+    cfg.kv_dtype = "f16";
+    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "stream.kv_dtype: \"f16\" unknown");
+    /* experiment configs reject it when parsed, naming the choices */
+    sr_config *c = NULL;
+    TEST_ASSERT_ERR(sr_config_parse("{\"name\": \"x\", \"model\": {\"path\": \"m.h5\"}, "
+                                    "\"data\": {\"path\": \"d\"}, \"stream\": {\"kv_dtype\": "
+                                    "\"int8\"}}", "kv.json", &c),
+                    SR_ERR_ARG, "stream.kv_dtype: \"int8\" is not one of f32, bf16");
+    CU_ASSERT_PTR_NULL(c);
     CU_ASSERT_PTR_NULL(st);
     /* a different delay is accepted and changes the prompt length */
     sr_stream_config_init(&cfg);
@@ -483,9 +560,11 @@ static void test_convert_bad(void)
 void test_register_voxtral(void)
 {
     TEST_SUITE("voxtral_parity", {"small_windows_wrap", test_parity_small},
-               {"full_windows", test_parity_full});
+               {"full_windows", test_parity_full},
+               {"small_windows_wrap_kv_bf16", test_parity_small_bf16},
+               {"full_windows_kv_bf16", test_parity_full_bf16});
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits},
-               {"memory_short_audio", test_stream_memory});
+               {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes});
     TEST_SUITE("voxtral_bad", {"stream_config", test_bad_config}, {"files", test_bad_files});
     TEST_SUITE("voxtral_convert", {"mistral_layout", test_convert_mistral},
                {"hf_layout", test_convert_hf}, {"bad_checkpoints", test_convert_bad});

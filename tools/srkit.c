@@ -877,7 +877,7 @@ static int bench_run(const bench_args *b)
     double load_s = now_s() - tl0;
     sr_stream *s = NULL;
     int rc = 0;
-    int64_t *c = NULL, *best_c = NULL, *best_at = NULL;
+    int64_t *c = NULL, *best_c = NULL, *best_at = NULL, *best_mod = NULL;
     /* --loop: max_ms of audio fed as successive copies of the (once loaded) files */
     size_t total = b->loop ? (size_t)b->max_ms * 16 : a.n;
     double best = INFINITY, audio_s = (double)total / 16000.0;
@@ -902,12 +902,15 @@ static int bench_run(const bench_args *b)
         const sr_timeline *tl = sr_stream_timeline(s);
         free(best_c);
         free(best_at);
+        free(best_mod);
         best_c = malloc((tl->n ? tl->n : 1) * sizeof *best_c);
         best_at = malloc((tl->n ? tl->n : 1) * sizeof *best_at);
-        if (!best_c || !best_at) { fprintf(stderr, "srkit bench: out of memory\n"); rc = 1; goto out; }
+        best_mod = malloc((tl->n ? tl->n : 1) * sizeof *best_mod);
+        if (!best_c || !best_at || !best_mod) { fprintf(stderr, "srkit bench: out of memory\n"); rc = 1; goto out; }
         for (size_t i = 0; i < tl->n; i++) {
             best_c[i] = tl->entries[i].compute_ns;
             best_at[i] = tl->entries[i].audio_ms;
+            best_mod[i] = tl->entries[i].model_ns;
         }
         n_best = tl->n;
         free(text);
@@ -924,6 +927,20 @@ static int bench_run(const bench_args *b)
     sr_memory(m, s, &ms);
     double p50 = bench_pct(c, n_best, 0.5) / 1e6, p90 = bench_pct(c, n_best, 0.9) / 1e6,
            p99 = bench_pct(c, n_best, 0.99) / 1e6, mx = c[n_best - 1] / 1e6;
+    /* Backend vs decoder split over the steady chunks (all but the first and the final when
+     * there are three or more): [0] model p50, p90, max, [1] decoder p50, p90, max. */
+    double split[2][3];
+    {
+        size_t lo = n_best >= 3 ? 1 : 0, hi = n_best >= 3 ? n_best - 1 : n_best, ns = hi - lo;
+        for (int part = 0; part < 2; part++) {
+            for (size_t i = 0; i < ns; i++)
+                c[i] = part ? best_c[lo + i] - best_mod[lo + i] : best_mod[lo + i];
+            qsort(c, ns, sizeof *c, cmp_i64);
+            split[part][0] = bench_pct(c, ns, 0.5) / 1e6;
+            split[part][1] = bench_pct(c, ns, 0.9) / 1e6;
+            split[part][2] = c[ns - 1] / 1e6;
+        }
+    }
     const sr_stream_config *sc = &o->sc;
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
@@ -942,6 +959,8 @@ static int bench_run(const bench_args *b)
         cJSON_AddNumberToObject(j, "beam", sc->beam);
         cJSON_AddNumberToObject(j, "stability_n", sc->stability_n);
         cJSON_AddBoolToObject(j, "decoder_kv_cache", sc->decoder_kv_cache);
+        if (sc->kv_dtype) cJSON_AddStringToObject(j, "kv_dtype", sc->kv_dtype);
+        else cJSON_AddNullToObject(j, "kv_dtype");
         cJSON_AddNumberToObject(j, "audio_s", audio_s);
         cJSON_AddNumberToObject(j, "compute_s", best);
         cJSON_AddNumberToObject(j, "rtf", best / audio_s);
@@ -952,6 +971,14 @@ static int bench_run(const bench_args *b)
         cJSON_AddNumberToObject(j, "chunk_ms_p90", p90);
         cJSON_AddNumberToObject(j, "chunk_ms_p99", p99);
         cJSON_AddNumberToObject(j, "chunk_ms_max", mx);
+        cJSON_AddNumberToObject(j, "model_ms_p50", split[0][0]);
+        cJSON_AddNumberToObject(j, "model_ms_p90", split[0][1]);
+        cJSON_AddNumberToObject(j, "model_ms_max", split[0][2]);
+        cJSON_AddNumberToObject(j, "decoder_ms_p50", split[1][0]);
+        cJSON_AddNumberToObject(j, "decoder_ms_p90", split[1][1]);
+        cJSON_AddNumberToObject(j, "decoder_ms_max", split[1][2]);
+        cJSON_AddNumberToObject(j, "first_chunk_compute_ms", best_c[0] / 1e6);
+        cJSON_AddNumberToObject(j, "final_chunk_compute_ms", best_c[n_best - 1] / 1e6);
         cJSON_AddNumberToObject(j, "load_s", load_s);
         cJSON_AddNumberToObject(j, "repeat", b->repeat);
         cJSON_AddItemToObject(j, "compute_s_runs", runs);
@@ -964,9 +991,11 @@ static int bench_run(const bench_args *b)
         if (b->per_chunk) {
             cJSON *at = cJSON_AddArrayToObject(j, "chunk_audio_ms");
             cJSON *ct = cJSON_AddArrayToObject(j, "chunk_compute_ms");
+            cJSON *cm = cJSON_AddArrayToObject(j, "chunk_model_ms");
             for (size_t i = 0; i < n_best; i++) {
                 cJSON_AddItemToArray(at, cJSON_CreateNumber((double)best_at[i]));
                 cJSON_AddItemToArray(ct, cJSON_CreateNumber(best_c[i] / 1e6));
+                cJSON_AddItemToArray(cm, cJSON_CreateNumber(best_mod[i] / 1e6));
             }
         }
         char *txt = cJSON_PrintUnformatted(j);
@@ -981,6 +1010,9 @@ static int bench_run(const bench_args *b)
                n_best, b->repeat);
         printf("RTF %.4f (RTFx %.1f); per-chunk compute ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n",
                best / audio_s, audio_s / best, p50, p90, p99, mx);
+        printf("steady chunks: model (backend) ms p50 %.3f p90 %.3f max %.3f; decoder ms p50 "
+               "%.3f p90 %.3f max %.3f\n", split[0][0], split[0][1], split[0][2], split[1][0],
+               split[1][1], split[1][2]);
         printf("memory: weights %zu B, stream state %zu B, peak RSS %zu B\n", ms.weight_bytes,
                ms.stream_bytes, ms.peak_rss_bytes);
     }
@@ -990,6 +1022,7 @@ out:
     free(c);
     free(best_c);
     free(best_at);
+    free(best_mod);
     sr_stream_close(s);
     sr_model_free(m);
     sr_audio_free(&a);
@@ -1004,7 +1037,8 @@ static const char BENCH_USAGE[] =
     "Timings live here, never in the tests. gemm reports GFLOP/s and the bandwidth of reading\n"
     "the weight matrix. The streaming benchmark feeds the audio files, concatenated in order,\n"
     "through one stream and reports RTF, per-chunk compute time (chunk_ms_p50/p90/p99: the\n"
-    "wall time of each chunk's model + decoder work, in ms) and memory; --json prints one JSON\n"
+    "wall time of each chunk's model + decoder work, in ms; model_ms_* / decoder_ms_*: the two\n"
+    "parts over the steady chunks) and memory; --json prints one JSON\n"
     "object (docs/benchmarks.md lists its fields). --all runs gemm, then, when --model names\n"
     "an existing file, the streaming benchmark for whisperrt (100 and 300 ms), reencode\n"
     "(300 ms) and offline on --audio; without the model it says so and skips them.\n\n"
@@ -1016,7 +1050,7 @@ static const char BENCH_USAGE[] =
     "  --max-ms N              use only the first N ms of the concatenated audio\n"
     "  --loop                  with --max-ms: feed the concatenated audio again and again\n"
     "                          until N ms (held in memory once: long-stream memory runs)\n"
-    "  --per-chunk             --json also lists every chunk's audio_ms and compute ms\n"
+    "  --per-chunk             --json also lists every chunk's audio_ms, compute and model ms\n"
     "  --json                  one JSON object\n";
 
 /* Parse the streaming benchmark's arguments; positional arguments (the `bench stream` form)

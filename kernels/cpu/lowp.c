@@ -19,6 +19,11 @@
  *
  * Tile path (many rows): rows of W are widened into the caller's tile with sr_bf16_to_f32_n
  * and multiplied by the table's sgemm.
+ *
+ * Values product (x · W, W [K, N] not transposed: a bf16 attention V cache): per output row,
+ * blocks of 64 columns keep 8 vector accumulators while k runs over the rows of W, each row
+ * contributing broadcast(x[k]) * widen(W[k, block]); 8-column blocks and scalar columns take
+ * the rest. Single-threaded (attention is split by heads outside).
  */
 #include "../../core/dtype.h"
 #include "../../core/internal.h"
@@ -150,6 +155,63 @@ AVX2 static void rows_avx2(const lowp_job *j, int n0, int n1)
             for (; n + 2 <= n1; n += 2) block_avx2(j, x, y, 4, 2, n);
             for (; n < n1; n++) block_avx2(j, x, y, 4, 1, n);
             break;
+        }
+    }
+}
+#endif
+
+/* ---- values product (w not transposed) ------------------------------------------------------ */
+
+static void nn_portable(int M, int N, int K, const float *x, int ldx, const uint16_t *w, int ldw,
+                        float beta, float *y, int ldy)
+{
+    for (int m = 0; m < M; m++) {
+        float *yr = y + (size_t)m * ldy;
+        for (int n = 0; n < N; n++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++)
+                s += x[(size_t)m * ldx + k] * sr_bf16_to_f32(w[(size_t)k * ldw + n]);
+            yr[n] = store_val(s, beta, &yr[n]);
+        }
+    }
+}
+
+#if LOWP_X86
+/* NB vectors of 8 columns from column n: one pass over k keeps NB accumulators. */
+AVX2_INLINE void nn_block_avx2(int NB, int K, const float *x, const uint16_t *w, size_t ldw,
+                               float beta, float *y, int n)
+{
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < NB; i++) acc[i] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        __m256 a = _mm256_broadcast_ss(x + k);
+        const uint16_t *wr = w + (size_t)k * ldw + n;
+#pragma GCC unroll 8
+        for (int i = 0; i < NB; i++) acc[i] = _mm256_fmadd_ps(a, widen8(wr + 8 * i), acc[i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < NB; i++) {
+        __m256 r = acc[i];
+        if (beta != 0.0f)
+            r = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_loadu_ps(y + n + 8 * i), r);
+        _mm256_storeu_ps(y + n + 8 * i, r);
+    }
+}
+
+AVX2 static void nn_avx2(int M, int N, int K, const float *x, int ldx, const uint16_t *w, int ldw,
+                         float beta, float *y, int ldy)
+{
+    for (int m = 0; m < M; m++) {
+        const float *xr = x + (size_t)m * ldx;
+        float *yr = y + (size_t)m * ldy;
+        int n = 0;
+        for (; n + 64 <= N; n += 64) nn_block_avx2(8, K, xr, w, (size_t)ldw, beta, yr, n);
+        for (; n + 8 <= N; n += 8) nn_block_avx2(1, K, xr, w, (size_t)ldw, beta, yr, n);
+        for (; n < N; n++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) s += xr[k] * sr_bf16_to_f32(w[(size_t)k * ldw + n]);
+            yr[n] = store_val(s, beta, &yr[n]);
         }
     }
 }
@@ -305,6 +367,33 @@ sr_status sr_bf16_gemm_direct(sr_lowp_impl impl, int threads, int M, int N, int 
     atomic_init(&j.next, 0);
     int parts = (N + j.part - 1) / j.part;
     run_job(&j, SR_MIN(threads, parts) - 1);
+    return SR_OK;
+}
+
+sr_status sr_bf16_gemm_nn(sr_lowp_impl impl, int M, int N, int K, const float *x, int ldx,
+                          const uint16_t *w, int ldw, float beta, float *y, int ldy)
+{
+    const char *fn = "sr_bf16_gemm_nn";
+    if (M < 0 || N < 0 || K < 0)
+        return sr_error(SR_ERR_ARG, "%s: negative size (M = %d, N = %d, K = %d)", fn, M, N, K);
+    if (ldx < SR_MAX(1, K)) return sr_error(SR_ERR_ARG, "%s: ldx = %d < K = %d", fn, ldx, K);
+    if (ldw < SR_MAX(1, N)) return sr_error(SR_ERR_ARG, "%s: ldw = %d < N = %d", fn, ldw, N);
+    if (ldy < SR_MAX(1, N)) return sr_error(SR_ERR_ARG, "%s: ldy = %d < N = %d", fn, ldy, N);
+    if (M > 0 && N > 0 && (!y || (K > 0 && (!x || !w))))
+        return sr_error(SR_ERR_ARG, "%s: %s is NULL for a [%d, %d] x [%d, %d] product", fn,
+                        !y ? "y" : !x ? "x" : "w", M, K, K, N);
+    if (impl != SR_LOWP_AUTO && impl != SR_LOWP_PORTABLE && impl != SR_LOWP_AVX2)
+        return sr_error(SR_ERR_ARG, "%s: implementation %d unknown", fn, (int)impl);
+    if (!sr_lowp_available(impl))
+        return sr_error(SR_ERR_UNSUPPORTED, "%s: this CPU lacks AVX2 + FMA", fn);
+    if (M == 0 || N == 0) return SR_OK;
+#if LOWP_X86
+    if (impl == SR_LOWP_AVX2 || (impl == SR_LOWP_AUTO && sr_lowp_available(SR_LOWP_AVX2))) {
+        nn_avx2(M, N, K, x, ldx, w, ldw, beta, y, ldy);
+        return SR_OK;
+    }
+#endif
+    nn_portable(M, N, K, x, ldx, w, ldw, beta, y, ldy);
     return SR_OK;
 }
 

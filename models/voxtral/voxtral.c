@@ -237,6 +237,13 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
     if (delay < w->delay_min || delay > w->delay_max)
         return sr_error(SR_ERR_ARG, "stream.delay_tokens: %d outside the model's supported range "
                         "%d..%d (80 ms each)", delay, w->delay_min, w->delay_max);
+    int kv_bf16 = 0;
+    if (cfg->kv_dtype && strcmp(cfg->kv_dtype, "f32")) {
+        if (strcmp(cfg->kv_dtype, "bf16"))
+            return sr_error(SR_ERR_ARG, "stream.kv_dtype: \"%s\" unknown for voxtral_realtime "
+                            "(known: f32, bf16)", cfg->kv_dtype);
+        kv_bf16 = 1;
+    }
     vx_stream *s = sr_calloc(1, sizeof *s, "voxtral stream");
     if (!s) return SR_ERR_NOMEM;
     s->m = m;
@@ -263,9 +270,10 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
         !(s->col = sr_malloc((size_t)VX_MEL_PER_STEP * colw * sizeof(float), "voxtral im2col")) ||
         !(s->emb = sr_malloc((size_t)s->emb_cap * w->dim * sizeof(float), "voxtral audio embeddings")))
         goto fail;
-    if ((st = vx_ring_init(&s->er, w->enc_layers, er_slots, w->enc_heads * w->enc_hd,
+    if ((st = vx_ring_init(&s->er, w->enc_layers, er_slots, w->enc_heads * w->enc_hd, kv_bf16,
                            "voxtral encoder K/V ring")) ||
-        (st = vx_ring_init(&s->dr, w->n_layers, dr_slots, w->n_kv * w->hd, "voxtral decoder K/V ring")) ||
+        (st = vx_ring_init(&s->dr, w->n_layers, dr_slots, w->n_kv * w->hd, kv_bf16,
+                           "voxtral decoder K/V ring")) ||
         (st = vx_scratch_init(&s->s, rows, width, (size_t)SR_MAX(er_slots, dr_slots))) ||
         (st = sr_mel_stream_open(w->mel, &s->ms)))
         goto fail;
@@ -314,8 +322,7 @@ static size_t state_bytes(const void *state)
     const vx_stream *s = state;
     const vx_model *w = s->w;
     size_t f = sizeof(float);
-    size_t ring = 2 * ((size_t)s->er.layers * s->er.slots * s->er.w +
-                       (size_t)s->dr.layers * s->dr.slots * s->dr.w) * f;
+    size_t ring = vx_ring_bytes(&s->er) + vx_ring_bytes(&s->dr);
     return sizeof *s + ring + vx_scratch_bytes(&s->s) + (size_t)s->prompt_len * sizeof(int32_t) +
            ((size_t)w->n_layers * w->dim + (size_t)s->mel_cap * w->n_mels + 2 * (size_t)w->n_mels +
             (size_t)w->enc_dim * (1 + VX_MEL_PER_STEP) +

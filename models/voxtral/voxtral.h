@@ -71,10 +71,13 @@ typedef struct {
 } vx_scratch;
 
 /* A ring K/V cache of `slots` positions for `layers` layers of width w; written rows go to
- * slot pos % slots; positions are analytic (seed: abs[j] = j + ((written-1-j) div slots) slots). */
+ * slot pos % slots; positions are analytic (seed: abs[j] = j + ((written-1-j) div slots) slots).
+ * Elements are f32, or bf16 (stream config kv_dtype "bf16": rows rounded to nearest even when
+ * written, read by the bf16 kernels of kernels/lowp.h). */
 typedef struct {
-    float *k, *v;   /* [layers][slots][w] */
+    void *k, *v;    /* [layers][slots][w] of f32 or uint16_t (bf16) */
     int layers, slots, w;
+    int bf16;
     int64_t written;
 } vx_ring;
 
@@ -116,7 +119,8 @@ sr_status vx_linear(const sr_kernels *k, vx_scratch *s, const float *x, int n, v
 sr_status vx_scratch_init(vx_scratch *s, int rows, size_t width, size_t slots);
 void vx_scratch_free(vx_scratch *s);
 size_t vx_scratch_bytes(const vx_scratch *s);
-sr_status vx_ring_init(vx_ring *r, int layers, int slots, int w, const char *what);
+sr_status vx_ring_init(vx_ring *r, int layers, int slots, int w, int bf16, const char *what);
+size_t vx_ring_bytes(const vx_ring *r); /* K and V */
 void vx_ring_free(vx_ring *r);
 
 /* Encoder layers + final norm over n frames x [n, enc_dim] (stem output) at absolute positions

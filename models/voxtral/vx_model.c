@@ -91,22 +91,29 @@ static int64_t slot_pos(int64_t j, int64_t written, int64_t S)
     return j + q * S;
 }
 
-/* Attention of n query rows (positions p0 ..) over ring layer K/V kc/vc [S][Hkv hd] after the
- * rows were written; out [n, Hq hd]. */
+/* Attention of n query rows (positions p0 ..) over layer l of ring r (K/V [S][Hkv hd]) after
+ * the rows were written; out [n, Hq hd]. */
 static sr_status attend(const sr_kernels *k, vx_scratch *s, const float *q, int n, int Hq,
-                        int Hkv, int hd, const float *kc, const float *vc, const vx_ring *r,
-                        int window, int64_t p0, float *out)
+                        int Hkv, int hd, const vx_ring *r, int l, int window, int64_t p0,
+                        float *out)
 {
     int S = r->slots, w = Hkv * hd, qw = Hq * hd;
+    size_t lay = (size_t)l * S * w;
     /* slots at or past `written` are empty until the first wrap: leave them out */
     int nk = r->written < S ? (int)r->written : S;
     float scale = 1.0f / sqrtf((float)hd);
     int group = Hq / Hkv;
     for (int h = 0; h < Hq; h++) {
-        int kvh = h / group;
-        sr_status st = k->sgemm(0, 1, n, nk, hd, scale, q + (size_t)h * hd, qw,
-                                kc + (size_t)kvh * hd, w, 0.0f, s->scores, nk);
+        size_t kvo = lay + (size_t)(h / group) * hd;
+        sr_status st;
+        if (r->bf16) /* scaled below, with the mask */
+            st = sr_bf16_gemm(k, 1, n, nk, hd, q + (size_t)h * hd, qw, (const uint16_t *)r->k + kvo,
+                              w, 0.0f, s->scores, nk, s->tile, s->tile_floats);
+        else
+            st = k->sgemm(0, 1, n, nk, hd, scale, q + (size_t)h * hd, qw,
+                          (const float *)r->k + kvo, w, 0.0f, s->scores, nk);
         if (st) return st;
+        float sc = r->bf16 ? scale : 1.0f;
         for (int i = 0; i < n; i++) {
             float *row = s->scores + (size_t)i * nk;
             int64_t p = p0 + i;
@@ -115,7 +122,7 @@ static sr_status attend(const sr_kernels *k, vx_scratch *s, const float *q, int 
                 int64_t ap = slot_pos(j, r->written, S);
                 int64_t dl = p - ap;
                 if (ap < 0 || dl < 0 || dl >= window) row[j] = -INFINITY;
-                else if (row[j] > mx) mx = row[j];
+                else if ((row[j] *= sc) > mx) mx = row[j];
             }
             double sum = 0;
             for (int j = 0; j < nk; j++) {
@@ -125,8 +132,12 @@ static sr_status attend(const sr_kernels *k, vx_scratch *s, const float *q, int 
             float inv = (float)(1.0 / sum);
             for (int j = 0; j < nk; j++) row[j] *= inv;
         }
-        st = k->sgemm(0, 0, n, hd, nk, 1.0f, s->scores, nk, vc + (size_t)kvh * hd, w, 0.0f,
-                      out + (size_t)h * hd, qw);
+        if (r->bf16)
+            st = sr_bf16_gemm_nn(SR_LOWP_AUTO, n, hd, nk, s->scores, nk,
+                                 (const uint16_t *)r->v + kvo, w, 0.0f, out + (size_t)h * hd, qw);
+        else
+            st = k->sgemm(0, 0, n, hd, nk, 1.0f, s->scores, nk, (const float *)r->v + kvo, w,
+                          0.0f, out + (size_t)h * hd, qw);
         if (st) return st;
     }
     return SR_OK;
@@ -139,8 +150,13 @@ static void ring_write(vx_ring *r, int l, const float *kk, const float *vv, int 
     for (int i = 0; i < n; i++) {
         size_t slot = (size_t)((r->written + i) % r->slots);
         size_t off = ((size_t)l * r->slots + slot) * w;
-        memcpy(r->k + off, kk + i * w, w * sizeof(float));
-        memcpy(r->v + off, vv + i * w, w * sizeof(float));
+        if (r->bf16) {
+            sr_f32_to_bf16_n(kk + i * w, (uint16_t *)r->k + off, w);
+            sr_f32_to_bf16_n(vv + i * w, (uint16_t *)r->v + off, w);
+        } else {
+            memcpy((float *)r->k + off, kk + i * w, w * sizeof(float));
+            memcpy((float *)r->v + off, vv + i * w, w * sizeof(float));
+        }
     }
 }
 
@@ -152,7 +168,6 @@ sr_status vx_encode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
                         SR_MIN(s->rows, er->slots - w->enc_window + 1));
     int d = w->enc_dim, H = w->enc_heads, hd = w->enc_hd;
     int64_t p0 = er->written;
-    size_t lay = (size_t)er->slots * er->w;
     sr_status st = SR_OK;
     for (int l = 0; l < w->enc_layers && !st; l++) {
         const vx_layer *L = &w->enc[l];
@@ -165,8 +180,7 @@ sr_status vx_encode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
         rope(s->k, n, H, hd, w->enc_inv, p0);
         ring_write(er, l, s->k, s->v, n);
         er->written += n; /* the mask of this step sees the new rows */
-        st = attend(k, s, s->q, n, H, H, hd, er->k + l * lay, er->v + l * lay, er,
-                    w->enc_window, p0, s->a);
+        st = attend(k, s, s->q, n, H, H, hd, er, l, w->enc_window, p0, s->a);
         er->written -= n;
         if (st || (st = vx_linear(k, s, s->a, n, L->o, L->bo, 1.0f, x))) break;
         sr_rmsnorm(x, n, d, L->ffn_norm, w->enc_eps, s->h);
@@ -200,7 +214,6 @@ sr_status vx_decode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
                         SR_MIN(s->rows, dr->slots - w->window + 1));
     int d = w->dim, hd = w->hd;
     int64_t p0 = dr->written;
-    size_t lay = (size_t)dr->slots * dr->w;
     sr_status st = SR_OK;
     for (int l = 0; l < w->n_layers && !st; l++) {
         const vx_layer *L = &w->dec[l];
@@ -213,8 +226,7 @@ sr_status vx_decode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ri
         rope(s->k, n, w->n_kv, hd, w->dec_inv, p0);
         ring_write(dr, l, s->k, s->v, n);
         dr->written += n;
-        st = attend(k, s, s->q, n, w->n_heads, w->n_kv, hd, dr->k + l * lay, dr->v + l * lay,
-                    dr, w->window, p0, s->a);
+        st = attend(k, s, s->q, n, w->n_heads, w->n_kv, hd, dr, l, w->window, p0, s->a);
         dr->written -= n;
         if (st || (st = vx_linear(k, s, s->a, n, L->o, NULL, 1.0f, x))) break;
         sr_rmsnorm(x, n, d, L->ffn_norm, w->eps, s->h);
@@ -292,20 +304,26 @@ size_t vx_scratch_bytes(const vx_scratch *s)
            sizeof(float);
 }
 
-sr_status vx_ring_init(vx_ring *r, int layers, int slots, int w, const char *what)
+sr_status vx_ring_init(vx_ring *r, int layers, int slots, int w, int bf16, const char *what)
 {
     memset(r, 0, sizeof *r);
     r->layers = layers;
     r->slots = slots;
     r->w = w;
-    size_t n = (size_t)layers * slots * w;
-    r->k = sr_calloc(n, sizeof(float), what);
-    r->v = sr_calloc(n, sizeof(float), what);
+    r->bf16 = bf16;
+    size_t n = (size_t)layers * slots * w, el = bf16 ? sizeof(uint16_t) : sizeof(float);
+    r->k = sr_calloc(n, el, what);
+    r->v = sr_calloc(n, el, what);
     if (!r->k || !r->v) {
         vx_ring_free(r);
         return SR_ERR_NOMEM;
     }
     return SR_OK;
+}
+
+size_t vx_ring_bytes(const vx_ring *r)
+{
+    return 2 * (size_t)r->layers * r->slots * r->w * (r->bf16 ? sizeof(uint16_t) : sizeof(float));
 }
 
 void vx_ring_free(vx_ring *r)
