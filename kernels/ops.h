@@ -23,4 +23,14 @@ void sr_gelu_erf(float *x, size_t n);
 /* SiLU / Swish x * sigmoid(x) in place. */
 void sr_silu(float *x, size_t n);
 
+/* Softmax of row[0, lim) in place (max subtracted first); row[lim, n) set to 0. lim <= 0 clears
+ * the row; lim > n is taken as n. */
+void sr_softmax(float *row, int lim, int n);
+
+/* Whether softmax / GELU / SiLU take the AVX2 + FMA path on this CPU (ops.c says how the two
+ * paths differ). sr_ops_force_portable(1) selects the portable libm path for every later call:
+ * for tests and benchmarks only — it is a process-wide switch, not thread-safe. */
+int sr_ops_simd(void);
+void sr_ops_force_portable(int on);
+
 #endif /* SR_OPS_H */

@@ -418,16 +418,81 @@ static void test_cpu_ops(void)
     memcpy(z, x, sizeof z);
     sr_layernorm(z, N, D, g, b, 1e-5f, z); /* in place */
     CU_ASSERT_EQUAL(memcmp(z, y, sizeof z), 0);
-    memcpy(y, x, sizeof y);
-    memcpy(z, x, sizeof z);
-    sr_gelu_erf(y, N * D);
-    sr_silu(z, N * D);
-    double worst_act = 0;
-    for (int i = 0; i < N * D; i++) {
-        double t = x[i], ge = 0.5 * t * (1 + erf(t / sqrt(2.0))), si = t / (1 + exp(-t));
-        worst_act = fmax(worst_act, fmax(fabs(y[i] - ge), fabs(z[i] - si)) / (1 + fabs(t)));
+}
+
+/* GELU, SiLU and softmax of one path (AVX2 or portable, as selected) against double formulas:
+ * GELU / SiLU absolute error <= 5e-7 (1 + |x|), softmax relative error <= 4 ulp (5e-7) per
+ * entry, masked tail exactly 0, rows summing to 1 within 1e-6. Inputs cover the exp range
+ * edges (-100 .. 100), exact zeros, every tail length 0..8, and -inf (masked scores). */
+static void check_activations(const char *path)
+{
+    enum { N = 4099 };
+    static float x[N], y[N], z[N];
+    unsigned s = 7;
+    for (int i = 0; i < N; i++) {
+        s = s * 1664525u + 1013904223u;
+        double u = (s >> 8) / 16777216.0;
+        x[i] = i % 97 == 0 ? 0.0f : (float)(i % 5 == 0 ? u * 200 - 100 : u * 16 - 8);
     }
-    CU_ASSERT(worst_act < 5e-6);
+    for (int len = 4091; len <= N; len++) { /* tails of 3..8 and 0 lanes past the last 8 */
+        memcpy(y, x, sizeof y);
+        memcpy(z, x, sizeof z);
+        sr_gelu_erf(y, (size_t)len);
+        sr_silu(z, (size_t)len);
+        double worst = 0;
+        for (int i = 0; i < len; i++) {
+            double t = x[i], ge = 0.5 * t * (1 + erf(t / sqrt(2.0))), si = t / (1 + exp(-t));
+            worst = fmax(worst, fmax(fabs(y[i] - ge), fabs(z[i] - si)) / (1 + fabs(t)));
+        }
+        if (!(worst <= 5e-7)) printf("\n  %s: activation error %.3g at length %d\n", path, worst, len);
+        CU_ASSERT(worst <= 5e-7);
+        for (int i = len; i < N; i++) CU_ASSERT_EQUAL(y[i], x[i]); /* nothing past n written */
+    }
+    /* softmax: row widths 1..40 and 1500 (a Whisper window), limits below the width */
+    static float row[1600], ref[1600];
+    for (int n = 1; n <= 1500; n = n < 40 ? n + 1 : 1500) {
+        for (int lim = n; lim >= (n > 8 ? n - 9 : 0); lim--) {
+            for (int j = 0; j < n; j++) row[j] = x[(j * 31 + n) % N] * (n % 3 ? 1.0f : 10.0f);
+            if (lim > 2) row[1] = -INFINITY;
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < lim; j++) mx = fmax(mx, row[j]);
+            /* x - max is rounded to float first, as every float softmax (torch's included) does */
+            for (int j = 0; j < lim; j++) sum += exp((double)(row[j] - (float)mx));
+            for (int j = 0; j < lim; j++) ref[j] = (float)(exp((double)(row[j] - (float)mx)) / sum);
+            sr_softmax(row, lim, n);
+            double worst = 0, total = 0;
+            for (int j = 0; j < lim; j++) {
+                worst = fmax(worst, fabs(row[j] - ref[j]) / fmax(ref[j], 1e-30));
+                total += row[j];
+            }
+            int tail_zero = 1;
+            for (int j = lim; j < n; j++) tail_zero &= row[j] == 0.0f;
+            if (!(worst <= 5e-7) || !tail_zero)
+                printf("\n  %s: softmax n %d lim %d: rel error %.3g\n", path, n, lim, worst);
+            CU_ASSERT(worst <= 5e-7);
+            CU_ASSERT(tail_zero);
+            if (lim > 0) CU_ASSERT(fabs(total - 1.0) <= 1e-6);
+            if (n == 1500) break;
+        }
+        if (n == 1500) break;
+    }
+    /* NaN propagates through every function */
+    float nan3[3] = {NAN, 1.0f, NAN};
+    sr_gelu_erf(nan3, 3);
+    CU_ASSERT(isnan(nan3[0]) && isnan(nan3[2]) && !isnan(nan3[1]));
+    float nan1[1] = {NAN};
+    sr_silu(nan1, 1);
+    CU_ASSERT(isnan(nan1[0]));
+}
+
+static void test_cpu_activations(void)
+{
+    if (!sr_ops_simd()) printf("\n  (no AVX2 + FMA on this CPU: the portable path only)\n");
+    check_activations(sr_ops_simd() ? "avx2" : "portable");
+    sr_ops_force_portable(1);
+    CU_ASSERT_EQUAL(sr_ops_simd(), 0);
+    check_activations("portable");
+    sr_ops_force_portable(0);
 }
 
 void test_register_kernels(void)
@@ -437,5 +502,6 @@ void test_register_kernels(void)
                {"cpu_memory", test_cpu_memory}, {"cpu_bad_args", test_cpu_bad_args},
                {"select", test_select}, {"cuda_sgemm_vs_cpu", test_cuda_sgemm_vs_cpu},
                {"cuda_memory_and_args", test_cuda_memory_and_args});
-    TEST_SUITE("kernels_ops", {"cpu_norms_and_activations", test_cpu_ops});
+    TEST_SUITE("kernels_ops", {"cpu_norms", test_cpu_ops},
+               {"cpu_activations_both_paths", test_cpu_activations});
 }

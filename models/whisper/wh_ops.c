@@ -35,21 +35,6 @@ sr_status wh_linear(const sr_kernels *k, const float *x, int n, int in, wh_lin L
     return SR_OK;
 }
 
-/* Softmax of row[0, lim) in place; row[lim, n) set to 0. */
-static void softmax_row(float *row, int lim, int n)
-{
-    float mx = -INFINITY;
-    for (int j = 0; j < lim; j++) mx = row[j] > mx ? row[j] : mx;
-    double sum = 0;
-    for (int j = 0; j < lim; j++) {
-        row[j] = expf(row[j] - mx);
-        sum += row[j];
-    }
-    float inv = (float)(1.0 / sum);
-    for (int j = 0; j < lim; j++) row[j] *= inv;
-    for (int j = lim; j < n; j++) row[j] = 0.0f;
-}
-
 sr_status wh_attention(const sr_kernels *k, int n_head, int d, const float *q, int nq,
                        const float *kk, const float *vv, int nk, const int *klim,
                        float *scores, float *out)
@@ -63,7 +48,7 @@ sr_status wh_attention(const sr_kernels *k, int n_head, int d, const float *q, i
         if (st) return st;
         for (int i = 0; i < nq; i++) {
             int lim = klim ? klim[i] : nk;
-            softmax_row(scores + (size_t)i * nk, lim < nk ? lim : nk, nk);
+            sr_softmax(scores + (size_t)i * nk, lim, nk);
         }
         st = k->sgemm(0, 0, nq, dh, nk, 1.0f, scores, nk, vv + h * dh, d, 0.0f, out + h * dh, d);
         if (st) return st;
