@@ -261,6 +261,12 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
     s->mel_cap = 3 * VX_MEL_PER_STEP;
     s->emb_cap = L + w->n_left + w->n_right + 4;
     int colw = 3 * SR_MAX(w->n_mels, w->enc_dim);
+    /* weight tile: >= the longest matrix row (the adapter's ds * enc_dim inputs included) */
+    size_t max_in = SR_MAX(width, (size_t)w->ds * w->enc_dim);
+    size_t max_mat = SR_MAX((size_t)w->vocab * w->dim,
+                            SR_MAX((size_t)w->ffn * w->dim, (size_t)w->enc_ffn * w->enc_dim));
+    max_mat = SR_MAX(max_mat, (size_t)w->dim * w->ds * w->enc_dim);
+    size_t tile = SR_MAX(max_in, SR_MIN((size_t)VX_TILE_FLOATS, max_mat));
     if (!(s->prompt = sr_malloc((size_t)L * sizeof(int32_t), "voxtral prompt")) ||
         !(s->ada = sr_malloc((size_t)w->n_layers * w->dim * sizeof(float), "voxtral ada scales")) ||
         !(s->mel = sr_malloc((size_t)s->mel_cap * w->n_mels * sizeof(float), "voxtral mel")) ||
@@ -274,7 +280,7 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
                            "voxtral encoder K/V ring")) ||
         (st = vx_ring_init(&s->dr, w->n_layers, dr_slots, w->n_kv * w->hd, kv_bf16,
                            "voxtral decoder K/V ring")) ||
-        (st = vx_scratch_init(&s->s, rows, width, (size_t)SR_MAX(er_slots, dr_slots))) ||
+        (st = vx_scratch_init(&s->s, rows, width, (size_t)SR_MAX(er_slots, dr_slots), tile)) ||
         (st = sr_mel_stream_open(w->mel, &s->ms)))
         goto fail;
     s->s.threads = m->opt.threads; /* 0: the kernels' default, as the BLAS */

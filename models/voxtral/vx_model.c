@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define VX_TILE_FLOATS 65536 /* 256 KB of converted weight rows per product tile */
 
 /* ---- small ops ----------------------------------------------------------------------------- */
 
@@ -271,13 +270,13 @@ sr_status vx_ada_scales(const vx_model *w, const sr_kernels *k, vx_scratch *s, i
 
 /* ---- scratch and rings ----------------------------------------------------------------------- */
 
-sr_status vx_scratch_init(vx_scratch *s, int rows, size_t width, size_t slots)
+sr_status vx_scratch_init(vx_scratch *s, int rows, size_t width, size_t slots, size_t tile)
 {
     memset(s, 0, sizeof *s);
     s->rows = rows;
     s->width = width;
     s->slots = slots;
-    s->tile_floats = VX_TILE_FLOATS > width ? VX_TILE_FLOATS : width;
+    s->tile_floats = tile;
     size_t rw = (size_t)rows * width;
     float **bufs[] = {&s->x, &s->h, &s->q, &s->k, &s->v, &s->a, &s->f1, &s->f2};
     for (size_t i = 0; i < SR_ARRAY_LEN(bufs); i++)
