@@ -29,6 +29,23 @@ tests/fixtures/fastconformer/:
                offline mel (first chunk 1 + 8R frames, later 9 cached + 8(R+1) new, drop 2).
   rand.nemo    (with --nemo) the same model as a .nemo archive (model_config.yaml, f32
                model_weights.ckpt, SentencePiece .model + .vocab) for scripts/convert_nemo.py
+  rand_tdt.h5  the same encoder and prediction network with a TDT joint (NeMo's RNNTJoint with
+               num_extra_outputs = 5, config tdt_durations [0, 1, 2, 3, 4]), random weights of
+               its own (seed TDT_SEED), arranged so that greedy TDT on the 2 s emits blanks,
+               tokens, every duration and tokens of duration 0 (see tune_tdt)
+  golden_tdt.h5  TDT decoding of golden.h5's mel by NeMo's decoders (the joint's raw logits,
+               log_softmax off; argmaxes are the same either way):
+               /offline/{steps_t, steps_logits [S, V+1+5]}: every joint evaluation of
+               GreedyTDTInfer over the [70,0] offline encoder output (frame index, logits), and
+               its /offline/{tokens, timestamps, durations}; the label-looping decoder
+               (GreedyBatchedTDTInfer, NeMo's default greedy_batch) is checked to give the same.
+               Per streaming context /stream/<L>_<R>/{tokens, timestamps, durations} from the
+               label-looping decoder fed chunk after chunk with its state (NeMo's
+               conformer_stream_step with greedy_batch: a duration jumping past a chunk's end is
+               carried into the next chunk, /stream/<L>_<R>/time_jump after each chunk), and
+               tokens_restart: GreedyTDTInfer fed the same chunks with partial hypotheses, which
+               restarts every chunk at its frame 0 (drops the carried jump)
+Options: --out DIR writes the files elsewhere (to compare a re-run with the committed ones).
 Deterministic: fixed seeds.
 """
 
@@ -49,13 +66,17 @@ import h5py  # noqa: E402
 import soundfile  # noqa: E402
 from nemo.collections.asr.modules import (AudioToMelSpectrogramPreprocessor,  # noqa: E402
                                           ConformerEncoder, RNNTDecoder, RNNTJoint)
-from nemo.collections.asr.parts.submodules.rnnt_greedy_decoding import GreedyRNNTInfer  # noqa: E402
+from nemo.collections.asr.parts.submodules.rnnt_greedy_decoding import (  # noqa: E402
+    GreedyBatchedTDTInfer, GreedyRNNTInfer, GreedyTDTInfer)
+from nemo.collections.asr.parts.utils import rnnt_utils  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "fixtures", "fastconformer")
 SHARED = os.environ.get("SRKIT_SHARED", os.path.join(ROOT, "..", "shared", "data"))
 
 CONTEXTS = [[70, 0], [70, 1], [70, 6], [70, 13], [4, 0], [6, 1]]
+TDT_DURATIONS = [0, 1, 2, 3, 4]
+TDT_SEED = 7
 SHAPE = dict(n_mels=80, d_model=32, n_layers=2, n_heads=4, ff_expansion_factor=4,
              conv_kernel_size=9, subsampling_conv_channels=16, vocab_size=63, pred_hidden=32,
              pred_rnn_layers=2, joint_hidden=32)
@@ -169,9 +190,11 @@ def greedy(dec, joint, enc_bdt, partial=None, blank=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nemo", action="store_true", help="also write rand.nemo")
+    ap.add_argument("--out", default=OUT, help="output directory (default %(default)s)")
     args = ap.parse_args()
+    out_dir = args.out
     torch.manual_seed(0)
-    os.makedirs(OUT, exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
     enc, dec, joint = build(SHAPE)
     randomize({"encoder": enc, "decoder": dec, "joint": joint}, 1234)
     cfg = config_of(SHAPE)
@@ -185,7 +208,7 @@ def main():
                 continue
             tensors["%s.%s" % (prefix, k)] = v.detach().numpy().astype(np.float32)
     tok = {"type": "sentencepiece", "pieces": pieces(SHAPE["vocab_size"])}
-    srkit_h5.write_model(os.path.join(OUT, "rand.h5"), "fastconformer_rnnt", cfg, tensors,
+    srkit_h5.write_model(os.path.join(out_dir, "rand.h5"), "fastconformer_rnnt", cfg, tensors,
                          dtype="f16", tokenizer=tok,
                          source="random-init NeMo 3.0.0 modules, seed 1234 "
                                 "(scripts/gen_golden_fastconformer.py)",
@@ -219,6 +242,7 @@ def main():
         h = greedy(dec, joint, o, blank=blank)
         g["offline/tokens"] = np.array(h.y_sequence, dtype=np.int32).reshape(-1)
 
+        chunks = {}  # streaming encoder output [1, d, t] of every step, per context
         for ctx in CONTEXTS:
             enc.set_default_att_context_size(ctx)
             enc.setup_streaming_params()
@@ -252,6 +276,7 @@ def main():
                 o, ol, cch, ctime, clen = ret
                 o = o[:, :, :int(ol[0])]
                 outs.append(o[0].T.numpy())
+                chunks.setdefault(tuple(ctx), []).append(o.clone())
                 frames.append(o.shape[-1])
                 lens.append(int(clen[0]))
                 hyp = greedy(dec, joint, o, partial=hyp, blank=blank)
@@ -281,7 +306,7 @@ def main():
         f = torch.from_numpy(g["offline/70_0/encoder"][:1])[None]
         g["pred/joint_f0_tok5"] = joint.joint(f, gp2)[0, 0, 0].numpy()
 
-    with h5py.File(os.path.join(OUT, "golden.h5"), "w") as f:
+    with h5py.File(os.path.join(out_dir, "golden.h5"), "w") as f:
         for k in sorted(g):
             a = np.asarray(g[k])
             if a.dtype == np.float64:
@@ -290,7 +315,132 @@ def main():
     print("offline tokens", [int(t) for t in g["offline/tokens"]])
 
     if args.nemo:
-        write_nemo(os.path.join(OUT, "rand.nemo"), enc, dec, joint, cfg)
+        write_nemo(os.path.join(out_dir, "rand.nemo"), enc, dec, joint, cfg)
+
+    tdt_goldens(out_dir, tensors, cfg, dec, torch.from_numpy(g["offline/70_0/encoder"]), chunks,
+                blank)
+
+
+def tune_tdt(tj, dec, enc_out, blank):
+    """Random TDT joints are degenerate: the encoder frame decides both the token and the
+    duration, so a token of duration 0 is emitted again and again on its frame (max_symbols
+    times). Split the joint's hidden units: the first half is driven by the encoder frame and
+    feeds the token / blank logits, the second half by the prediction network and feeds the
+    duration logits (so emitting a token changes the next duration); centre the duration logits
+    over the frames and put the blank logit at the 30th percentile of the token margin at the
+    start state. Weights rounded to f16 afterwards (the stored precision)."""
+    h2 = tj.enc.weight.shape[0] // 2
+    with torch.no_grad():
+        tj.enc.weight[:h2] *= 4.0
+        tj.pred.weight[:h2] *= 0.25
+        tj.pred.weight[h2:] *= 2.0
+        w = tj.joint_net[-1].weight
+        w[:blank + 1, h2:] *= 0.2
+        w[blank + 1:, :h2] *= 0.2
+        gp, _ = dec.predict(None, None, add_sos=False, batch_size=1)
+        lg = tj.joint(enc_out[None], gp)[0, :, 0]
+        margin = lg[:, :blank].max(-1).values - lg[:, blank]
+        b = tj.joint_net[-1].bias
+        b[blank] += torch.quantile(margin, 0.3)
+        b[blank + 1:] -= lg[:, blank + 1:].mean(0)
+        for p in tj.parameters():
+            p.copy_(p.half().float())
+
+
+def tdt_goldens(out_dir, tensors, cfg, dec, enc_out, chunks, blank):
+    """rand_tdt.h5 and golden_tdt.h5 (see the module docstring). enc_out [T, d]: the offline
+    [70,0] encoder output; chunks: per context the streaming steps' outputs [1, d, t]."""
+    nd = len(TDT_DURATIONS)
+    tj = RNNTJoint(jointnet={"encoder_hidden": SHAPE["d_model"], "pred_hidden": SHAPE["pred_hidden"],
+                             "joint_hidden": SHAPE["joint_hidden"], "activation": "relu",
+                             "dropout": 0.2},
+                   num_classes=SHAPE["vocab_size"], num_extra_outputs=nd)
+    tj.eval()
+    tj.log_softmax = False  # raw logits (NeMo's CPU default would log_softmax all V+1+5 jointly)
+    randomize({"joint": tj}, TDT_SEED)
+    tune_tdt(tj, dec, enc_out, blank)
+    t_tensors = {k: v for k, v in tensors.items() if not k.startswith("joint.")}
+    for k, v in tj.state_dict().items():
+        t_tensors["joint." + k] = v.detach().numpy().astype(np.float32)
+    t_cfg = dict(cfg, tdt_durations=TDT_DURATIONS)
+    tok = {"type": "sentencepiece", "pieces": pieces(SHAPE["vocab_size"])}
+    srkit_h5.write_model(os.path.join(out_dir, "rand_tdt.h5"), "fastconformer_rnnt", t_cfg, t_tensors,
+                         dtype="f16", tokenizer=tok,
+                         source="random-init NeMo 3.0.0 modules, seeds 1234 and %d (TDT joint; "
+                                "scripts/gen_golden_fastconformer.py)" % TDT_SEED,
+                         license="random weights (no licence needed)", checksum=False)
+    g = {}
+    with torch.no_grad():
+        # offline: GreedyTDTInfer, every joint evaluation recorded
+        greedy = GreedyTDTInfer(dec, tj, blank_index=blank, durations=TDT_DURATIONS,
+                                max_symbols_per_step=10, include_duration=True)
+        steps_t, steps_l = [], []
+        joint_step = greedy._joint_step
+
+        def record(f, gg, log_normalize=None):
+            r = joint_step(f, gg, log_normalize)
+            hit = (enc_out == f.reshape(1, -1)).all(1).nonzero()
+            steps_t.append(int(hit[0, 0]))
+            steps_l.append(r.reshape(-1).numpy().copy())
+            return r
+        greedy._joint_step = record
+        x = enc_out.T[None].contiguous()
+        lens = torch.tensor([enc_out.shape[0]])
+        (hyps,) = greedy(encoder_output=x, encoded_lengths=lens)
+        greedy._joint_step = joint_step
+        h = hyps[0]
+        g["offline/steps_t"] = np.array(steps_t, dtype=np.int32)
+        g["offline/steps_logits"] = np.stack(steps_l).astype(np.float32)
+        g["offline/tokens"] = np.array([int(t) for t in h.y_sequence], dtype=np.int32)
+        g["offline/timestamps"] = np.array([int(t) for t in h.timestamp], dtype=np.int32)
+        g["offline/durations"] = np.array([int(t) for t in h.token_duration], dtype=np.int32)
+        ll = GreedyBatchedTDTInfer(dec, tj, blank_index=blank, durations=TDT_DURATIONS,
+                                   max_symbols_per_step=10, include_duration=True,
+                                   use_cuda_graph_decoder=False)
+        (lh,) = ll(encoder_output=x, encoded_lengths=lens)
+        for name, a in (("tokens", lh[0].y_sequence), ("timestamps", lh[0].timestamp),
+                        ("durations", lh[0].token_duration)):
+            assert [int(t) for t in a] == g["offline/" + name].tolist(), "label looping differs: " + name
+        L = g["offline/steps_logits"]
+        k = L[:, :blank + 1].argmax(1)
+        d = np.array(TDT_DURATIONS)[L[:, blank + 1:].argmax(1)]
+        print("TDT offline: %d joint steps, %d blank, %d token (%d of duration 0), durations %s; "
+              "tokens %s" % (len(L), (k == blank).sum(), (k != blank).sum(),
+                             ((k != blank) & (d == 0)).sum(), np.bincount(d, minlength=nd).tolist(),
+                             g["offline/tokens"].tolist()))
+        # streaming: the label-looping computer with its state carried from chunk to chunk (what
+        # GreedyBatchedTDTInfer does under conformer_stream_step, without the hypothesis merge
+        # that drops token durations), and GreedyTDTInfer with partial hypotheses
+        comp = ll.decoding_computer
+        for ctx in CONTEXTS:
+            key = "stream/%d_%d/" % tuple(ctx)
+            state, toks, ts, durs, jumps = None, [], [], [], []
+            restart = None
+            for o in chunks[tuple(ctx)]:
+                n = torch.tensor([o.shape[-1]])
+                prev = comp.merge_to_batched_state([state]) if state is not None else None
+                bh, bs = comp(x=o.transpose(1, 2), out_len=n, prev_batched_state=prev)
+                hyp = rnnt_utils.batched_hyps_to_hypotheses(bh, batch_size=1)[0]
+                state = comp.split_batched_state(bs)[0]
+                toks += [int(t) for t in hyp.y_sequence]
+                ts += [int(t) for t in hyp.timestamp]
+                durs += [int(t) for t in hyp.token_duration]
+                jumps.append(int(state.time_jump))
+                (rh,) = greedy(encoder_output=o, encoded_lengths=n,
+                               partial_hypotheses=[restart] if restart is not None else None)
+                restart = rh[0]
+            g[key + "tokens"] = np.array(toks, dtype=np.int32)
+            g[key + "timestamps"] = np.array(ts, dtype=np.int32)
+            g[key + "durations"] = np.array(durs, dtype=np.int32)
+            g[key + "time_jump"] = np.array(jumps, dtype=np.int32)
+            g[key + "tokens_restart"] = np.array([int(t) for t in restart.y_sequence], dtype=np.int32)
+            print("TDT %s%d tokens, carried jumps %d, restart-per-chunk decode %s" % (
+                key, len(toks), sum(j > 0 for j in jumps[:-1]),
+                "same" if g[key + "tokens_restart"].tolist() == toks else
+                "differs (%d tokens)" % len(g[key + "tokens_restart"])))
+    with h5py.File(os.path.join(out_dir, "golden_tdt.h5"), "w") as f:
+        for k in sorted(g):
+            f.create_dataset(k, data=np.asarray(g[k]))
 
 
 def write_nemo(path, enc, dec, joint, cfg):

@@ -8,6 +8,11 @@
  *                         (encoder rows, attention / conv caches and their valid length), split
  *                         invariance, end-to-end tokens from audio, reset, memory bounds
  *   fastconformer_local   banded local attention vs a plain masked band reference, O(T W) memory
+ *   fastconformer_tdt     rand_tdt.h5 (the same encoder with a TDT joint, durations 0..4):
+ *                         rnnt_greedy's every joint evaluation (frame, token + duration logits)
+ *                         vs NeMo's GreedyTDTInfer offline; tokens, frames and durations vs
+ *                         NeMo's label-looping TDT decoder carried across the cache-aware
+ *                         chunks of every context (jumps past a chunk's end carried); from audio
  *   fastconformer_bad     malformed files and stream configs name their culprit
  *   fastconformer_convert scripts/convert_nemo.py on rand.nemo (the same random model as a
  *                         .nemo archive) gives a file that computes exactly what rand.h5 does;
@@ -652,6 +657,292 @@ static void test_local_memory(void)
     sr_model_free(m);
 }
 
+/* ---- fastconformer_tdt ---- */
+
+static sr_h5 *golden_tdt(void)
+{
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("fastconformer/golden_tdt.h5"), &g), SR_OK);
+    return g;
+}
+
+/* The backend's scorer wrapped so that every joint evaluation rnnt_greedy makes (one step of
+ * its TDT loop) is recorded: frame t[i], logits lg[i * nl ..] (tokens + blank, then durations). */
+typedef struct {
+    sr_scorer in;
+    int n, cap, nl;
+    int *t;
+    float *lg;
+} rec_scorer;
+
+static int rec_frames(void *ctx)
+{
+    rec_scorer *r = ctx;
+    return r->in.tr_frames(r->in.ctx);
+}
+
+static sr_status rec_predict(void *ctx, const float *si, int32_t tok, float *so, float *po)
+{
+    rec_scorer *r = ctx;
+    return r->in.tr_predict(r->in.ctx, si, tok, so, po);
+}
+
+static sr_status rec_joint(void *ctx, int t, const float *pred, float *logits)
+{
+    rec_scorer *r = ctx;
+    sr_status st = r->in.tr_joint(r->in.ctx, t, pred, logits);
+    if (st) return st;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        int *tt = realloc(r->t, (size_t)cap * sizeof(int));
+        if (tt) r->t = tt;
+        float *l = realloc(r->lg, (size_t)cap * r->nl * sizeof(float));
+        if (l) r->lg = l;
+        if (!tt || !l) return SR_ERR_NOMEM;
+        r->cap = cap;
+    }
+    r->t[r->n] = t;
+    memcpy(r->lg + (size_t)r->n * r->nl, logits, (size_t)r->nl * sizeof(float));
+    r->n++;
+    return SR_OK;
+}
+
+static void rec_wrap(rec_scorer *r, const sr_scorer *in, sr_scorer *out)
+{
+    memset(r, 0, sizeof *r);
+    r->in = *in;
+    r->nl = in->vocab + in->tr_n_durations;
+    *out = *in;
+    out->ctx = r;
+    out->tr_frames = rec_frames;
+    out->tr_predict = rec_predict;
+    out->tr_joint = rec_joint;
+}
+
+static int argmax_f(const float *x, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* Tokens emitted by steps [0, n) of logits lg [n, V + nd] at frames t: the non-blank argmaxes
+ * with their frame and duration (NeMo's hypothesis timestamp and token_duration). Returns
+ * their count; tok / ts / du have room for n. */
+static int tdt_emitted(const float *lg, const int *t, int n, const sr_scorer *sc, int32_t *tok,
+                       int32_t *ts, int32_t *du)
+{
+    int V = sc->vocab, nd = sc->tr_n_durations, nl = V + nd, k = 0;
+    for (int i = 0; i < n; i++) {
+        int a = argmax_f(lg + (size_t)i * nl, V);
+        if (a == sc->blank) continue;
+        tok[k] = a;
+        ts[k] = t[i];
+        du[k] = sc->tr_durations[argmax_f(lg + (size_t)i * nl + V, nd)];
+        k++;
+    }
+    return k;
+}
+
+static int same_i32(const int32_t *a, const sr_tensor *ref, int n)
+{
+    return n == ref->shape[0] && (!n || !memcmp(a, ref->data, (size_t)n * sizeof(int32_t)));
+}
+
+static void test_tdt_offline(void)
+{
+    sr_model *m = load("fastconformer/rand_tdt.h5");
+    sr_h5 *g = golden(), *gt = golden_tdt();
+    const fc_model *w = m->impl;
+    bstream b;
+    sr_tensor mel = {0}, st = {0}, sl = {0}, tok = {0}, ts = {0}, du = {0};
+    CU_ASSERT_EQUAL(w->n_durations, 5);
+    int ok = bopen(m, "offline", 70, 0, &b);
+    ok = ok && test_golden(g, "/mel", SR_F32, &mel) && test_golden(gt, "/offline/steps_t", SR_I32, &st) &&
+         test_golden(gt, "/offline/steps_logits", SR_F32, &sl) && test_golden(gt, "/offline/tokens", SR_I32, &tok) &&
+         test_golden(gt, "/offline/timestamps", SR_I32, &ts) && test_golden(gt, "/offline/durations", SR_I32, &du);
+    if (ok) {
+        rec_scorer r;
+        sr_scorer sc;
+        rec_wrap(&r, &b.sc, &sc);
+        int V = sc.vocab, nd = sc.tr_n_durations, nl = r.nl, S = (int)st.shape[0];
+        CU_ASSERT_EQUAL_FATAL(sl.shape[1], nl);
+        /* the fixture exercises every path of the TDT loop: NeMo's steps have blanks, tokens,
+         * tokens of duration 0 (a second step on the same frame) and every duration */
+        int nblank = 0, ntok = 0, ntok0 = 0, seen[16] = {0}, kinds = 0;
+        for (int i = 0; i < S; i++) {
+            const float *l = (const float *)sl.data + (size_t)i * nl;
+            int k = argmax_f(l, V), d = sc.tr_durations[argmax_f(l + V, nd)];
+            nblank += k == sc.blank;
+            ntok += k != sc.blank;
+            ntok0 += k != sc.blank && d == 0;
+            kinds += !seen[argmax_f(l + V, nd)]++;
+        }
+        printf("\n      NeMo GreedyTDTInfer: %d steps, %d blank, %d token (%d of duration 0), %d of %d durations",
+               S, nblank, ntok, ntok0, kinds, nd);
+        CU_ASSERT(nblank >= 3 && ntok >= 3 && ntok0 >= 1 && kinds == nd);
+        void *dec = NULL;
+        sr_hyp hyp = {0};
+        CU_ASSERT_EQUAL_FATAL(sr_dec_rnnt_greedy.open(NULL, &sc, &dec), SR_OK);
+        CU_ASSERT_EQUAL(fc_stream_feed_mel(b.st, mel.data, (int)mel.shape[0], 1), SR_OK);
+        CU_ASSERT_EQUAL(sr_dec_rnnt_greedy.update(dec, &sc, 1, &hyp), SR_OK);
+        /* step by step: the same frames, the same logits */
+        CU_ASSERT_EQUAL(r.n, S);
+        if (r.n == S) {
+            CU_ASSERT(!memcmp(r.t, st.data, (size_t)S * sizeof(int)));
+            check("TDT joint logits, every step", r.lg, sl.data, (size_t)S * nl, TOL);
+        }
+        int32_t *et = malloc((size_t)(r.n + 1) * 3 * sizeof(int32_t));
+        int ne = tdt_emitted(r.lg, r.t, r.n, &sc, et, et + r.n + 1, et + 2 * (r.n + 1));
+        CU_ASSERT(same_i32(hyp.tokens, &tok, hyp.n));
+        CU_ASSERT(same_i32(et, &tok, ne));
+        CU_ASSERT(same_i32(et + r.n + 1, &ts, ne));
+        CU_ASSERT(same_i32(et + 2 * (r.n + 1), &du, ne));
+        printf("\n      offline [70, 0]: %d tokens, frames and durations %s", hyp.n,
+               same_i32(et + r.n + 1, &ts, ne) && same_i32(et + 2 * (r.n + 1), &du, ne) ? "identical" : "DIFFERENT");
+        free(et);
+        free(hyp.tokens);
+        free(r.t);
+        free(r.lg);
+        sr_dec_rnnt_greedy.close(dec);
+    }
+    if (b.st) sr_fastconformer_rnnt_ops.stream_close(b.st);
+    sr_tensor_free(&mel);
+    sr_tensor_free(&st);
+    sr_tensor_free(&sl);
+    sr_tensor_free(&tok);
+    sr_tensor_free(&ts);
+    sr_tensor_free(&du);
+    sr_h5_close(g);
+    sr_h5_close(gt);
+    sr_model_free(m);
+}
+
+/* Context c of the TDT model fed the golden mel `piece` frames at a time: tokens, frames and
+ * durations vs NeMo's label-looping decoder carried across the same chunks; where a chunk
+ * boundary falls, the first joint evaluation after it is at the frame NeMo carried its jump to
+ * (*carried counts those with a jump > 0). Returns 1 if the tokens equal NeMo's restart-per-
+ * chunk GreedyTDTInfer decode too. */
+static int tdt_stream_case(const sr_model *m, sr_h5 *gt, const float *mel, int T, int c, int piece,
+                           int *carried)
+{
+    bstream b;
+    if (!bopen(m, NULL, CTX[c][0], CTX[c][1], &b)) return 0;
+    fc_stream *s = b.st;
+    char path[96];
+    sr_tensor tok = {0}, ts = {0}, du = {0}, jump = {0}, rst = {0};
+    const char *names[] = {"tokens", "timestamps", "durations", "time_jump", "tokens_restart"};
+    sr_tensor *dst[] = {&tok, &ts, &du, &jump, &rst};
+    int ok = 1, restart_same = 0;
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "/stream/%d_%d/%s", CTX[c][0], CTX[c][1], names[i]);
+        ok &= test_golden(gt, path, SR_I32, dst[i]);
+    }
+    rec_scorer r;
+    sr_scorer sc;
+    rec_wrap(&r, &b.sc, &sc);
+    void *dec = NULL;
+    sr_hyp hyp = {0};
+    ok = ok && sr_dec_rnnt_greedy.open(NULL, &sc, &dec) == SR_OK;
+    int64_t expect = -1;
+    int at_boundary = 1;
+    for (int f0 = 0; ok && f0 < T; f0 += piece) {
+        int n = SR_MIN(piece, T - f0), final = f0 + n >= T, r0 = r.n;
+        int64_t steps0 = s->steps;
+        CU_ASSERT_EQUAL_FATAL(fc_stream_feed_mel(s, mel + (size_t)f0 * ((const fc_model *)m->impl)->n_mels, n, final), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_dec_rnnt_greedy.update(dec, &sc, final, &hyp), SR_OK);
+        if (expect >= 0 && r.n > r0) {
+            CU_ASSERT_EQUAL(r.t[r0], expect);
+            *carried += r.t[r0] == expect && !at_boundary;
+            expect = -1;
+        }
+        /* exactly one step in this feed: NeMo's jump after that chunk says where the next
+         * chunk's decoding starts */
+        if (s->steps == steps0 + 1 && !final && s->steps - 1 < jump.shape[0]) {
+            int j = ((int32_t *)jump.data)[s->steps - 1];
+            expect = s->frames_total + j;
+            at_boundary = j == 0;
+        }
+    }
+    if (ok) {
+        int32_t *et = malloc((size_t)(r.n + 1) * 3 * sizeof(int32_t));
+        int ne = tdt_emitted(r.lg, r.t, r.n, &sc, et, et + r.n + 1, et + 2 * (r.n + 1));
+        int same = same_i32(hyp.tokens, &tok, hyp.n) && same_i32(et, &tok, ne) &&
+                   same_i32(et + r.n + 1, &ts, ne) && same_i32(et + 2 * (r.n + 1), &du, ne);
+        restart_same = same_i32(hyp.tokens, &rst, hyp.n);
+        if (piece == 1 || !same)
+            printf("\n      [%d, %d] piece %d: %d tokens (NeMo label looping %d) %s; NeMo GreedyTDTInfer restarting "
+                   "each chunk: %d tokens, %s", CTX[c][0], CTX[c][1], piece, hyp.n, (int)tok.shape[0],
+                   same ? "identical with frames and durations" : "DIFFERENT", (int)rst.shape[0],
+                   restart_same ? "the same" : "different");
+        CU_ASSERT(same);
+        free(et);
+    }
+    free(hyp.tokens);
+    free(r.t);
+    free(r.lg);
+    if (dec) sr_dec_rnnt_greedy.close(dec);
+    for (int i = 0; i < 5; i++) sr_tensor_free(dst[i]);
+    sr_fastconformer_rnnt_ops.stream_close(s);
+    return restart_same;
+}
+
+static void test_tdt_stream(void)
+{
+    sr_model *m = load("fastconformer/rand_tdt.h5");
+    sr_h5 *g = golden(), *gt = golden_tdt();
+    sr_tensor mel;
+    int carried = 0, restart_differs = 0;
+    static const int pieces[] = {1, 17, 1000};
+    if (test_golden(g, "/mel", SR_F32, &mel))
+        for (int c = 0; c < N_CTX; c++)
+            for (size_t p = 0; p < SR_ARRAY_LEN(pieces); p++)
+                restart_differs += !tdt_stream_case(m, gt, mel.data, (int)mel.shape[0], c, pieces[p], &carried);
+    /* the chunk-boundary carry is exercised (and is why NeMo's restarting decode differs) */
+    printf("\n      jumps past a chunk's end carried and checked: %d", carried);
+    CU_ASSERT(carried >= 5);
+    CU_ASSERT(restart_differs >= 1);
+    sr_tensor_free(&mel);
+    sr_h5_close(g);
+    sr_h5_close(gt);
+    sr_model_free(m);
+}
+
+static void test_tdt_audio(void)
+{
+    /* srkit's mel from the audio all the way to TDT tokens, through the public API */
+    sr_model *m = load("fastconformer/rand_tdt.h5");
+    sr_h5 *g = golden(), *gt = golden_tdt();
+    size_t n;
+    float *a = test_golden_audio(g, &n);
+    for (int c = 0; a && c <= N_CTX; c++) {
+        sr_tensor ref;
+        char path[64];
+        if (c < N_CTX) snprintf(path, sizeof path, "/stream/%d_%d/tokens", CTX[c][0], CTX[c][1]);
+        else snprintf(path, sizeof path, "/offline/tokens");
+        if (!test_golden(gt, path, SR_I32, &ref)) continue;
+        int nt = 0;
+        int32_t *t = c < N_CTX ? run_api(m, NULL, NULL, CTX[c][0], CTX[c][1], 0, a, n, 1279, &nt, NULL, NULL)
+                               : run_api(m, "offline", NULL, 70, 0, 0, a, n, n, &nt, NULL, NULL);
+        int same = same_i32(t, &ref, nt);
+        printf("\n      TDT %s: %d tokens from audio, NeMo %d: %s", path, nt, (int)ref.shape[0], same ? "identical" : "DIFFERENT");
+        CU_ASSERT(same);
+        free(t);
+        sr_tensor_free(&ref);
+    }
+    /* beam search does not do TDT: refused by name */
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.decoder = "rnnt_beam";
+    sr_stream *s = NULL;
+    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &s), SR_ERR_UNSUPPORTED, "TDT");
+    free(a);
+    sr_h5_close(g);
+    sr_h5_close(gt);
+    sr_model_free(m);
+}
+
 /* ---- fastconformer_bad ---- */
 
 /* Copy rand.h5 to the temp dir, then delete one tensor and / or replace the config. */
@@ -918,6 +1209,8 @@ void test_register_fastconformer(void)
                {"nemotron_state", test_nemotron_state});
     TEST_SUITE("fastconformer_local", {"band_parity", test_local_parity},
                {"band_memory", test_local_memory});
+    TEST_SUITE("fastconformer_tdt", {"offline_steps", test_tdt_offline}, {"stream", test_tdt_stream},
+               {"audio_tokens", test_tdt_audio});
     TEST_SUITE("fastconformer_bad", {"files", test_bad_files}, {"streams", test_bad_streams});
     TEST_SUITE("fastconformer_convert", {"nemo", test_convert_nemo}, {"bad_nemo", test_convert_nemo_bad});
 }

@@ -122,13 +122,28 @@ static sr_status run_steps(fc_stream *s, int final)
     return SR_OK;
 }
 
+/* Offline: the whole mel [T, n_mels] through the encoder (full, context-masked or banded
+ * attention as the stream's strategy and length decide), into the scorer's window. */
+static sr_status encode_offline(fc_stream *s, const float *mel, int T)
+{
+    int local = s->local;
+    if (local < 0) local = fc_subsample_len(T) > s->w->local_threshold;
+    const int *ctx = local ? s->w->local_w : s->ctx;
+    float *enc = NULL;
+    int ne = 0;
+    sr_status st = fc_encode_offline(s->w, mel, T, ctx, local, &enc, &ne, NULL);
+    if (!st) st = push_frames(s, enc, ne);
+    free(enc);
+    return st;
+}
+
 sr_status fc_stream_feed_mel(fc_stream *s, const float *mel, int n, int final)
 {
-    if (s->offline) return sr_error(SR_ERR_ARG, "fastconformer: mel feed needs the cache_aware strategy");
     s->encp_n = 0;
     s->frames_base = s->frames_total;
     sr_status st = add_mel(s, mel, n);
-    return st ? st : run_steps(s, final);
+    if (st || !s->offline) return st ? st : run_steps(s, final);
+    return final && s->mel_n ? encode_offline(s, s->mel, s->mel_n) : SR_OK;
 }
 
 static sr_status ensure_mel_new(fc_stream *s, int frames)
@@ -153,17 +168,11 @@ static sr_status process_offline(fc_stream *s, const float *pcm, size_t n, int f
     memcpy(s->audio + s->audio_n, pcm, n * sizeof(float));
     s->audio_n += n;
     if (!final || s->audio_n < (size_t)s->w->hop) return SR_OK;
-    float *mel = NULL, *enc = NULL;
-    int T = 0, ne = 0;
+    float *mel = NULL;
+    int T = 0;
     sr_status st = sr_mel_compute(s->w->mel, s->audio, s->audio_n, &mel, &T);
-    if (st) return st;
-    int local = s->local;
-    if (local < 0) local = fc_subsample_len(T) > s->w->local_threshold;
-    const int *ctx = local ? s->w->local_w : s->ctx;
-    st = fc_encode_offline(s->w, mel, T, ctx, local, &enc, &ne, NULL);
+    if (!st) st = encode_offline(s, mel, T);
     free(mel);
-    if (!st) st = push_frames(s, enc, ne);
-    free(enc);
     return st;
 }
 

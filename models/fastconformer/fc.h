@@ -159,9 +159,10 @@ typedef struct fc_stream {
     float *lstm_in;             /* [H] */
 } fc_stream;
 
-/* Cache-aware path from mel frames instead of audio (tests feed NeMo's own mel): appends n
- * frames [n, n_mels] and runs every step they complete (final: the last, shorter step). The
- * new encoder rows are s->enc_raw[0 .. s->encp_n). */
+/* The stream from mel frames instead of audio (tests feed NeMo's own mel): appends n frames
+ * [n, n_mels]; cache-aware: runs every step they complete (final: the last, shorter step);
+ * offline strategies: at final, the whole mel through the encoder. The new encoder rows are
+ * s->enc_raw[0 .. s->encp_n). */
 sr_status fc_stream_feed_mel(fc_stream *s, const float *mel, int n, int final);
 
 extern const sr_model_ops sr_fastconformer_rnnt_ops;
