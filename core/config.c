@@ -50,6 +50,7 @@ void sr_stream_config_init(sr_stream_config *c)
     c->delay_tokens = 0;
     c->kv_dtype = NULL;
     c->record_timeline = 1;
+    c->cache_dtype = NULL;
 }
 
 /* ---- the schema --------------------------------------------------------------------------- */
@@ -79,6 +80,7 @@ static const char *const DEVICES[] = {"cpu", "cuda", NULL};
 static const char *const FORMATS[] = {"librispeech", "manifest", "kaldi", "trn", NULL};
 static const char *const NORMALIZERS[] = {"whisper_en", "basic", "none", NULL};
 static const char *const KV_DTYPES[] = {"f32", "bf16", NULL};
+static const char *const CACHE_DTYPES[] = {"f32", "f16", NULL};
 
 #define OFF(m) offsetof(sr_run_config, m)
 static const field_def FIELDS[] = {
@@ -100,6 +102,7 @@ static const field_def FIELDS[] = {
     {"stream", "kv_dtype", "stream.kv_dtype", K_ENUM, 0, KV_DTYPES, OFF(stream.kv_dtype)},
     {"stream", "record_timeline", "stream.record_timeline", K_BOOL, 0, NULL,
      OFF(stream.record_timeline)},
+    {"stream", "cache_dtype", "stream.cache_dtype", K_ENUM, 0, CACHE_DTYPES, OFF(stream.cache_dtype)},
     {"data", "format", "data.format", K_ENUM, 0, FORMATS, OFF(data.format)},
     {"data", "path", "data.path", K_STR, 0, NULL, OFF(data.path)},
     {"data", "limit", "data.limit", K_INT, 0, NULL, OFF(data.limit)},

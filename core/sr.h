@@ -181,6 +181,7 @@ typedef struct sr_stream_config {
     const char *kv_dtype;  /* Voxtral K/V cache elements: NULL / "f32" (default) or "bf16"; read
                               when the stream opens */
     int record_timeline;   /* 1 (default) keeps every timeline entry; 0 keeps only the last */
+    const char *cache_dtype; /* FastConformer cache-aware caches: NULL / "f32" (default) or "f16" */
 } sr_stream_config;
 
 void sr_stream_config_init(sr_stream_config *c);

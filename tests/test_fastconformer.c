@@ -24,6 +24,7 @@
 #include "test.h"
 
 #include "../models/fastconformer/fc.h"
+#include "../core/dtype.h"
 
 #include <hdf5.h>
 #include <math.h>
@@ -68,17 +69,24 @@ typedef struct {
     sr_scorer sc;
 } bstream;
 
-static int bopen(const sr_model *m, const char *strategy, int L, int R, bstream *b)
+static int bopen_dtype(const sr_model *m, const char *strategy, int L, int R, const char *cache_dtype,
+                       bstream *b)
 {
     sr_stream_config c;
     sr_stream_config_init(&c);
     c.strategy = strategy;
+    c.cache_dtype = cache_dtype;
     c.att_context[0] = L;
     c.att_context[1] = R;
     sr_status st = sr_fastconformer_rnnt_ops.stream_open(m, &c, &b->st, &b->ck, &b->sc);
     if (st) printf("\n      open: %s\n", sr_last_error());
     CU_ASSERT_EQUAL(st, SR_OK);
     return st == SR_OK;
+}
+
+static int bopen(const sr_model *m, const char *strategy, int L, int R, bstream *b)
+{
+    return bopen_dtype(m, strategy, L, R, NULL, b);
 }
 
 /* ---- fastconformer_parity ---- */
@@ -526,6 +534,132 @@ static void test_reset_memory(void)
     sr_model_free(m);
 }
 
+/* Tokens of the whole golden audio through the public API with stream.cache_dtype. */
+static int32_t *run_cache_dtype(const sr_model *m, int L, int R, const char *cache_dtype, const float *a,
+                                size_t n, int *n_tok)
+{
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.att_context[0] = L;
+    c.att_context[1] = R;
+    c.cache_dtype = cache_dtype;
+    sr_stream *s = NULL;
+    *n_tok = 0;
+    if (sr_stream_open(m, &c, &s)) return NULL;
+    int32_t *out = NULL;
+    if (!sr_stream_feed(s, a, n) && !sr_stream_finish(s)) {
+        const sr_hypothesis *h = sr_stream_hypothesis(s);
+        out = malloc((size_t)h->n_tokens * sizeof(int32_t) + 1);
+        memcpy(out, h->tokens, (size_t)h->n_tokens * sizeof(int32_t));
+        *n_tok = h->n_tokens;
+    }
+    sr_stream_close(s);
+    return out;
+}
+
+/* Largest |a - b| over n floats, with the largest |b| in *ref_max. */
+static double diff_and_max(const float *a, const float *b, size_t n, double *ref_max)
+{
+    double d = 0, r = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        r = fmax(r, fabs((double)b[i]));
+    }
+    *ref_max = r;
+    return d;
+}
+
+#define F16_REL_TOL 4e-3 /* encoder rows and caches vs the f32-cache run, relative to their max |x| */
+
+static void test_f16_caches(void)
+{
+    /* stream.cache_dtype "f16": the caches take half their f32 bytes (one layer's attention
+     * cache is widened into a [csize, d] f32 scratch), the encoder rows and the caches stay
+     * within F16_REL_TOL x max |x| of the f32-cache run (f16 rounding is 2^-11 relative per
+     * stored value), and the greedy tokens from audio are identical (RNN-T and TDT models,
+     * every context) */
+    sr_model *m = load("fastconformer/rand.h5"), *mt = load("fastconformer/rand_tdt.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    int d = w->d, nl = w->n_layers, K1 = w->kernel - 1;
+    sr_tensor mel;
+    double worst_rows = 0, worst_cache = 0;
+    if (test_golden(g, "/mel", SR_F32, &mel)) {
+        int T = (int)mel.shape[0];
+        for (int c = 0; c < N_CTX; c++) {
+            bstream a, b;
+            if (!bopen(m, NULL, CTX[c][0], CTX[c][1], &a)) continue;
+            if (!bopen_dtype(m, NULL, CTX[c][0], CTX[c][1], "f16", &b)) {
+                sr_fastconformer_rnnt_ops.stream_close(a.st);
+                continue;
+            }
+            fc_stream *sa = a.st, *sb = b.st;
+            size_t ba = sr_fastconformer_rnnt_ops.state_bytes(sa), bb = sr_fastconformer_rnnt_ops.state_bytes(sb);
+            size_t cache32 = (size_t)nl * (sa->csize + K1) * d * sizeof(float);
+            CU_ASSERT(sb->cache_f16 && !sb->chan && !sb->convc && sb->chan16 && sb->conv16);
+            CU_ASSERT_EQUAL(ba - bb, cache32 / 2 - (size_t)sa->csize * d * sizeof(float));
+            CU_ASSERT_EQUAL(fc_stream_feed_mel(sa, mel.data, T, 1), SR_OK);
+            CU_ASSERT_EQUAL(fc_stream_feed_mel(sb, mel.data, T, 1), SR_OK);
+            CU_ASSERT_EQUAL(sa->encp_n, sb->encp_n);
+            CU_ASSERT_EQUAL(sa->chan_len, sb->chan_len);
+            double rmax, cmax, tmax;
+            double dr = diff_and_max(sb->enc_raw, sa->enc_raw, (size_t)SR_MIN(sa->encp_n, sb->encp_n) * d, &rmax);
+            size_t nchan = (size_t)nl * sa->csize * d, nconv = (size_t)nl * K1 * d;
+            float *wide = malloc((nchan + nconv) * sizeof(float));
+            sr_f16_to_f32_n(sb->chan16, wide, nchan);
+            sr_f16_to_f32_n(sb->conv16, wide + nchan, nconv);
+            double dc = diff_and_max(wide, sa->chan, nchan, &cmax);
+            double dt = diff_and_max(wide + nchan, sa->convc, nconv, &tmax);
+            free(wide);
+            printf("\n      [%d, %d] f16 caches: state %zu -> %zu B; vs f32 caches: rows %.2e (max |x| %.2f), "
+                   "attention cache %.2e (%.2f), conv cache %.2e (%.2f)", CTX[c][0], CTX[c][1], ba, bb, dr, rmax,
+                   dc, cmax, dt, tmax);
+            CU_ASSERT(dr <= F16_REL_TOL * rmax && dc <= F16_REL_TOL * cmax && dt <= F16_REL_TOL * tmax);
+            worst_rows = fmax(worst_rows, dr / rmax);
+            worst_cache = fmax(worst_cache, fmax(dc / cmax, dt / tmax));
+            /* reset clears the f16 caches: the same rows again */
+            float *first = malloc((size_t)sb->encp_n * d * sizeof(float) + 1);
+            int nfirst = sb->encp_n;
+            memcpy(first, sb->enc_raw, (size_t)nfirst * d * sizeof(float));
+            sr_fastconformer_rnnt_ops.reset(sb);
+            CU_ASSERT_EQUAL(fc_stream_feed_mel(sb, mel.data, T, 1), SR_OK);
+            CU_ASSERT(sb->encp_n == nfirst && !memcmp(first, sb->enc_raw, (size_t)nfirst * d * sizeof(float)));
+            free(first);
+            sr_fastconformer_rnnt_ops.stream_close(sa);
+            sr_fastconformer_rnnt_ops.stream_close(sb);
+        }
+        printf("\n      worst relative difference: rows %.2e, caches %.2e (tol %.0e)", worst_rows, worst_cache, F16_REL_TOL);
+    }
+    size_t n;
+    float *au = test_golden_audio(g, &n);
+    for (int c = 0; au && c < N_CTX; c++)
+        for (int k = 0; k < 2; k++) {
+            const sr_model *mm = k ? mt : m;
+            int na = 0, nb = 0;
+            int32_t *ta = run_cache_dtype(mm, CTX[c][0], CTX[c][1], "f32", au, n, &na);
+            int32_t *tb = run_cache_dtype(mm, CTX[c][0], CTX[c][1], "f16", au, n, &nb);
+            CU_ASSERT(ta && tb && na == nb && na > 0 && !memcmp(ta, tb, (size_t)na * sizeof(int32_t)));
+            free(ta);
+            free(tb);
+        }
+    /* bad values: the config parser names the key and its choices; the API names the backend */
+    sr_config *cfg = NULL;
+    TEST_ASSERT_ERR(sr_config_parse("{\"name\": \"x\", \"model\": {\"path\": \"-\"}, \"data\": {\"path\": \"-\"}, "
+                                    "\"stream\": {\"cache_dtype\": \"f8\"}}", "test", &cfg),
+                    SR_ERR_ARG, "stream.cache_dtype: \"f8\" is not one of f32, f16");
+    sr_config_free(cfg);
+    sr_stream_config sc;
+    sr_stream_config_init(&sc);
+    sc.cache_dtype = "bf16";
+    sr_stream *s = NULL;
+    TEST_ASSERT_ERR(sr_stream_open(m, &sc, &s), SR_ERR_ARG, "stream.cache_dtype: \"bf16\" unknown for fastconformer_rnnt");
+    free(au);
+    sr_tensor_free(&mel);
+    sr_h5_close(g);
+    sr_model_free(m);
+    sr_model_free(mt);
+}
+
 static void test_nemotron_state(void)
 {
     /* Per-stream state at the nemotron-0.6b shape (24 x 1024, 8 heads, d_ff 4096, 128 mels,
@@ -579,6 +713,16 @@ static void test_nemotron_state(void)
                s->ws.bytes, s->sub_scratch_n * sizeof(float));
         CU_ASSERT(caches <= bound);
         CU_ASSERT(total >= caches - (size_t)b.sc.pred_state * sizeof(float));
+        /* stream.cache_dtype "f16": the caches in half the bytes, one layer's [L, d] f32 scratch */
+        bstream h;
+        if (bopen_dtype(&fake, NULL, nctx[c][0], nctx[c][1], "f16", &h)) {
+            size_t caches16 = (caches - (size_t)b.sc.pred_state * sizeof(float)) / 2 + (size_t)b.sc.pred_state * sizeof(float);
+            size_t total16 = sr_fastconformer_rnnt_ops.state_bytes(h.st);
+            printf("\n        f16 caches: caches + LSTM %zu B, stream total %zu B (incl. %zu B f32 scratch)", caches16,
+                   total16, (size_t)70 * big.d * sizeof(float));
+            CU_ASSERT_EQUAL(total - total16, caches - caches16 - (size_t)70 * big.d * sizeof(float));
+            sr_fastconformer_rnnt_ops.stream_close(h.st);
+        }
         sr_fastconformer_rnnt_ops.stream_close(s);
     }
     sr_mel_free(big.mel);
@@ -1206,7 +1350,7 @@ void test_register_fastconformer(void)
     TEST_SUITE("fastconformer_stream", {"cache_aware_parity", test_stream_parity},
                {"mel_split", test_stream_split}, {"audio_tokens", test_audio_tokens},
                {"feed_split", test_feed_split}, {"reset_memory", test_reset_memory},
-               {"nemotron_state", test_nemotron_state});
+               {"f16_caches", test_f16_caches}, {"nemotron_state", test_nemotron_state});
     TEST_SUITE("fastconformer_local", {"band_parity", test_local_parity},
                {"band_memory", test_local_memory});
     TEST_SUITE("fastconformer_tdt", {"offline_steps", test_tdt_offline}, {"stream", test_tdt_stream},

@@ -11,6 +11,7 @@
  * GLU outputs of the depthwise conv). At the end of audio the remaining frames form one more,
  * shorter step when at least 8 remain (1 for the first step), as the buffer does; fewer are
  * dropped. Caches live in flat per-stream arrays allocated at open; nothing grows with time.
+ * stream.cache_dtype "f16" stores both caches as IEEE f16 (half the bytes; computed in f32).
  *
  * Strategy "offline": all audio is kept; at finish the whole-utterance mel goes through the
  * encoder with the context mask of the stream's att_context ([-1, -1] = full attention), or
@@ -83,7 +84,9 @@ static sr_status stream_step(fc_stream *s, int nnew)
     float *x = s->x + (size_t)drop * w->d;
     for (size_t i = 0; i < (size_t)T * w->d; i++) x[i] *= w->xscale;
     fc_mask mk = {.left = s->ctx[0], .right = s->ctx[1], .style = w->att_style, .cache = s->csize};
-    if ((st = fc_layers(w, &s->ws, x, T, &mk, s->chan, s->csize, s->chan_len, s->convc))) return st;
+    fc_cache c = {.csize = s->csize, .chan_len = s->chan_len, .chan = s->chan, .conv = s->convc,
+                  .chan16 = s->chan16, .conv16 = s->conv16, .tmp = s->chan_tmp};
+    if ((st = fc_layers(w, &s->ws, x, T, &mk, &c))) return st;
     s->chan_len = SR_MIN(s->chan_len + T, s->csize);
     s->steps++;
     /* keep the last 9 mel frames as the next pre-encode cache */
@@ -204,8 +207,12 @@ static void fc_reset(void *state)
     if (s->ms) sr_mel_stream_reset(s->ms);
     s->mel_n = s->mel_hist = 0;
     s->steps = 0;
-    if (s->chan) memset(s->chan, 0, (size_t)s->w->n_layers * s->csize * s->w->d * sizeof(float));
-    if (s->convc) memset(s->convc, 0, (size_t)s->w->n_layers * (s->w->kernel - 1) * s->w->d * sizeof(float));
+    size_t nchan = (size_t)s->w->n_layers * s->csize * s->w->d;
+    size_t nconv = (size_t)s->w->n_layers * (s->w->kernel - 1) * s->w->d;
+    if (s->chan) memset(s->chan, 0, nchan * sizeof(float));
+    if (s->convc) memset(s->convc, 0, nconv * sizeof(float));
+    if (s->chan16) memset(s->chan16, 0, nchan * sizeof(uint16_t)); /* +0.0 */
+    if (s->conv16) memset(s->conv16, 0, nconv * sizeof(uint16_t));
     s->chan_len = 0;
     s->audio_n = 0;
     s->encp_n = 0;
@@ -225,6 +232,9 @@ static void fc_stream_close(void *state)
     free(s->x);
     free(s->chan);
     free(s->convc);
+    free(s->chan16);
+    free(s->conv16);
+    free(s->chan_tmp);
     fc_work_free(&s->ws);
     free(s->audio);
     free(s->encp);
@@ -245,8 +255,10 @@ static size_t fc_state_bytes(const void *state)
     if (s->sub_in) b += (size_t)(FC_PRE_CACHE + 8 * (s->ctx[1] + 1)) * w->n_mels * sizeof(float);
     b += s->sub_scratch_n * sizeof(float);
     b += (size_t)s->x_cap * w->d * sizeof(float);
-    b += (size_t)w->n_layers * s->csize * w->d * sizeof(float);
-    if (s->convc) b += (size_t)w->n_layers * (w->kernel - 1) * w->d * sizeof(float);
+    size_t esize = s->cache_f16 ? sizeof(uint16_t) : sizeof(float);
+    if (s->chan || s->chan16) b += (size_t)w->n_layers * s->csize * w->d * esize;
+    if (s->convc || s->conv16) b += (size_t)w->n_layers * (w->kernel - 1) * w->d * esize;
+    if (s->chan_tmp) b += (size_t)s->csize * w->d * sizeof(float);
     b += s->ws.bytes;
     b += s->audio_cap * sizeof(float);
     b += (size_t)s->encp_cap * (w->joint_hidden + w->d) * sizeof(float);
@@ -352,6 +364,13 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
         }
     }
     if (cfg->max_symbols < 0) return sr_error(SR_ERR_ARG, "stream.max_symbols: %d is negative", cfg->max_symbols);
+    int f16 = 0;
+    if (cfg->cache_dtype && strcmp(cfg->cache_dtype, "f32")) {
+        if (strcmp(cfg->cache_dtype, "f16"))
+            return sr_error(SR_ERR_ARG, "stream.cache_dtype: \"%s\" unknown for fastconformer_rnnt (known: f32, f16)",
+                            cfg->cache_dtype);
+        f16 = 1; /* offline strategies have no caches: accepted, nothing to store */
+    }
     fc_stream *s = sr_calloc(1, sizeof *s, "fastconformer stream");
     if (!s) return SR_ERR_NOMEM;
     s->m = m;
@@ -377,9 +396,18 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
         /* the largest step input is nin frames (a step never takes more: run_steps) */
         s->sub_scratch_n = fc_subsample_scratch(w, nin);
         s->sub_scratch = sr_malloc(s->sub_scratch_n * sizeof(float), "fastconformer subsampling scratch");
-        s->chan = sr_calloc((size_t)w->n_layers * SR_MAX(s->csize, 1) * d, sizeof(float), "fastconformer attention cache");
-        s->convc = sr_calloc((size_t)w->n_layers * (w->kernel - 1) * d, sizeof(float), "fastconformer conv cache");
-        if (!s->sub_in || !s->x || !s->sub_scratch || !s->chan || !s->convc) goto fail;
+        size_t nchan = (size_t)w->n_layers * SR_MAX(s->csize, 1) * d, nconv = (size_t)w->n_layers * (w->kernel - 1) * d;
+        s->cache_f16 = f16;
+        if (f16) {
+            s->chan16 = sr_calloc(nchan, sizeof(uint16_t), "fastconformer attention cache (f16)");
+            s->conv16 = sr_calloc(nconv, sizeof(uint16_t), "fastconformer conv cache (f16)");
+            s->chan_tmp = sr_calloc((size_t)SR_MAX(s->csize, 1) * d, sizeof(float), "fastconformer attention cache row scratch");
+        } else {
+            s->chan = sr_calloc(nchan, sizeof(float), "fastconformer attention cache");
+            s->convc = sr_calloc(nconv, sizeof(float), "fastconformer conv cache");
+        }
+        if (!s->sub_in || !s->x || !s->sub_scratch || (f16 ? !s->chan16 || !s->conv16 || !s->chan_tmp : !s->chan || !s->convc))
+            goto fail;
         int rows = R + 1;
         if ((st = fc_work_init(&s->ws, w, rows, s->csize + rows, s->csize + rows, s->csize + 2 * rows))) goto fail;
     }

@@ -120,13 +120,24 @@ void fc_work_free(fc_work *ws);
 sr_status fc_encode_offline(const fc_model *w, const float *mel, int T, const int ctx[2],
                             int local, float **out, int *n_out, size_t *work_bytes);
 
-/* Conformer layers over x [T, d] (pre-encode output, xscaled) with per-layer caches:
- * chan [n_layers][csize][d] (csize 0 offline), chan_len valid rows (newest last), conv
- * [n_layers][K-1][d] (NULL = zero left padding, offline). Updates the caches as
- * cache_aware_stream_step. The projected positional rows come from the model's table when the
- * relative positions needed fit in it, else they are computed into ws->pos per layer. */
-sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_mask *mk,
-                    float *chan, int csize, int chan_len, float *conv);
+/* Per-layer caches of a cache-aware stream: the attention cache [n_layers][csize][d] (the last
+ * csize LayerNorm'd attention inputs, newest last, chan_len of them valid) and the conv cache
+ * [n_layers][K-1][d] (the last K-1 GLU outputs). Stored either as f32 (chan, conv) or as IEEE
+ * f16 (chan16, conv16; rounded to nearest even when written, widened to f32 when read, with
+ * tmp a [csize, d] f32 scratch for one layer's attention cache); the layers compute in f32. */
+typedef struct {
+    int csize, chan_len;
+    float *chan, *conv;
+    uint16_t *chan16, *conv16;
+    float *tmp;
+} fc_cache;
+
+/* Conformer layers over x [T, d] (pre-encode output, xscaled) with the caches c (NULL
+ * offline: no attention cache, zero left padding for the conv). Updates the caches as
+ * cache_aware_stream_step (chan_len is the caller's to advance). The projected positional rows
+ * come from the model's table when the relative positions needed fit in it, else they are
+ * computed into ws->pos per layer. */
+sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_mask *mk, fc_cache *c);
 
 /* ---- fastconformer.c ---- */
 typedef struct fc_stream {
@@ -143,9 +154,12 @@ typedef struct fc_stream {
     int64_t steps;              /* encoder steps done */
     float *sub_in; float *x; int x_cap;  /* subsampling input, encoder rows */
     float *sub_scratch; size_t sub_scratch_n; /* fc_subsample_into scratch of one step */
-    float *chan;                /* [n_layers][csize][d] attention cache */
+    float *chan;                /* [n_layers][csize][d] attention cache (f32 caches) */
     int csize, chan_len;
-    float *convc;               /* [n_layers][K-1][d] */
+    float *convc;               /* [n_layers][K-1][d] (f32 caches) */
+    int cache_f16;              /* stream.cache_dtype "f16": the caches below instead */
+    uint16_t *chan16, *conv16;  /* the same layouts in f16 */
+    float *chan_tmp;            /* [csize, d] f32 copy of one layer's attention cache (f16) */
     fc_work ws;
     /* offline */
     float *audio; size_t audio_n, audio_cap;

@@ -25,8 +25,11 @@
  * Attention runs one head and one block of FC_LOCAL_BLOCK query rows at a time, over the key
  * range the mask allows for the block: full attention touches O(T) keys per row, banded local
  * attention O(W), so with the [T, d] projections the workspace is O(T d + block (T or W)).
+ * Streaming caches may be stored in f16 (fc_cache): read by widening, written by rounding to
+ * nearest even; every product and sum stays f32.
  */
 #include "fc.h"
+#include "../../core/dtype.h"
 #include "../../kernels/ops.h"
 
 #include <math.h>
@@ -343,9 +346,9 @@ static sr_status feed_forward(const fc_model *w, fc_work *ws, float *x, int T, f
     return SR_OK;
 }
 
-sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_mask *mk,
-                    float *chan, int csize, int chan_len, float *conv)
+sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_mask *mk, fc_cache *kc)
 {
+    int csize = kc ? kc->csize : 0, chan_len = kc ? kc->chan_len : 0;
     if (T == 0) return SR_OK;
     if (T > ws->rows || csize + T > ws->keys)
         return sr_error(SR_ERR_ARG, "fastconformer: %d rows over %d keys exceed the workspace (%d, %d)",
@@ -358,13 +361,28 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_ma
         if ((st = feed_forward(w, ws, x, T, L->ff1_ln, L->ff1a, L->ff1b))) goto done;
         /* self-attention over [cache ; LN x] */
         layernorm(x, T, d, L->att_ln, ws->xn);
-        float *cl = chan ? chan + (size_t)l * csize * d : NULL;
+        float *cl = NULL;
+        uint16_t *cl16 = kc && kc->chan16 ? kc->chan16 + (size_t)l * csize * d : NULL;
         fc_mask lm = *mk;
         lm.first_valid = csize - chan_len;
+        if (cl16) { /* the valid rows widened to f32 (attention reads only those) */
+            cl = kc->tmp;
+            sr_f16_to_f32_n(cl16 + (size_t)lm.first_valid * d, cl + (size_t)lm.first_valid * d,
+                            (size_t)chan_len * d);
+        } else if (kc) {
+            cl = kc->chan + (size_t)l * csize * d;
+        }
         if ((st = attention(w, ws, l, ws->xn, T, cl, csize, &lm, att))) goto done;
         if ((st = linear(w->k, att, T, d, L->o, d, 0.0f, ws->t1))) goto done;
         for (size_t i = 0; i < (size_t)T * d; i++) x[i] += ws->t1[i];
-        if (cl) { /* new cache: the last csize rows of [cache ; LN input] */
+        if (cl16) { /* the same in f16: shift, then round the new rows */
+            if (T >= csize) {
+                sr_f32_to_f16_n(ws->xn + (size_t)(T - csize) * d, cl16, (size_t)csize * d);
+            } else {
+                memmove(cl16, cl16 + (size_t)T * d, (size_t)(csize - T) * d * sizeof(uint16_t));
+                sr_f32_to_f16_n(ws->xn, cl16 + (size_t)(csize - T) * d, (size_t)T * d);
+            }
+        } else if (cl) { /* new cache: the last csize rows of [cache ; LN input] */
             if (T >= csize) {
                 memcpy(cl, ws->xn + (size_t)(T - csize) * d, (size_t)csize * d * sizeof(float));
             } else {
@@ -376,8 +394,10 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_ma
         layernorm(x, T, d, L->conv_ln, ws->xn);
         if ((st = linear(w->k, ws->xn, T, d, L->pw1, 2 * d, 0.0f, ws->big))) goto done;
         float *buf = ws->conv; /* [K - 1 + T, d]: left context then the GLU output */
-        float *cc = conv ? conv + (size_t)l * (K - 1) * d : NULL;
+        float *cc = kc && kc->conv ? kc->conv + (size_t)l * (K - 1) * d : NULL;
+        uint16_t *cc16 = kc && kc->conv16 ? kc->conv16 + (size_t)l * (K - 1) * d : NULL;
         if (cc) memcpy(buf, cc, (size_t)(K - 1) * d * sizeof(float));
+        else if (cc16) sr_f16_to_f32_n(cc16, buf, (size_t)(K - 1) * d);
         else memset(buf, 0, (size_t)(K - 1) * d * sizeof(float));
         for (int t = 0; t < T; t++) {
             const float *g = ws->big + (size_t)t * 2 * d;
@@ -385,6 +405,7 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_ma
             for (int c = 0; c < d; c++) o[c] = g[c] / (1.0f + expf(-g[d + c]));
         }
         if (cc) memcpy(cc, buf + (size_t)T * d, (size_t)(K - 1) * d * sizeof(float));
+        else if (cc16) sr_f32_to_f16_n(buf + (size_t)T * d, cc16, (size_t)(K - 1) * d);
         for (int t = 0; t < T; t++) {
             float *o = ws->t1 + (size_t)t * d;
             for (int c = 0; c < d; c++) {
@@ -432,7 +453,7 @@ sr_status fc_encode_offline(const fc_model *w, const float *mel, int T, const in
     int npos = local ? SR_MIN(2 * n, 2 * B + ctx[0] + ctx[1]) : 2 * n;
     fc_work ws;
     if ((st = fc_work_init(&ws, w, n, n, kb, npos))) { free(x); return st; }
-    st = fc_layers(w, &ws, x, n, &mk, NULL, 0, 0, NULL);
+    st = fc_layers(w, &ws, x, n, &mk, NULL);
     if (work_bytes) *work_bytes = ws.bytes + (size_t)n * w->d * sizeof(float);
     fc_work_free(&ws);
     if (st) { free(x); return st; }
