@@ -42,7 +42,10 @@ tests/fixtures/fastconformer/:
                Per streaming context /stream/<L>_<R>/{tokens, timestamps, durations} from the
                label-looping decoder fed chunk after chunk with its state (NeMo's
                conformer_stream_step with greedy_batch: a duration jumping past a chunk's end is
-               carried into the next chunk, /stream/<L>_<R>/time_jump after each chunk), and
+               carried into the next chunk, /stream/<L>_<R>/time_jump after each chunk), its
+               joint evaluations /stream/<L>_<R>/{steps_t, steps_logits} (frames over the
+               stream; the label-looping decoder evaluates a blank of duration 0 once and
+               moves on where GreedyTDTInfer repeats it up to max_symbols times), and
                tokens_restart: GreedyTDTInfer fed the same chunks with partial hypotheses, which
                restarts every chunk at its frame 0 (drops the carried jump)
 Options: --out DIR writes the files elsewhere (to compare a re-run with the committed ones).
@@ -412,14 +415,27 @@ def tdt_goldens(out_dir, tensors, cfg, dec, enc_out, chunks, blank):
         # GreedyBatchedTDTInfer does under conformer_stream_step, without the hypothesis merge
         # that drops token durations), and GreedyTDTInfer with partial hypotheses
         comp = ll.decoding_computer
+        after_projection = tj.joint_after_projection
         for ctx in CONTEXTS:
             key = "stream/%d_%d/" % tuple(ctx)
             state, toks, ts, durs, jumps = None, [], [], [], []
             restart = None
+            steps_t, steps_l, base = [], [], 0
             for o in chunks[tuple(ctx)]:
                 n = torch.tensor([o.shape[-1]])
                 prev = comp.merge_to_batched_state([state]) if state is not None else None
+                proj = tj.project_encoder(o.transpose(1, 2))[0]
+
+                def record_ll(f, gg, proj=proj, base=base):
+                    r = after_projection(f, gg)
+                    hit = (proj == f.reshape(1, -1)).all(1).nonzero()
+                    steps_t.append(base + int(hit[0, 0]))
+                    steps_l.append(r.reshape(-1).numpy().copy())
+                    return r
+                tj.joint_after_projection = record_ll
                 bh, bs = comp(x=o.transpose(1, 2), out_len=n, prev_batched_state=prev)
+                tj.joint_after_projection = after_projection
+                base += o.shape[-1]
                 hyp = rnnt_utils.batched_hyps_to_hypotheses(bh, batch_size=1)[0]
                 state = comp.split_batched_state(bs)[0]
                 toks += [int(t) for t in hyp.y_sequence]
@@ -433,6 +449,8 @@ def tdt_goldens(out_dir, tensors, cfg, dec, enc_out, chunks, blank):
             g[key + "timestamps"] = np.array(ts, dtype=np.int32)
             g[key + "durations"] = np.array(durs, dtype=np.int32)
             g[key + "time_jump"] = np.array(jumps, dtype=np.int32)
+            g[key + "steps_t"] = np.array(steps_t, dtype=np.int32)
+            g[key + "steps_logits"] = np.stack(steps_l).astype(np.float32)
             g[key + "tokens_restart"] = np.array([int(t) for t in restart.y_sequence], dtype=np.int32)
             print("TDT %s%d tokens, carried jumps %d, restart-per-chunk decode %s" % (
                 key, len(toks), sum(j > 0 for j in jumps[:-1]),

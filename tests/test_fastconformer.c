@@ -963,25 +963,28 @@ static void test_tdt_offline(void)
     sr_model_free(m);
 }
 
-/* Context c of the TDT model fed the golden mel `piece` frames at a time: tokens, frames and
- * durations vs NeMo's label-looping decoder carried across the same chunks; where a chunk
- * boundary falls, the first joint evaluation after it is at the frame NeMo carried its jump to
- * (*carried counts those with a jump > 0). Returns 1 if the tokens equal NeMo's restart-per-
- * chunk GreedyTDTInfer decode too. */
+/* Context c of the TDT model fed the golden mel `piece` frames at a time: every joint
+ * evaluation (frame, logits) and the tokens, frames and durations vs NeMo's label-looping
+ * decoder carried across the same chunks (which evaluates a blank of duration 0 once where
+ * rnnt_greedy, as GreedyTDTInfer, repeats the identical step up to max_symbols times: repeats
+ * are collapsed before comparing); where a chunk boundary falls, the first joint evaluation
+ * after it is at the frame NeMo carried its jump to (*carried counts those with a jump > 0).
+ * *worst: the largest logit difference. Returns 1 if the tokens equal NeMo's restart-per-chunk
+ * GreedyTDTInfer decode too. */
 static int tdt_stream_case(const sr_model *m, sr_h5 *gt, const float *mel, int T, int c, int piece,
-                           int *carried)
+                           int *carried, double *worst)
 {
     bstream b;
     if (!bopen(m, NULL, CTX[c][0], CTX[c][1], &b)) return 0;
     fc_stream *s = b.st;
     char path[96];
-    sr_tensor tok = {0}, ts = {0}, du = {0}, jump = {0}, rst = {0};
-    const char *names[] = {"tokens", "timestamps", "durations", "time_jump", "tokens_restart"};
-    sr_tensor *dst[] = {&tok, &ts, &du, &jump, &rst};
+    sr_tensor tok = {0}, ts = {0}, du = {0}, jump = {0}, rst = {0}, st = {0}, sl = {0};
+    const char *names[] = {"tokens", "timestamps", "durations", "time_jump", "tokens_restart", "steps_t", "steps_logits"};
+    sr_tensor *dst[] = {&tok, &ts, &du, &jump, &rst, &st, &sl};
     int ok = 1, restart_same = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 7; i++) {
         snprintf(path, sizeof path, "/stream/%d_%d/%s", CTX[c][0], CTX[c][1], names[i]);
-        ok &= test_golden(gt, path, SR_I32, dst[i]);
+        ok &= test_golden(gt, path, i < 6 ? SR_I32 : SR_F32, dst[i]);
     }
     rec_scorer r;
     sr_scorer sc;
@@ -1022,12 +1025,30 @@ static int tdt_stream_case(const sr_model *m, sr_h5 *gt, const float *mel, int T
                    restart_same ? "the same" : "different");
         CU_ASSERT(same);
         free(et);
+        /* joint evaluations, identical repeats collapsed */
+        int u = 0, nl = r.nl;
+        for (int i = 0; i < r.n; i++) {
+            if (u && r.t[i] == r.t[u - 1] &&
+                !memcmp(r.lg + (size_t)i * nl, r.lg + (size_t)(u - 1) * nl, (size_t)nl * sizeof(float)))
+                continue;
+            r.t[u] = r.t[i];
+            memmove(r.lg + (size_t)u * nl, r.lg + (size_t)i * nl, (size_t)nl * sizeof(float));
+            u++;
+        }
+        CU_ASSERT_EQUAL(u, st.shape[0]);
+        CU_ASSERT_EQUAL(sl.shape[1], nl);
+        if (u == st.shape[0] && sl.shape[1] == nl) {
+            CU_ASSERT(!memcmp(r.t, st.data, (size_t)u * sizeof(int)));
+            double dl = test_max_abs_diff(r.lg, sl.data, (size_t)u * nl);
+            CU_ASSERT(dl <= TOL);
+            *worst = fmax(*worst, dl);
+        }
     }
     free(hyp.tokens);
     free(r.t);
     free(r.lg);
     if (dec) sr_dec_rnnt_greedy.close(dec);
-    for (int i = 0; i < 5; i++) sr_tensor_free(dst[i]);
+    for (int i = 0; i < 7; i++) sr_tensor_free(dst[i]);
     sr_fastconformer_rnnt_ops.stream_close(s);
     return restart_same;
 }
@@ -1038,12 +1059,14 @@ static void test_tdt_stream(void)
     sr_h5 *g = golden(), *gt = golden_tdt();
     sr_tensor mel;
     int carried = 0, restart_differs = 0;
+    double worst = 0;
     static const int pieces[] = {1, 17, 1000};
     if (test_golden(g, "/mel", SR_F32, &mel))
         for (int c = 0; c < N_CTX; c++)
             for (size_t p = 0; p < SR_ARRAY_LEN(pieces); p++)
-                restart_differs += !tdt_stream_case(m, gt, mel.data, (int)mel.shape[0], c, pieces[p], &carried);
+                restart_differs += !tdt_stream_case(m, gt, mel.data, (int)mel.shape[0], c, pieces[p], &carried, &worst);
     /* the chunk-boundary carry is exercised (and is why NeMo's restarting decode differs) */
+    printf("\n      joint logits of every step, 6 contexts x 3 feeds: max |diff| %.2e (tol %.0e)", worst, TOL);
     printf("\n      jumps past a chunk's end carried and checked: %d", carried);
     CU_ASSERT(carried >= 5);
     CU_ASSERT(restart_differs >= 1);
