@@ -23,7 +23,7 @@
  * Values product (x · W, W [K, N] not transposed: a bf16 attention V cache): per output row,
  * blocks of 64 columns keep 8 vector accumulators while k runs over the rows of W, each row
  * contributing broadcast(x[k]) * widen(W[k, block]); 8-column blocks and scalar columns take
- * the rest. Single-threaded (attention is split by heads outside).
+ * the rest. Single-threaded: one head's attention over a cache is a small product.
  */
 #include "../../core/dtype.h"
 #include "../../core/internal.h"
