@@ -8,7 +8,10 @@
  *
  * Memory: the chunk buffer, the hypothesis and the backend/decoder state are allocated at open
  * (the hypothesis grows by doubling); reset clears without freeing. The timeline is a log, not
- * state: with record_timeline = 0 only its last entry is kept, for unbounded streams.
+ * state: with record_timeline = 0 only its last entry is kept, for unbounded streams. An entry
+ * whose hypothesis equals the previous entry's shares that entry's block (most chunks of a
+ * streaming decoder add no token), so a recorded timeline costs one copy of the hypothesis per
+ * change, not per chunk.
  */
 #include "plugin.h"
 
@@ -36,7 +39,8 @@ struct sr_stream {
     sr_strbuf text;
     sr_hypothesis pub;
 
-    sr_timeline_entry *tl;    /* entries; each owns one block with its tokens and text */
+    sr_timeline_entry *tl;    /* entries; an entry owns one block with its tokens and text
+                                 unless it shares the previous entry's (same tokens pointer) */
     size_t tl_n, tl_cap;
     sr_timeline tl_pub;
 };
@@ -73,15 +77,20 @@ static sr_status update_text(sr_stream *s)
     return SR_OK;
 }
 
-static void entry_free(sr_timeline_entry *e)
+/* Free the blocks of entries [from, tl_n) and drop them. An entry owns its block unless its
+ * tokens pointer equals the previous entry's (timeline_append's sharing). */
+static void timeline_drop(sr_stream *s, size_t from)
 {
-    free((void *)e->tokens); /* the block holding tokens and text */
-    memset(e, 0, sizeof *e);
+    for (size_t i = from; i < s->tl_n; i++)
+        if (i == 0 || s->tl[i].tokens != s->tl[i - 1].tokens)
+            free((void *)s->tl[i].tokens); /* the block holding tokens and text */
+    s->tl_n = from;
+    s->tl_pub.n = from;
 }
 
 static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int64_t model_ns, int is_final)
 {
-    if (!s->cfg.record_timeline && s->tl_n) entry_free(&s->tl[--s->tl_n]);
+    if (!s->cfg.record_timeline && s->tl_n) timeline_drop(s, 0); /* only the last is kept */
     if (s->tl_n == s->tl_cap) {
         size_t cap = s->tl_cap ? 2 * s->tl_cap : 32;
         sr_timeline_entry *t = realloc(s->tl, cap * sizeof *t);
@@ -91,6 +100,21 @@ static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int64_t model
     }
     size_t tok_bytes = (size_t)s->hyp.n * sizeof(int32_t);
     size_t text_len = s->text.len;
+    const sr_timeline_entry *prev = s->tl_n ? &s->tl[s->tl_n - 1] : NULL;
+    if (prev && prev->n_tokens == s->hyp.n && strlen(prev->text) == text_len &&
+        (!tok_bytes || !memcmp(prev->tokens, s->hyp.tokens, tok_bytes)) &&
+        !memcmp(prev->text, s->text.data, text_len)) {
+        sr_timeline_entry *e = &s->tl[s->tl_n++];
+        *e = *prev; /* the same block */
+        e->audio_ms = s->samples_in * 1000 / 16000;
+        e->n_stable = s->hyp.n_stable;
+        e->compute_ns = compute_ns;
+        e->model_ns = model_ns;
+        e->is_final = is_final;
+        s->tl_pub.entries = s->tl;
+        s->tl_pub.n = s->tl_n;
+        return SR_OK;
+    }
     char *block = sr_malloc(tok_bytes + text_len + 1 + sizeof(int32_t), "timeline entry");
     if (!block) return SR_ERR_NOMEM;
     /* tokens first (aligned by malloc), then the text */
@@ -222,9 +246,7 @@ void sr_stream_reset(sr_stream *s)
     s->chunks = 0;
     s->finished = 0;
     s->hyp.n = s->hyp.n_stable = 0;
-    for (size_t i = 0; i < s->tl_n; i++) entry_free(&s->tl[i]);
-    s->tl_n = 0;
-    s->tl_pub.n = 0;
+    timeline_drop(s, 0);
     update_text(s); /* cannot fail: the text buffer only shrinks */
 }
 
@@ -233,7 +255,7 @@ void sr_stream_close(sr_stream *s)
     if (!s) return;
     if (s->dstate && s->dec && s->dec->close) s->dec->close(s->dstate);
     if (s->bstate) s->m->ops->stream_close(s->bstate);
-    for (size_t i = 0; i < s->tl_n; i++) entry_free(&s->tl[i]);
+    timeline_drop(s, 0);
     free(s->tl);
     free(s->buf);
     free(s->hyp.tokens);

@@ -234,6 +234,56 @@ static void test_record_timeline_off(void)
     sr_model_free(m);
 }
 
+/* Entries whose hypothesis equals the previous entry's share its block (same pointers); every
+ * entry still reads back its own hypothesis, also after reset. The signal has a quiet second
+ * in the middle, where test_linear's hypothesis stops changing, so both kinds occur. */
+static void test_timeline_sharing(void)
+{
+    sr_model *m = load_model();
+    size_t n = RATE * 4;
+    float *x = make_signal(n, 9);
+    for (size_t i = RATE; i < 2 * RATE; i++) x[i] = 0.0f;
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
+    for (int round = 0; round < 2; round++) {
+        /* the hypothesis after each chunk, copied from sr_stream_hypothesis as it happens */
+        int32_t *hist = calloc(4096, sizeof *hist);
+        int starts[256], lens[256], k = 0, used = 0;
+        for (size_t i = 0; i < n && k < 255; i += 640) {
+            size_t before = sr_stream_timeline(s)->n;
+            CU_ASSERT_EQUAL(sr_stream_feed(s, x + i, SR_MIN(640, n - i)), SR_OK);
+            if (sr_stream_timeline(s)->n == before) continue;
+            CU_ASSERT_EQUAL(sr_stream_timeline(s)->n, before + 1);
+            const sr_hypothesis *h = sr_stream_hypothesis(s);
+            CU_ASSERT_FATAL(used + h->n_tokens <= 4096);
+            memcpy(hist + used, h->tokens, (size_t)h->n_tokens * sizeof *hist);
+            starts[k] = used, lens[k++] = h->n_tokens, used += h->n_tokens;
+        }
+        const sr_timeline *tl = sr_stream_timeline(s);
+        CU_ASSERT_EQUAL_FATAL(tl->n, (size_t)k);
+        int shared = 0, own = 0;
+        for (int i = 0; i < k; i++) {
+            const sr_timeline_entry *e = &tl->entries[i];
+            CU_ASSERT_EQUAL(e->n_tokens, lens[i]);
+            CU_ASSERT(lens[i] == 0 || !memcmp(e->tokens, hist + starts[i], (size_t)lens[i] * 4));
+            if (i == 0) continue;
+            int same = lens[i] == lens[i - 1] &&
+                       !memcmp(hist + starts[i], hist + starts[i - 1], (size_t)lens[i] * 4);
+            const sr_timeline_entry *p = &tl->entries[i - 1];
+            CU_ASSERT_EQUAL(same, e->tokens == p->tokens && e->text == p->text);
+            CU_ASSERT(same || strcmp(e->text, p->text) != 0 || e->n_tokens != p->n_tokens);
+            shared += same, own += !same;
+        }
+        CU_ASSERT(shared > 0);
+        CU_ASSERT(own > 0);
+        free(hist);
+        sr_stream_reset(s); /* frees shared and owned blocks alike (ASan checks) */
+    }
+    sr_stream_close(s);
+    free(x);
+    sr_model_free(m);
+}
+
 static void test_stream_config_errors(void)
 {
     sr_model *m = load_model();
@@ -329,6 +379,7 @@ void test_register_core_stream(void)
                {"reset equals a fresh stream", test_reset_equals_fresh},
                {"finish, empty audio, bad samples", test_finish_rules},
                {"record_timeline = 0 keeps memory bounded", test_record_timeline_off},
+               {"unchanged hypotheses share one timeline block", test_timeline_sharing},
                {"stream config errors name the field", test_stream_config_errors},
                {"two threads share one model", test_two_threads},
                {"real speech (jfk.wav) split invariance", test_real_speech});
