@@ -256,7 +256,7 @@ static void test_timeline_sharing(void)
             CU_ASSERT_EQUAL(sr_stream_timeline(s)->n, before + 1);
             const sr_hypothesis *h = sr_stream_hypothesis(s);
             CU_ASSERT_FATAL(used + h->n_tokens <= 4096);
-            memcpy(hist + used, h->tokens, (size_t)h->n_tokens * sizeof *hist);
+            if (h->n_tokens) memcpy(hist + used, h->tokens, (size_t)h->n_tokens * sizeof *hist);
             starts[k] = used, lens[k++] = h->n_tokens, used += h->n_tokens;
         }
         const sr_timeline *tl = sr_stream_timeline(s);
