@@ -48,7 +48,6 @@ void sr_stream_config_init(sr_stream_config *c)
     c->att_context[1] = 0;
     c->decoder_kv_cache = 0;
     c->delay_tokens = 0;
-    c->kv_dtype = NULL;
     c->record_timeline = 1;
     c->cache_dtype = NULL;
 }
@@ -79,8 +78,7 @@ typedef struct field_def {
 static const char *const DEVICES[] = {"cpu", "cuda", NULL};
 static const char *const FORMATS[] = {"librispeech", "manifest", "kaldi", "trn", NULL};
 static const char *const NORMALIZERS[] = {"whisper_en", "basic", "none", NULL};
-static const char *const KV_DTYPES[] = {"f32", "bf16", NULL};
-static const char *const CACHE_DTYPES[] = {"f32", "f16", NULL};
+static const char *const CACHE_DTYPES[] = {"f32", "f16", "bf16", NULL};
 
 #define OFF(m) offsetof(sr_run_config, m)
 static const field_def FIELDS[] = {
@@ -99,7 +97,6 @@ static const field_def FIELDS[] = {
     {"stream", "decoder_kv_cache", "stream.decoder_kv_cache", K_BOOL, 0, NULL,
      OFF(stream.decoder_kv_cache)},
     {"stream", "delay_tokens", "stream.delay_tokens", K_INT, 0, NULL, OFF(stream.delay_tokens)},
-    {"stream", "kv_dtype", "stream.kv_dtype", K_ENUM, 0, KV_DTYPES, OFF(stream.kv_dtype)},
     {"stream", "record_timeline", "stream.record_timeline", K_BOOL, 0, NULL,
      OFF(stream.record_timeline)},
     {"stream", "cache_dtype", "stream.cache_dtype", K_ENUM, 0, CACHE_DTYPES, OFF(stream.cache_dtype)},

@@ -178,10 +178,10 @@ typedef struct sr_stream_config {
     int att_context[2];    /* FastConformer [left, right]; {0, 0} = model default */
     int decoder_kv_cache;  /* WhisperRT: keep decoder self-attention K/V across chunks */
     int delay_tokens;      /* Voxtral transcription delay; 0 = model default */
-    const char *kv_dtype;  /* Voxtral K/V cache elements: NULL / "f32" (default) or "bf16"; read
-                              when the stream opens */
     int record_timeline;   /* 1 (default) keeps every timeline entry; 0 keeps only the last */
-    const char *cache_dtype; /* FastConformer cache-aware caches: NULL / "f32" (default) or "f16" */
+    const char *cache_dtype; /* per-stream caches: NULL / "f32" (default), "f16" (FastConformer
+                                cache-aware caches) or "bf16" (Voxtral K/V caches); a backend
+                                rejects a type it lacks; read when the stream opens */
 } sr_stream_config;
 
 void sr_stream_config_init(sr_stream_config *c);

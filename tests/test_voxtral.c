@@ -5,12 +5,12 @@
  *                   extractor, streaming encoder (ring K/V caches, windows 16 and 750) vs the
  *                   offline encoder under its sliding-window mask, adapter, the first decoder
  *                   logits, and every greedy step (decoder window 20 and 8192, flush to EOS);
- *                   the same with bf16 K/V caches (kv_dtype "bf16": tolerance one bf16 rounding
+ *                   the same with bf16 K/V caches (cache_dtype "bf16": tolerance one bf16 rounding
  *                   of the tensor's largest magnitude, tokens still exact)
  *   voxtral_stream  the public stream API: tokens equal the golden for any feed split, reset
  *                   reuse, bounded per-stream memory over a long stream (f32 and bf16 caches),
  *                   sub-frame audio, bf16 caches halving exactly the cache bytes
- *   voxtral_bad     stream configs (delay, chunk, strategy, kv_dtype), scorer misuse, malformed
+ *   voxtral_bad     stream configs (delay, chunk, strategy, cache_dtype), scorer misuse, malformed
  *                   files
  *   voxtral_convert scripts/convert_voxtral.py (run as CI has it: /usr/bin/python3 + numpy + h5py)
  *                   on the golden model saved in the Mistral layout (interleaved RoPE rows) and
@@ -102,7 +102,7 @@ static double kv_bf16_tol(const float *want, size_t n)
     return ldexp(mx, -9);
 }
 
-/* kv: the stream's kv_dtype (NULL = f32: every tensor within 1e-4; "bf16": the encoder, adapter
+/* kv: the stream's cache_dtype (NULL = f32: every tensor within 1e-4; "bf16": the encoder, adapter
  * and logits downstream of the caches within kv_bf16_tol). Tokens must be exact either way. */
 static void parity(const char *fixture, const char *grp, const char *kv)
 {
@@ -124,7 +124,7 @@ static void parity(const char *fixture, const char *grp, const char *kv)
     CU_ASSERT_FATAL(ok && audio);
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
-    cfg.kv_dtype = kv;
+    cfg.cache_dtype = kv;
     void *state = NULL;
     sr_chunking ck;
     sr_scorer sc;
@@ -266,7 +266,7 @@ static void test_stream_splits(void)
 }
 
 /* A stream far longer than both windows: state bytes do not grow; sub-frame audio works. */
-/* kv_dtype "bf16" halves exactly the encoder ring and decoder caches in the state bytes. */
+/* cache_dtype "bf16" halves exactly the encoder ring and decoder caches in the state bytes. */
 static void test_stream_kv_bytes(void)
 {
     sr_model *m = load("voxtral/model.h5");
@@ -276,7 +276,7 @@ static void test_stream_kv_bytes(void)
     sr_chunking ck;
     sr_scorer sc;
     CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &s32, &ck, &sc), SR_OK);
-    cfg.kv_dtype = "bf16";
+    cfg.cache_dtype = "bf16";
     CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &s16, &ck, &sc), SR_OK);
     const vx_stream *a = s32, *b = s16;
     size_t ring32 = vx_ring_bytes(&a->er) + vx_ring_bytes(&a->dr);
@@ -299,7 +299,7 @@ static void stream_memory(const char *kv)
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
     cfg.record_timeline = 0;
-    cfg.kv_dtype = kv;
+    cfg.cache_dtype = kv;
     sr_stream *st = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &cfg, &st), SR_OK);
     sr_memstats a, b;
@@ -362,14 +362,14 @@ static void test_bad_config(void)
     cfg.decoder = "aed_greedy";
     TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "aed_greedy");
     sr_stream_config_init(&cfg);
-    cfg.kv_dtype = "f16";
-    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "stream.kv_dtype: \"f16\" unknown");
+    cfg.cache_dtype = "f16";
+    TEST_ASSERT_ERR(sr_stream_open(m, &cfg, &st), SR_ERR_ARG, "stream.cache_dtype: \"f16\" unknown for voxtral_realtime");
     /* experiment configs reject it when parsed, naming the choices */
     sr_config *c = NULL;
     TEST_ASSERT_ERR(sr_config_parse("{\"name\": \"x\", \"model\": {\"path\": \"m.h5\"}, "
-                                    "\"data\": {\"path\": \"d\"}, \"stream\": {\"kv_dtype\": "
+                                    "\"data\": {\"path\": \"d\"}, \"stream\": {\"cache_dtype\": "
                                     "\"int8\"}}", "kv.json", &c),
-                    SR_ERR_ARG, "stream.kv_dtype: \"int8\" is not one of f32, bf16");
+                    SR_ERR_ARG, "stream.cache_dtype: \"int8\" is not one of f32, f16, bf16");
     CU_ASSERT_PTR_NULL(c);
     CU_ASSERT_PTR_NULL(st);
     /* a different delay is accepted and changes the prompt length */

@@ -959,8 +959,6 @@ static int bench_run(const bench_args *b)
         cJSON_AddNumberToObject(j, "beam", sc->beam);
         cJSON_AddNumberToObject(j, "stability_n", sc->stability_n);
         cJSON_AddBoolToObject(j, "decoder_kv_cache", sc->decoder_kv_cache);
-        if (sc->kv_dtype) cJSON_AddStringToObject(j, "kv_dtype", sc->kv_dtype);
-        else cJSON_AddNullToObject(j, "kv_dtype");
         if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
         else cJSON_AddNullToObject(j, "cache_dtype");
         cJSON_AddNumberToObject(j, "audio_s", audio_s);

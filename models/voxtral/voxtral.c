@@ -238,10 +238,10 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
         return sr_error(SR_ERR_ARG, "stream.delay_tokens: %d outside the model's supported range "
                         "%d..%d (80 ms each)", delay, w->delay_min, w->delay_max);
     int kv_bf16 = 0;
-    if (cfg->kv_dtype && strcmp(cfg->kv_dtype, "f32")) {
-        if (strcmp(cfg->kv_dtype, "bf16"))
-            return sr_error(SR_ERR_ARG, "stream.kv_dtype: \"%s\" unknown for voxtral_realtime "
-                            "(known: f32, bf16)", cfg->kv_dtype);
+    if (cfg->cache_dtype && strcmp(cfg->cache_dtype, "f32")) {
+        if (strcmp(cfg->cache_dtype, "bf16"))
+            return sr_error(SR_ERR_ARG, "stream.cache_dtype: \"%s\" unknown for voxtral_realtime "
+                            "(known: f32, bf16)", cfg->cache_dtype);
         kv_bf16 = 1;
     }
     vx_stream *s = sr_calloc(1, sizeof *s, "voxtral stream");

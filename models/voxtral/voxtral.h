@@ -76,7 +76,7 @@ typedef struct {
 
 /* A ring K/V cache of `slots` positions for `layers` layers of width w; written rows go to
  * slot pos % slots; positions are analytic (seed: abs[j] = j + ((written-1-j) div slots) slots).
- * Elements are f32, or bf16 (stream config kv_dtype "bf16": rows rounded to nearest even when
+ * Elements are f32, or bf16 (stream config cache_dtype "bf16": rows rounded to nearest even when
  * written, read by the bf16 kernels of kernels/lowp.h). */
 typedef struct {
     void *k, *v;    /* [layers][slots][w] of f32 or uint16_t (bf16) */
