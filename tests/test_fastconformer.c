@@ -743,6 +743,41 @@ static float *tiled_mel(sr_h5 *g, int reps, int *T, int n_mels)
     return out;
 }
 
+static void test_subsample_pieces(void)
+{
+    /* the offline subsampling runs in pieces of FC_SUB_PIECE rows (scratch independent of T):
+     * equal to one pass over the whole mel at every length around the piece boundaries */
+    sr_model *m = load("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    int T = 0;
+    float *mel = tiled_mel(g, 20, &T, w->n_mels);
+    const int P8 = 8 * FC_SUB_PIECE;
+    const int lens[] = {P8, P8 + 1, P8 + 2, P8 + 8, P8 + 9, P8 + 10, 2 * P8 + 1, 2 * P8 + 2, 2 * P8 + 7,
+                        2 * P8 + 16, 3 * P8 + 5, T};
+    double worst = 0;
+    int rows_ok = 1;
+    for (size_t i = 0; mel && i < SR_ARRAY_LEN(lens); i++) {
+        int t = SR_MIN(lens[i], T), n1 = 0, n2 = 0, n = fc_subsample_len(t);
+        float *a = malloc((size_t)n * w->d * sizeof(float)), *b = malloc((size_t)n * w->d * sizeof(float));
+        float *scratch = malloc(fc_subsample_scratch(w, t) * sizeof(float));
+        CU_ASSERT_EQUAL(fc_subsample(w, mel, t, a, &n1), SR_OK);
+        CU_ASSERT_EQUAL(fc_subsample_into(w, mel, t, b, &n2, scratch), SR_OK);
+        rows_ok &= n1 == n && n2 == n;
+        if (n1 == n && n2 == n) worst = fmax(worst, test_max_abs_diff(a, b, (size_t)n * w->d));
+        free(a);
+        free(b);
+        free(scratch);
+    }
+    printf("\n      pieces of %d rows vs one pass, %d lengths up to %d frames: rows equal, max |diff| %.2e",
+           FC_SUB_PIECE, (int)SR_ARRAY_LEN(lens), T, worst);
+    CU_ASSERT(rows_ok);
+    CU_ASSERT(worst <= 1e-6);
+    free(mel);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
 static void test_local_parity(void)
 {
     /* banded attention (blocks of 64 queries over their key window) vs the plain reference:
@@ -1374,7 +1409,7 @@ void test_register_fastconformer(void)
                {"mel_split", test_stream_split}, {"audio_tokens", test_audio_tokens},
                {"feed_split", test_feed_split}, {"reset_memory", test_reset_memory},
                {"f16_caches", test_f16_caches}, {"nemotron_state", test_nemotron_state});
-    TEST_SUITE("fastconformer_local", {"band_parity", test_local_parity},
+    TEST_SUITE("fastconformer_local", {"subsample_pieces", test_subsample_pieces}, {"band_parity", test_local_parity},
                {"band_memory", test_local_memory});
     TEST_SUITE("fastconformer_tdt", {"offline_steps", test_tdt_offline}, {"stream", test_tdt_stream},
                {"audio_tokens", test_tdt_audio});

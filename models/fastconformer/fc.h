@@ -19,6 +19,7 @@
 #define FC_MAX_CTX 16        /* att_context_size entries a model may list */
 #define FC_MASK_VALUE -10000.0f /* NeMo's INF_VAL for masked scores */
 #define FC_LOCAL_BLOCK 64    /* query rows per block of the banded (local) attention */
+#define FC_SUB_PIECE 128     /* encoder rows per piece of the offline subsampling */
 
 typedef struct { const float *w, *b; } fc_lin; /* w [out, in]; b [out] or NULL */
 typedef struct { const float *g, *b; } fc_ln;  /* LayerNorm gain / bias [d] */
@@ -87,7 +88,8 @@ typedef struct {
 } fc_mask;
 
 /* Causal dw_striding subsampling of mel [T, n_mels] -> x [*n_out, d] (before xscaling), as
- * NeMo's ConvSubsampling (is_causal) on a fully valid input: *n_out = T/2+1 applied 3 times. */
+ * NeMo's ConvSubsampling (is_causal) on a fully valid input: *n_out = T/2+1 applied 3 times.
+ * Computed in pieces of FC_SUB_PIECE rows (scratch independent of T), equal to one pass. */
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out);
 /* The same with caller-owned scratch of fc_subsample_scratch(w, T) floats (streams keep one,
  * so a step allocates nothing). */

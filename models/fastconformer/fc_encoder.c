@@ -76,10 +76,34 @@ size_t fc_subsample_scratch(const fc_model *w, int T)
 
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out)
 {
-    float *a = sr_malloc(fc_subsample_scratch(w, T) * sizeof(float), "fastconformer subsampling");
-    if (!a) return SR_ERR_NOMEM;
-    sr_status st = fc_subsample_into(w, mel, T, x, n_out, a);
+    /* In pieces of FC_SUB_PIECE output rows, as the cache-aware steps cut the mel: the first
+     * piece is 1 + 8P frames, each later one the 8P next frames after the 9 before them, whose
+     * first 2 output rows (which saw zero padding instead of those frames) are dropped. Pieces
+     * start at mel frames 8Pj - 8 (even at every stage) and every stage sees odd lengths
+     * except in the last piece, whose end is the true end: the rows are those of one pass over
+     * the whole mel, with the scratch of one piece (a 17-minute input at 256 channels would
+     * otherwise need 5.6 GB of conv planes). */
+    const int P = FC_SUB_PIECE, first = 1 + 8 * P;
+    int nin = T <= first ? T : 9 + 8 * P;
+    float *a = sr_malloc(fc_subsample_scratch(w, nin) * sizeof(float), "fastconformer subsampling");
+    float *rows = T <= first ? NULL : sr_malloc((size_t)(P + 2) * w->d * sizeof(float), "fastconformer subsampling rows");
+    if (!a || (T > first && !rows)) {
+        free(a);
+        return SR_ERR_NOMEM;
+    }
+    int n = 0, k = 0;
+    sr_status st = fc_subsample_into(w, mel, SR_MIN(T, first), x, &n, a);
+    for (int pos = first; !st && pos < T;) {
+        int nnew = SR_MIN(8 * P, T - pos);
+        st = fc_subsample_into(w, mel + (size_t)(pos - 9) * w->n_mels, 9 + nnew, rows, &k, a);
+        if (st) break;
+        memcpy(x + (size_t)n * w->d, rows + (size_t)2 * w->d, (size_t)(k - 2) * w->d * sizeof(float));
+        n += k - 2;
+        pos += nnew;
+    }
     free(a);
+    free(rows);
+    *n_out = st ? 0 : n;
     return st;
 }
 
