@@ -15,7 +15,9 @@
  * up to threads - 1 pool workers take parts from an atomic counter until none is left, so a
  * worker delayed by another process leaves its share to the others. Workers are started on
  * first use and sleep on a condition variable between products; one product runs at a time
- * (a busy pool makes a second caller work alone).
+ * (a busy pool makes a second caller work alone). Once the caller finds every part taken it
+ * withdraws the job and waits only for the workers inside a part, never for one that has not
+ * woken up yet (on a loaded machine that wait would cost a scheduler slice per product).
  *
  * Tile path (many rows): rows of W are widened into the caller's tile with sr_bf16_to_f32_n
  * and multiplied by the table's sgemm.
@@ -255,8 +257,8 @@ static pthread_cond_t pool_go = PTHREAD_COND_INITIALIZER, pool_done = PTHREAD_CO
 static int pool_started;           /* workers running */
 static unsigned long pool_gen;     /* incremented per product */
 static lowp_job *pool_job;
-static int pool_want;              /* workers 0 .. want-1 take part in the current product */
-static int pool_active;            /* of those, still working */
+static int pool_want;              /* workers 0 .. want-1 may take part in the current product */
+static int pool_inside;            /* workers inside the current product's parts */
 
 static void run_parts(lowp_job *j)
 {
@@ -276,12 +278,13 @@ static void *worker(void *arg)
     for (;;) {
         while (pool_gen == seen) pthread_cond_wait(&pool_go, &pool_mu);
         seen = pool_gen;
-        if (id >= pool_want) continue;
         lowp_job *j = pool_job;
+        if (!j || id >= pool_want) continue; /* none, or the caller already took every part */
+        pool_inside++;
         pthread_mutex_unlock(&pool_mu);
         run_parts(j);
         pthread_mutex_lock(&pool_mu);
-        if (--pool_active == 0) pthread_cond_signal(&pool_done);
+        if (--pool_inside == 0) pthread_cond_signal(&pool_done);
     }
     return NULL;
 }
@@ -303,14 +306,16 @@ static void run_job(lowp_job *j, int helpers)
         }
         helpers = SR_MIN(helpers, pool_started);
         pool_job = j;
-        pool_want = pool_active = helpers;
+        pool_want = helpers;
         pool_gen++;
         pthread_cond_broadcast(&pool_go);
         pthread_mutex_unlock(&pool_mu);
         run_parts(j);
+        /* every part is taken: withdraw the job so that workers not yet awake skip it, and
+         * wait only for those still inside a part (a descheduled worker costs no wait) */
         pthread_mutex_lock(&pool_mu);
-        while (pool_active > 0) pthread_cond_wait(&pool_done, &pool_mu);
         pool_job = NULL;
+        while (pool_inside > 0) pthread_cond_wait(&pool_done, &pool_mu);
         pthread_mutex_unlock(&pool_mu);
         pthread_mutex_unlock(&pool_busy);
         return;
