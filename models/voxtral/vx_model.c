@@ -15,8 +15,9 @@
  *                   pos * inv_i, inv_i = 1 / theta^(2i/hd) (float32, as transformers)
  *   attention       over a ring K/V cache of S slots; slot j holds absolute position
  *                   j + floor((written - 1 - j) / S) S (negative: never written); a query at
- *                   position p sees keys 0 <= p - pos < window; scale hd^-1/2; GQA maps query
- *                   head h to KV head h / (Hq / Hkv)
+ *                   position p sees keys 0 <= p - pos < window, so only the slots of the last
+ *                   window + n - 1 positions are read (at most two runs of the ring); scale
+ *                   hd^-1/2; GQA maps query head h to KV head h / (Hq / Hkv)
  * bf16 matrices stay bf16 (vx_linear): products of <= 4 rows read them directly (kernels/lowp.h),
  * larger ones convert a tile of rows at a time to f32 for sgemm, never a whole matrix.
  */
@@ -82,46 +83,49 @@ static void rope(float *x, int n, int heads, int hd, const float *inv, int64_t p
     }
 }
 
-/* Absolute position held by slot j of a ring of S slots after `written` writes (< 0: empty). */
-static int64_t slot_pos(int64_t j, int64_t written, int64_t S)
-{
-    int64_t d = written - 1 - j;
-    int64_t q = d >= 0 ? d / S : -((-d + S - 1) / S); /* floor division */
-    return j + q * S;
-}
-
 /* Attention of n query rows (positions p0 ..) over layer l of ring r (K/V [S][Hkv hd]) after
- * the rows were written; out [n, Hq hd]. */
+ * the rows were written (r->written = p0 + n); out [n, Hq hd]. Only the keys a query can see
+ * are read: positions lo = max(0, p0 - window + 1) .. p0 + n - 1, all still in the ring since
+ * window + n - 1 <= S, i.e. the slots lo % S .. as at most two runs (the ring wraps once).
+ * Score column c is position lo + c; query p sees it when 0 <= p - (lo + c) < window. */
 static sr_status attend(const sr_kernels *k, vx_scratch *s, const float *q, int n, int Hq,
                         int Hkv, int hd, const vx_ring *r, int l, int window, int64_t p0,
                         float *out)
 {
     int S = r->slots, w = Hkv * hd, qw = Hq * hd;
     size_t lay = (size_t)l * S * w;
-    /* slots at or past `written` are empty until the first wrap: leave them out */
-    int nk = r->written < S ? (int)r->written : S;
+    int64_t lo = p0 - window + 1 < 0 ? 0 : p0 - window + 1;
+    int nk = (int)(p0 + n - lo);                 /* <= window + n - 1 <= S */
+    int a0 = (int)(lo % S), len0 = SR_MIN(nk, S - a0); /* run 1: slots a0 .., run 2: 0 .. */
+    int runs[2][3] = {{a0, len0, 0}, {0, nk - len0, len0}}; /* first slot, length, column */
     float scale = 1.0f / sqrtf((float)hd);
     int group = Hq / Hkv;
     for (int h = 0; h < Hq; h++) {
         size_t kvo = lay + (size_t)(h / group) * hd;
-        sr_status st;
-        if (r->bf16) /* scaled below, with the mask */
-            st = sr_bf16_gemm(k, 1, n, nk, hd, q + (size_t)h * hd, qw, (const uint16_t *)r->k + kvo,
-                              w, 0.0f, s->scores, nk, s->tile, s->tile_floats);
-        else
-            st = k->sgemm(0, 1, n, nk, hd, scale, q + (size_t)h * hd, qw,
-                          (const float *)r->k + kvo, w, 0.0f, s->scores, nk);
+        const float *qh = q + (size_t)h * hd;
+        float *oh = out + (size_t)h * hd;
+        sr_status st = SR_OK;
+        for (int u = 0; u < 2 && !st; u++) {
+            if (!runs[u][1]) continue;
+            size_t ko = kvo + (size_t)runs[u][0] * w;
+            float *sc = s->scores + runs[u][2];
+            if (r->bf16) /* scaled below, with the mask */
+                st = sr_bf16_gemm(k, 1, n, runs[u][1], hd, qh, qw, (const uint16_t *)r->k + ko, w,
+                                  0.0f, sc, nk, s->tile, s->tile_floats);
+            else
+                st = k->sgemm(0, 1, n, runs[u][1], hd, scale, qh, qw, (const float *)r->k + ko, w,
+                              0.0f, sc, nk);
+        }
         if (st) return st;
-        float sc = r->bf16 ? scale : 1.0f;
+        float scl = r->bf16 ? scale : 1.0f;
         for (int i = 0; i < n; i++) {
             float *row = s->scores + (size_t)i * nk;
             int64_t p = p0 + i;
             float mx = -INFINITY;
             for (int j = 0; j < nk; j++) {
-                int64_t ap = slot_pos(j, r->written, S);
-                int64_t dl = p - ap;
-                if (ap < 0 || dl < 0 || dl >= window) row[j] = -INFINITY;
-                else if ((row[j] *= sc) > mx) mx = row[j];
+                int64_t dl = p - (lo + j);
+                if (dl < 0 || dl >= window) row[j] = -INFINITY;
+                else if ((row[j] *= scl) > mx) mx = row[j];
             }
             double sum = 0;
             for (int j = 0; j < nk; j++) {
@@ -131,12 +135,18 @@ static sr_status attend(const sr_kernels *k, vx_scratch *s, const float *q, int 
             float inv = (float)(1.0 / sum);
             for (int j = 0; j < nk; j++) row[j] *= inv;
         }
-        if (r->bf16)
-            st = sr_bf16_gemm_nn(SR_LOWP_AUTO, n, hd, nk, s->scores, nk,
-                                 (const uint16_t *)r->v + kvo, w, 0.0f, out + (size_t)h * hd, qw);
-        else
-            st = k->sgemm(0, 0, n, hd, nk, 1.0f, s->scores, nk, (const float *)r->v + kvo, w,
-                          0.0f, out + (size_t)h * hd, qw);
+        for (int u = 0; u < 2 && !st; u++) {
+            if (!runs[u][1]) continue;
+            size_t vo = kvo + (size_t)runs[u][0] * w;
+            const float *pr = s->scores + runs[u][2];
+            float beta = u && runs[0][1] ? 1.0f : 0.0f;
+            if (r->bf16)
+                st = sr_bf16_gemm_nn(SR_LOWP_AUTO, n, hd, runs[u][1], pr, nk,
+                                     (const uint16_t *)r->v + vo, w, beta, oh, qw);
+            else
+                st = k->sgemm(0, 0, n, hd, runs[u][1], 1.0f, pr, nk, (const float *)r->v + vo, w,
+                              beta, oh, qw);
+        }
         if (st) return st;
     }
     return SR_OK;
