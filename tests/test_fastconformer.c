@@ -1259,6 +1259,60 @@ static void test_bad_streams(void)
     sr_model_free(m);
 }
 
+static void test_offline_switch(void)
+{
+    /* strategy offline switches to banded attention above local_attn_threshold encoder
+     * frames, offline_local always bands, offline_full never does. On a copy of rand.h5 with
+     * threshold 10 and window [2, 2] (the golden 2 s gives 26 frames), at att_context
+     * [-1, -1]: offline and offline_local compute the band, offline_full NeMo's full attention */
+    sr_model *m = load("fastconformer/rand.h5"), *b = NULL;
+    cJSON *c = cJSON_Parse(sr_model_config(m));
+    cJSON_ReplaceItemInObjectCaseSensitive(c, "local_attn_threshold", cJSON_CreateNumber(10));
+    cJSON_ReplaceItemInObjectCaseSensitive(c, "local_attn_window", cJSON_Parse("[2, 2]"));
+    char *cfg = cJSON_PrintUnformatted(c);
+    cJSON_Delete(c);
+    const char *p = bad_copy("fc_switch.h5", NULL, cfg);
+    free(cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(p, NULL, &b), SR_OK);
+    const fc_model *w = b->impl;
+    sr_h5 *g = golden();
+    sr_tensor mel, full;
+    if (test_golden(g, "/mel", SR_F32, &mel) && test_golden(g, "/offline/full/encoder", SR_F32, &full)) {
+        int T = (int)mel.shape[0], nb = 0;
+        float *band = NULL;
+        static const int win[2] = {2, 2};
+        CU_ASSERT_EQUAL(fc_encode_offline(w, mel.data, T, win, 1, &band, &nb, NULL), SR_OK);
+        CU_ASSERT(nb == full.shape[0] && nb > 10);
+        static const char *strat[] = {"offline", "offline_local", "offline_full"};
+        for (int i = 0; i < 3 && band; i++) {
+            bstream bs;
+            if (!bopen(b, strat[i], -1, -1, &bs)) continue;
+            fc_stream *s = bs.st;
+            CU_ASSERT_EQUAL(fc_stream_feed_mel(s, mel.data, T, 1), SR_OK);
+            CU_ASSERT_EQUAL(s->encp_n, nb);
+            if (s->encp_n == nb) {
+                size_t n = (size_t)nb * w->d;
+                double dfull = test_max_abs_diff(s->enc_raw, full.data, n), dband = test_max_abs_diff(s->enc_raw, band, n);
+                printf("\n      %-13s [-1, -1], 26 frames, threshold 10: vs NeMo full %.2e, vs band [2, 2] %.2e", strat[i],
+                       dfull, dband);
+                if (i < 2) {
+                    CU_ASSERT(dband == 0 && dfull > 1e-2);
+                } else {
+                    CU_ASSERT(dfull <= TOL && dband > 1e-2);
+                }
+            }
+            sr_fastconformer_rnnt_ops.stream_close(s);
+        }
+        free(band);
+    }
+    sr_tensor_free(&mel);
+    sr_tensor_free(&full);
+    sr_h5_close(g);
+    sr_model_free(b);
+    sr_model_free(m);
+}
+
 /* ---- fastconformer_convert ---- */
 
 /* Run scripts/convert_nemo.py with `args` under $SRKIT_TORCH_PYTHON (default /usr/bin/python3);
@@ -1410,6 +1464,7 @@ void test_register_fastconformer(void)
                {"feed_split", test_feed_split}, {"reset_memory", test_reset_memory},
                {"f16_caches", test_f16_caches}, {"nemotron_state", test_nemotron_state});
     TEST_SUITE("fastconformer_local", {"subsample_pieces", test_subsample_pieces}, {"band_parity", test_local_parity},
+               {"offline_switch", test_offline_switch},
                {"band_memory", test_local_memory});
     TEST_SUITE("fastconformer_tdt", {"offline_steps", test_tdt_offline}, {"stream", test_tdt_stream},
                {"audio_tokens", test_tdt_audio});

@@ -16,7 +16,7 @@
  * Strategy "offline": all audio is kept; at finish the whole-utterance mel goes through the
  * encoder with the context mask of the stream's att_context ([-1, -1] = full attention), or
  * banded local attention (window config.local_attn_window) above config.local_attn_threshold
- * encoder frames (strategy "offline_local" forces it).
+ * encoder frames (strategy "offline_local" forces it, "offline_full" never switches).
  *
  * Scorer (plugin.h TRANSDUCER): the encoder rows of the latest process call, projected by the
  * joint's encoder Linear, are held; pred_out is the prediction network's top LSTM output
@@ -31,7 +31,7 @@
 #define FC_PRE_CACHE 9  /* pre-encode cache in mel frames (subsampling factor + 1) */
 #define FC_DROP 2       /* subsampled rows of the pre-encode cache dropped */
 
-enum { FC_CACHE_AWARE = 0, FC_OFFLINE = 1, FC_OFFLINE_LOCAL = 2 };
+enum { FC_CACHE_AWARE = 0, FC_OFFLINE = 1, FC_OFFLINE_LOCAL = 2, FC_OFFLINE_FULL = 3 };
 
 static int step_frames(const fc_stream *s) { return s->steps ? 8 * (s->ctx[1] + 1) : 1 + 8 * s->ctx[1]; }
 
@@ -343,7 +343,8 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
         if (!strcmp(cfg->strategy, "cache_aware")) strategy = FC_CACHE_AWARE;
         else if (!strcmp(cfg->strategy, "offline")) strategy = FC_OFFLINE;
         else if (!strcmp(cfg->strategy, "offline_local")) strategy = FC_OFFLINE_LOCAL;
-        else return sr_error(SR_ERR_ARG, "stream.strategy: \"%s\" unknown for fastconformer_rnnt (known: cache_aware, offline, offline_local)", cfg->strategy);
+        else if (!strcmp(cfg->strategy, "offline_full")) strategy = FC_OFFLINE_FULL;
+        else return sr_error(SR_ERR_ARG, "stream.strategy: \"%s\" unknown for fastconformer_rnnt (known: cache_aware, offline, offline_local, offline_full)", cfg->strategy);
     }
     int ctx[2] = {w->ctx[0][0], w->ctx[0][1]};
     if (cfg->att_context[0] || cfg->att_context[1]) {
@@ -376,7 +377,7 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     s->m = m;
     s->w = w;
     s->offline = strategy != FC_CACHE_AWARE;
-    s->local = strategy == FC_OFFLINE_LOCAL ? 1 : -1;
+    s->local = strategy == FC_OFFLINE_LOCAL ? 1 : strategy == FC_OFFLINE_FULL ? 0 : -1;
     s->ctx[0] = ctx[0];
     s->ctx[1] = ctx[1];
     sr_status st = SR_ERR_NOMEM;
