@@ -65,11 +65,10 @@ sr_status sr_bf16_gemm_direct(sr_lowp_impl impl, int threads, int M, int N, int 
 sr_status sr_bf16_gemm_nn(sr_lowp_impl impl, int M, int N, int K, const float *x, int ldx,
                           const uint16_t *w, int ldw, float beta, float *y, int ldy);
 
-/* The Linear-layer entry: the direct kernel (AUTO) for M <= SR_LOWP_DIRECT_ROWS on the CPU
- * table, otherwise rows of w widened into tile (tile_floats >= K floats of host scratch, as many
- * whole rows at a time as fit) and multiplied by k->sgemm. Same contract as the direct product;
- * a table other than the CPU one always takes the tile path (tile and operands must then be
- * that table's memory). */
+/* The Linear-layer entry on host memory: the direct kernel (AUTO) for M <= SR_LOWP_DIRECT_ROWS,
+ * otherwise rows of w widened into tile (tile_floats >= K floats of scratch, as many whole rows
+ * at a time as fit) and multiplied by k->sgemm. Same contract as the direct product. k must be
+ * the CPU table (the widening runs on the host): any other is SR_ERR_UNSUPPORTED. */
 sr_status sr_bf16_gemm(const sr_kernels *k, int threads, int M, int N, int K, const float *x,
                        int ldx, const uint16_t *w, int ldw, float beta, float *y, int ldy,
                        float *tile, size_t tile_floats);

@@ -290,6 +290,9 @@ static void test_bad_args(void)
     TEST_ASSERT_ERR(sr_bf16_gemm(k, 1, 5, 1, 4, x, 4, w, 4, 0, y, 1, tile, 3), SR_ERR_ARG, "tile of 3 floats");
     TEST_ASSERT_ERR(sr_bf16_gemm(k, 1, 5, 1, 4, x, 4, w, 4, 0, y, 1, NULL, 8), SR_ERR_ARG, "tile of");
     TEST_ASSERT_ERR(sr_bf16_gemm(k, 1, 5, 1, 4, x, 3, w, 4, 0, y, 1, tile, 8), SR_ERR_ARG, "ldx = 3");
+    static const sr_kernels other = {.name = "other"};
+    TEST_ASSERT_ERR(sr_bf16_gemm(&other, 1, 1, 1, 4, x, 4, w, 4, 0, y, 1, tile, 8),
+                    SR_ERR_UNSUPPORTED, "the other table");
 }
 
 /* Two threads each running split products at once: one gets the pool, the other works alone

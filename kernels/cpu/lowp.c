@@ -406,7 +406,10 @@ sr_status sr_bf16_gemm(const sr_kernels *k, int threads, int M, int N, int K, co
                        int ldx, const uint16_t *w, int ldw, float beta, float *y, int ldy,
                        float *tile, size_t tile_floats)
 {
-    if (k == sr_kernels_cpu() && M <= SR_LOWP_DIRECT_ROWS)
+    if (k != sr_kernels_cpu())
+        return sr_error(SR_ERR_UNSUPPORTED, "sr_bf16_gemm: bf16 weights are multiplied on the "
+                        "host; the %s table is not supported", k ? k->name : "(null)");
+    if (M <= SR_LOWP_DIRECT_ROWS)
         return sr_bf16_gemm_direct(SR_LOWP_AUTO, threads, M, N, K, x, ldx, w, ldw, beta, y, ldy);
     sr_status st = check_args("sr_bf16_gemm", M, N, K, x, ldx, w, ldw, y, ldy);
     if (st) return st;
