@@ -151,6 +151,9 @@ static char *run_identity(const sr_run_config *r)
     cJSON_AddNumberToObject(s, "att_right", c->att_context[1]);
     cJSON_AddNumberToObject(s, "decoder_kv_cache", c->decoder_kv_cache);
     cJSON_AddNumberToObject(s, "delay_tokens", c->delay_tokens);
+    /* only when set, so that runs recorded before the key existed keep their identity */
+    if (c->cache_dtype && strcmp(c->cache_dtype, "f32"))
+        cJSON_AddStringToObject(s, "cache_dtype", c->cache_dtype);
     cJSON_AddStringToObject(j, "data", r->data.path ? r->data.path : "");
     cJSON_AddStringToObject(j, "format", r->data.format ? r->data.format : "");
     char *txt = cJSON_PrintUnformatted(j);
@@ -174,6 +177,7 @@ static cJSON *stream_json(const sr_stream_config *c)
     cJSON_AddItemToArray(a, cJSON_CreateNumber(c->att_context[1]));
     cJSON_AddBoolToObject(s, "decoder_kv_cache", c->decoder_kv_cache);
     cJSON_AddNumberToObject(s, "delay_tokens", c->delay_tokens);
+    cJSON_AddStringToObject(s, "cache_dtype", c->cache_dtype ? c->cache_dtype : "f32");
     return s;
 }
 

@@ -155,6 +155,10 @@ static void test_sweep_outputs(void)
     CU_ASSERT_DOUBLE_EQUAL(agg(r, 0, "wer"), agg(r, 1, "wer"), 1e-12);
     CU_ASSERT_PTR_NOT_NULL(cJSON_GetObjectItem(r, "machine"));
     CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(r, "git_revision")), "test");
+    /* each run's stream settings are recorded, the cache element type included */
+    cJSON *run0 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "runs"), 0);
+    cJSON *stream0 = cJSON_GetObjectItem(run0, "stream");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(stream0, "cache_dtype")), "f32");
     char p[2048];
     snprintf(p, sizeof p, "%s/report.md", out);
     char *rep = slurp(p);
@@ -234,6 +238,13 @@ static void test_resume(void)
     TEST_ASSERT_ERR(run_cfg(diff, 0, 0, 0, &o), SR_ERR_ARG, "--restart");
     CU_ASSERT_EQUAL(run_cfg(diff, 1, 0, 0, &o), SR_OK);
     sr_eval_outcome_clear(&o);
+    /* the cache element type is part of a run's identity too */
+    snprintf(json, sizeof json, "{\"name\": \"t\", \"model\": {\"path\": \"%s\"}, \"stream\": {\"beam\": 1, \"decoder\": \"sync_greedy\", \"stability_n\": 5, \"cache_dtype\": \"f16\"},"
+             " \"data\": {\"path\": \"%s\"}, \"output\": \"%s\"}", test_fixture("test_linear.h5"), dataset_dir(), part);
+    sr_config *f16 = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_config_parse(json, "f16", &f16), SR_OK);
+    TEST_ASSERT_ERR(run_cfg(f16, 0, 0, 0, &o), SR_ERR_ARG, "different run config");
+    sr_config_free(f16);
     sr_config_free(diff);
     sr_config_free(other);
     sr_config_free(cf);
