@@ -646,7 +646,7 @@ static void test_f16_caches(void)
     sr_config *cfg = NULL;
     TEST_ASSERT_ERR(sr_config_parse("{\"name\": \"x\", \"model\": {\"path\": \"-\"}, \"data\": {\"path\": \"-\"}, "
                                     "\"stream\": {\"cache_dtype\": \"f8\"}}", "test", &cfg),
-                    SR_ERR_ARG, "stream.cache_dtype: \"f8\" is not one of f32, f16");
+                    SR_ERR_ARG, "stream.cache_dtype: \"f8\" is not one of f32, f16, bf16");
     sr_config_free(cfg);
     sr_stream_config sc;
     sr_stream_config_init(&sc);
