@@ -93,7 +93,7 @@ static const field_def FIELDS[] = {
     {"stream", "stability_n", "stream.stability_n", K_INT, 1, NULL, OFF(stream.stability_n)},
     {"stream", "beam", "stream.beam", K_INT, 1, NULL, OFF(stream.beam)},
     {"stream", "max_symbols", "stream.max_symbols", K_INT, 0, NULL, OFF(stream.max_symbols)},
-    {"stream", "att_context", "stream.att_context", K_PAIR, 0, NULL, OFF(stream.att_context)},
+    {"stream", "att_context", "stream.att_context", K_PAIR, -1, NULL, OFF(stream.att_context)},
     {"stream", "decoder_kv_cache", "stream.decoder_kv_cache", K_BOOL, 0, NULL,
      OFF(stream.decoder_kv_cache)},
     {"stream", "delay_tokens", "stream.delay_tokens", K_INT, 0, NULL, OFF(stream.delay_tokens)},

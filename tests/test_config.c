@@ -223,7 +223,8 @@ static const schema_case SCHEMA[] = {
     {"", "", ", \"stream\": {\"att_context\": [70]}", SR_ERR_ARG,
      "stream.att_context: expected 2 integers [left, right], got 1"},
     {"", "", ", \"stream\": {\"att_context\": [70, 13, 1]}", SR_ERR_ARG, "stream.att_context: expected 2"},
-    {"", "", ", \"stream\": {\"att_context\": [70, -1]}", SR_ERR_ARG, "stream.att_context[1]: must be >= 0"},
+    {"", "", ", \"stream\": {\"att_context\": [-1, -1]}", SR_OK, NULL}, /* NeMo's "unlimited" */
+    {"", "", ", \"stream\": {\"att_context\": [70, -2]}", SR_ERR_ARG, "stream.att_context[1]: must be >= -1"},
     {"", "", ", \"stream\": {\"att_context\": [70, \"13\"]}", SR_ERR_FORMAT,
      "stream.att_context[1]: expected an integer, got string"},
     {"", "", ", \"stream\": {\"att_context\": [70.5, 13]}", SR_ERR_FORMAT,
@@ -734,8 +735,8 @@ static void test_sweep_value_types(void)
                     "sweep.model.device[1]: \"tpu\" is not one of cpu, cuda");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.att_context\": [[70, 13], [70]]}", &c), SR_ERR_ARG,
                     "sweep.stream.att_context[1]: expected 2 integers");
-    TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.att_context\": [[70, 13], [70, -1]]}", &c), SR_ERR_ARG,
-                    "sweep.stream.att_context[1][1]: must be >= 0");
+    TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.att_context\": [[70, 13], [70, -2]]}", &c), SR_ERR_ARG,
+                    "sweep.stream.att_context[1][1]: must be >= -1");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.record_timeline\": [0, 1]}", &c), SR_ERR_FORMAT,
                     "sweep.stream.record_timeline[0]: expected a boolean");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"data.format\": [\"kaldi\", \"trn\", \"csv\"]}", &c), SR_ERR_ARG,
