@@ -20,9 +20,12 @@ Run it through scripts/bench_peers.sh, which pins the BLAS / OpenMP thread count
          `srkit bench --json --per-chunk --max-ms` for whisperrt and reencode at each chunk size
          of CHUNKS with aed_greedy (decodes only at the end: the per-chunk times are the
          encoder side alone), and at STABLE_CHUNKS with stable_greedy (encoder + the streaming
-         decoder's work on every chunk). reencode runs on the first REENCODE_S seconds only:
-         every reencode chunk encodes a full 30 s window, so its per-chunk cost does not depend
-         on where in the stream it is (and 60 s of it at 40 ms would take half an hour).
+         decoder's work on every chunk). With aed_greedy reencode runs on the first REENCODE_S
+         seconds only: every reencode chunk encodes a full 30 s window, so its encoder cost does
+         not depend on where in the stream it is (and 60 s of it at 40 ms would take half an
+         hour). With stable_greedy both strategies run on the same first STABLE_S seconds: the
+         decoder's work on a chunk grows with the hypothesis so far, so only the same audio
+         compares.
       Prints markdown tables and writes OUT/bench_peers.json (+ the hypotheses as .trn).
 
   peer (`--peer openai|faster|faster-int8`, run with the reference venv's python)
@@ -30,7 +33,7 @@ Run it through scripts/bench_peers.sh, which pins the BLAS / OpenMP thread count
       warm-up, then one timed pass per "run" line, printing {"compute_s", "per_file", "texts"}.
 
 Environment (bench_peers.sh sets the defaults): THREADS, SRKIT, MODEL, CT2, DATA, STREAM_DIR,
-STREAM_S, CHUNKS, STABLE_CHUNKS, REENCODE_S, PASSES, VENV, OUT, SKIP_OFFLINE, SKIP_STREAM,
+STREAM_S, CHUNKS, STABLE_CHUNKS, REENCODE_S, STABLE_S, PASSES, VENV, OUT, SKIP_OFFLINE, SKIP_STREAM,
 SKIP_PEERS.
 """
 
@@ -348,14 +351,17 @@ def chunk_stats(j, drop_final):
 def stream_section(cfg, res):
     files, _ = stream_files(cfg["stream_dir"], cfg["stream_s"])
     total, rtotal = cfg["stream_s"], min(cfg["reencode_s"], cfg["stream_s"])
-    log("streaming: the first %.1f s of %d files (reencode: the first %.1f s)" % (
-        total, len(files), rtotal))
-    out = {"files": files, "audio_s": total, "reencode_audio_s": rtotal, "runs": []}
+    stotal = min(cfg["stable_s"], cfg["stream_s"])
+    log("streaming: the first %.1f s of %d files (reencode: the first %.1f s; stable_greedy "
+        "pairs: the first %.1f s)" % (total, len(files), rtotal, stotal))
+    out = {"files": files, "audio_s": total, "reencode_audio_s": rtotal,
+           "stable_audio_s": stotal, "runs": []}
     for decoder in ("aed_greedy", "stable_greedy"):
         for chunk in (cfg["chunks"] if decoder == "aed_greedy" else cfg["stable_chunks"]):
             for strategy in ("whisperrt", "reencode"):
-                j = bench(cfg, files, total if strategy == "whisperrt" else rtotal, strategy,
-                          decoder, chunk)
+                secs = stotal if decoder == "stable_greedy" else (
+                    total if strategy == "whisperrt" else rtotal)
+                j = bench(cfg, files, secs, strategy, decoder, chunk)
                 st = chunk_stats(j, decoder == "aed_greedy")
                 out["runs"].append({"strategy": strategy, "decoder": decoder, "chunk_ms": chunk,
                                     "audio_s": j["audio_s"], "compute_s": j["compute_s"],
@@ -392,7 +398,8 @@ def markdown(cfg, res):
             s["audio_s"], len(s["files"]), s["reencode_audio_s"], cfg["threads"]), "",
               "Per-chunk compute in ms. `aed_greedy` decodes only at the end, so its chunks are "
               "the encoder side alone (final entry left out); `stable_greedy` adds the streaming "
-              "decoder's work on every chunk.", "",
+              "decoder's work on every chunk, and both of its strategies run on the same first "
+              "%.0f s (the 'first / last 10 s' column is of that audio)." % s.get("stable_audio_s", 0), "",
               "| decoder | chunk ms | whisperrt p50 / p90 | reencode p50 / p90 | reencode / whisperrt (p50) | whisperrt RTF | whisperrt mean first 10 s / last 10 s |",
               "|---|---|---|---|---|---|---|"]
         for decoder in ("aed_greedy", "stable_greedy"):
@@ -424,6 +431,7 @@ def main():
                                                         "librispeech_test-other")),
            "stream_s": float(env("STREAM_S", "60")),
            "reencode_s": float(env("REENCODE_S", "3")),
+           "stable_s": float(env("STABLE_S", "30")),
            "chunks": [int(c) for c in env("CHUNKS", "40 100 200 300").split()],
            "stable_chunks": [int(c) for c in env("STABLE_CHUNKS", "100").split()],
            "passes": int(env("PASSES", "3")),
