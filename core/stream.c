@@ -101,30 +101,27 @@ static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int64_t model
     size_t tok_bytes = (size_t)s->hyp.n * sizeof(int32_t);
     size_t text_len = s->text.len;
     const sr_timeline_entry *prev = s->tl_n ? &s->tl[s->tl_n - 1] : NULL;
+    const int32_t *tokens;
+    const char *text;
     if (prev && prev->n_tokens == s->hyp.n && strlen(prev->text) == text_len &&
         (!tok_bytes || !memcmp(prev->tokens, s->hyp.tokens, tok_bytes)) &&
         !memcmp(prev->text, s->text.data, text_len)) {
-        sr_timeline_entry *e = &s->tl[s->tl_n++];
-        *e = *prev; /* the same block */
-        e->audio_ms = s->samples_in * 1000 / 16000;
-        e->n_stable = s->hyp.n_stable;
-        e->compute_ns = compute_ns;
-        e->model_ns = model_ns;
-        e->is_final = is_final;
-        s->tl_pub.entries = s->tl;
-        s->tl_pub.n = s->tl_n;
-        return SR_OK;
+        tokens = prev->tokens; /* the same block */
+        text = prev->text;
+    } else {
+        char *block = sr_malloc(tok_bytes + text_len + 1 + sizeof(int32_t), "timeline entry");
+        if (!block) return SR_ERR_NOMEM;
+        /* tokens first (aligned by malloc), then the text */
+        if (tok_bytes) memcpy(block, s->hyp.tokens, tok_bytes);
+        char *t = block + tok_bytes;
+        if (text_len) memcpy(t, s->text.data, text_len);
+        t[text_len] = '\0';
+        tokens = (const int32_t *)block;
+        text = t;
     }
-    char *block = sr_malloc(tok_bytes + text_len + 1 + sizeof(int32_t), "timeline entry");
-    if (!block) return SR_ERR_NOMEM;
-    /* tokens first (aligned by malloc), then the text */
-    if (tok_bytes) memcpy(block, s->hyp.tokens, tok_bytes);
-    char *text = block + tok_bytes;
-    if (text_len) memcpy(text, s->text.data, text_len);
-    text[text_len] = '\0';
     sr_timeline_entry *e = &s->tl[s->tl_n++];
     e->audio_ms = s->samples_in * 1000 / 16000;
-    e->tokens = (const int32_t *)block;
+    e->tokens = tokens;
     e->n_tokens = s->hyp.n;
     e->text = text;
     e->n_stable = s->hyp.n_stable;
