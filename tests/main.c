@@ -75,6 +75,24 @@ const char *test_shared(const char *rel)
     return access(p, R_OK) == 0 ? p : NULL;
 }
 
+sr_model *test_load_model(const char *name)
+{
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(test_fixture(name), NULL, &m);
+    if (st) printf("\n      load %s: %s: %s\n", name, sr_strerror(st), sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    return m;
+}
+
+sr_h5 *test_open_golden(const char *name)
+{
+    sr_h5 *g = NULL;
+    sr_status st = sr_h5_open_plain(test_fixture(name), &g);
+    if (st) printf("\n      open %s: %s\n", name, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    return g;
+}
+
 double test_max_abs_diff(const float *a, const float *b, size_t n)
 {
     double m = 0;

@@ -47,6 +47,14 @@ int test_golden(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out);
  * generator fed the reference. *n samples; malloc'ed; NULL on failure. */
 float *test_golden_audio(sr_h5 *f, size_t *n);
 
+/* Load model fixture tests/fixtures/<name> with default options; a failure prints the message and
+ * ends the test (CU_ASSERT_..._FATAL). */
+sr_model *test_load_model(const char *name);
+
+/* Open golden fixture tests/fixtures/<name> as plain HDF5 (sr_h5_open_plain); a failure prints
+ * the message and ends the test. */
+sr_h5 *test_open_golden(const char *name);
+
 /* Max |a - b| over n floats. */
 double test_max_abs_diff(const float *a, const float *b, size_t n);
 

@@ -38,21 +38,8 @@ static const int CTX[][2] = {{70, 0}, {70, 1}, {70, 6}, {70, 13}, {4, 0}, {6, 1}
 #define N_CTX ((int)(sizeof CTX / sizeof CTX[0]))
 #define TOL 1e-4
 
-static sr_model *load(const char *fixture)
-{
-    sr_model *m = NULL;
-    sr_status st = sr_model_load(test_fixture(fixture), NULL, &m);
-    if (st) printf("\n      load %s: %s\n", fixture, sr_last_error());
-    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-    return m;
-}
 
-static sr_h5 *golden(void)
-{
-    sr_h5 *g = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("fastconformer/golden.h5"), &g), SR_OK);
-    return g;
-}
+static sr_h5 *golden(void) { return test_open_golden("fastconformer/golden.h5"); }
 
 static int check(const char *what, const float *a, const float *b, size_t n, double tol)
 {
@@ -93,7 +80,7 @@ static int bopen(const sr_model *m, const char *strategy, int L, int R, bstream 
 
 static void test_mel(void)
 {
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     size_t n;
@@ -116,7 +103,7 @@ static void test_mel(void)
 
 static void test_pre_encode(void)
 {
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     sr_tensor mel, ref;
@@ -136,7 +123,7 @@ static void test_pre_encode(void)
 
 static void test_offline(void)
 {
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     sr_tensor mel;
@@ -170,7 +157,7 @@ static void test_offline(void)
 
 static void test_predict_joint(void)
 {
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     bstream b;
@@ -343,7 +330,7 @@ static void stream_mel_case(const sr_model *m, sr_h5 *g, const float *mel, int T
 
 static void test_stream_parity(void)
 {
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     sr_tensor mel;
     if (test_golden(g, "/mel", SR_F32, &mel))
@@ -356,7 +343,7 @@ static void test_stream_parity(void)
 static void test_stream_split(void)
 {
     /* any split of the mel into feeds gives the same steps, rows, caches and tokens */
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     sr_tensor mel;
     static const int pieces[] = {3, 8, 17, 1000};
@@ -408,7 +395,7 @@ static void test_audio_tokens(void)
 {
     /* srkit's own mel (within 1.3e-4 of NeMo's) all the way to tokens: equal to NeMo's
      * streaming for every context, and to its offline decode for the offline strategy */
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     size_t n;
     float *a = test_golden_audio(g, &n);
@@ -435,7 +422,7 @@ static void test_audio_tokens(void)
 static void test_feed_split(void)
 {
     /* the engine's chunking: any feed size gives the same timeline (token counts per entry) */
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     size_t n;
     float *a = test_golden_audio(g, &n);
@@ -474,7 +461,7 @@ static void test_feed_split(void)
 static void test_reset_memory(void)
 {
     /* reset reproduces a fresh stream; a long stream keeps constant state bytes */
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     size_t n;
     float *a = test_golden_audio(g, &n);
@@ -578,7 +565,7 @@ static void test_f16_caches(void)
      * within F16_REL_TOL x max |x| of the f32-cache run (f16 rounding is 2^-11 relative per
      * stored value), and the greedy tokens from audio are identical (RNN-T and TDT models,
      * every context) */
-    sr_model *m = load("fastconformer/rand.h5"), *mt = load("fastconformer/rand_tdt.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5"), *mt = test_load_model("fastconformer/rand_tdt.h5");
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     int d = w->d, nl = w->n_layers, K1 = w->kernel - 1;
@@ -668,7 +655,7 @@ static void test_nemotron_state(void)
      * Nemotron dimensions (and a 128-mel front end) and streams are opened, not run, on it. The
      * caches (attention: L rows per layer, conv: K - 1 rows per layer) must fit issue 5's bound
      * 24 x 70 x 1024 x 4 + 24 x 1024 x 8 x 4 + LSTM state; the rest is per-step scratch. */
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     fc_model big = *(const fc_model *)m->impl;
     big.d = 1024;
     big.n_layers = 24;
@@ -747,7 +734,7 @@ static void test_subsample_pieces(void)
 {
     /* the offline subsampling runs in pieces of FC_SUB_PIECE rows (scratch independent of T):
      * equal to one pass over the whole mel at every length around the piece boundaries */
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     int T = 0;
@@ -782,7 +769,7 @@ static void test_local_parity(void)
 {
     /* banded attention (blocks of 64 queries over their key window) vs the plain reference:
      * full attention with the band as a regular-style mask */
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     fc_model ref = *w;
@@ -811,7 +798,7 @@ static void test_local_memory(void)
 {
     /* workspace of the banded path grows linearly in T; full attention's per-block scores grow
      * with T too, but its key range is all T */
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_h5 *g = golden();
     const fc_model *w = m->impl;
     int T = 0;
@@ -838,12 +825,7 @@ static void test_local_memory(void)
 
 /* ---- fastconformer_tdt ---- */
 
-static sr_h5 *golden_tdt(void)
-{
-    sr_h5 *g = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("fastconformer/golden_tdt.h5"), &g), SR_OK);
-    return g;
-}
+static sr_h5 *golden_tdt(void) { return test_open_golden("fastconformer/golden_tdt.h5"); }
 
 /* The backend's scorer wrapped so that every joint evaluation rnnt_greedy makes (one step of
  * its TDT loop) is recorded: frame t[i], logits lg[i * nl ..] (tokens + blank, then durations). */
@@ -931,7 +913,7 @@ static int same_i32(const int32_t *a, const sr_tensor *ref, int n)
 
 static void test_tdt_offline(void)
 {
-    sr_model *m = load("fastconformer/rand_tdt.h5");
+    sr_model *m = test_load_model("fastconformer/rand_tdt.h5");
     sr_h5 *g = golden(), *gt = golden_tdt();
     const fc_model *w = m->impl;
     bstream b;
@@ -1090,7 +1072,7 @@ static int tdt_stream_case(const sr_model *m, sr_h5 *gt, const float *mel, int T
 
 static void test_tdt_stream(void)
 {
-    sr_model *m = load("fastconformer/rand_tdt.h5");
+    sr_model *m = test_load_model("fastconformer/rand_tdt.h5");
     sr_h5 *g = golden(), *gt = golden_tdt();
     sr_tensor mel;
     int carried = 0, restart_differs = 0;
@@ -1114,7 +1096,7 @@ static void test_tdt_stream(void)
 static void test_tdt_audio(void)
 {
     /* srkit's mel from the audio all the way to TDT tokens, through the public API */
-    sr_model *m = load("fastconformer/rand_tdt.h5");
+    sr_model *m = test_load_model("fastconformer/rand_tdt.h5");
     sr_h5 *g = golden(), *gt = golden_tdt();
     size_t n;
     float *a = test_golden_audio(g, &n);
@@ -1187,7 +1169,7 @@ static char *config_with(const sr_model *m, const char *key, const char *json)
 
 static void test_bad_files(void)
 {
-    sr_model *m = load("fastconformer/rand.h5"), *b = NULL;
+    sr_model *m = test_load_model("fastconformer/rand.h5"), *b = NULL;
     const char *p = bad_copy("fc_missing.h5", "/weights/encoder/layers/1/self_attn/linear_pos/weight", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "encoder.layers.1.self_attn.linear_pos.weight");
@@ -1212,7 +1194,7 @@ static void test_bad_files(void)
 
 static void test_bad_streams(void)
 {
-    sr_model *m = load("fastconformer/rand.h5");
+    sr_model *m = test_load_model("fastconformer/rand.h5");
     sr_stream_config c;
     sr_stream *s = NULL;
     sr_stream_config_init(&c);
@@ -1265,7 +1247,7 @@ static void test_offline_switch(void)
      * frames, offline_local always bands, offline_full never does. On a copy of rand.h5 with
      * threshold 10 and window [2, 2] (the golden 2 s gives 26 frames), at att_context
      * [-1, -1]: offline and offline_local compute the band, offline_full NeMo's full attention */
-    sr_model *m = load("fastconformer/rand.h5"), *b = NULL;
+    sr_model *m = test_load_model("fastconformer/rand.h5"), *b = NULL;
     cJSON *c = cJSON_Parse(sr_model_config(m));
     cJSON_ReplaceItemInObjectCaseSensitive(c, "local_attn_threshold", cJSON_CreateNumber(10));
     cJSON_ReplaceItemInObjectCaseSensitive(c, "local_attn_window", cJSON_Parse("[2, 2]"));
@@ -1348,7 +1330,7 @@ static void test_convert_nemo(void)
     }
     if (rc) printf("\n      convert_nemo.py exit %d: %s", rc, msg);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
-    sr_model *a = load("fastconformer/rand.h5"), *b = NULL;
+    sr_model *a = test_load_model("fastconformer/rand.h5"), *b = NULL;
     sr_status st = sr_model_load(out, NULL, &b);
     if (st) printf("\n      load %s: %s", out, sr_last_error());
     CU_ASSERT_EQUAL_FATAL(st, SR_OK);
@@ -1398,7 +1380,7 @@ static void test_convert_nemo(void)
              "for m in src.getmembers():\n"
              "    data = src.extractfile(m).read()\n"
              "    if m.name.endswith('.ckpt'):\n"
-             "        sd = torch.load(io.BytesIO(data), weights_only=True)\n"
+             "        sd = torch.test_load_model(io.BytesIO(data), weights_only=True)\n"
              "        del sd['encoder.layers.1.self_attn.linear_pos.weight']\n"
              "        b = io.BytesIO(); torch.save(sd, b); data = b.getvalue()\n"
              "    m.size = len(data); t.addfile(m, io.BytesIO(data))\n"

@@ -32,14 +32,7 @@ static float *make_signal(size_t n, unsigned seed)
     return x;
 }
 
-static sr_model *load_model(void)
-{
-    sr_model *m = NULL;
-    sr_status st = sr_model_load(test_fixture("test_linear.h5"), NULL, &m);
-    if (st) printf("\n      load test_linear.h5: %s: %s\n", sr_strerror(st), sr_last_error());
-    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-    return m;
-}
+static sr_model *load_model(void) { return test_load_model("test_linear.h5"); }
 
 /* Feed x in pieces of `step` samples (0 = all at once), finish, and return the stream. */
 static sr_stream *run_split(const sr_model *m, const float *x, size_t n, size_t step)

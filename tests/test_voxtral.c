@@ -31,23 +31,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static sr_model *load(const char *fixture)
-{
-    sr_model *m = NULL;
-    sr_status st = sr_model_load(test_fixture(fixture), NULL, &m);
-    if (st) printf("\n      load %s: %s\n", fixture, sr_last_error());
-    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-    return m;
-}
 
-static sr_h5 *open_golden(void)
-{
-    sr_h5 *g = NULL;
-    sr_status st = sr_h5_open_plain(test_fixture("voxtral/golden.h5"), &g);
-    if (st) printf("\n      golden: %s\n", sr_last_error());
-    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-    return g;
-}
+static sr_h5 *open_golden(void) { return test_open_golden("voxtral/golden.h5"); }
 
 static void check_close(const char *what, const float *got, const float *want, size_t n,
                         double tol)
@@ -106,7 +91,7 @@ static double kv_bf16_tol(const float *want, size_t n)
  * and logits downstream of the caches within kv_bf16_tol). Tokens must be exact either way. */
 static void parity(const char *fixture, const char *grp, const char *kv)
 {
-    sr_model *m = load(fixture);
+    sr_model *m = test_load_model(fixture);
     sr_h5 *g = open_golden();
     size_t n = 0;
     float *audio = test_golden_audio(g, &n);
@@ -233,7 +218,7 @@ static int same_tokens(const sr_hypothesis *h, const int32_t *want, int n)
 
 static void test_stream_splits(void)
 {
-    sr_model *m = load("voxtral/model.h5");
+    sr_model *m = test_load_model("voxtral/model.h5");
     sr_h5 *g = open_golden();
     size_t n = 0;
     float *audio = test_golden_audio(g, &n);
@@ -269,7 +254,7 @@ static void test_stream_splits(void)
 /* cache_dtype "bf16" halves exactly the encoder ring and decoder caches in the state bytes. */
 static void test_stream_kv_bytes(void)
 {
-    sr_model *m = load("voxtral/model.h5");
+    sr_model *m = test_load_model("voxtral/model.h5");
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
     void *s32 = NULL, *s16 = NULL;
@@ -295,7 +280,7 @@ static void test_stream_kv_bytes(void)
 
 static void stream_memory(const char *kv)
 {
-    sr_model *m = load("voxtral/model.h5");
+    sr_model *m = test_load_model("voxtral/model.h5");
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
     cfg.record_timeline = 0;
@@ -344,7 +329,7 @@ static void test_stream_memory(void)
 
 static void test_bad_config(void)
 {
-    sr_model *m = load("voxtral/model.h5");
+    sr_model *m = test_load_model("voxtral/model.h5");
     sr_stream *st = NULL;
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
@@ -408,7 +393,7 @@ static void test_bad_files(void)
                         cases[i].needle);
         CU_ASSERT_PTR_NULL(m);
     }
-    sr_model *m = load("voxtral/micro.h5");
+    sr_model *m = test_load_model("voxtral/micro.h5");
     CU_ASSERT_STRING_EQUAL(sr_model_arch(m), "voxtral_realtime");
     sr_model_free(m);
 }
@@ -495,7 +480,7 @@ static void convert_layout(const char *layout)
     int rc = run_converter(args, out, sizeof out);
     if (rc) printf("\n      convert_voxtral.py %s: exit %d: %s", layout, rc, out);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
-    sr_model *m = NULL, *ref = load("voxtral/model.h5");
+    sr_model *m = NULL, *ref = test_load_model("voxtral/model.h5");
     sr_status st = sr_model_load(dst, NULL, &m);
     if (st) printf("\n      load %s: %s", dst, sr_last_error());
     CU_ASSERT_EQUAL_FATAL(st, SR_OK);

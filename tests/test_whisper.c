@@ -28,14 +28,6 @@
 
 /* ---- helpers ---- */
 
-static sr_model *load(const char *fixture)
-{
-    sr_model *m = NULL;
-    sr_status st = sr_model_load(test_fixture(fixture), NULL, &m);
-    if (st) printf("\n      load %s: %s\n", fixture, sr_last_error());
-    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-    return m;
-}
 
 static const char *real_model_path(void)
 {
@@ -136,7 +128,7 @@ static int tokens_equal(const int32_t *a, int na, const sr_tensor *g, const char
 
 static void test_load_rand(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     const wh_model *w = m->impl;
     CU_ASSERT_STRING_EQUAL(sr_model_arch(m), "whisper");
     CU_ASSERT_EQUAL(w->d, 32);
@@ -167,13 +159,13 @@ static void test_load_bad(void)
                         cases[i].needle);
         CU_ASSERT_PTR_NULL(m);
     }
-    sr_model *m = load("whisper/micro.h5");
+    sr_model *m = test_load_model("whisper/micro.h5");
     sr_model_free(m);
 }
 
 static void test_stream_config_bad(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     bstream b;
     TEST_ASSERT_ERR(bopen(m, "whisperrt", 30, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
     TEST_ASSERT_ERR(bopen(m, "whisperrt", 1020, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
@@ -212,7 +204,7 @@ static void test_stream_config_bad(void)
 
 static void test_parity_rand(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     const wh_model *w = m->impl;
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
@@ -292,7 +284,7 @@ done:
  * interleaved, and with a diverging prefix. */
 static void test_scorer_cache(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
@@ -596,7 +588,7 @@ static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, in
 
 static void test_stem_stream(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     const wh_model *w = m->impl;
     sr_h5 *g = NULL;
     sr_tensor gm;
@@ -643,7 +635,7 @@ static void test_stem_stream(void)
 
 static void test_causal_equivalence(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     const wh_model *w = m->impl;
     sr_h5 *g = NULL;
     sr_tensor gm, ge;
@@ -682,7 +674,7 @@ static void test_causal_equivalence(void)
  * block-causal encoder over the streamed mel. */
 static void test_stream_cross_kv(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     const wh_model *w = m->impl;
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
@@ -734,7 +726,7 @@ static void test_stream_cross_kv(void)
 /* micro.h5 has a 1 s (50-frame) context: 2.5 s of audio in whisperrt fills it twice. */
 static void test_context_reset(void)
 {
-    sr_model *m = load("whisper/micro.h5");
+    sr_model *m = test_load_model("whisper/micro.h5");
     const wh_model *w = m->impl;
     size_t n = 40000;
     float *audio = malloc(n * sizeof(float));
@@ -778,7 +770,7 @@ static void test_context_reset(void)
 
 static void test_strategies(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
@@ -824,7 +816,7 @@ static void test_strategies(void)
  * positions see the new chunk); without it new audio means full recomputation. */
 static void test_decoder_kv_cache(void)
 {
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
@@ -873,7 +865,7 @@ static void test_feed_split(void)
         TEST_SKIP("no AED decoder registered yet (aed_greedy / stable_greedy)");
         return;
     }
-    sr_model *m = load("whisper/rand.h5");
+    sr_model *m = test_load_model("whisper/rand.h5");
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
     size_t n = 0;
@@ -1271,7 +1263,7 @@ static void test_silence_bad_input(void)
     remove(tmp);
     /* chunk sizes: not a multiple of the 20 ms encoder frame; first chunk below the chunk,
      * off the frame grid, or beyond the window */
-    m = load("whisper/rand.h5");
+    m = test_load_model("whisper/rand.h5");
     bstream b;
     TEST_ASSERT_ERR(bopen(m, "whisperrt", 110, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
     TEST_ASSERT_ERR(bopen(m, "reencode", 2000, 0, &b), SR_ERR_ARG, "stream.chunk_ms");
