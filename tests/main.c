@@ -6,9 +6,11 @@
 #define _GNU_SOURCE
 #include <CUnit/Basic.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -91,6 +93,34 @@ sr_h5 *test_open_golden(const char *name)
     if (st) printf("\n      open %s: %s\n", name, sr_last_error());
     CU_ASSERT_EQUAL_FATAL(st, SR_OK);
     return g;
+}
+
+int test_run(char *out, size_t cap, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(cmd, sizeof cmd - 8, fmt, ap);
+    va_end(ap);
+    if (cap) out[0] = '\0';
+    if (len < 0 || (size_t)len >= sizeof cmd - 8) return -1;
+    strcat(cmd, " 2>&1");
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = 0;
+    int c;
+    while ((c = fgetc(p)) != EOF) /* drained to the end, so the command never sees EPIPE */
+        if (n + 1 < cap) out[n++] = (char)c;
+    if (cap) out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int test_python_ok(void)
+{
+    static int state = -1; /* -1 unknown, 0 missing, 1 present */
+    if (state < 0) state = system("/usr/bin/python3 -c 'import numpy, h5py' >/dev/null 2>&1") == 0;
+    return state;
 }
 
 double test_max_abs_diff(const float *a, const float *b, size_t n)

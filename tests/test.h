@@ -55,6 +55,15 @@ sr_model *test_load_model(const char *name);
  * the message and ends the test. */
 sr_h5 *test_open_golden(const char *name);
 
+/* Run the shell command printf(fmt, ...) with stderr joined to stdout; the output goes to out
+ * (NUL-terminated, truncated to cap; the rest is read and dropped). Returns the exit status, -1
+ * when the command could not start or did not exit normally. */
+int test_run(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Whether /usr/bin/python3 imports numpy and h5py (what the repository's scripts need); asked
+ * once. */
+int test_python_ok(void);
+
 /* Max |a - b| over n floats. */
 double test_max_abs_diff(const float *a, const float *b, size_t n);
 

@@ -22,14 +22,7 @@ static const char *bin(void)
 /* Run a shell command line, capture stdout+stderr (up to cap), return the exit status. */
 static int run(const char *cmd, char *out, size_t cap)
 {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run(out, cap, "%s", cmd);
 }
 
 static char out[1 << 16];

@@ -27,17 +27,9 @@
 
 #define FIX "tests/fixtures/convert"
 
-static int python_ok(void)
-{
-    static int state = -1; /* -1 unknown, 0 missing, 1 present */
-    if (state < 0)
-        state = system("/usr/bin/python3 -c 'import numpy, h5py' >/dev/null 2>&1") == 0;
-    return state;
-}
-
 #define NEED_PYTHON()                                                                       \
     do {                                                                                    \
-        if (!python_ok()) {                                                                 \
+        if (!test_python_ok()) {                                                                 \
             TEST_SKIP("/usr/bin/python3 lacks numpy/h5py (make setup installs them)");      \
             return;                                                                         \
         }                                                                                   \
@@ -47,17 +39,7 @@ static int python_ok(void)
  * cap). Returns the exit status, or -1 if it did not exit normally. */
 static int convert(const char *args, char *out, size_t cap)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/convert_whisper.py -q %s 2>&1", args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = 0;
-    int c;
-    while ((c = fgetc(p)) != EOF)
-        if (n + 1 < cap) out[n++] = (char)c;
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run(out, cap, "/usr/bin/python3 scripts/convert_whisper.py -q %s", args);
 }
 
 static cJSON *read_json(const char *path)

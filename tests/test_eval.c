@@ -413,15 +413,8 @@ static void test_word_time_mapping(void)
 
 static int run_cli(const char *args, char *out, size_t cap)
 {
-    char cmd[4096];
     const char *bin = getenv("SRKIT_BIN") ? getenv("SRKIT_BIN") : "build/srkit";
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WEXITSTATUS(st);
+    return test_run(out, cap, "%s %s", bin, args);
 }
 
 /* srkit score on files from outside srkit: sclite's corpus numbers for the sclite fixture. */

@@ -1302,17 +1302,7 @@ static void test_offline_switch(void)
 static int convert_nemo(const char *args, char *out, size_t cap)
 {
     const char *py = getenv("SRKIT_TORCH_PYTHON");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s scripts/convert_nemo.py -q %s 2>&1", py && *py ? py : "/usr/bin/python3", args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = 0;
-    int c;
-    while ((c = fgetc(p)) != EOF)
-        if (n + 1 < cap) out[n++] = (char)c;
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run(out, cap, "%s scripts/convert_nemo.py -q %s", py && *py ? py : "/usr/bin/python3", args);
 }
 
 static void test_convert_nemo(void)
@@ -1395,7 +1385,7 @@ static void test_convert_nemo(void)
 static void test_convert_nemo_bad(void)
 {
     char msg[4096], args[1024], cmd[2048];
-    if (system("/usr/bin/python3 -c 'import numpy, h5py' >/dev/null 2>&1")) {
+    if (!test_python_ok()) {
         TEST_SKIP("/usr/bin/python3 lacks numpy/h5py");
         return;
     }

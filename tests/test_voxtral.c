@@ -400,28 +400,11 @@ static void test_bad_files(void)
 
 /* ---- converter ---- */
 
-static int python_ok(void)
-{
-    static int state = -1; /* -1 unknown, 0 missing, 1 present */
-    if (state < 0) state = system("/usr/bin/python3 -c 'import numpy, h5py' >/dev/null 2>&1") == 0;
-    return state;
-}
-
 /* Run scripts/convert_voxtral.py with `args`; stdout+stderr into out. Returns the exit status
  * (-1 if it did not exit normally). */
 static int run_converter(const char *args, char *out, size_t cap)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/convert_voxtral.py -q %s 2>&1", args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = 0;
-    int c;
-    while ((c = fgetc(p)) != EOF)
-        if (n + 1 < cap) out[n++] = (char)c;
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run(out, cap, "/usr/bin/python3 scripts/convert_voxtral.py -q %s", args);
 }
 
 static int same_mat(vx_mat a, vx_mat b)
@@ -467,7 +450,7 @@ static int same_weights(const vx_model *a, const vx_model *b)
 
 static void convert_layout(const char *layout)
 {
-    if (!python_ok()) {
+    if (!test_python_ok()) {
         TEST_SKIP("/usr/bin/python3 lacks numpy/h5py (make setup installs them)");
         return;
     }
@@ -519,7 +502,7 @@ static void test_convert_hf(void) { convert_layout("hf"); }
 
 static void test_convert_bad(void)
 {
-    if (!python_ok()) {
+    if (!test_python_ok()) {
         TEST_SKIP("/usr/bin/python3 lacks numpy/h5py (make setup installs them)");
         return;
     }
