@@ -119,21 +119,14 @@ static sr_status attend(const sr_kernels *k, vx_scratch *s, const float *q, int 
         if (st) return st;
         float scl = r->bf16 ? scale : 1.0f;
         for (int i = 0; i < n; i++) {
+            /* query p0 + i sees the contiguous columns [first, last]: itself and window - 1
+             * positions back; the others get probability 0 */
             float *row = s->scores + (size_t)i * nk;
-            int64_t p = p0 + i;
-            float mx = -INFINITY;
-            for (int j = 0; j < nk; j++) {
-                int64_t dl = p - (lo + j);
-                if (dl < 0 || dl >= window) row[j] = -INFINITY;
-                else if ((row[j] *= scl) > mx) mx = row[j];
-            }
-            double sum = 0;
-            for (int j = 0; j < nk; j++) {
-                row[j] = row[j] == -INFINITY ? 0.0f : expf(row[j] - mx);
-                sum += row[j];
-            }
-            float inv = (float)(1.0 / sum);
-            for (int j = 0; j < nk; j++) row[j] *= inv;
+            int last = (int)(p0 + i - lo), first = SR_MAX(0, last - window + 1);
+            for (int j = 0; j < first; j++) row[j] = 0.0f;
+            if (scl != 1.0f)
+                for (int j = first; j <= last; j++) row[j] *= scl;
+            sr_softmax(row + first, last - first + 1, nk - first);
         }
         for (int u = 0; u < 2 && !st; u++) {
             if (!runs[u][1]) continue;
