@@ -103,9 +103,9 @@ static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int64_t model
     const sr_timeline_entry *prev = s->tl_n ? &s->tl[s->tl_n - 1] : NULL;
     const int32_t *tokens;
     const char *text;
-    if (prev && prev->n_tokens == s->hyp.n && strlen(prev->text) == text_len &&
-        (!tok_bytes || !memcmp(prev->tokens, s->hyp.tokens, tok_bytes)) &&
-        !memcmp(prev->text, s->text.data, text_len)) {
+    /* the text is a function of the tokens (update_text), so equal tokens mean equal text */
+    if (prev && prev->n_tokens == s->hyp.n &&
+        (!tok_bytes || !memcmp(prev->tokens, s->hyp.tokens, tok_bytes))) {
         tokens = prev->tokens; /* the same block */
         text = prev->text;
     } else {
