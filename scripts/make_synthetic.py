@@ -35,6 +35,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import convert_nemo as cn  # noqa: E402
 import convert_voxtral as cv  # noqa: E402
 import convert_whisper as cw  # noqa: E402
 import srkit_h5  # noqa: E402
@@ -208,53 +209,6 @@ class LazyTensors:
         return sum(int(np.prod(s)) for s in self.shapes.values())
 
 
-def fastconformer_shapes(c):
-    """{NeMo state-dict key: shape} of a fastconformer_rnnt config (what fc_load.c reads)."""
-    d, ff, h, K = c["d_model"], c["d_ff"], c["n_heads"], c["conv_kernel_size"]
-    C, H, J, V = c["subsampling_conv_channels"], c["pred_hidden"], c["joint_hidden"], c["vocab_size"]
-    f = c["n_mels"]
-    for _ in range(3):
-        f = f // 2 + 1
-    s = {"encoder.pre_encode.out.weight": (d, C * f), "encoder.pre_encode.out.bias": (d,)}
-    for i, kind in ((0, "full"), (2, "dw"), (3, "pw"), (5, "dw"), (6, "pw")):
-        s["encoder.pre_encode.conv.%d.weight" % i] = (C, C, 1, 1) if kind == "pw" else (C, 1, 3, 3)
-        s["encoder.pre_encode.conv.%d.bias" % i] = (C,)
-    for i in range(c["n_layers"]):
-        p = "encoder.layers.%d." % i
-        for n in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2",
-                  "norm_out", "conv.batch_norm"):
-            s[p + n + ".weight"] = (d,)
-            s[p + n + ".bias"] = (d,)
-        for n in ("feed_forward1", "feed_forward2"):
-            s[p + n + ".linear1.weight"] = (ff, d)
-            s[p + n + ".linear1.bias"] = (ff,)
-            s[p + n + ".linear2.weight"] = (d, ff)
-            s[p + n + ".linear2.bias"] = (d,)
-        for n in ("linear_q", "linear_k", "linear_v", "linear_out"):
-            s[p + "self_attn.%s.weight" % n] = (d, d)
-            s[p + "self_attn.%s.bias" % n] = (d,)
-        s[p + "self_attn.linear_pos.weight"] = (d, d)
-        s[p + "self_attn.pos_bias_u"] = (h, d // h)
-        s[p + "self_attn.pos_bias_v"] = (h, d // h)
-        s[p + "conv.pointwise_conv1.weight"] = (2 * d, d, 1)
-        s[p + "conv.pointwise_conv1.bias"] = (2 * d,)
-        s[p + "conv.depthwise_conv.weight"] = (d, 1, K)
-        s[p + "conv.depthwise_conv.bias"] = (d,)
-        s[p + "conv.pointwise_conv2.weight"] = (d, d, 1)
-        s[p + "conv.pointwise_conv2.bias"] = (d,)
-    s["decoder.prediction.embed.weight"] = (V + 1, H)
-    for l in range(c["pred_rnn_layers"]):
-        p = "decoder.prediction.dec_rnn.lstm."
-        s[p + "weight_ih_l%d" % l] = (4 * H, H)
-        s[p + "weight_hh_l%d" % l] = (4 * H, H)
-        s[p + "bias_ih_l%d" % l] = (4 * H,)
-        s[p + "bias_hh_l%d" % l] = (4 * H,)
-    s.update({"joint.enc.weight": (J, d), "joint.enc.bias": (J,), "joint.pred.weight": (J, H),
-              "joint.pred.bias": (J,), "joint.joint_net.2.weight": (V + 1, J),
-              "joint.joint_net.2.bias": (V + 1,)})
-    return s
-
-
 def fastconformer_builder(preset, args):
     """Random fastconformer_rnnt weights of the real shapes, generated tensor by tensor: matrices
     N(0, 0.02^2) (pre-encode 3x3 convs N(0, 1/9): they see raw log-mels of one channel), norm
@@ -309,7 +263,7 @@ def fastconformer_builder(preset, args):
             a[V] = 0  # blank = padding row
         return a
 
-    return (config, LazyTensors(fastconformer_shapes(p), make), tok, None,
+    return (config, LazyTensors(cn.expected_shapes(config, "joint.joint_net.2"), make), tok, None,
             "random weights (no licence needed)")
 
 
