@@ -114,18 +114,12 @@ def peer_main(kind, threads):
     if kind == "openai":
         import torch
         import whisper
-        from whisper.model import ModelDimensions, Whisper
         sys.path.insert(0, HERE)
-        import srkit_h5
+        import gen_golden_whisper
         torch.set_num_threads(threads)
         torch.set_num_interop_threads(1)
-        attrs, cfg, tensors = srkit_h5.read_model(env("MODEL", ""))
-        dims = ModelDimensions(**{k: cfg[k] for k in ModelDimensions.__dataclass_fields__})
-        model = Whisper(dims)
-        model.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()})
-        model.eval()
-        opts = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False,
-                                       temperature=0.0)
+        model = gen_golden_whisper.openai_model(env("MODEL", ""))[0]
+        opts = gen_golden_whisper.GREEDY
 
         def run(a):
             with torch.no_grad():

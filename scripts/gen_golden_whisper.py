@@ -264,17 +264,29 @@ def write_micro():
     w("micro_window.h5", c2, sd)
 
 
-def write_real():
-    if not os.path.exists(REAL):
-        print("skip real goldens: %s absent" % REAL)
-        return
-    attrs, cfg, tensors = srkit_h5.read_model(REAL)
+def openai_model(path):
+    """openai-whisper's Whisper module holding the weights of srkit file `path` (eval mode),
+    with the file's attributes and config; also used by gen_golden_whisper_nospeech.py and
+    bench_peers.py."""
+    attrs, cfg, tensors = srkit_h5.read_model(path)
     dims = ModelDimensions(**{k: cfg[k] for k in ModelDimensions.__dataclass_fields__})
     model = Whisper(dims)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()})
     model.eval()
-    opts = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False,
-                                   temperature=0.0)
+    return model, attrs, cfg
+
+
+# Greedy decoding as srkit's offline aed_greedy: English, no timestamps, fp32, no fallback.
+GREEDY = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False,
+                                 temperature=0.0)
+
+
+def write_real():
+    if not os.path.exists(REAL):
+        print("skip real goldens: %s absent" % REAL)
+        return
+    model, attrs, cfg = openai_model(REAL)
+    opts = GREEDY
 
     def decode(audio):
         mel = whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(audio)))

@@ -24,9 +24,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import srkit_h5  # noqa: E402
+import gen_golden_whisper  # noqa: E402
 import whisper  # noqa: E402
-from whisper.model import ModelDimensions, Whisper  # noqa: E402
 import h5py  # noqa: E402
 import soundfile  # noqa: E402
 
@@ -69,13 +68,8 @@ def main():
     if not os.path.exists(REAL):
         sys.exit("%s absent (make models)" % REAL)
     torch.set_num_threads(2)
-    attrs, cfg, tensors = srkit_h5.read_model(REAL)
-    dims = ModelDimensions(**{k: cfg[k] for k in ModelDimensions.__dataclass_fields__})
-    model = Whisper(dims)
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()})
-    model.eval()
-    opts = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False,
-                                   temperature=0.0)
+    model, attrs, cfg = gen_golden_whisper.openai_model(REAL)
+    opts = gen_golden_whisper.GREEDY
     jfk, sr = soundfile.read(os.path.join(SHARED, "speech-samples", "jfk.wav"), dtype="float32")
     assert sr == 16000
     noise = lcg_noise(3 * 16000, 1e-3)
