@@ -5,6 +5,7 @@
  */
 #include "plugin.h"
 
+#include <limits.h>
 #include <string.h>
 
 void sr_options_init(sr_options *o)
@@ -53,6 +54,44 @@ sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want
     m->n_tensors++;
     m->weight_bytes += t->nbytes;
     *out = t;
+    return SR_OK;
+}
+
+sr_status sr_model_weight(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int n, int k,
+                          const sr_kweight **out)
+{
+    int64_t shape[2] = {n, k};
+    return sr_model_weight_nd(m, f, name, want, 2, shape, out);
+}
+
+sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
+                             const int64_t *shape, const sr_kweight **out)
+{
+    *out = NULL;
+    int64_t cols = 1;
+    for (int i = 1; i < ndim; i++) cols *= shape[i];
+    if (ndim < 2 || ndim > SR_MAX_DIMS || shape[0] < 1 || shape[0] > INT_MAX || cols < 1 ||
+        cols > INT_MAX)
+        return sr_error(SR_ERR_ARG, "%s: tensor %s: not a matrix shape for a weight", m->path, name);
+    int n = (int)shape[0], k = (int)cols;
+    sr_status st = sr_kernels_require(m->k, m->path);
+    if (st) return st;
+    if (m->n_kweights == m->cap_kweights) {
+        size_t cap = m->cap_kweights ? 2 * m->cap_kweights : 64;
+        sr_kweight **t = realloc(m->kweights, cap * sizeof *t);
+        if (!t) return sr_error(SR_ERR_NOMEM, "%s: out of memory for the weight list", m->path);
+        m->kweights = t;
+        m->cap_kweights = cap;
+    }
+    sr_tensor t;
+    if ((st = sr_h5_tensor(f, name, want, ndim, shape, &t))) return st;
+    sr_kweight *w = NULL;
+    st = m->k->weight_create(t.data, t.dtype, n, k, t.scale, &w);
+    sr_tensor_free(&t);
+    if (st) return sr_error_prefix(st, "%s: tensor %s", m->path, name);
+    m->kweights[m->n_kweights++] = w;
+    m->weight_bytes += w->bytes;
+    *out = w;
     return SR_OK;
 }
 
@@ -168,6 +207,8 @@ void sr_model_free(sr_model *m)
     if (m->ops && m->impl) m->ops->unload(m);
     for (size_t i = 0; i < m->n_tensors; i++) sr_tensor_free(&m->tensors[i]);
     free(m->tensors);
+    for (size_t i = 0; i < m->n_kweights; i++) m->k->weight_free(m->kweights[i]);
+    free(m->kweights);
     sr_tokenizer_free(m->tokenizer);
     cJSON_Delete(m->config);
     free(m->config_text);

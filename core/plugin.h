@@ -164,6 +164,8 @@ struct sr_model {
     sr_tensor *tensors;      /* every tensor loaded, freed at sr_model_free */
     size_t n_tensors, cap_tensors;
     size_t weight_bytes;
+    sr_kweight **kweights;   /* table weights made by sr_model_weight, freed at sr_model_free */
+    size_t n_kweights, cap_kweights;
     void *impl;              /* backend weights view and derived constants */
 };
 
@@ -171,6 +173,19 @@ struct sr_model {
  * pointer to it (valid for the model's life). See sr_h5_tensor for conversion and checks. */
 sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                           const int64_t *shape, const sr_tensor **out);
+
+/* Load /weights/<name> as an [n, k] matrix (a Linear weight [out, in], or an embedding
+ * [vocab, dim]) into the model's kernel table as an sr_kweight (the gemm / gather layout),
+ * converted to `want` as sr_h5_tensor converts (SR_F32, SR_BF16, SR_F16, or SR_I8 with its
+ * scale). The host copy is dropped once the table holds it, so no matrix is kept twice; the
+ * weight is freed by sr_model_free and counted in weight_bytes. Errors as sr_h5_tensor, plus
+ * the table's (SR_ERR_NOMEM, SR_ERR_UNSUPPORTED when the table has no op set). */
+sr_status sr_model_weight(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int n, int k,
+                          const sr_kweight **out);
+/* The same for a tensor stored with ndim >= 2 dimensions (a conv weight [out, in, width]):
+ * the shape is checked exactly, the matrix is [shape[0], product of the rest]. */
+sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
+                             const int64_t *shape, const sr_kweight **out);
 
 /* Append the text of tokens[0..n) to b (tokenizer rules; ids when the model has none). */
 sr_status sr_detokenize_into(const sr_model *m, const int32_t *tokens, int n, sr_strbuf *b);

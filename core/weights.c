@@ -799,6 +799,7 @@ static sr_status load_tensor(sr_h5 *f, const char *name, const char *path, sr_dt
 
     /* 2. kept as stored when the dtype matches */
     sr_dtype sdt = is_i8 ? SR_I8 : stt.k == K_F32 ? SR_F32 : stt.k == K_F16 ? SR_F16 : SR_BF16;
+    if (want == SR_AS_STORED) want = sdt;
     out->dtype = want;
     if (sdt == want) {
         out->data = raw;
@@ -851,7 +852,8 @@ sr_status sr_h5_tensor(sr_h5 *f, const char *name, sr_dtype want, int ndim, cons
     if (ndim < 0 || ndim > SR_MAX_DIMS || (ndim && !shape))
         return sr_error(SR_ERR_ARG, "%s: tensor %s: bad expected shape (ndim %d)", f->path, name,
                         ndim);
-    if (want != SR_F32 && want != SR_F16 && want != SR_BF16 && want != SR_I8)
+    if (want != SR_F32 && want != SR_F16 && want != SR_BF16 && want != SR_I8 &&
+        want != SR_AS_STORED)
         return sr_error(SR_ERR_ARG, "%s: tensor %s: cannot load as %s", f->path, name,
                         sr_dtype_name(want));
     char *path = tensor_path(name, NULL);

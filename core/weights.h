@@ -53,10 +53,14 @@ const char *sr_h5_root_attr(const sr_h5 *f, const char *name);
 /* 1 if /weights holds the tensor (dotted name). */
 int sr_h5_has_tensor(sr_h5 *f, const char *name);
 
+/* `want` that keeps a tensor's stored element type (f32, f16, bf16 or i8 with its scale). */
+#define SR_AS_STORED ((sr_dtype)-1)
+
 /* Load /weights/<name> converted to `want`:
  *   want SR_F32: any stored dtype converted (i8 dequantized with its scale);
  *   want SR_F16 / SR_BF16: stored f16/bf16 kept as is, f32 rounded to nearest-even;
- *   want SR_I8: stored i8 kept with its scale (out->scale).
+ *   want SR_I8: stored i8 kept with its scale (out->scale);
+ *   want SR_AS_STORED: the stored type kept, whatever it is (out->dtype says which).
  * The stored shape must equal shape[0..ndim) exactly; otherwise SR_ERR_FORMAT with a message
  * naming the file, tensor, stored shape and expected shape. Missing tensor: SR_ERR_FORMAT
  * naming it. Any NaN/Inf value: SR_ERR_FORMAT naming the tensor and the first bad index.

@@ -12,6 +12,173 @@
 
 #include "../core/sr.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- op-set types ------------------------------------------------------------------------- */
+
+/* Activations (fused into gemm, or applied by act). GELU is the exact erf form (torch's
+ * default), SiLU x * sigmoid(x), ReLU x > 0 ? x : +0 (NaN and -0 give +0, as the loops it
+ * replaced did; every path of every op gives the same bits). */
+typedef enum { SR_ACT_NONE = 0, SR_ACT_GELU = 1, SR_ACT_SILU = 2, SR_ACT_RELU = 3 } sr_act;
+
+/* Gated units: SIGMOID  y = a * sigmoid(b)  (torch GLU over [a ; b], computed a / (1 + e^-b));
+ *              SILU     y = silu(a) * b      (SwiGLU / the Mistral MLP). */
+typedef enum { SR_GLU_SIGMOID = 0, SR_GLU_SILU = 1 } sr_glu;
+
+typedef enum { SR_NORM_LAYER = 0, SR_NORM_RMS = 1 } sr_norm_kind;
+
+/* A weight matrix in table memory: logically [n, k] (a PyTorch Linear weight [out, in]), laid
+ * out however the table's gemm reads it fastest (the CPU table: column panels; CUDA: as
+ * stored). Made once at load by weight_create, never changed, freed by weight_free. Element
+ * types: SR_F32, SR_BF16, SR_F16 (widened exactly to f32 in the product) and SR_I8 with one f32
+ * scale per row n (w[n, k] = q[n, k] * scale[n]). */
+typedef struct sr_kweight {
+    int n, k;          /* logical shape [n, k] */
+    sr_dtype dtype;
+    size_t bytes;      /* table memory held */
+    void *data;        /* the table's layout; opaque to callers */
+    float *scale;      /* [n] for SR_I8 (table memory), else NULL */
+} sr_kweight;
+
+/* A cache pool: `slots` caches of `rows` rows of `width` elements for each of `layers` layers,
+ * [layers][slots][rows][width] in table memory, elements SR_F32, SR_F16 or SR_BF16 (written by
+ * rounding to nearest even, read by exact widening). Positions are absolute (0, 1, 2, ... since
+ * the stream's start): position p of a slot lives in ring row p % rows, so a pool holds the
+ * last `rows` positions of each stream. Made by sr_kpool_create (kernels/pool.c). */
+typedef struct sr_kpool {
+    void *data;
+    sr_dtype dtype;
+    int layers, slots, rows, width;
+    size_t bytes;
+} sr_kpool;
+
+/* A batch of sequences (streams, or beams of one stream) whose rows sit one after another in
+ * the activations: sequence s owns rows [row0[s], row0[s+1]) and cache slot slot[s]; its row
+ * row0[s] + i has absolute position pos[s] + i. Host memory. */
+typedef struct sr_kbatch {
+    int n_seq;
+    const int *row0;      /* [n_seq + 1], non-decreasing, row0[0] = 0 */
+    const int *slot;      /* [n_seq] (may be NULL for ops that read no pool) */
+    const int64_t *pos;   /* [n_seq] */
+} sr_kbatch;
+
+/* Attention of the batch's query rows over their own slots of a K and a V pool.
+ * Query row r (of sequence s, absolute position p_r) attends to the key positions
+ * [lo[r], hi[r]) of slot slot[s] (an empty range gives a zero output row); these positions
+ * must be held by the pool (hi - lo <= rows, written by kv_write). Heads: query head h reads
+ * K/V head h / (n_head / n_kv_head) (GQA; n_head a multiple of n_kv_head); the K and V pool
+ * width is n_kv_head * head_dim, q's and out's row width n_head * head_dim.
+ *   score(r, j) = scale * (q_r,h . k_j,h)                                    (plain)
+ *   score(r, j) = scale * ((q_r,h + u_h) . k_j,h + (q_r,h + v_h) . P_h(p_r - j))  (rel-pos,
+ *                 Transformer-XL, FastConformer: rel != NULL)
+ * with P(d) the row rel_max - d of rel (rows for d = rel_max down to rel_min; every distance
+ * that occurs must lie in that range). Softmax over the range (max subtracted, sum in double),
+ * out_r,h = sum_j p_j v_j,h. Keys are read where they lie in the pool: nothing is copied.
+ * q and out must not overlap; b->pos is read only with rel-pos; the K and V pools may differ in
+ * dtype and rows (ranges are checked against the smaller). */
+typedef struct sr_kattn {
+    int n_head, n_kv_head, head_dim;
+    float scale;
+    const int64_t *lo, *hi;    /* [rows of the batch], host memory */
+    const float *rel;          /* [rel_max - rel_min + 1, n_head * head_dim] or NULL */
+    int rel_max, rel_min;
+    const float *pos_u, *pos_v; /* [n_head * head_dim] each, with rel */
+} sr_kattn;
+
+typedef void (*sr_kzero_fn)(void *p, size_t bytes);
+/* y[r, :d] = x[r, :d] for r < M (strided 2-D copy within table memory; no overlap). */
+typedef sr_status (*sr_kcopy2d_fn)(int M, int d, const float *x, int ldx, float *y, int ldy);
+/* Make a weight from a host [n, k] matrix of dtype dt (row stride k) and, for SR_I8, a host
+ * scale [n]. SR_ERR_NOMEM, SR_ERR_ARG (shape, dtype). */
+typedef sr_status (*sr_kweight_create_fn)(const void *host, sr_dtype dt, int n, int k,
+                                      const float *scale, sr_kweight **out);
+typedef void (*sr_kweight_free_fn)(sr_kweight *w);
+/* Linear layer: for m < M, n < W->n:
+ *   t = sum_k x[m, k] w[n, k]   (f32, one fused multiply-add per k in increasing k, from 0)
+ *   t = act(t + bias[n])        (bias may be NULL)
+ *   y[m, n] = alpha * t + beta * y[m, n]   (beta = 0 overwrites y, NaN included; alpha = 1,
+ *                                            beta = 1 is exactly y + t)
+ * x [M, W->k] stride ldx; y stride ldy >= W->n; x and y must not overlap. For SR_I8 the sum
+ * runs over q and is multiplied by scale[n] once. Threads: the table's set_threads count. */
+typedef sr_status (*sr_kgemm_fn)(int M, const float *x, int ldx, const sr_kweight *W,
+                             const float *bias, sr_act act, float alpha, float beta, float *y,
+                             int ldy);
+/* Per row r < M of width d: LAYER  y = (x - mean) / sqrt(var + eps) * g + b (biased variance);
+ * RMS  y = x / sqrt(mean(x^2) + eps) * g (b ignored; may be NULL). Statistics in double, as
+ * kernels/ops.h. Then, when mul != NULL, y *= mul[r * ld_mul + c] (Voxtral's adaptive scale
+ * 1 + ada(t_cond); ld_mul = 0: one row for all). x and y may alias. */
+typedef sr_status (*sr_knorm_fn)(sr_norm_kind kind, int M, int d, const float *x, int ldx,
+                             const float *g, const float *b, float eps, const float *mul,
+                             int ld_mul, float *y, int ldy);
+/* y[i] = act(x[i]) for i < n; x and y may alias. */
+typedef sr_status (*sr_kact_fn)(sr_act act, size_t n, const float *x, float *y);
+/* y[r, c] = glu(a[r, c], b[r, c]) for r < M, c < d (see sr_glu); y may alias a or b. */
+typedef sr_status (*sr_kglu_fn)(sr_glu kind, int M, int d, const float *a, int lda, const float *b,
+                            int ldb, float *y, int ldy);
+/* y[r, c] += alpha * x[r, c] (alpha = 1: exactly y + x); ldx = 0 adds row 0 of x to every row
+ * (a bias or a positional row). */
+typedef sr_status (*sr_kadd_fn)(int M, int d, const float *x, int ldx, float alpha, float *y, int ldy);
+/* y[r, c] *= s. */
+typedef sr_status (*sr_kscale_fn)(int M, int d, float s, float *y, int ldy);
+/* y[i, :] = E[ids[i], :] (widened exactly to f32) for i < n: embedding lookup from a weight
+ * (the same handle serves a tied output projection). ids: host memory, each in [0, E->n). */
+typedef sr_status (*sr_kgather_fn)(const sr_kweight *E, const int32_t *ids, int n, float *y, int ldy);
+/* Rotary embedding in place, rotate-half layout (transformers' Llama/Mistral): every row of
+ * the batch (position p from b) holds n_head heads of width hd (row stride ldx); for i < hd/2
+ * the pair (x_i, x_{i+hd/2}) is rotated by a = (float)p * inv_freq[i] (f32 product, then
+ * cosf/sinf): x_i' = x_i cos a - x_{i+hd/2} sin a, x_{i+hd/2}' = x_{i+hd/2} cos a + x_i sin a. */
+typedef sr_status (*sr_krope_fn)(const sr_kbatch *b, int n_head, int hd, const float *inv_freq,
+                             float *x, int ldx);
+/* im2col of a 1-D convolution over time: col[t, c * ksize + j] = x[t * stride + j, c] for
+ * t < T_out, c < C, j < ksize (x rows with stride ldx; the caller places left context / state
+ * rows before the input). Then conv = gemm(col, weight [C_out, C * ksize]). */
+typedef sr_status (*sr_kim2col1d_fn)(int T_out, int C, int ksize, int stride, const float *x,
+                                 int ldx, float *col);
+/* Causal 3x3 stride-2 2-D convolution per channel (NeMo's CausalConv2D in dw_striding
+ * subsampling: 2 zero rows/columns before, 1 after, on time and frequency): for c < C,
+ *   out[c][t][f] = b[c] + sum_{i,j < 3} w[c][3 i + j] in[c][2t + i - 2][2f + j - 2]
+ * (taps outside the plane are 0; the 9-tap sum is formed first, then added to b[c]), with
+ * t < T/2 + 1, f < F/2 + 1; input plane c is in + c * in_plane_stride ([T][F]; stride 0 reads
+ * one plane for every channel: the first, 1 -> C stage); relu != 0 applies ReLU. */
+typedef sr_status (*sr_kconv2d_s2_fn)(int C, int T, int F, const float *in, size_t in_plane_stride,
+                                  const float *w, const float *b, int relu, float *out);
+/* Causal depthwise 1-D conv with a carried state, per sequence of the batch: its input is
+ * [state ; x rows] where state holds the K - 1 previous input rows of that sequence (slot
+ * slot[s] of `state`, layer `layer`, ring rows 0 .. K-2 oldest first; all zero when the pool is
+ * NULL: offline), y_t,c = bias[c] + sum_{j<K} w[c * K + j] in[t + j, c]; afterwards the state
+ * holds the last K - 1 rows of [state ; x]. x [rows, C] stride ldx; y stride ldy. */
+typedef sr_status (*sr_kconv_dw_fn)(const sr_kbatch *b, int C, int K, const float *x, int ldx,
+                                const float *w, const float *bias, sr_kpool *state, int layer,
+                                float *y, int ldy);
+/* Inference BatchNorm: y[r, c] = (x[r, c] - mean[c]) / sqrtf(var[c] + eps) * g[c] + bias[c]. */
+typedef sr_status (*sr_kbatchnorm_fn)(int M, int C, const float *x, int ldx, const float *mean,
+                                  const float *var, const float *g, const float *bias, float eps,
+                                  float *y, int ldy);
+/* LSTM cell (PyTorch gate order i, f, g, o): gates [M, 4H] already hold
+ * x W_ih^T + b_ih + h W_hh^T + b_hh; c [M, H] in/out: c = sigmoid(f) c + sigmoid(i) tanh(g);
+ * h [M, H] out = sigmoid(o) tanh(c). Row strides ldg, ldc, ldh. */
+typedef sr_status (*sr_klstm_cell_fn)(int M, int H, const float *gates, int ldg, float *c, int ldc,
+                                  float *h, int ldh);
+/* Softmax of each row r < M over columns [0, N) in place (max subtracted, sum in double). */
+typedef sr_status (*sr_ksoftmax_fn)(int M, int N, float *x, int ldx);
+/* y[r, :] = log softmax(x[r, :]) over N columns (x - max - log sum exp, sum in double); y may
+ * alias x. */
+typedef sr_status (*sr_klogsoftmax_fn)(int M, int N, const float *x, int ldx, float *y, int ldy);
+/* The k largest entries of each row r < M of x [M, N]: idx[r * k + i], val[r * k + i] in
+ * descending value order, ties to the lower column; NaN never chosen while a number is left.
+ * k = 1 is argmax. idx / val are table memory (val may be NULL); 1 <= k <= N. */
+typedef sr_status (*sr_ktopk_fn)(int M, int N, int k, const float *x, int ldx, int32_t *idx,
+                             float *val);
+/* Write the batch's rows into layer `layer` of pool p: row row0[s] + i of x (width p->width,
+ * stride ldx) goes to slot slot[s], ring row (pos[s] + i) % p->rows, converted to p->dtype. */
+typedef sr_status (*sr_kkv_write_fn)(sr_kpool *p, int layer, const sr_kbatch *b, const float *x,
+                                 int ldx);
+/* Attention over pools (sr_kattn): q [rows, n_head * head_dim] stride ldq, out stride ldo. */
+typedef sr_status (*sr_kattn_fn)(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
+                             const sr_kpool *K, const sr_kpool *V, int layer, float *out,
+                             int ldo);
+
 typedef struct sr_kernels {
     const char *name; /* "cpu" | "cuda" */
 
@@ -29,9 +196,62 @@ typedef struct sr_kernels {
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc);
 
-    /* Set the number of worker threads (CPU BLAS); ignored where meaningless. */
+    /* Set the number of worker threads (CPU BLAS and the op set's own pool); ignored where
+     * meaningless. */
     void (*set_threads)(int n);
+
+    /* ==== the op set (device-neutral) ==========================================================
+     * Every operation on the per-chunk path of the backends. Pointers to float data are this
+     * table's memory; the small control arrays (sr_kbatch, the key ranges of sr_kattn, token ids
+     * of gather) are host memory. Rows are independent: an op's result for one row (or for one
+     * sequence of a batch) depends only on that row's inputs and its own cache slot, never on
+     * how many other rows or sequences share the call, so a stream batched with others computes
+     * bit for bit what it computes alone. Every op returns SR_ERR_ARG (naming the op and the
+     * argument) for negative sizes, short strides or NULL operands it needs; M = 0 (or n = 0)
+     * is a no-op. A table may leave an op NULL when it lacks it: callers get
+     * SR_ERR_UNSUPPORTED through sr_kernels_require(). The CPU table has all of them, and a
+     * double-precision reference of each lives in tests/ref_*.c. */
+    sr_kzero_fn zero;
+    sr_kcopy2d_fn copy2d;
+    sr_kweight_create_fn weight_create;
+    sr_kweight_free_fn weight_free;
+    sr_kgemm_fn gemm;
+    sr_knorm_fn norm;
+    sr_kact_fn act;
+    sr_kglu_fn glu;
+    sr_kadd_fn add;
+    sr_kscale_fn scale;
+    sr_kgather_fn gather;
+    sr_krope_fn rope;
+    sr_kim2col1d_fn im2col1d;
+    sr_kconv2d_s2_fn conv2d_s2;
+    sr_kconv_dw_fn conv_dw;
+    sr_kbatchnorm_fn batchnorm;
+    sr_klstm_cell_fn lstm_cell;
+    sr_ksoftmax_fn softmax;
+    sr_klogsoftmax_fn logsoftmax;
+    sr_ktopk_fn topk;
+    sr_kkv_write_fn kv_write;
+    sr_kattn_fn attn;
 } sr_kernels;
+
+/* SR_ERR_UNSUPPORTED naming the table and `what` unless every op of the op set is present in
+ * k (a table built before its device kernels exist leaves them NULL). */
+sr_status sr_kernels_require(const sr_kernels *k, const char *what);
+
+/* A zeroed pool in k's memory (see sr_kpool); dtype SR_F32, SR_F16 or SR_BF16, every count
+ * >= 1. *out NULL on failure. Free with sr_kpool_free (NULL is a no-op). */
+sr_status sr_kpool_create(const sr_kernels *k, sr_dtype dtype, int layers, int slots, int rows,
+                          int width, sr_kpool **out);
+void sr_kpool_free(const sr_kernels *k, sr_kpool *p);
+/* Element offset of (layer, slot, ring row) in p->data. */
+static inline size_t sr_kpool_at(const sr_kpool *p, int layer, int slot, int row)
+{
+    return (((size_t)layer * (size_t)p->slots + (size_t)slot) * (size_t)p->rows + (size_t)row) *
+           (size_t)p->width;
+}
+/* Zero one slot of every layer (a stream opening or resetting it). */
+sr_status sr_kpool_clear(const sr_kernels *k, sr_kpool *p, int slot);
 
 /* The CPU table (OpenBLAS + plain C). Never NULL. */
 const sr_kernels *sr_kernels_cpu(void);

@@ -61,3 +61,21 @@ sr_status sr_kernels_select(const char *device, const sr_kernels **out)
     if (strcmp(device, "cuda") == 0) return sr_kernels_cuda(out);
     return sr_error(SR_ERR_ARG, "device \"%s\": unknown; known devices: cpu, cuda", device);
 }
+
+sr_status sr_kernels_require(const sr_kernels *k, const char *what)
+{
+    if (!k) return sr_error(SR_ERR_ARG, "%s: no kernel table", what);
+    const struct { const char *name; const void *fn; } ops[] = {
+#define OP(f) {#f, (const void *)k->f}
+        OP(zero), OP(copy2d), OP(weight_create), OP(weight_free), OP(gemm), OP(norm), OP(act),
+        OP(glu), OP(add), OP(scale), OP(gather), OP(rope), OP(im2col1d), OP(conv2d_s2),
+        OP(conv_dw), OP(batchnorm), OP(lstm_cell), OP(softmax), OP(logsoftmax), OP(topk),
+        OP(kv_write), OP(attn),
+#undef OP
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!ops[i].fn)
+            return sr_error(SR_ERR_UNSUPPORTED, "%s: the %s table has no op %s yet", what,
+                            k->name, ops[i].name);
+    return SR_OK;
+}

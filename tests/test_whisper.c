@@ -257,8 +257,8 @@ static void test_parity_rand(void)
     for (int i = 0; i < steps - 1; i++) in[2 + i] = (int32_t)((int64_t *)gtok.data)[i];
     wh_scratch sc;
     CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 64, 150), SR_OK);
-    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->slot[1].k, s->slot[1].v,
-                              w->n_text_ctx, s->xk, s->xv, 150), SR_OK);
+    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->sk, s->sv, 1, s->xk, s->xv, 0, 150),
+                    SR_OK);
     float *lg = malloc((size_t)steps * 259 * sizeof(float));
     CU_ASSERT_EQUAL(wh_logits(w, sc.h + 32, steps, lg), SR_OK);
     double dl = test_max_abs_diff(lg, glog.data, (size_t)steps * 259);
@@ -373,8 +373,8 @@ static void test_parity_tiny_en(void)
     for (int i = 0; i < steps - 1; i++) in[2 + i] = toks[i];
     wh_scratch sc;
     CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 16, 1500), SR_OK);
-    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->slot[1].k, s->slot[1].v,
-                              w->n_text_ctx, s->xk, s->xv, 1500), SR_OK);
+    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->sk, s->sv, 1, s->xk, s->xv, 0, 1500),
+                    SR_OK);
     float *L = malloc((size_t)steps * w->n_vocab * sizeof(float));
     CU_ASSERT_EQUAL(wh_logits(w, sc.h + w->d, steps, L), SR_OK);
     double dl = 0, dz = 0;
@@ -523,8 +523,13 @@ static sr_status one_pass(const wh_model *w, const float *mel, int L, int tau, i
     wh_scratch s;
     sr_status st = wh_scratch_init(&s, w, T, w->n_audio_ctx);
     if (st) return st;
-    float *kc = calloc((size_t)w->n_audio_layer * w->n_audio_ctx * w->d, sizeof(float));
-    float *vc = calloc((size_t)w->n_audio_layer * w->n_audio_ctx * w->d, sizeof(float));
+    sr_kpool *kc = NULL, *vc = NULL;
+    if ((st = sr_kpool_create(w->k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &kc)) ||
+        (st = sr_kpool_create(w->k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &vc))) {
+        sr_kpool_free(w->k, kc);
+        wh_scratch_free(&s);
+        return st;
+    }
     int *klim = malloc((size_t)T * sizeof(int));
     for (int i = 0; i < T; i++) {
         int b = block_of(i, tau, tau0), end = i;
@@ -533,9 +538,9 @@ static sr_status one_pass(const wh_model *w, const float *mel, int L, int tau, i
     }
     st = wh_stem(w, &s, mel, L, x);
     for (int i = 0; !st && i < T * w->d; i++) x[i] += w->enc_pos[i];
-    if (!st) st = wh_encode(w, &s, x, T, 0, kc, vc, klim);
-    free(kc);
-    free(vc);
+    if (!st) st = wh_encode(w, &s, x, T, 0, kc, vc, 0, klim);
+    sr_kpool_free(w->k, kc);
+    sr_kpool_free(w->k, vc);
     free(klim);
     wh_scratch_free(&s);
     return st;
@@ -551,8 +556,14 @@ static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, in
     sr_status st = wh_scratch_init(&s, w, rows + 2, w->n_audio_ctx);
     if (st) return st;
     if ((st = wh_stem_stream_init(&stem, w, 2 * rows + 4))) { wh_scratch_free(&s); return st; }
-    float *kc = calloc((size_t)w->n_audio_layer * w->n_audio_ctx * w->d, sizeof(float));
-    float *vc = calloc((size_t)w->n_audio_layer * w->n_audio_ctx * w->d, sizeof(float));
+    sr_kpool *kc = NULL, *vc = NULL;
+    if ((st = sr_kpool_create(w->k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &kc)) ||
+        (st = sr_kpool_create(w->k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &vc))) {
+        sr_kpool_free(w->k, kc);
+        wh_stem_stream_free(&stem);
+        wh_scratch_free(&s);
+        return st;
+    }
     float *pend = malloc((size_t)(3 * rows + 8) * w->d * sizeof(float));
     int pn = 0, done = 0, pos = 0, nb = 0;
     while (!st && pos <= L) {
@@ -570,7 +581,7 @@ static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, in
             float *xb = x + (size_t)done * w->d;
             memcpy(xb, pend, (size_t)bsz * w->d * sizeof(float));
             for (int i = 0; i < bsz * w->d; i++) xb[i] += w->enc_pos[(size_t)done * w->d + i];
-            st = wh_encode(w, &s, xb, bsz, done, kc, vc, NULL);
+            st = wh_encode(w, &s, xb, bsz, done, kc, vc, 0, NULL);
             done += bsz;
             nb++;
             pn -= bsz;
@@ -578,8 +589,8 @@ static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, in
         }
         if (final) break;
     }
-    free(kc);
-    free(vc);
+    sr_kpool_free(w->k, kc);
+    sr_kpool_free(w->k, vc);
     free(pend);
     wh_stem_stream_free(&stem);
     wh_scratch_free(&s);
@@ -694,9 +705,13 @@ static void test_stream_cross_kv(void)
         int L = a + c, T = (L + 1) / 2;
         float *x = malloc((size_t)T * w->d * sizeof(float));
         CU_ASSERT_EQUAL(one_pass(w, mel, L, tau, 2 * tau, x), SR_OK);
-        size_t cf = (size_t)w->n_text_layer * w->n_audio_ctx * w->d;
-        float *xk = calloc(cf, sizeof(float)), *xv = calloc(cf, sizeof(float));
-        CU_ASSERT_EQUAL(wh_cross_kv(w, x, T, 0, xk, xv), SR_OK);
+        sr_kpool *xk = NULL, *xv = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(w->k, SR_F32, w->n_text_layer, 1, w->n_audio_ctx, w->d, &xk), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(w->k, SR_F32, w->n_text_layer, 1, w->n_audio_ctx, w->d, &xv), SR_OK);
+        wh_scratch xs;
+        CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&xs, w, T, 8), SR_OK);
+        CU_ASSERT_EQUAL(wh_cross_kv(w, &xs, x, T, 0, xk, xv, 0), SR_OK);
+        wh_scratch_free(&xs);
         bstream b;
         CU_ASSERT_EQUAL_FATAL(bopen(m, "whisperrt", taus_ms[k], 0, &b), SR_OK);
         CU_ASSERT_EQUAL(bfeed_all(&b, audio, n), SR_OK);
@@ -704,17 +719,17 @@ static void test_stream_cross_kv(void)
         CU_ASSERT_EQUAL(s->enc_len, T);
         double d = 0;
         for (int l = 0; l < w->n_text_layer; l++) {
-            size_t off = (size_t)l * w->n_audio_ctx * w->d;
-            double e1 = test_max_abs_diff(s->xk + off, xk + off, (size_t)T * w->d);
-            double e2 = test_max_abs_diff(s->xv + off, xv + off, (size_t)T * w->d);
+            size_t off = sr_kpool_at(xk, l, 0, 0);
+            double e1 = test_max_abs_diff((float *)s->xk->data + off, (float *)xk->data + off, (size_t)T * w->d);
+            double e2 = test_max_abs_diff((float *)s->xv->data + off, (float *)xv->data + off, (size_t)T * w->d);
             d = SR_MAX(d, SR_MAX(e1, e2));
         }
         printf("%s stream tau %d ms: cross K/V vs one pass %.2e", k ? ";" : "\n      ",
                taus_ms[k], d);
         CU_ASSERT(d <= 1e-4);
         sr_whisper_ops.stream_close(b.st);
-        free(xk);
-        free(xv);
+        sr_kpool_free(w->k, xk);
+        sr_kpool_free(w->k, xv);
         free(x);
         free(mel);
     }

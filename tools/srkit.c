@@ -721,12 +721,9 @@ static int simple_help(int argc, char **argv, const char *usage)
 
 /* GEMM throughput of a kernel table at shapes typical of batch-1 streaming (M small, weight-
  * bandwidth-bound) and of batched or offline encoding (M large, compute-bound). */
-static int bench_gemm(const char *device, int threads)
+static int bench_sgemm_shapes(const sr_kernels *k)
 {
-    const sr_kernels *k = NULL;
-    sr_status st = sr_kernels_select(device, &k);
-    if (st) return fail(st, "bench gemm");
-    if (threads > 0) k->set_threads(threads);
+    sr_status st;
     static const int shapes[][3] = {{1, 1024, 1024}, {8, 1024, 4096}, {64, 1024, 1024},
                                     {256, 1024, 4096}, {1024, 1024, 1024}};
     printf("gemm on %s (row-major, B transposed as a Linear weight)\n", k->name);
@@ -758,6 +755,183 @@ static int bench_gemm(const char *device, int threads)
         free(h);
     }
     return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One timed product: the op set's gemm (W != NULL, weight copy r % copies on call r) or the
+ * table's sgemm with B [N, K] (trans_b = 1). The weights rotate over copies that together
+ * exceed the last-level cache, so every call reads its weight from memory, as a model's layers
+ * do. */
+typedef struct {
+    const sr_kernels *k;
+    int M, N, K, copies;
+    sr_kweight **W; /* [copies] or NULL: sgemm on B */
+    float **B;      /* [copies] */
+    const float *x;
+    float *y;
+} bench_gemm_case;
+
+/* Median seconds per call of each of n cases (into med[]), timed round-robin (case 0, 1, ...,
+ * then again) so that a change in machine load hits all of them alike; one untimed warm-up
+ * round first. 0, or -1 when a call failed. */
+static int bench_gemm_medians(const bench_gemm_case *c, int n, int reps, double *med)
+{
+    enum { MAXR = 64, MAXC = 4 };
+    double t[MAXC][MAXR];
+    reps = reps < 1 ? 1 : reps > MAXR ? MAXR : reps;
+    if (n > MAXC) return -1;
+    for (int r = -1; r < reps; r++)
+        for (int i = 0; i < n; i++) {
+            const bench_gemm_case *b = &c[i];
+            int w = (r + 1) % b->copies;
+            double t0 = now_s();
+            sr_status st = b->W ? b->k->gemm(b->M, b->x, b->K, b->W[w], NULL, SR_ACT_NONE, 1.0f,
+                                             0.0f, b->y, b->N)
+                                : b->k->sgemm(0, 1, b->M, b->N, b->K, 1.0f, b->x, b->K, b->B[w],
+                                              b->K, 0.0f, b->y, b->N);
+            b->k->sync();
+            if (st) {
+                fail(st, b->W ? "gemm" : "sgemm");
+                return -1;
+            }
+            if (r >= 0) t[i][r] = now_s() - t0;
+        }
+    for (int i = 0; i < n; i++) {
+        qsort(t[i], (size_t)reps, sizeof t[i][0], cmp_double);
+        med[i] = reps % 2 ? t[i][reps / 2] : 0.5 * (t[i][reps / 2 - 1] + t[i][reps / 2]);
+    }
+    return 0;
+}
+
+/* The op set's gemm (packed f32 / bf16 weights) against the table's sgemm (OpenBLAS on the
+ * CPU: sgemv at M = 1) on one N x K weight for the row counts of streaming decoding: GB/s of
+ * weight bytes read per call (the bound at small M is the memory bandwidth: sgemv's figure at
+ * M = 1), then the Whisper encoder's big products (M = 1500) as GFLOP/s. */
+static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_note)
+{
+    if (!k->gemm || !k->weight_create || !k->weight_free) {
+        printf("(gemm op: the %s table has none yet)\n", k->name);
+        return 0;
+    }
+    static const int Ms[] = {1, 2, 4, 8, 16, 32, 64};
+    enum { MAXM = 64, REPS = 15 };
+    const size_t llc_plus = (size_t)128 << 20; /* more than any last-level cache here */
+    const size_t nw = (size_t)N * K;
+    int copies = (int)((llc_plus + nw * 2 - 1) / (nw * 2)); /* for the 2-byte weight */
+    copies = copies < 1 ? 1 : copies > 16 ? 16 : copies;
+    int rc = 1;
+    float *hw = malloc(nw * sizeof(float)), *hx = malloc((size_t)MAXM * K * sizeof(float));
+    uint16_t *hb = malloc(nw * sizeof(uint16_t));
+    sr_kweight *Wf[16] = {0}, *Wb[16] = {0};
+    float *B[16] = {0};
+    float *x = k->alloc((size_t)MAXM * K * sizeof(float)), *y = k->alloc((size_t)MAXM * N * sizeof(float));
+    if (!hw || !hx || !hb || !x || !y) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+    for (size_t i = 0; i < nw; i++) {
+        hw[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+        uint32_t u;
+        memcpy(&u, &hw[i], sizeof u);
+        hb[i] = (uint16_t)(u >> 16); /* bf16 by truncation: any values do for timing */
+    }
+    for (size_t i = 0; i < (size_t)MAXM * K; i++) hx[i] = (float)((i * 131) % 997) / 997.0f - 0.5f;
+    k->upload(x, hx, (size_t)MAXM * K * sizeof(float));
+    /* f32 copies: half as many hold as many bytes as the bf16 ones */
+    int copies_f = (copies + 1) / 2;
+    sr_status st;
+    for (int c = 0; c < copies; c++) {
+        if ((st = k->weight_create(hb, SR_BF16, N, K, NULL, &Wb[c]))) { fail(st, "weight_create"); goto out; }
+        if (c < copies_f) {
+            if ((st = k->weight_create(hw, SR_F32, N, K, NULL, &Wf[c]))) { fail(st, "weight_create"); goto out; }
+            if (!(B[c] = k->alloc(nw * sizeof(float)))) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+            k->upload(B[c], hw, nw * sizeof(float));
+        }
+    }
+    printf("\ngemm op on %s vs sgemm: weight %d x %d (f32 %.0f MiB, bf16 %.0f MiB; %d / %d copies "
+           "rotated so every call reads from memory), %s, median of %d calls taken in turn\n", k->name, N, K,
+           nw * 4.0 / 1048576.0, nw * 2.0 / 1048576.0, copies_f, copies, threads_note, REPS);
+    printf("GB/s = weight bytes / time (f32: 4 bytes per weight, bf16: 2)\n");
+    printf("%4s | %10s %8s | %10s %8s | %10s %8s %-6s\n", "M", "op f32 ms", "GB/s", "op bf16 ms",
+           "GB/s", "sgemm ms", "GB/s", "");
+    for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
+        int M = Ms[i];
+        bench_gemm_case c[3] = {{k, M, N, K, copies_f, Wf, NULL, x, y},
+                                {k, M, N, K, copies, Wb, NULL, x, y},
+                                {k, M, N, K, copies_f, NULL, B, x, y}};
+        double med[3];
+        if (bench_gemm_medians(c, 3, REPS, med)) goto out;
+        double tf = med[0], tb = med[1], ts = med[2];
+        printf("%4d | %10.3f %8.2f | %10.3f %8.2f | %10.3f %8.2f %-6s\n", M, tf * 1e3, nw * 4.0 / tf / 1e9,
+               tb * 1e3, nw * 2.0 / tb / 1e9, ts * 1e3, nw * 4.0 / ts / 1e9, M == 1 ? "(gemv)" : "");
+    }
+    /* Whisper encoder products (base / small widths at 30 s: 1500 frames): compute-bound */
+    static const int big[][3] = {{1500, 1536, 384}, {1500, 384, 1536}, {1500, 2048, 512}, {1500, 512, 2048}};
+    printf("\nbig M (Whisper encoder MLP, f32): op vs sgemm\n");
+    printf("%5s %5s %5s | %9s %9s | %9s %9s | %6s\n", "M", "N", "K", "op ms", "GFLOP/s", "sgemm ms",
+           "GFLOP/s", "ratio");
+    for (size_t s = 0; s < sizeof big / sizeof big[0]; s++) {
+        int M = big[s][0], n = big[s][1], kk = big[s][2];
+        size_t nx = (size_t)M * kk, nbw = (size_t)n * kk;
+        float *h = malloc((nx + nbw) * sizeof(float));
+        float *bx = k->alloc(nx * sizeof(float)), *by = k->alloc((size_t)M * n * sizeof(float));
+        float *bB = k->alloc(nbw * sizeof(float));
+        sr_kweight *bW = NULL;
+        int ok = h && bx && by && bB;
+        if (ok) {
+            for (size_t i = 0; i < nx + nbw; i++) h[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+            k->upload(bx, h, nx * sizeof(float));
+            k->upload(bB, h + nx, nbw * sizeof(float));
+            ok = k->weight_create(h + nx, SR_F32, n, kk, NULL, &bW) == SR_OK;
+        }
+        double med[2] = {-1, -1};
+        if (ok) {
+            bench_gemm_case c[2] = {{k, M, n, kk, 1, &bW, NULL, bx, by},
+                                    {k, M, n, kk, 1, NULL, &bB, bx, by}};
+            ok = bench_gemm_medians(c, 2, 7, med) == 0;
+        }
+        double to = med[0], ts = med[1];
+        if (bW) k->weight_free(bW);
+        k->free(bx);
+        k->free(by);
+        k->free(bB);
+        free(h);
+        if (!ok) { fprintf(stderr, "srkit bench: big gemm failed\n"); goto out; }
+        double fl = 2.0 * M * n * kk;
+        printf("%5d %5d %5d | %9.3f %9.1f | %9.3f %9.1f | %6.2f\n", M, n, kk, to * 1e3, fl / to / 1e9,
+               ts * 1e3, fl / ts / 1e9, to / ts);
+    }
+    rc = 0;
+out:
+    for (int c = 0; c < 16; c++) {
+        if (Wf[c]) k->weight_free(Wf[c]);
+        if (Wb[c]) k->weight_free(Wb[c]);
+        k->free(B[c]);
+    }
+    k->free(x);
+    k->free(y);
+    free(hw);
+    free(hx);
+    free(hb);
+    return rc;
+}
+
+/* `srkit bench gemm`: the table's sgemm at typical shapes, then the op set's gemm against it
+ * (weight N x K; 0 = 4096). */
+static int bench_gemm(const char *device, int threads, int N, int K)
+{
+    const sr_kernels *k = NULL;
+    sr_status st = sr_kernels_select(device, &k);
+    if (st) return fail(st, "bench gemm");
+    if (threads > 0) k->set_threads(threads);
+    char note[64];
+    if (threads > 0) snprintf(note, sizeof note, "%d threads", threads);
+    else snprintf(note, sizeof note, "default threads");
+    int rc = bench_sgemm_shapes(k);
+    if (!rc) rc = bench_gemm_op(k, N > 0 ? N : 4096, K > 0 ? K : 4096, note);
+    return rc;
 }
 
 /* ---- streaming benchmark: one model, one (possibly concatenated) audio stream ---- */
@@ -1030,12 +1204,15 @@ out:
 }
 
 static const char BENCH_USAGE[] =
-    "usage: srkit bench gemm [--device cpu|cuda] [--threads N]\n"
+    "usage: srkit bench gemm [--device cpu|cuda] [--threads N] [--n N] [--k K]\n"
     "       srkit bench --model MODEL.h5 --audio A [--audio B ...] [--stream JSON] [options]\n"
     "       srkit bench stream MODEL.h5 AUDIO... [options]\n"
     "       srkit bench --all [--model MODEL.h5 --audio A]   (what `make bench` runs)\n\n"
-    "Timings live here, never in the tests. gemm reports GFLOP/s and the bandwidth of reading\n"
-    "the weight matrix. The streaming benchmark feeds the audio files, concatenated in order,\n"
+    "Timings live here, never in the tests. gemm reports the table's sgemm (GFLOP/s and the\n"
+    "bandwidth of reading the weight matrix), then the op set's gemm on an N x K weight\n"
+    "(--n, --k; default 4096 x 4096) in f32 and bf16 next to sgemm (sgemv at M = 1) for\n"
+    "M = 1..64 rows as GB/s of weight read, and on the Whisper encoder's M = 1500 products\n"
+    "(time ratio op / sgemm). The streaming benchmark feeds the audio files, concatenated in order,\n"
     "through one stream and reports RTF, per-chunk compute time (chunk_ms_p50/p90/p99: the\n"
     "wall time of each chunk's model + decoder work, in ms; model_ms_* / decoder_ms_*: the two\n"
     "parts over the steady chunks) and memory; --json prints one JSON\n"
@@ -1130,9 +1307,9 @@ static int bench_all(int argc, char **argv)
     bench_args b;
     int r = bench_parse(argc, argv, &b);
     if (r) { bench_args_free(&b); return r < 0 ? EXIT_USAGE : 0; }
-    int rc = bench_gemm(b.o.mo.device ? b.o.mo.device : "cpu", b.o.mo.threads);
+    int rc = bench_gemm(b.o.mo.device ? b.o.mo.device : "cpu", b.o.mo.threads, 0, 0);
     const sr_kernels *k;
-    if (sr_kernels_cuda(&k) == SR_OK) rc |= bench_gemm("cuda", 0);
+    if (sr_kernels_cuda(&k) == SR_OK) rc |= bench_gemm("cuda", 0, 0, 0);
     else printf("(cuda gemm skipped: %s)\n", sr_last_error());
     if (!b.model || access(b.model, R_OK) != 0) {
         printf("(streaming benchmarks skipped: model %s not found; `make models` fetches it)\n",
@@ -1169,14 +1346,16 @@ static int cmd_bench(int argc, char **argv)
     if (!strcmp(argv[0], "--all")) return bench_all(argc - 1, argv + 1);
     if (!strcmp(argv[0], "gemm")) {
         const char *device = "cpu";
-        int threads = 0;
+        int threads = 0, n = 0, kk = 0;
         for (int i = 1; i < argc; i++) {
             if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
             else if (!strcmp(argv[i], "--threads") && i + 1 < argc) { if (parse_int("--threads", argv[++i], &threads)) return EXIT_USAGE; }
+            else if (!strcmp(argv[i], "--n") && i + 1 < argc) { if (parse_int("--n", argv[++i], &n)) return EXIT_USAGE; }
+            else if (!strcmp(argv[i], "--k") && i + 1 < argc) { if (parse_int("--k", argv[++i], &kk)) return EXIT_USAGE; }
             else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf("%s", BENCH_USAGE); return 0; }
             else { fprintf(stderr, "srkit bench gemm: unknown argument %s\n", argv[i]); return EXIT_USAGE; }
         }
-        return bench_gemm(device, threads);
+        return bench_gemm(device, threads, n, kk);
     }
     if (argv[0][0] == '-') return bench_stream(argc, argv); /* --model M --audio A ... */
     fprintf(stderr, "srkit bench: unknown benchmark %s\n%s", argv[0], BENCH_USAGE);

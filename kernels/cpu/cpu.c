@@ -6,6 +6,7 @@
  */
 #include "../../core/internal.h"
 #include "../kernels.h"
+#include "cpu_impl.h"
 
 #include <cblas.h>
 #include <string.h>
@@ -83,10 +84,32 @@ static sr_status cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, float 
     return SR_OK;
 }
 
-/* n <= 0 keeps the current count (OpenBLAS's default, or OPENBLAS_NUM_THREADS). */
+/* n <= 0 keeps the current count (OpenBLAS's default, or OPENBLAS_NUM_THREADS). The op set's
+ * own pool (pool.c) follows the same count. */
 static void cpu_set_threads(int n)
 {
-    if (n > 0) openblas_set_num_threads(n);
+    if (n > 0) {
+        openblas_set_num_threads(n);
+        sr_cpu_set_threads(n);
+    }
+}
+
+static void cpu_zero(void *p, size_t bytes)
+{
+    if (p && bytes) memset(p, 0, bytes);
+}
+
+static sr_status cpu_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
+{
+    if (M < 0 || d < 0) return sr_error(SR_ERR_ARG, "copy2d: negative size (M = %d, d = %d)", M, d);
+    if (M == 0 || d == 0) return SR_OK;
+    if (!x || !y) return sr_error(SR_ERR_ARG, "copy2d: %s is NULL", x ? "y" : "x");
+    if (ldx < d || ldy < d)
+        return sr_error(SR_ERR_ARG, "copy2d: %s = %d < d = %d", ldx < d ? "ldx" : "ldy",
+                        ldx < d ? ldx : ldy, d);
+    for (int r = 0; r < M; r++)
+        memcpy(y + (size_t)r * ldy, x + (size_t)r * ldx, (size_t)d * sizeof(float));
+    return SR_OK;
 }
 
 static const sr_kernels cpu_table = {
@@ -98,6 +121,28 @@ static const sr_kernels cpu_table = {
     .sync = cpu_sync,
     .sgemm = cpu_sgemm,
     .set_threads = cpu_set_threads,
+    .zero = cpu_zero,
+    .copy2d = cpu_copy2d,
+    .weight_create = sr_cpu_weight_create,
+    .weight_free = sr_cpu_weight_free,
+    .gemm = sr_cpu_gemm,
+    .norm = sr_cpu_norm,
+    .act = sr_cpu_act,
+    .glu = sr_cpu_glu,
+    .add = sr_cpu_add,
+    .scale = sr_cpu_scale,
+    .gather = sr_cpu_gather,
+    .rope = sr_cpu_rope,
+    .im2col1d = sr_cpu_im2col1d,
+    .conv2d_s2 = sr_cpu_conv2d_s2,
+    .conv_dw = sr_cpu_conv_dw,
+    .batchnorm = sr_cpu_batchnorm,
+    .lstm_cell = sr_cpu_lstm_cell,
+    .softmax = sr_cpu_softmax,
+    .logsoftmax = sr_cpu_logsoftmax,
+    .topk = sr_cpu_topk,
+    .kv_write = sr_cpu_kv_write,
+    .attn = sr_cpu_attn,
 };
 
 const sr_kernels *sr_kernels_cpu(void) { return &cpu_table; }

@@ -16,7 +16,7 @@
 typedef struct {
     int chunk;          /* samples per chunk */
     int n_bands, vocab, blank;
-    const float *w;     /* [vocab, n_bands] */
+    const sr_kweight *w; /* [vocab, n_bands] */
     const float *b;     /* [vocab] */
 } tl_model;
 
@@ -49,11 +49,10 @@ static sr_status tl_load(sr_model *m, sr_h5 *f)
         sr_error(st, "%s: /tokenizer has %d pieces, config.vocab is %d", m->path, sr_tokenizer_size(m->tokenizer), tm->vocab);
         goto fail;
     }
-    const sr_tensor *w, *b;
-    if ((st = sr_model_tensor(m, f, "proj.weight", SR_F32, 2, (int64_t[]){tm->vocab, tm->n_bands}, &w)) ||
+    const sr_tensor *b;
+    if ((st = sr_model_weight(m, f, "proj.weight", SR_F32, tm->vocab, tm->n_bands, &tm->w)) ||
         (st = sr_model_tensor(m, f, "proj.bias", SR_F32, 1, (int64_t[]){tm->vocab}, &b)))
         goto fail;
-    tm->w = w->data;
     tm->b = b->data;
     m->impl = tm;
     return SR_OK;
@@ -76,12 +75,9 @@ static sr_status tl_step(void *ctx, int t, int32_t prev, float *logits)
     const tl_model *tm = s->tm;
     if (t != s->n_frames - 1)
         return sr_error(SR_ERR_ARG, "test_linear: step over frame %d, only frame %d is held", t, s->n_frames - 1);
-    /* logits[1, vocab] = feat[1, n_bands] · W^T */
-    sr_status st = s->m->k->sgemm(0, 1, 1, tm->vocab, tm->n_bands, 1.0f, s->feat, tm->n_bands,
-                                  tm->w, tm->n_bands, 0.0f, logits, tm->vocab);
-    if (st) return st;
-    for (int v = 0; v < tm->vocab; v++) logits[v] += tm->b[v];
-    return SR_OK;
+    /* logits[1, vocab] = feat[1, n_bands] · W^T + b */
+    return s->m->k->gemm(1, s->feat, tm->n_bands, tm->w, tm->b, SR_ACT_NONE, 1.0f, 0.0f, logits,
+                         tm->vocab);
 }
 
 static void tl_reset(void *state)

@@ -14,9 +14,9 @@
  * signal, uses the zero padding the whole-signal stem uses). The held rows are the only state:
  * at most two mel frames and two conv1 rows.
  *
- * Cached encoder: new frames at positions p0.. compute Q/K/V for themselves only, append K and
- * V to the layer's cache and attend over [0, p0 + n) (or a per-row limit, which the one-pass
- * block-causal reference of the tests uses).
+ * Cached encoder: new frames at positions p0.. compute Q/K/V for themselves only, write K and
+ * V into the layer's cache pool and attend over [0, p0 + n) (or a per-row limit, which the
+ * one-pass block-causal reference of the tests uses). Every step is an op of the kernel table.
  */
 #include "whisper.h"
 
@@ -24,35 +24,55 @@
 
 /* Output rows [o0, o1) of a kernel-3, padding-1 conv with the given stride over input rows held
  * in `in` (absolute rows [in_base, in_base + held)); rows < 0 or >= total are zero (total < 0:
- * not known yet, the caller guarantees every read row is held). GELU applied. */
+ * not known yet, the caller guarantees every read row is held). GELU applied. Rows whose three
+ * inputs lie inside the signal are gathered in place by k->im2col1d; a row at either edge reads
+ * its inputs from a three-row copy holding the zero padding. */
 static sr_status conv_rows(const sr_kernels *k, const wh_scratch *s, const float *in, int64_t in_base, int64_t held,
-                           int64_t total, int cin, int stride, int64_t o0, int64_t o1,
-                           const float *W, const float *b, int cout, float *out)
+                           int64_t total, int cin, int stride, int64_t o0, int64_t o1, wh_lin L,
+                           float *out)
 {
     int n = (int)(o1 - o0);
     if (n <= 0) return SR_OK;
     if (n > s->col_rows)
         return sr_error(SR_ERR_ARG, "whisper stem: %d output rows exceed the scratch (%d)", n,
                         s->col_rows);
-    float *col = s->col;
     size_t cw = 3 * (size_t)cin;
-    for (int r = 0; r < n; r++) {
-        float *cr = col + (size_t)r * cw;
-        for (int kk = 0; kk < 3; kk++) {
-            int64_t t = stride * (o0 + r) + kk - 1;
-            int inside = t >= 0 && (total < 0 || t < total);
-            if (inside && (t < in_base || t >= in_base + held))
-                return sr_error(SR_ERR_ARG, "whisper stem: input row %lld not held", (long long)t);
-            const float *src = inside ? in + (size_t)(t - in_base) * cin : NULL;
-            /* col row layout [c * 3 + kk] matches the weight layout [cout, cin, 3] */
-            for (int c = 0; c < cin; c++) cr[(size_t)c * 3 + kk] = src ? src[c] : 0.0f;
+    sr_status st = SR_OK;
+#define INSIDE(t) ((t) >= 0 && (total < 0 || (t) < total))
+#define HELD(t) ((t) >= in_base && (t) < in_base + held)
+    for (int r = 0; r < n && !st;) {
+        int64_t t0 = stride * (o0 + r) - 1; /* the row's first input */
+        if (INSIDE(t0) && INSIDE(t0 + 2)) {
+            int r1 = r + 1;
+            while (r1 < n && INSIDE(stride * (o0 + r1) - 1) && INSIDE(stride * (o0 + r1) + 1)) r1++;
+            int64_t tl = stride * (o0 + r1 - 1) + 1;
+            if (!HELD(t0) || !HELD(tl))
+                return sr_error(SR_ERR_ARG, "whisper stem: input row %lld not held",
+                                (long long)(HELD(t0) ? tl : t0));
+            st = k->im2col1d(r1 - r, cin, 3, stride, in + (size_t)(t0 - in_base) * cin, cin,
+                             s->col + (size_t)r * cw);
+            r = r1;
+            continue;
         }
+        for (int kk = 0; kk < 3 && !st; kk++) {
+            int64_t t = t0 + kk;
+            float *e = s->edge + (size_t)kk * cin;
+            if (!INSIDE(t)) {
+                k->zero(e, (size_t)cin * sizeof(float));
+                continue;
+            }
+            if (!HELD(t))
+                return sr_error(SR_ERR_ARG, "whisper stem: input row %lld not held", (long long)t);
+            st = k->copy2d(1, cin, in + (size_t)(t - in_base) * cin, cin, e, cin);
+        }
+        if (!st) st = k->im2col1d(1, cin, 3, 1, s->edge, cin, s->col + (size_t)r * cw);
+        r++;
     }
-    wh_lin L = {W, b};
-    sr_status st = wh_linear(k, col, n, (int)cw, L, cout, 0.0f, out);
+#undef INSIDE
+#undef HELD
     if (st) return st;
-    sr_gelu_erf(out, (size_t)n * cout);
-    return SR_OK;
+    /* col row layout [c * 3 + kk] matches the weight layout [cout, cin, 3] */
+    return wh_linear(k, s->col, n, L, SR_ACT_GELU, 0.0f, out);
 }
 
 sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, float *x)
@@ -62,9 +82,9 @@ sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, flo
         return sr_error(SR_ERR_ARG, "whisper stem: %d mel frames exceed the scratch (%d rows)", L,
                         2 * s->rows);
     float *c1 = s->mlp; /* [L, d] fits in [rows, 4d] since L <= 2 rows */
-    sr_status st = conv_rows(w->k, s, mel, 0, L, L, w->n_mels, 1, 0, L, w->conv1_w, w->conv1_b, w->d, c1);
+    sr_status st = conv_rows(w->k, s, mel, 0, L, L, w->n_mels, 1, 0, L, w->conv1, c1);
     if (!st)
-        st = conv_rows(w->k, s, c1, 0, L, L, w->d, 2, 0, (L + 1) / 2, w->conv2_w, w->conv2_b, w->d, x);
+        st = conv_rows(w->k, s, c1, 0, L, L, w->d, 2, 0, (L + 1) / 2, w->conv2, x);
     return st;
 }
 
@@ -128,7 +148,7 @@ sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch 
         if (st->c1_n + (c1_target - st->n_c1) > st->cap)
             return sr_error(SR_ERR_ARG, "whisper stem: conv1 buffer overflow");
         sr_status e = conv_rows(w->k, s, st->mel, st->mel_base, st->mel_n, final ? mel_total : -1,
-                                st->n_mels, 1, st->n_c1, c1_target, w->conv1_w, w->conv1_b, st->d,
+                                st->n_mels, 1, st->n_c1, c1_target, w->conv1,
                                 st->c1 + (size_t)st->c1_n * st->d);
         if (e) return e;
         st->c1_n += (int)(c1_target - st->n_c1);
@@ -138,7 +158,7 @@ sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch 
     int64_t out_target = final ? (st->n_c1 + 1) / 2 : st->n_c1 / 2;
     if (out_target > st->n_out) {
         sr_status e = conv_rows(w->k, s, st->c1, st->c1_base, st->c1_n, final ? st->n_c1 : -1, st->d,
-                                2, st->n_out, out_target, w->conv2_w, w->conv2_b, st->d, x);
+                                2, st->n_out, out_target, w->conv2, x);
         if (e) return e;
         *n_out = (int)(out_target - st->n_out);
         st->n_out = out_target;
@@ -146,32 +166,32 @@ sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch 
     return SR_OK;
 }
 
-sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, float *kc,
-                    float *vc, const int *klim)
+sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, sr_kpool *kc,
+                    sr_kpool *vc, int slot, const int *klim)
 {
     if (n <= 0) return SR_OK;
     int d = w->d, ctx = w->n_audio_ctx;
-    if (n > s->rows || p0 + n > ctx || (size_t)n * (p0 + n) > (size_t)s->rows * s->keys)
+    if (n > s->rows || p0 < 0 || p0 + n > ctx)
         return sr_error(SR_ERR_ARG, "whisper encoder: %d frames at position %d exceed the "
-                        "context (%d) or the scratch", n, p0, ctx);
+                        "context (%d) or the scratch (%d rows)", n, p0, ctx, s->rows);
+    const sr_kernels *k = w->k;
     sr_status st = SR_OK;
     for (int l = 0; l < w->n_audio_layer && !st; l++) {
         const wh_block *B = &w->enc[l];
-        float *K = kc + (size_t)l * ctx * d, *V = vc + (size_t)l * ctx * d;
-        wh_layernorm(x, n, d, B->attn_ln, s->h);
-        if ((st = wh_linear(w->k, s->h, n, d, B->q, d, 0.0f, s->q)) ||
-            (st = wh_linear(w->k, s->h, n, d, B->k, d, 0.0f, K + (size_t)p0 * d)) ||
-            (st = wh_linear(w->k, s->h, n, d, B->v, d, 0.0f, V + (size_t)p0 * d)) ||
-            (st = wh_attention(w->k, w->n_audio_head, d, s->q, n, K, V, p0 + n, klim, s->scores,
-                               s->a)) ||
-            (st = wh_linear(w->k, s->a, n, d, B->o, d, 1.0f, x)))
+        if ((st = wh_layernorm(k, x, n, d, B->attn_ln, s->h)) ||
+            (st = wh_linear(k, s->h, n, B->q, SR_ACT_NONE, 0.0f, s->q)) ||
+            (st = wh_linear(k, s->h, n, B->k, SR_ACT_NONE, 0.0f, s->kv)) ||
+            (st = wh_kv_put(k, kc, l, slot, p0, s->kv, n)) ||
+            (st = wh_linear(k, s->h, n, B->v, SR_ACT_NONE, 0.0f, s->kv)) ||
+            (st = wh_kv_put(k, vc, l, slot, p0, s->kv, n)) ||
+            (st = wh_attend(k, s, w->n_audio_head, d, s->q, n, p0, kc, vc, l, slot, p0 + n, klim,
+                            s->a)) ||
+            (st = wh_linear(k, s->a, n, B->o, SR_ACT_NONE, 1.0f, x)) ||
+            (st = wh_layernorm(k, x, n, d, B->mlp_ln, s->h)) ||
+            (st = wh_linear(k, s->h, n, B->fc1, SR_ACT_GELU, 0.0f, s->mlp)))
             break;
-        wh_layernorm(x, n, d, B->mlp_ln, s->h);
-        if ((st = wh_linear(w->k, s->h, n, d, B->fc1, 4 * d, 0.0f, s->mlp))) break;
-        sr_gelu_erf(s->mlp, (size_t)n * 4 * d);
-        st = wh_linear(w->k, s->mlp, n, 4 * d, B->fc2, d, 1.0f, x);
+        st = wh_linear(k, s->mlp, n, B->fc2, SR_ACT_NONE, 1.0f, x);
     }
     if (st) return st;
-    wh_layernorm(x, n, d, w->ln_post, x);
-    return SR_OK;
+    return wh_layernorm(k, x, n, d, w->ln_post, x);
 }

@@ -1,9 +1,11 @@
 /*
  * wh_load.c — loading a Whisper model file (arch "whisper", layout of docs/whisper.md): the config
  * (openai ModelDimensions, special tokens, suppression lists, front-end constants) is checked
- * for consistency, every tensor is loaded as f32 with the shape the config implies (f16 / bf16 /
- * int8 files are converted by the loader), the tokenizer must have n_vocab pieces, and the
- * log-mel front-end is built from /frontend/mel_filters.
+ * for consistency, every tensor is loaded with the shape the config implies: weight matrices
+ * (Linear layers, the conv stems as [d, c_in * 3], the token embedding) go to the kernel table
+ * in their stored precision (f32, f16, bf16 or int8 + scale: the gemm op widens them exactly),
+ * vectors (biases, LayerNorm, positions) as f32; the tokenizer must have n_vocab pieces, and
+ * the log-mel front-end is built from /frontend/mel_filters.
  */
 #include "whisper.h"
 
@@ -60,7 +62,7 @@ static sr_status load_block(sr_model *m, sr_h5 *f, const char *pre, int cross, i
     char n[160];
     sr_status st = SR_OK;
 #define W2(field, suffix, rows, cols)                                                       \
-    if (!st) { snprintf(n, sizeof n, "%s.%s", pre, suffix); st = ten(m, f, n, 2, rows, cols, 0, &B->field); }
+    if (!st) { snprintf(n, sizeof n, "%s.%s", pre, suffix); st = sr_model_weight(m, f, n, SR_AS_STORED, rows, cols, &B->field); }
 #define W1(field, suffix, len)                                                              \
     if (!st) { snprintf(n, sizeof n, "%s.%s", pre, suffix); st = ten(m, f, n, 1, len, 0, 0, &B->field); }
     W2(q.w, "attn.query.weight", d, d) W1(q.b, "attn.query.bias", d)
@@ -239,10 +241,11 @@ sr_status wh_model_load(sr_model *m, sr_h5 *f)
         w->dec = sr_calloc((size_t)w->n_text_layer, sizeof *w->dec, "whisper decoder blocks");
         if (!w->enc || !w->dec) st = SR_ERR_NOMEM;
     }
-    if (!st) st = ten(m, f, "encoder.conv1.weight", 3, d, w->n_mels, 3, &w->conv1_w);
-    if (!st) st = ten(m, f, "encoder.conv1.bias", 1, d, 0, 0, &w->conv1_b);
-    if (!st) st = ten(m, f, "encoder.conv2.weight", 3, d, d, 3, &w->conv2_w);
-    if (!st) st = ten(m, f, "encoder.conv2.bias", 1, d, 0, 0, &w->conv2_b);
+    int64_t c1[3] = {d, w->n_mels, 3}, c2[3] = {d, d, 3};
+    if (!st) st = sr_model_weight_nd(m, f, "encoder.conv1.weight", SR_AS_STORED, 3, c1, &w->conv1.w);
+    if (!st) st = ten(m, f, "encoder.conv1.bias", 1, d, 0, 0, &w->conv1.b);
+    if (!st) st = sr_model_weight_nd(m, f, "encoder.conv2.weight", SR_AS_STORED, 3, c2, &w->conv2.w);
+    if (!st) st = ten(m, f, "encoder.conv2.bias", 1, d, 0, 0, &w->conv2.b);
     if (!st) st = ten(m, f, "encoder.positional_embedding", 2, w->n_audio_ctx, d, 0, &w->enc_pos);
     char pre[64];
     for (int l = 0; !st && l < w->n_audio_layer; l++) {
@@ -251,7 +254,7 @@ sr_status wh_model_load(sr_model *m, sr_h5 *f)
     }
     if (!st) st = ten(m, f, "encoder.ln_post.weight", 1, d, 0, 0, &w->ln_post.g);
     if (!st) st = ten(m, f, "encoder.ln_post.bias", 1, d, 0, 0, &w->ln_post.b);
-    if (!st) st = ten(m, f, "decoder.token_embedding.weight", 2, w->n_vocab, d, 0, &w->tok_emb);
+    if (!st) st = sr_model_weight(m, f, "decoder.token_embedding.weight", SR_AS_STORED, w->n_vocab, d, &w->tok_emb);
     if (!st) st = ten(m, f, "decoder.positional_embedding", 2, w->n_text_ctx, d, 0, &w->dec_pos);
     for (int l = 0; !st && l < w->n_text_layer; l++) {
         snprintf(pre, sizeof pre, "decoder.blocks.%d", l);

@@ -40,8 +40,15 @@ static const char *strategy_at(size_t i)
     return i < SR_ARRAY_LEN(strategy_names) ? strategy_names[i] : NULL;
 }
 
-static size_t per_layer_ctx(const wh_model *w) { return (size_t)w->n_audio_ctx * w->d; }
-static size_t cross_floats(const wh_model *w) { return (size_t)w->n_text_layer * per_layer_ctx(w); }
+/* Cross-attention K/V pools with one slot per held window (win_cap = n). */
+static sr_status cross_pools(wh_stream *s, int n)
+{
+    const wh_model *w = s->w;
+    sr_status st = sr_kpool_create(w->k, SR_F32, w->n_text_layer, n, w->n_audio_ctx, w->d, &s->xk);
+    if (!st) st = sr_kpool_create(w->k, SR_F32, w->n_text_layer, n, w->n_audio_ctx, w->d, &s->xv);
+    if (!st) s->win_cap = n;
+    return st;
+}
 
 /* ---- rows of log-probabilities ---- */
 
@@ -51,8 +58,8 @@ static void one_hot(float *row, int V, int t)
     row[t] = 0.0f;
 }
 
-/* Logit rules at window-local text position L, then log-softmax in place. */
-static void apply_rules(const wh_model *w, float *row, int L, int closed)
+/* Logit rules at window-local text position L, then log-softmax in place (k->logsoftmax). */
+static sr_status apply_rules(const wh_model *w, float *row, int L, int closed)
 {
     int V = w->n_vocab;
     for (int v = 0; v < V; v++)
@@ -61,12 +68,7 @@ static void apply_rules(const wh_model *w, float *row, int L, int closed)
         row[w->brk] = row[w->eot];
         row[w->eot] = -INFINITY;
     }
-    float mx = -INFINITY;
-    for (int v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
-    double sum = 0;
-    for (int v = 0; v < V; v++) sum += row[v] == -INFINITY ? 0.0 : exp((double)row[v] - mx);
-    float lse = (float)(mx + log(sum));
-    for (int v = 0; v < V; v++) row[v] -= lse;
+    return w->k->logsoftmax(1, V, row, V, row, V);
 }
 
 /* Decoder rows for window wj, local text positions L0..Lmax, from window text txt[0..Lmax). */
@@ -84,8 +86,7 @@ static sr_status window_rows(wh_stream *s, int slot, int wj, const int32_t *txt,
         while (common < sl->n && common < N && sl->tok[common] == s->tok[common]) common++;
     int c0 = common < i_from ? common : i_from;
     int hw = wj - s->win_first;
-    const float *XK = s->xk + (size_t)hw * cross_floats(w), *XV = s->xv + (size_t)hw * cross_floats(w);
-    sr_status st = wh_decode(w, &s->ds, s->tok, c0, N, sl->k, sl->v, w->n_text_ctx, XK, XV,
+    sr_status st = wh_decode(w, &s->ds, s->tok, c0, N, s->sk, s->sv, slot, s->xk, s->xv, hw,
                              s->win_len[hw]);
     if (st) {
         sl->win = -1;
@@ -98,8 +99,9 @@ static sr_status window_rows(wh_stream *s, int slot, int wj, const int32_t *txt,
     int rows = Lmax - L0 + 1;
     if ((st = wh_logits(w, s->ds.h + (size_t)(i_from - c0) * w->d, rows, out))) return st;
     int closed = wj < s->n_win - 1;
-    for (int r = 0; r < rows; r++) apply_rules(w, out + (size_t)r * w->n_vocab, L0 + r, closed);
-    return SR_OK;
+    for (int r = 0; r < rows && !st; r++)
+        st = apply_rules(w, out + (size_t)r * w->n_vocab, L0 + r, closed);
+    return st;
 }
 
 static sr_status wh_aed_logprobs(void *ctx, int slot, const int32_t *prefix, int n, int from,
@@ -205,8 +207,7 @@ static sr_status wh_aed_no_speech(void *ctx, const int32_t *prefix, int n, int *
         return SR_OK;
     }
     int hw = win - s->win_first;
-    const float *XK = s->xk + (size_t)hw * cross_floats(w), *XV = s->xv + (size_t)hw * cross_floats(w);
-    sr_status st = wh_decode(w, &s->ds, w->prompt, 0, 1, s->ns_k, s->ns_v, 1, XK, XV,
+    sr_status st = wh_decode(w, &s->ds, w->prompt, 0, 1, s->ns_k, s->ns_v, 0, s->xk, s->xv, hw,
                              s->win_len[hw]);
     if (!st) st = wh_logits(w, s->ds.h, 1, s->ns_row);
     if (st) return sr_error_prefix(st, "whisper aed_no_speech");
@@ -225,10 +226,9 @@ static sr_status wh_aed_no_speech(void *ctx, const int32_t *prefix, int n, int *
 /* ---- encoding ---- */
 
 /* Add the positional embedding of positions p0.. to rows x[0, n). */
-static void add_positions(const wh_model *w, float *x, int n, int p0)
+static sr_status add_positions(const wh_model *w, float *x, int n, int p0)
 {
-    const float *p = w->enc_pos + (size_t)p0 * w->d;
-    for (size_t i = 0; i < (size_t)n * w->d; i++) x[i] += p[i];
+    return w->k->add(n, w->d, w->enc_pos + (size_t)p0 * w->d, w->d, 1.0f, x, w->d);
 }
 
 /* Full non-causal encoder of one window of W samples (zero-padded already) into held window hw. */
@@ -247,10 +247,10 @@ static sr_status encode_window(wh_stream *s, const float *pcm, int hw)
     st = wh_stem(w, &s->es, mel, L, s->x);
     free(mel);
     if (st) return st;
-    add_positions(w, s->x, w->n_audio_ctx, 0);
-    if ((st = wh_encode(w, &s->es, s->x, w->n_audio_ctx, 0, s->ek, s->ev, NULL))) return st;
-    st = wh_cross_kv(w, s->x, w->n_audio_ctx, 0, s->xk + (size_t)hw * cross_floats(w),
-                     s->xv + (size_t)hw * cross_floats(w));
+    if ((st = add_positions(w, s->x, w->n_audio_ctx, 0)) ||
+        (st = wh_encode(w, &s->es, s->x, w->n_audio_ctx, 0, s->ek, s->ev, 0, NULL)))
+        return st;
+    st = wh_cross_kv(w, &s->es, s->x, w->n_audio_ctx, 0, s->xk, s->xv, hw);
     if (st) return st;
     s->win_len[hw] = w->n_audio_ctx;
     s->ver++;
@@ -270,10 +270,10 @@ static sr_status encode_block(wh_stream *s, int b)
         s->win_first = s->n_win - 1;
         s->enc_len = 0;
     }
-    memcpy(s->x, s->pend, (size_t)b * w->d * sizeof(float));
-    add_positions(w, s->x, b, s->enc_len);
-    sr_status st = wh_encode(w, &s->es, s->x, b, s->enc_len, s->ek, s->ev, NULL);
-    if (!st) st = wh_cross_kv(w, s->x, b, s->enc_len, s->xk, s->xv);
+    sr_status st = w->k->copy2d(b, w->d, s->pend, w->d, s->x, w->d);
+    if (!st) st = add_positions(w, s->x, b, s->enc_len);
+    if (!st) st = wh_encode(w, &s->es, s->x, b, s->enc_len, s->ek, s->ev, 0, NULL);
+    if (!st) st = wh_cross_kv(w, &s->es, s->x, b, s->enc_len, s->xk, s->xv, 0);
     if (st) return st;
     s->enc_len += b;
     s->win_len[0] = s->enc_len;
@@ -333,16 +333,15 @@ static sr_status process_offline(wh_stream *s, const float *pcm, size_t n, int f
     int nw = (int)((s->audio_n + W - 1) / W);
     if ((st = grow_audio(s, (size_t)nw * W))) return st;
     memset(s->audio + s->audio_n, 0, ((size_t)nw * W - s->audio_n) * sizeof(float));
-    if (nw > s->win_cap) {
-        size_t cf = cross_floats(w);
-        float *a = realloc(s->xk, (size_t)nw * cf * sizeof(float)), *b = NULL;
-        if (a) s->xk = a;
-        if (a) b = realloc(s->xv, (size_t)nw * cf * sizeof(float));
-        if (b) s->xv = b;
-        int *l = b ? realloc(s->win_len, (size_t)nw * sizeof(int)) : NULL;
+    if (nw > s->win_cap) { /* one cross K/V slot per window (all are encoded below) */
+        int *l = realloc(s->win_len, (size_t)nw * sizeof(int));
         if (!l) return sr_error(SR_ERR_NOMEM, "whisper: out of memory for %d windows", nw);
         s->win_len = l;
-        s->win_cap = nw;
+        sr_kpool_free(w->k, s->xk);
+        sr_kpool_free(w->k, s->xv);
+        s->xk = s->xv = NULL;
+        s->win_cap = 0;
+        if ((st = cross_pools(s, nw))) return st;
     }
     for (int i = 0; i < nw; i++)
         if ((st = encode_window(s, s->audio + (size_t)i * W, i))) return st;
@@ -412,25 +411,24 @@ static void wh_stream_close(void *state)
     free(s->mel_new);
     wh_stem_stream_free(&s->stem);
     free(s->pend);
-    free(s->ek);
-    free(s->ev);
+    const sr_kernels *k = s->w->k;
+    sr_kpool_free(k, s->ek);
+    sr_kpool_free(k, s->ev);
     free(s->x);
-    free(s->xk);
-    free(s->xv);
+    sr_kpool_free(k, s->xk);
+    sr_kpool_free(k, s->xv);
     free(s->win_len);
     free(s->audio);
-    for (int i = 0; i < WH_MAX_SLOTS; i++) {
-        free(s->slot[i].tok);
-        free(s->slot[i].k);
-        free(s->slot[i].v);
-    }
+    for (int i = 0; i < WH_MAX_SLOTS; i++) free(s->slot[i].tok);
+    sr_kpool_free(k, s->sk);
+    sr_kpool_free(k, s->sv);
     wh_scratch_free(&s->es);
     wh_scratch_free(&s->ds);
     free(s->tok);
     free(s->pwin);
     free(s->ploc);
-    free(s->ns_k);
-    free(s->ns_v);
+    sr_kpool_free(k, s->ns_k);
+    sr_kpool_free(k, s->ns_v);
     free(s->ns_row);
     free(s);
 }
@@ -444,15 +442,15 @@ static size_t wh_state_bytes(const void *state)
     b += (size_t)s->mel_cap * w->n_mels * f;
     if (s->stem.mel) b += (size_t)s->stem.cap * (w->n_mels + d) * f;
     b += (size_t)s->pend_cap * d * f;
-    b += 2 * (size_t)w->n_audio_layer * per_layer_ctx(w) * f;
+    const sr_kpool *pools[] = {s->ek, s->ev, s->xk, s->xv, s->sk, s->sv, s->ns_k, s->ns_v};
+    for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) b += pools[i] ? pools[i]->bytes : 0;
     b += (size_t)s->es.rows * d * f;
-    b += 2 * (size_t)s->win_cap * cross_floats(w) * f + (size_t)s->win_cap * sizeof(int);
+    b += (size_t)s->win_cap * sizeof(int);
     b += s->audio_cap * f;
-    b += (size_t)s->n_slots * ((size_t)w->n_text_ctx * sizeof(int32_t) +
-                               2 * (size_t)w->n_text_layer * w->n_text_ctx * d * f);
+    b += (size_t)s->n_slots * (size_t)w->n_text_ctx * sizeof(int32_t);
     b += wh_scratch_bytes(&s->es) + wh_scratch_bytes(&s->ds);
     b += (size_t)w->n_text_ctx * sizeof(int32_t) + 2 * (size_t)s->pcap * sizeof(int);
-    b += (2 * (size_t)w->n_text_layer * d + (size_t)w->n_vocab) * f; /* no-speech row */
+    b += (size_t)w->n_vocab * f; /* no-speech row */
     return b;
 }
 
@@ -504,28 +502,29 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     if (!st) st = wh_scratch_init(&s->ds, w, w->n_text_ctx, SR_MAX(w->n_text_ctx, w->n_audio_ctx));
     if (st) goto fail;
     st = SR_ERR_NOMEM;
-    s->win_cap = 1;
     s->n_slots = cfg->beam > 1 ? 2 * cfg->beam : 2;
     s->pcap = 4 * w->text_cap;
-    if (!(s->ek = sr_malloc((size_t)w->n_audio_layer * per_layer_ctx(w) * f, "whisper encoder K cache")) ||
-        !(s->ev = sr_malloc((size_t)w->n_audio_layer * per_layer_ctx(w) * f, "whisper encoder V cache")) ||
-        !(s->x = sr_malloc((size_t)rows * d * f, "whisper encoder rows")) ||
-        !(s->xk = sr_malloc(cross_floats(w) * f, "whisper cross K")) ||
-        !(s->xv = sr_malloc(cross_floats(w) * f, "whisper cross V")) ||
+    const sr_kernels *k = w->k;
+    int tl = w->n_text_layer;
+    if ((st = sr_kpool_create(k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &s->ek)) ||
+        (st = sr_kpool_create(k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &s->ev)) ||
+        (st = cross_pools(s, 1)) ||
+        (st = sr_kpool_create(k, SR_F32, tl, s->n_slots, w->n_text_ctx, w->d, &s->sk)) ||
+        (st = sr_kpool_create(k, SR_F32, tl, s->n_slots, w->n_text_ctx, w->d, &s->sv)) ||
+        (st = sr_kpool_create(k, SR_F32, tl, 1, 1, w->d, &s->ns_k)) ||
+        (st = sr_kpool_create(k, SR_F32, tl, 1, 1, w->d, &s->ns_v)))
+        goto fail;
+    st = SR_ERR_NOMEM;
+    if (!(s->x = sr_malloc((size_t)rows * d * f, "whisper encoder rows")) ||
         !(s->win_len = sr_calloc(1, sizeof(int), "whisper window lengths")) ||
         !(s->tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||
         !(s->pwin = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix windows")) ||
         !(s->ploc = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix positions")) ||
-        !(s->ns_k = sr_malloc((size_t)w->n_text_layer * d * f, "whisper no-speech K")) ||
-        !(s->ns_v = sr_malloc((size_t)w->n_text_layer * d * f, "whisper no-speech V")) ||
         !(s->ns_row = sr_malloc((size_t)w->n_vocab * f, "whisper no-speech logits")))
         goto fail;
     s->ns_win = -1;
     for (int i = 0; i < s->n_slots; i++) {
-        size_t kvn = (size_t)w->n_text_layer * w->n_text_ctx * d;
-        if (!(s->slot[i].tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper slot tokens")) ||
-            !(s->slot[i].k = sr_malloc(kvn * f, "whisper slot K cache")) ||
-            !(s->slot[i].v = sr_malloc(kvn * f, "whisper slot V cache")))
+        if (!(s->slot[i].tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper slot tokens")))
             goto fail;
         s->slot[i].win = -1;
     }

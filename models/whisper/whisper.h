@@ -19,7 +19,8 @@
 #define WH_LN_EPS 1e-5f
 #define WH_LOOKAHEAD 200   /* samples beyond a chunk that complete its last encoder frame */
 
-typedef struct { const float *w, *b; } wh_lin; /* w [out, in]; b [out] or NULL (attn key) */
+/* A Linear layer: w [out, in] in the kernel table's weight layout; b [out] or NULL (attn key). */
+typedef struct { const sr_kweight *w; const float *b; } wh_lin;
 typedef struct { const float *g, *b; } wh_ln;  /* LayerNorm gain and bias [d] */
 
 typedef struct {
@@ -48,12 +49,12 @@ typedef struct wh_model {
     uint8_t *suppress;        /* [n_vocab] 1 = -inf at every step */
     uint8_t *suppress_begin;  /* [n_vocab] 1 = also -inf at a window's first text position */
     /* weights (views into m->tensors) */
-    const float *conv1_w, *conv1_b; /* [d, n_mels, 3], [d] */
-    const float *conv2_w, *conv2_b; /* [d, d, 3], [d] */
+    wh_lin conv1;                   /* w [d, n_mels * 3] (stored [d, n_mels, 3]), b [d] */
+    wh_lin conv2;                   /* w [d, d * 3], b [d] */
     const float *enc_pos;           /* [n_audio_ctx, d] */
     wh_block *enc, *dec;
     wh_ln ln_post, dec_ln;
-    const float *tok_emb;           /* [n_vocab, d] */
+    const sr_kweight *tok_emb;      /* [n_vocab, d]: embedding lookups and the tied logits */
     const float *dec_pos;           /* [n_text_ctx, d] */
     sr_mel *mel;                    /* front-end with the file's filterbank */
     const sr_kernels *k;
@@ -63,9 +64,10 @@ typedef struct wh_model {
 typedef struct {
     int rows, keys, d, colw, col_rows;
     float *h, *q, *a, *kv, *mlp; /* [rows, d] x4 (kv: new K/V rows), [rows, 4d] */
-    float *scores;               /* [rows, keys] one head at a time */
     float *col;                  /* [col_rows = 2 rows + 16, 3 max(n_mels, d)] stem im2col */
-    int *klim;                   /* [rows] */
+    float *edge;                 /* [3, max(n_mels, d)] a stem row's inputs with zero padding */
+    int64_t *lo, *hi;            /* [rows] key range of each query row (attention) */
+    int *klim;                   /* [rows] the decoder's causal key limits */
 } wh_scratch;
 
 sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys);
@@ -77,16 +79,20 @@ size_t wh_scratch_bytes(const wh_scratch *s);
 sr_status wh_model_load(sr_model *m, sr_h5 *f);
 void wh_model_unload(sr_model *m);
 
-/* ---- wh_ops.c ---- */
-void wh_layernorm(const float *x, int n, int d, wh_ln p, float *y);
-/* y[n, out] = x[n, in] · W^T + b (b may be NULL); beta 0 overwrites y, 1 accumulates. */
-sr_status wh_linear(const sr_kernels *k, const float *x, int n, int in, wh_lin L, int out,
-                    float beta, float *y);
-/* Multi-head attention of q [nq, d] (row stride d) over keys/values [nk, d]: row i attends to
- * keys [0, klim[i]) (klim NULL = all nk). out [nq, d]. Scale (d/h)^-1/2 on the dot products. */
-sr_status wh_attention(const sr_kernels *k, int n_head, int d, const float *q, int nq,
-                       const float *kk, const float *vv, int nk, const int *klim,
-                       float *scores, float *out);
+/* ---- wh_ops.c: the backend's calls of the kernel table ---- */
+/* LayerNorm with Whisper's eps over n rows of width d (k->norm). */
+sr_status wh_layernorm(const sr_kernels *k, const float *x, int n, int d, wh_ln p, float *y);
+/* y[n, out] = act(x[n, in] · W^T + b); beta 0 overwrites y, 1 accumulates (k->gemm). */
+sr_status wh_linear(const sr_kernels *k, const float *x, int n, wh_lin L, sr_act act, float beta,
+                    float *y);
+/* Projected K or V rows x [n, d] written to positions p0.. of `slot` in layer l of pool P. */
+sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, int slot, int64_t p0, const float *x,
+                    int n);
+/* Multi-head attention (k->attn) of q [n, d] at positions p0.. over slot `slot` of layer l of
+ * pools K / V: row i attends to key positions [0, klim[i]) (klim NULL: [0, nk)). out [n, d]. */
+sr_status wh_attend(const sr_kernels *k, wh_scratch *s, int n_head, int d, const float *q, int n,
+                    int64_t p0, const sr_kpool *K, const sr_kpool *V, int l, int slot, int nk,
+                    const int *klim, float *out);
 
 /* ---- wh_encoder.c ---- */
 /* Whole-signal conv stem: mel [L, n_mels] -> x [ceil(L/2), d] (GELU applied, no positions). */
@@ -113,25 +119,28 @@ sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch 
                               const float *mel, int n, int final, float *x, int *n_out);
 
 /* Encoder blocks over n new frames x [n, d] (stem output + positions already added) at
- * positions p0 .. p0 + n - 1 of a context whose K/V for [0, p0) are in kc/vc ([n_audio_layer]
- * [n_audio_ctx][d]); the new K/V are appended there. klim: per-row key limit (NULL: every row
- * sees [0, p0 + n)). x is overwritten with ln_post(output). */
-sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, float *kc,
-                    float *vc, const int *klim);
+ * positions p0 .. p0 + n - 1 of a context whose K/V for [0, p0) are in slot `slot` of the
+ * pools kc / vc ([n_audio_layer] layers of n_audio_ctx rows of width d); the new K/V are
+ * written there. klim: per-row key limit (NULL: every row sees [0, p0 + n)). x is overwritten
+ * with ln_post(output). */
+sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, sr_kpool *kc,
+                    sr_kpool *vc, int slot, const int *klim);
 
 /* ---- wh_decoder.c ---- */
-/* Decoder over tokens tok[c0 .. n) with self-attention K/V for [0, c0) in sk/sv
- * ([n_text_layer][kv_rows][d], rows c0.. written; kv_rows >= n: n_text_ctx for a slot cache,
- * 1 for the lone SOT position of the no-speech probability), cross-attention K/V xk/xv
- * ([n_text_layer][n_audio_ctx][d]) of enc_len frames. Hidden rows after the final LayerNorm of
- * positions [c0, n) go to s->h. */
+/* Decoder over tokens tok[c0 .. n) with self-attention K/V for [0, c0) in slot sslot of the
+ * pools sk / sv ([n_text_layer] layers of >= n rows: n_text_ctx for a beam slot, 1 for the
+ * lone SOT position of the no-speech probability; positions c0.. are written), cross-attention
+ * K/V in slot xslot of the pools xk / xv ([n_text_layer] layers of n_audio_ctx rows) over
+ * enc_len frames. Hidden rows after the final LayerNorm of positions [c0, n) go to s->h. */
 sr_status wh_decode(const wh_model *w, wh_scratch *s, const int32_t *tok, int c0, int n,
-                    float *sk, float *sv, int kv_rows, const float *xk, const float *xv,
-                    int enc_len);
+                    sr_kpool *sk, sr_kpool *sv, int sslot, const sr_kpool *xk,
+                    const sr_kpool *xv, int xslot, int enc_len);
 /* logits[r, vocab] = h[r, d] · token_embedding^T for r < rows. */
 sr_status wh_logits(const wh_model *w, const float *h, int rows, float *logits);
-/* Cross-attention K/V of encoder frames enc [n, d] at rows p0.. of xk/xv (every layer). */
-sr_status wh_cross_kv(const wh_model *w, const float *enc, int n, int p0, float *xk, float *xv);
+/* Cross-attention K/V of encoder frames enc [n, d] at positions p0.. of slot xslot of the
+ * pools xk / xv (every layer); s->kv is the staging scratch (s->rows >= n). */
+sr_status wh_cross_kv(const wh_model *w, wh_scratch *s, const float *enc, int n, int p0,
+                      sr_kpool *xk, sr_kpool *xv, int xslot);
 
 /* ---- whisper.c: streams and the AED scorer ---- */
 enum { WH_OFFLINE = 0, WH_WHISPERRT = 1, WH_REENCODE = 2 };
@@ -141,8 +150,7 @@ typedef struct {
     int n;          /* valid cached positions */
     int win;        /* window of the held K/V (-1: none) */
     uint64_t ver;   /* audio version they were computed under */
-    float *k, *v;   /* [n_text_layer][n_text_ctx][d] */
-} wh_slot;
+} wh_slot;       /* its K/V: slot i of the stream's sk / sv pools */
 
 typedef struct wh_stream {
     const sr_model *m;
@@ -157,11 +165,11 @@ typedef struct wh_stream {
     float *pend; int pend_n, pend_cap; /* stem frames waiting for their block */
     int64_t n_blocks;           /* blocks encoded in the stream */
     /* encoder context of the current window */
-    float *ek, *ev;             /* [n_audio_layer][n_audio_ctx][d] */
+    sr_kpool *ek, *ev;          /* [n_audio_layer] x 1 slot x [n_audio_ctx][d] */
     int enc_len;
     float *x;                   /* [rows, d] encoder rows being computed */
     /* windows: cross K/V of the held ones [win_first, n_win) */
-    float *xk, *xv;             /* [win_cap][n_text_layer][n_audio_ctx][d] */
+    sr_kpool *xk, *xv;          /* [n_text_layer] x win_cap slots x [n_audio_ctx][d] */
     int *win_len;               /* [win_cap] encoder frames of each held window */
     int win_cap, win_first, n_win;
     uint64_t ver;               /* bumped whenever held cross K/V change */
@@ -169,13 +177,15 @@ typedef struct wh_stream {
     float *audio; size_t audio_n, audio_cap;
     wh_slot slot[WH_MAX_SLOTS];
     int n_slots;
+    sr_kpool *sk, *sv;          /* decoder self-attention: [n_text_layer] x n_slots x n_text_ctx */
     wh_scratch es, ds;          /* encoder and decoder scratch */
     int32_t *tok;               /* [n_text_ctx] decoder input being built */
     int *pwin, *ploc;           /* [max prefix + 1] window / local index of each position */
     int pcap;
     /* no-speech probability: SOT's one-row self-attention K/V [n_text_layer][1][d], its logits
      * [n_vocab], and the last value with the window and audio version it was computed for */
-    float *ns_k, *ns_v, *ns_row;
+    sr_kpool *ns_k, *ns_v;      /* [n_text_layer] x 1 slot x 1 row */
+    float *ns_row;
     int ns_win;                 /* -1: none cached */
     uint64_t ns_ver;
     float ns_p;

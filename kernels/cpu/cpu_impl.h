@@ -1,0 +1,67 @@
+/*
+ * cpu_impl.h — internal to kernels/cpu/: the CPU table's op functions, one file per group
+ * (gemm.c: weights and the Linear product; rowops.c: the row-wise, element-wise, conv, cache
+ * and search ops; attn.c: attention over pools), and the worker pool they share (pool.c).
+ * Contracts are those of the op typedefs in kernels/kernels.h.
+ */
+#ifndef SR_CPU_IMPL_H
+#define SR_CPU_IMPL_H
+
+#include "../kernels.h"
+
+/* ---- pool.c: the CPU worker pool ---------------------------------------------------------- */
+
+/* Threads the op set uses (set by the table's set_threads; default sr_lowp_default_threads()). */
+int sr_cpu_threads(void);
+void sr_cpu_set_threads(int n);
+
+/* Run fn(ctx, part) for every part in [0, n_parts) on the caller plus up to threads - 1 pool
+ * workers (threads <= 0: sr_cpu_threads()); returns when every part is done. Parts are taken
+ * from an atomic counter, so their order is unspecified: each part must write its own outputs.
+ * One job runs on the pool at a time; a caller that finds it busy runs its parts alone (so
+ * concurrent streams on separate threads each keep one core). Thread-safe. */
+void sr_cpu_parallel(int threads, int n_parts, void (*fn)(void *ctx, int part), void *ctx);
+
+/* ---- gemm.c ------------------------------------------------------------------------------- */
+sr_status sr_cpu_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
+                               sr_kweight **out);
+void sr_cpu_weight_free(sr_kweight *w);
+sr_status sr_cpu_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                      sr_act act, float alpha, float beta, float *y, int ldy);
+sr_status sr_cpu_gather(const sr_kweight *E, const int32_t *ids, int n, float *y, int ldy);
+
+/* ---- rowops.c ----------------------------------------------------------------------------- */
+sr_status sr_cpu_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
+                      const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy);
+sr_status sr_cpu_act(sr_act act, size_t n, const float *x, float *y);
+sr_status sr_cpu_glu(sr_glu kind, int M, int d, const float *a, int lda, const float *b, int ldb,
+                     float *y, int ldy);
+sr_status sr_cpu_add(int M, int d, const float *x, int ldx, float alpha, float *y, int ldy);
+sr_status sr_cpu_scale(int M, int d, float s, float *y, int ldy);
+sr_status sr_cpu_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq, float *x,
+                      int ldx);
+sr_status sr_cpu_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
+                          float *col);
+sr_status sr_cpu_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
+                           const float *w, const float *b, int relu, float *out);
+sr_status sr_cpu_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx,
+                         const float *w, const float *bias, sr_kpool *state, int layer, float *y,
+                         int ldy);
+sr_status sr_cpu_batchnorm(int M, int C, const float *x, int ldx, const float *mean,
+                           const float *var, const float *g, const float *bias, float eps,
+                           float *y, int ldy);
+sr_status sr_cpu_lstm_cell(int M, int H, const float *gates, int ldg, float *c, int ldc, float *h,
+                           int ldh);
+sr_status sr_cpu_softmax(int M, int N, float *x, int ldx);
+sr_status sr_cpu_logsoftmax(int M, int N, const float *x, int ldx, float *y, int ldy);
+sr_status sr_cpu_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val);
+sr_status sr_cpu_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx);
+/* Tests only (process-wide, not thread-safe): force the row ops' instruction set, 0 auto,
+ * 1 portable, 2 AVX2, 3 AVX-512; returns the path's name, NULL when this CPU lacks it. */
+const char *sr_cpu_rowops_force(int isa);
+
+/* ---- attn.c ------------------------------------------------------------------------------- */
+sr_status sr_cpu_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
+                      const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo);
+
+#endif /* SR_CPU_IMPL_H */

@@ -1,0 +1,59 @@
+/*
+ * pool.c — cache pools (sr_kpool, kernels/kernels.h): one block of table memory per cache kind,
+ * [layers][slots][rows][width], made and cleared through the table so the same code serves
+ * every device. Streams hold slot ids into a pool; opening and closing streams clears and
+ * reuses slots, never reallocates.
+ */
+#include "../core/internal.h"
+#include "kernels.h"
+
+sr_status sr_kpool_create(const sr_kernels *k, sr_dtype dtype, int layers, int slots, int rows,
+                          int width, sr_kpool **out)
+{
+    *out = NULL;
+    if (dtype != SR_F32 && dtype != SR_F16 && dtype != SR_BF16)
+        return sr_error(SR_ERR_ARG, "cache pool: element type %s (f32, f16 or bf16)",
+                        sr_dtype_name(dtype));
+    if (layers < 1 || slots < 1 || rows < 1 || width < 1)
+        return sr_error(SR_ERR_ARG, "cache pool: layers %d, slots %d, rows %d, width %d (each >= 1)",
+                        layers, slots, rows, width);
+    size_t es = sr_dtype_size(dtype), n = (size_t)layers * (size_t)slots;
+    if (n > SIZE_MAX / (size_t)rows || n * (size_t)rows > SIZE_MAX / (size_t)width / es)
+        return sr_error(SR_ERR_ARG, "cache pool: %d x %d x %d x %d elements overflow", layers,
+                        slots, rows, width);
+    size_t bytes = n * (size_t)rows * (size_t)width * es;
+    sr_kpool *p = sr_calloc(1, sizeof *p, "cache pool");
+    if (!p) return SR_ERR_NOMEM;
+    p->data = k->alloc(bytes);
+    if (!p->data) {
+        free(p);
+        return sr_error(SR_ERR_NOMEM, "cache pool: %zu bytes of %s memory", bytes, k->name);
+    }
+    p->dtype = dtype;
+    p->layers = layers;
+    p->slots = slots;
+    p->rows = rows;
+    p->width = width;
+    p->bytes = bytes;
+    k->zero(p->data, bytes);
+    *out = p;
+    return SR_OK;
+}
+
+void sr_kpool_free(const sr_kernels *k, sr_kpool *p)
+{
+    if (!p) return;
+    k->free(p->data);
+    free(p);
+}
+
+sr_status sr_kpool_clear(const sr_kernels *k, sr_kpool *p, int slot)
+{
+    if (!p || slot < 0 || slot >= p->slots)
+        return sr_error(SR_ERR_ARG, "cache pool: slot %d out of range (%d slots)", slot,
+                        p ? p->slots : 0);
+    size_t es = sr_dtype_size(p->dtype), one = (size_t)p->rows * (size_t)p->width * es;
+    for (int l = 0; l < p->layers; l++)
+        k->zero((char *)p->data + sr_kpool_at(p, l, slot, 0) * es, one);
+    return SR_OK;
+}
