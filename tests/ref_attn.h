@@ -31,10 +31,6 @@ void ref_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq, co
 /* Exact value of element (layer, slot, ring row, column) of a pool. */
 double ref_pool_at(const sr_kpool *p, int layer, int slot, int row, int col);
 
-/* Hooks of kernels/cpu/attn.c that cpu_impl.h does not declare: force the CPU attention's path
- * ("avx512", "avx2", "portable"; NULL = automatic; -1 when this CPU lacks it) and name the one
- * in use. Process-wide, for tests only. */
-int sr_cpu_attn_force_isa(const char *name);
-const char *sr_cpu_attn_isa(void);
+#include "../kernels/cpu/cpu_impl.h" /* the path hooks: sr_cpu_attn_force_isa / sr_cpu_attn_isa */
 
 #endif /* SR_REF_ATTN_H */

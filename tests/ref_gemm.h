@@ -33,10 +33,6 @@ void ref_gemm(int M, int N, int K, const float *x, int ldx, const double *w, con
 /* y[i * k + c] = w[ids[i] * k + c] for i < cnt (ids assumed in range). */
 void ref_gather(const double *w, int k, const int32_t *ids, int cnt, double *y);
 
-/* Hooks of kernels/cpu/gemm.c that cpu_impl.h does not declare: force the CPU gemm's path
- * ("avx512", "avx2", "portable"; NULL = automatic; -1 when this CPU lacks it) and name the one
- * in use. Process-wide, for tests only. */
-int sr_cpu_gemm_force_isa(const char *name);
-const char *sr_cpu_gemm_isa(void);
+#include "../kernels/cpu/cpu_impl.h" /* the path hooks: sr_cpu_gemm_force_isa / sr_cpu_gemm_isa */
 
 #endif /* SR_REF_GEMM_H */

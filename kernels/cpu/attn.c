@@ -676,11 +676,7 @@ static int attn_isa(void)
 
 static const char *const isa_names[] = {"portable", "avx2", "avx512"};
 
-/* Not in cpu_impl.h (tests/ref_attn.h declares them): force a path ("avx512", "avx2",
- * "portable"; NULL = automatic) — process-wide, for tests and benchmarks only, not
- * thread-safe. -1 when the CPU lacks it (nothing changes), else 0. */
-int sr_cpu_attn_force_isa(const char *name);
-const char *sr_cpu_attn_isa(void);
+/* Path hooks (cpu_impl.h). */
 
 int sr_cpu_attn_force_isa(const char *name)
 {

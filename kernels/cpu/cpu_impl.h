@@ -64,4 +64,13 @@ const char *sr_cpu_rowops_force(int isa);
 sr_status sr_cpu_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                       const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo);
 
+/* ---- path hooks, for tests and benchmarks only (process-wide, not thread-safe) ------------
+ * Every path of an op gives the same bits; the tests prove it by forcing each. gemm / attn:
+ * "avx512", "avx2", "portable" or NULL (automatic); -1 when this CPU lacks the path (nothing
+ * changes), else 0; *_isa names the path in use. */
+int sr_cpu_gemm_force_isa(const char *name);
+const char *sr_cpu_gemm_isa(void);
+int sr_cpu_attn_force_isa(const char *name);
+const char *sr_cpu_attn_isa(void);
+
 #endif /* SR_CPU_IMPL_H */

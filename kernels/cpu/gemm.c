@@ -21,7 +21,7 @@
  * statement so no compiler contracts two into an FMA (GCC in ISO C mode does not contract):
  *   t = acc;  t = t * scale[n] (I8);  t = t + bias[n];  t = act(t);
  *   y = alpha * t (beta = 0, y never read)  or  y = (alpha * t) + (beta * y).
- * ReLU is (t < 0 ? 0 : t) (NaN kept), GELU / SiLU are sr_gelu_erf / sr_silu of kernels/ops.h
+ * ReLU is (t > 0 ? t : +0) (NaN and -0 give +0, as the row ops' ReLU), GELU / SiLU are sr_gelu_erf / sr_silu of kernels/ops.h
  * on the same per-row 32-column segments whatever the path.
  *
  * Paths, picked at run time: AVX-512F (register tile of up to 12 rows x 32 columns = 24 zmm
@@ -214,7 +214,7 @@ static void epilogue_portable(const gemm_job *j, float *t, int ldt, int mr, int 
             float v = tr[c];
             if (sc) v = v * sc[c];
             if (b) v = v + b[c];
-            if (j->act == SR_ACT_RELU) v = v < 0.0f ? 0.0f : v;
+            if (j->act == SR_ACT_RELU) v = v > 0.0f ? v : 0.0f;
             tr[c] = v;
         }
         if (j->act == SR_ACT_GELU) sr_gelu_erf(tr, (size_t)nv);
@@ -304,7 +304,7 @@ T256 static void epilogue_avx2(const gemm_job *j, float *t, int ldt, int mr, int
                 __m256 v = _mm256_load_ps(tr + c);
                 if (sc) v = _mm256_mul_ps(v, _mm256_load_ps(sc + c));
                 if (b) v = _mm256_add_ps(v, _mm256_maskload_ps(b + c, mask8(nv - c)));
-                if (j->act == SR_ACT_RELU) v = _mm256_max_ps(zero, v); /* t < 0 ? 0 : t */
+                if (j->act == SR_ACT_RELU) v = _mm256_max_ps(v, zero); /* t > 0 ? t : +0 */
                 _mm256_store_ps(tr + c, v);
             }
         if (j->act == SR_ACT_GELU) sr_gelu_erf(tr, (size_t)nv);
@@ -615,11 +615,7 @@ static int gemm_isa(void)
 
 static const char *const isa_names[] = {"portable", "avx2", "avx512"};
 
-/* Not in cpu_impl.h (tests/ref_gemm.h declares them): force a path ("avx512", "avx2",
- * "portable"; NULL = automatic) — process-wide, for tests and benchmarks only, not
- * thread-safe. -1 when the CPU lacks it (nothing changes), else 0. */
-int sr_cpu_gemm_force_isa(const char *name);
-const char *sr_cpu_gemm_isa(void);
+/* Path hooks (cpu_impl.h). */
 
 int sr_cpu_gemm_force_isa(const char *name)
 {
