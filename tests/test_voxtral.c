@@ -9,7 +9,9 @@
  *                   of the tensor's largest magnitude, tokens still exact)
  *   voxtral_stream  the public stream API: tokens equal the golden for any feed split, reset
  *                   reuse, bounded per-stream memory over a long stream (f32 and bf16 caches),
- *                   sub-frame audio, bf16 caches halving exactly the cache bytes
+ *                   sub-frame audio, bf16 caches halving exactly the cache bytes; the forward
+ *                   functions over a batch of two streams (different row counts, positions,
+ *                   slots and delays, rings wrapping) equal each stream alone bit for bit
  *   voxtral_bad     stream configs (delay, chunk, strategy, cache_dtype), scorer misuse, malformed
  *                   files
  *   voxtral_convert scripts/convert_voxtral.py (run as CI has it: /usr/bin/python3 + numpy + h5py)
@@ -114,8 +116,9 @@ static void parity(const char *fixture, const char *grp, const char *kv)
     sr_chunking ck;
     sr_scorer sc;
     CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &state, &ck, &sc), SR_OK);
-    CU_ASSERT_EQUAL(((vx_stream *)state)->er.bf16, kv && !strcmp(kv, "bf16"));
-    CU_ASSERT_EQUAL(((vx_stream *)state)->dr.bf16, kv && !strcmp(kv, "bf16"));
+    sr_dtype want_kv = kv && !strcmp(kv, "bf16") ? SR_BF16 : SR_F32;
+    CU_ASSERT_EQUAL(((vx_stream *)state)->ek->dtype, want_kv);
+    CU_ASSERT_EQUAL(((vx_stream *)state)->dk->dtype, want_kv);
     CU_ASSERT_EQUAL(ck.first_chunk, VX_STEP_SAMPLES + VX_LOOKAHEAD);
     CU_ASSERT_EQUAL(ck.chunk, VX_STEP_SAMPLES);
     vx_stream *s = state;
@@ -264,12 +267,12 @@ static void test_stream_kv_bytes(void)
     cfg.cache_dtype = "bf16";
     CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &s16, &ck, &sc), SR_OK);
     const vx_stream *a = s32, *b = s16;
-    size_t ring32 = vx_ring_bytes(&a->er) + vx_ring_bytes(&a->dr);
-    size_t ring16 = vx_ring_bytes(&b->er) + vx_ring_bytes(&b->dr);
+    size_t ring32 = a->ek->bytes + a->ev->bytes + a->dk->bytes + a->dv->bytes;
+    size_t ring16 = b->ek->bytes + b->ev->bytes + b->dk->bytes + b->dv->bytes;
     CU_ASSERT_EQUAL(ring32, 2 * ring16);
     CU_ASSERT_EQUAL(ring32, 2 * sizeof(float) *
-                                ((size_t)a->er.layers * a->er.slots * a->er.w +
-                                 (size_t)a->dr.layers * a->dr.slots * a->dr.w));
+                                ((size_t)a->ek->layers * a->ek->rows * a->ek->width +
+                                 (size_t)a->dk->layers * a->dk->rows * a->dk->width));
     CU_ASSERT_EQUAL(m->ops->state_bytes(s32) - m->ops->state_bytes(s16), ring32 / 2);
     printf("\n      state %zu B with f32 caches, %zu B with bf16", m->ops->state_bytes(s32),
            m->ops->state_bytes(s16));
@@ -324,6 +327,178 @@ static void test_stream_memory(void)
     stream_memory(NULL);
     stream_memory("bf16");
 }
+
+/* ---- batches of streams ---- */
+
+/* Uniform values in [-1, 1) into table memory (host on the CPU table). */
+static void fill_rand(const sr_kernels *k, float *dst, size_t n, unsigned *seed)
+{
+    float *h = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) h[i] = (float)(rand_r(seed) % 20001 - 10000) / 10000.0f;
+    CU_ASSERT_EQUAL(k->upload(dst, h, n * sizeof(float)), SR_OK);
+    free(h);
+}
+
+static int same_bits(const sr_kernels *k, const float *a, const float *b, size_t n)
+{
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+    int ok = k->download(x, a, n * sizeof(float)) == SR_OK &&
+             k->download(y, b, n * sizeof(float)) == SR_OK && !memcmp(x, y, n * sizeof(float));
+    free(x);
+    free(y);
+    return ok;
+}
+
+/* The caches of sequences that run alone (one pool set each, slot 0) or together (one pool set
+ * of two slots: sequence A in slot 1, B in slot 0). */
+typedef struct { sr_kpool *c1, *c2, *ek, *ev, *dk, *dv; } vx_pools;
+
+static void pools_make(const sr_model *m, sr_dtype kv, int slots, int er, int dr, vx_pools *p)
+{
+    const vx_model *w = m->impl;
+    const sr_kernels *k = m->k;
+    CU_ASSERT_FATAL(!sr_kpool_create(k, SR_F32, 1, slots, 2, w->n_mels, &p->c1) &&
+                    !sr_kpool_create(k, SR_F32, 1, slots, 1, w->enc_dim, &p->c2) &&
+                    !sr_kpool_create(k, kv, w->enc_layers, slots, er, w->enc_heads * w->enc_hd, &p->ek) &&
+                    !sr_kpool_create(k, kv, w->enc_layers, slots, er, w->enc_heads * w->enc_hd, &p->ev) &&
+                    !sr_kpool_create(k, kv, w->n_layers, slots, dr, w->n_kv * w->hd, &p->dk) &&
+                    !sr_kpool_create(k, kv, w->n_layers, slots, dr, w->n_kv * w->hd, &p->dv));
+}
+
+static void pools_free(const sr_model *m, vx_pools *p)
+{
+    sr_kpool *all[] = {p->c1, p->c2, p->ek, p->ev, p->dk, p->dv};
+    for (size_t i = 0; i < SR_ARRAY_LEN(all); i++) sr_kpool_free(m->k, all[i]);
+}
+
+/* Two streams in one call of each forward function (stem, encoder, adapter, decoder with
+ * logits) against each alone, over rounds that wrap every ring: A has 8 encoder rows (2 steps)
+ * and 3 decoder rows per round at its own positions and delay, B 4 and 1 at others. Every
+ * output row of the batch must equal the solo one bit for bit (the row-independence of the
+ * ops, and the batch bookkeeping here: row offsets, slots, positions, per-row adaptive scales,
+ * the last row's logits per sequence). */
+static void batch_vs_solo(sr_dtype kv)
+{
+    sr_model *m = test_load_model("voxtral/model.h5");
+    const vx_model *w = m->impl;
+    const sr_kernels *k = m->k;
+    int C = w->n_mels, E = w->enc_dim, D = w->dim, V = w->vocab, NL = w->n_layers;
+    int nA = 8, nB = 4, dA = 3, dB = 1;
+    int er = 2 * w->enc_window, dr = w->window + dA - 1; /* as the stream sizes them */
+    CU_ASSERT_FATAL(nA <= er - w->enc_window + 1);
+    vx_pools solo[2], both;
+    pools_make(m, kv, 1, er, dr, &solo[0]);
+    pools_make(m, kv, 1, er, dr, &solo[1]);
+    pools_make(m, kv, 2, er, dr, &both);
+    vx_scratch s;
+    CU_ASSERT_EQUAL_FATAL(vx_scratch_init(&s, k, w, 20), SR_OK);
+    /* adaptive scales of two different delays; the batch's per-row table [rows][NL * D] */
+    int delay[2] = {w->delay_max, w->delay_min};
+    CU_ASSERT_FATAL(delay[0] != delay[1]);
+    size_t ada_n = (size_t)NL * D;
+    float *ada[2] = {k->alloc(ada_n * sizeof(float)), k->alloc(ada_n * sizeof(float))};
+    float *ada_rows = k->alloc((size_t)(dA + dB) * ada_n * sizeof(float));
+    for (int i = 0; i < 2; i++) CU_ASSERT_EQUAL(vx_ada_scales(w, &s, delay[i], ada[i]), SR_OK);
+    for (int r = 0; r < dA + dB; r++)
+        CU_ASSERT_EQUAL(k->copy2d(1, (int)ada_n, ada[r < dA ? 0 : 1], (int)ada_n,
+                                  ada_rows + (size_t)r * ada_n, (int)ada_n), SR_OK);
+    CU_ASSERT(!same_bits(k, ada[0], ada[1], ada_n));
+    /* table buffers: inputs (batch layout: A's rows then B's) and outputs of each run */
+    int nE = nA + nB, nD = dA + dB;
+    float *mel = k->alloc((size_t)2 * nE * C * sizeof(float));
+    float *xin = k->alloc((size_t)nD * D * sizeof(float));
+    float *stem[3], *enc[3], *adp[3], *dx[3], *lg[3];
+    for (int i = 0; i < 3; i++) {
+        stem[i] = k->alloc((size_t)nE * E * sizeof(float));
+        enc[i] = k->alloc((size_t)nE * E * sizeof(float));
+        adp[i] = k->alloc((size_t)nE / 4 * D * sizeof(float));
+        dx[i] = k->alloc((size_t)nD * D * sizeof(float));
+        lg[i] = k->alloc((size_t)2 * V * sizeof(float));
+    }
+    unsigned seed = 11;
+    int ok_stem = 1, ok_enc = 1, ok_ada = 1, ok_dec = 1, ok_lg = 1, rounds = 12;
+    int64_t pe[2] = {0, 0}, pd[2] = {0, 0};
+    for (int round = 0; round < rounds; round++) {
+        fill_rand(k, mel, (size_t)2 * nE * C, &seed);
+        fill_rand(k, xin, (size_t)nD * D, &seed);
+        /* alone: sequence i's rows at its offset in the batch layout (A first) */
+        for (int i = 0; i < 2; i++) {
+            int n = i ? nB : nA, off = i ? nA : 0, nd = i ? dB : dA, od = i ? dA : 0;
+            int row0[2] = {0, n}, slot[1] = {0}, drow0[2] = {0, nd};
+            int64_t pos[1] = {pe[i]}, dpos[1] = {pd[i]};
+            sr_kbatch b = {1, row0, slot, pos}, db = {1, drow0, slot, dpos};
+            float *st = stem[i] + (size_t)off * E, *en = enc[i] + (size_t)off * E;
+            CU_ASSERT_EQUAL(vx_stem(w, &s, solo[i].c1, solo[i].c2, &b, mel + (size_t)2 * off * C, st), SR_OK);
+            CU_ASSERT_EQUAL(k->copy2d(n, E, st, E, en, E), SR_OK);
+            CU_ASSERT_EQUAL(vx_encode(w, &s, solo[i].ek, solo[i].ev, &b, en), SR_OK);
+            CU_ASSERT_EQUAL(vx_adapter(w, &s, en, n, adp[i] + (size_t)off / 4 * D), SR_OK);
+            float *x = dx[i] + (size_t)od * D;
+            CU_ASSERT_EQUAL(k->copy2d(nd, D, xin + (size_t)od * D, D, x, D), SR_OK);
+            CU_ASSERT_EQUAL(vx_decode(w, &s, solo[i].dk, solo[i].dv, &db, ada[i], 0, x,
+                                      lg[i] + (size_t)i * V, V), SR_OK);
+        }
+        /* together: A in slot 1, B in slot 0 */
+        int row0[3] = {0, nA, nE}, slot[2] = {1, 0}, drow0[3] = {0, dA, nD};
+        sr_kbatch b = {2, row0, slot, pe}, db = {2, drow0, slot, pd};
+        CU_ASSERT_EQUAL(vx_stem(w, &s, both.c1, both.c2, &b, mel, stem[2]), SR_OK);
+        CU_ASSERT_EQUAL(k->copy2d(nE, E, stem[2], E, enc[2], E), SR_OK);
+        CU_ASSERT_EQUAL(vx_encode(w, &s, both.ek, both.ev, &b, enc[2]), SR_OK);
+        CU_ASSERT_EQUAL(vx_adapter(w, &s, enc[2], nE, adp[2]), SR_OK);
+        CU_ASSERT_EQUAL(k->copy2d(nD, D, xin, D, dx[2], D), SR_OK);
+        CU_ASSERT_EQUAL(vx_decode(w, &s, both.dk, both.dv, &db, ada_rows, (int)ada_n, dx[2], lg[2], V),
+                        SR_OK);
+        /* A's rows come from run 0, B's from run 1 */
+        for (int i = 0; i < 2; i++) {
+            int off = i ? nA : 0, n = i ? nB : nA, od = i ? dA : 0, nd = i ? dB : dA;
+            ok_stem &= same_bits(k, stem[i] + (size_t)off * E, stem[2] + (size_t)off * E, (size_t)n * E);
+            ok_enc &= same_bits(k, enc[i] + (size_t)off * E, enc[2] + (size_t)off * E, (size_t)n * E);
+            ok_ada &= same_bits(k, adp[i] + (size_t)off / 4 * D, adp[2] + (size_t)off / 4 * D,
+                                (size_t)n / 4 * D);
+            ok_dec &= same_bits(k, dx[i] + (size_t)od * D, dx[2] + (size_t)od * D, (size_t)nd * D);
+            ok_lg &= same_bits(k, lg[i] + (size_t)i * V, lg[2] + (size_t)i * V, (size_t)V);
+        }
+        pe[0] += nA;
+        pe[1] += nB;
+        pd[0] += dA;
+        pd[1] += dB;
+    }
+    printf("\n      %s caches, %d rounds (encoder positions %lld / %lld, ring %d; decoder %lld / "
+           "%lld, ring %d): stem %s, encoder %s, adapter %s, decoder %s, logits %s",
+           kv == SR_BF16 ? "bf16" : "f32", rounds, (long long)pe[0], (long long)pe[1], er,
+           (long long)pd[0], (long long)pd[1], dr, ok_stem ? "equal" : "DIFFER",
+           ok_enc ? "equal" : "DIFFER", ok_ada ? "equal" : "DIFFER", ok_dec ? "equal" : "DIFFER",
+           ok_lg ? "equal" : "DIFFER");
+    CU_ASSERT(ok_stem && ok_enc && ok_ada && ok_dec && ok_lg);
+    /* a call that would overwrite keys its first row still needs, and an empty sequence */
+    int row0[2] = {0, er - w->enc_window + 2}, slot[1] = {0}, e0[3] = {0, 0, 4};
+    int64_t pos[2] = {100, 100};
+    sr_kbatch big = {1, row0, slot, pos}, empty = {2, e0, (int[]){0, 1}, pos};
+    TEST_ASSERT_ERR(vx_encode(w, &s, solo[0].ek, solo[0].ev, &big, enc[0]), SR_ERR_ARG,
+                    "voxtral encoder: 18 rows from position 100 with a window of 16 overrun the cache of 32 rows");
+    TEST_ASSERT_ERR(vx_stem(w, &s, both.c1, both.c2, &empty, mel, stem[0]), SR_ERR_ARG,
+                    "voxtral stem: sequence 0 of the batch has no rows");
+    int r21[2] = {0, 21};
+    sr_kbatch toolong = {1, r21, slot, pos};
+    TEST_ASSERT_ERR(vx_decode(w, &s, solo[0].dk, solo[0].dv, &toolong, ada[0], 0, dx[0], NULL, 0),
+                    SR_ERR_ARG, "voxtral decoder: 21 rows in one call (scratch holds 20)");
+    for (int i = 0; i < 3; i++) {
+        float *all[] = {stem[i], enc[i], adp[i], dx[i], lg[i]};
+        for (size_t j = 0; j < SR_ARRAY_LEN(all); j++) k->free(all[j]);
+    }
+    k->free(mel);
+    k->free(xin);
+    k->free(ada[0]);
+    k->free(ada[1]);
+    k->free(ada_rows);
+    vx_scratch_free(&s);
+    pools_free(m, &solo[0]);
+    pools_free(m, &solo[1]);
+    pools_free(m, &both);
+    sr_model_free(m);
+}
+
+static void test_batch_f32(void) { batch_vs_solo(SR_F32); }
+static void test_batch_bf16(void) { batch_vs_solo(SR_BF16); }
 
 /* ---- bad input ---- */
 
@@ -407,16 +582,32 @@ static int run_converter(const char *args, char *out, size_t cap)
     return test_run(out, cap, "/usr/bin/python3 scripts/convert_voxtral.py -q %s", args);
 }
 
-static int same_mat(vx_mat a, vx_mat b)
+/* Two table weights hold the same matrix: shape, element type and every row read back through
+ * the table's gather (exact widening to f32), whatever the table's layout. */
+static int same_mat(const sr_kernels *k, const sr_kweight *a, const sr_kweight *b)
 {
-    size_t el = a.bf16 ? 2 : 4;
-    return a.bf16 == b.bf16 && a.out == b.out && a.in == b.in &&
-           !memcmp(a.w, b.w, (size_t)a.out * a.in * el);
+    if (a->n != b->n || a->k != b->k || a->dtype != b->dtype) return 0;
+    size_t el = (size_t)a->n * a->k;
+    int32_t *ids = malloc((size_t)a->n * sizeof(int32_t));
+    float *x = malloc(el * sizeof(float)), *y = malloc(el * sizeof(float));
+    for (int i = 0; i < a->n; i++) ids[i] = i;
+    int ok = ids && x && y && k->gather(a, ids, a->n, x, a->k) == SR_OK &&
+             k->gather(b, ids, b->n, y, b->k) == SR_OK && !memcmp(x, y, el * sizeof(float));
+    free(ids);
+    free(x);
+    free(y);
+    return ok;
+}
+
+static int same_lin(const sr_kernels *k, vx_lin a, vx_lin b, int n_bias)
+{
+    if (!same_mat(k, a.w, b.w) || !a.b != !b.b) return 0;
+    return !a.b || !memcmp(a.b, b.b, (size_t)n_bias * sizeof(float));
 }
 
 /* Weights of the converted model equal model.h5's bit for bit: the RoPE-permuted rows (q, k,
  * encoder q bias) first of all, then every other matrix and vector the backend uses. */
-static int same_weights(const vx_model *a, const vx_model *b)
+static int same_weights(const sr_kernels *k, const vx_model *a, const vx_model *b)
 {
     if (a->enc_layers != b->enc_layers || a->n_layers != b->n_layers || a->enc_dim != b->enc_dim ||
         a->dim != b->dim || a->vocab != b->vocab || a->n_mels != b->n_mels || a->ffn != b->ffn ||
@@ -426,24 +617,24 @@ static int same_weights(const vx_model *a, const vx_model *b)
     size_t f = sizeof(float);
     for (int l = 0; l < a->enc_layers; l++) {
         const vx_layer *x = &a->enc[l], *y = &b->enc[l];
-        ok &= same_mat(x->q, y->q) && same_mat(x->k, y->k) && same_mat(x->v, y->v) &&
-              same_mat(x->o, y->o) && same_mat(x->gate, y->gate) && same_mat(x->up, y->up) &&
-              same_mat(x->down, y->down);
-        ok &= !memcmp(x->bq, y->bq, qe * f) && !memcmp(x->bv, y->bv, qe * f) &&
-              !memcmp(x->bo, y->bo, E * f) && !memcmp(x->bdown, y->bdown, E * f) &&
-              !memcmp(x->attn_norm, y->attn_norm, E * f) && !memcmp(x->ffn_norm, y->ffn_norm, E * f);
+        ok &= same_lin(k, x->q, y->q, qe) && same_lin(k, x->k, y->k, qe) &&
+              same_lin(k, x->v, y->v, qe) && same_lin(k, x->o, y->o, E) &&
+              same_lin(k, x->gate, y->gate, 0) && same_lin(k, x->up, y->up, 0) &&
+              same_lin(k, x->down, y->down, E);
+        ok &= !memcmp(x->attn_norm, y->attn_norm, E * f) && !memcmp(x->ffn_norm, y->ffn_norm, E * f);
     }
     for (int l = 0; l < a->n_layers; l++) {
         const vx_layer *x = &a->dec[l], *y = &b->dec[l];
-        ok &= same_mat(x->q, y->q) && same_mat(x->k, y->k) && same_mat(x->v, y->v) &&
-              same_mat(x->o, y->o) && same_mat(x->gate, y->gate) && same_mat(x->up, y->up) &&
-              same_mat(x->down, y->down) && same_mat(x->ada1, y->ada1) && same_mat(x->ada2, y->ada2);
+        ok &= same_lin(k, x->q, y->q, 0) && same_lin(k, x->k, y->k, 0) &&
+              same_lin(k, x->v, y->v, 0) && same_lin(k, x->o, y->o, 0) &&
+              same_lin(k, x->gate, y->gate, 0) && same_lin(k, x->up, y->up, 0) &&
+              same_lin(k, x->down, y->down, 0) && same_lin(k, x->ada1, y->ada1, 0) &&
+              same_lin(k, x->ada2, y->ada2, 0);
         ok &= !memcmp(x->attn_norm, y->attn_norm, D * f) && !memcmp(x->ffn_norm, y->ffn_norm, D * f);
     }
-    ok &= same_mat(a->proj1, b->proj1) && same_mat(a->proj2, b->proj2) && same_mat(a->embed, b->embed);
-    ok &= !memcmp(a->conv1_w, b->conv1_w, (size_t)E * a->n_mels * 3 * f) &&
-          !memcmp(a->conv2_w, b->conv2_w, (size_t)E * E * 3 * f) &&
-          !memcmp(a->conv1_b, b->conv1_b, E * f) && !memcmp(a->conv2_b, b->conv2_b, E * f) &&
+    ok &= same_lin(k, a->proj1, b->proj1, 0) && same_lin(k, a->proj2, b->proj2, 0) &&
+          same_mat(k, a->embed, b->embed);
+    ok &= same_lin(k, a->conv1, b->conv1, E) && same_lin(k, a->conv2, b->conv2, E) &&
           !memcmp(a->enc_norm, b->enc_norm, E * f) && !memcmp(a->dec_norm, b->dec_norm, D * f);
     return ok;
 }
@@ -469,7 +660,7 @@ static void convert_layout(const char *layout)
     CU_ASSERT_EQUAL_FATAL(st, SR_OK);
     CU_ASSERT_STRING_EQUAL(sr_model_arch(m), "voxtral_realtime");
     const vx_model *w = m->impl, *r = ref->impl;
-    int same = same_weights(w, r);
+    int same = same_weights(m->k, w, r);
     CU_ASSERT(same);
     CU_ASSERT(w->enc_window == r->enc_window && w->window == r->window && w->n_left == r->n_left &&
               w->n_right == r->n_right && w->delay_def == r->delay_def && w->bos == r->bos &&
@@ -532,7 +723,8 @@ void test_register_voxtral(void)
                {"small_windows_wrap_kv_bf16", test_parity_small_bf16},
                {"full_windows_kv_bf16", test_parity_full_bf16});
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits},
-               {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes});
+               {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes},
+               {"batch_equals_solo", test_batch_f32}, {"batch_equals_solo_kv_bf16", test_batch_bf16});
     TEST_SUITE("voxtral_bad", {"stream_config", test_bad_config}, {"files", test_bad_files});
     TEST_SUITE("voxtral_convert", {"mistral_layout", test_convert_mistral},
                {"hf_layout", test_convert_hf}, {"bad_checkpoints", test_convert_bad});

@@ -11,7 +11,8 @@
 
 /* ---- pool.c: the CPU worker pool ---------------------------------------------------------- */
 
-/* Threads the op set uses (set by the table's set_threads; default sr_lowp_default_threads()). */
+/* Threads the op set uses (set by the table's set_threads; default OPENBLAS_NUM_THREADS when
+ * set, else the online CPUs, at most 64). */
 int sr_cpu_threads(void);
 void sr_cpu_set_threads(int n);
 

@@ -8,11 +8,12 @@
  * woken up yet (on a loaded machine that wait would cost a scheduler slice per job).
  */
 #include "../../core/internal.h"
-#include "../lowp.h"
 #include "cpu_impl.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define POOL_MAX_THREADS 64
 
@@ -33,10 +34,21 @@ static int pool_want;          /* workers 0 .. want-1 may take part in the curre
 static int pool_inside;        /* workers inside the current job's parts */
 static atomic_int cpu_threads; /* 0 = default */
 
+/* OPENBLAS_NUM_THREADS when set (> 0), else the online CPUs: the count the CPU table's OpenBLAS
+ * defaults to, so sgemm and the op set use the same cores. */
+static int default_threads(void)
+{
+    const char *e = getenv("OPENBLAS_NUM_THREADS");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0) n = 1;
+    return (int)SR_MIN(n, POOL_MAX_THREADS);
+}
+
 int sr_cpu_threads(void)
 {
     int n = atomic_load(&cpu_threads);
-    return n > 0 ? n : sr_lowp_default_threads();
+    return n > 0 ? n : default_threads();
 }
 
 void sr_cpu_set_threads(int n)

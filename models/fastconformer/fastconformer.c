@@ -6,12 +6,15 @@
  * streamed frames equal offline ones) accumulate; a step runs on the first 1 + 8R frames, then
  * on every 8(R + 1) new frames preceded by the 9 previous mel frames (the pre-encode cache;
  * zero-padded in front while fewer exist), whose first 2 subsampled outputs are dropped. The
- * R + 1 new encoder rows go through the layers with the per-layer caches (the last L
- * LayerNorm'd attention inputs with their valid length, masked while unfilled; the last K - 1
- * GLU outputs of the depthwise conv). At the end of audio the remaining frames form one more,
- * shorter step when at least 8 remain (1 for the first step), as the buffer does; fewer are
- * dropped. Caches live in flat per-stream arrays allocated at open; nothing grows with time.
- * stream.cache_dtype "f16" stores both caches as IEEE f16 (half the bytes; computed in f32).
+ * R + 1 new encoder rows (absolute positions enc_pos ..) go through the layers as a batch of
+ * one sequence (fc_layers, the same code a batch of many streams runs) over the stream's cache
+ * pools: per layer the projected keys and values of the last L positions plus the step's own
+ * rows (a ring of L + R + 1 rows; positions before the stream's start are never in a key
+ * range: NeMo's valid-length masking), and the last K - 1 GLU outputs of the depthwise conv.
+ * At the end of audio the remaining frames form one more, shorter step when at least 8 remain
+ * (1 for the first step), as the buffer does; fewer are dropped. Pools and scratch are
+ * allocated at open; nothing grows with time. stream.cache_dtype "f16" makes the pools IEEE
+ * f16 (half the bytes; rounded once when written, computed in f32).
  *
  * Strategy "offline": all audio is kept; at finish the whole-utterance mel goes through the
  * encoder with the context mask of the stream's att_context ([-1, -1] = full attention), or
@@ -21,6 +24,8 @@
  * Scorer (plugin.h TRANSDUCER): the encoder rows of the latest process call, projected by the
  * joint's encoder Linear, are held; pred_out is the prediction network's top LSTM output
  * already projected by the joint's prediction Linear (so the joint is ReLU(enc + pred) -> out).
+ * The scorer's arrays are host memory; the LSTM (gather, gemm, lstm_cell) and the joint (add,
+ * ReLU, gemm) run on table scratch with uploads / downloads of those few floats.
  */
 #include "fc.h"
 
@@ -35,27 +40,37 @@ enum { FC_CACHE_AWARE = 0, FC_OFFLINE = 1, FC_OFFLINE_LOCAL = 2, FC_OFFLINE_FULL
 
 static int step_frames(const fc_stream *s) { return s->steps ? 8 * (s->ctx[1] + 1) : 1 + 8 * s->ctx[1]; }
 
-/* Append n encoder rows x [n, d] to the scorer's window (joint encoder projection). */
+/* Append n encoder rows x [n, d] (table memory) to the scorer's window (joint encoder
+ * projection) and to the host record of raw rows. */
 static sr_status push_frames(fc_stream *s, const float *x, int n)
 {
     const fc_model *w = s->w;
+    const sr_kernels *k = w->k;
     int J = w->joint_hidden;
     if (s->encp_n + n > s->encp_cap) {
         int cap = SR_MAX(2 * s->encp_cap, s->encp_n + n);
-        float *p = realloc(s->encp, (size_t)cap * J * sizeof(float));
+        float *p = k->alloc((size_t)cap * J * sizeof(float));
         if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: joint frame window of %d rows", cap);
+        sr_status st = k->copy2d(s->encp_n, J, s->encp, J, p, J);
+        if (st) {
+            k->free(p);
+            return st;
+        }
+        if (s->encp) k->free(s->encp);
         s->encp = p;
+        s->encp_cap = cap;
+    }
+    if (s->encp_n + n > s->enc_raw_cap) {
+        int cap = SR_MAX(2 * s->enc_raw_cap, s->encp_n + n);
         float *r = realloc(s->enc_raw, (size_t)cap * w->d * sizeof(float));
         if (!r) return sr_error(SR_ERR_NOMEM, "fastconformer: encoder frame window of %d rows", cap);
         s->enc_raw = r;
-        s->encp_cap = cap;
+        s->enc_raw_cap = cap;
     }
-    memcpy(s->enc_raw + (size_t)s->encp_n * w->d, x, (size_t)n * w->d * sizeof(float));
-    sr_status st = w->k->sgemm(0, 1, n, J, w->d, 1.0f, x, w->d, w->j_enc.w, w->d, 0.0f,
+    sr_status st = k->download(s->enc_raw + (size_t)s->encp_n * w->d, x, (size_t)n * w->d * sizeof(float));
+    if (!st) st = fc_gemm_rows(k, n, x, w->d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f,
                                s->encp + (size_t)s->encp_n * J, J);
     if (st) return st;
-    for (int r = 0; r < n; r++)
-        for (int i = 0; i < J; i++) s->encp[(size_t)(s->encp_n + r) * J + i] += w->j_enc.b[i];
     s->encp_n += n;
     s->frames_total += n;
     return SR_OK;
@@ -65,6 +80,7 @@ static sr_status push_frames(fc_stream *s, const float *x, int n)
 static sr_status stream_step(fc_stream *s, int nnew)
 {
     const fc_model *w = s->w;
+    const sr_kernels *k = w->k;
     int F = w->n_mels, first = s->steps == 0;
     int hist = first ? 0 : FC_PRE_CACHE;
     int pad = hist - s->mel_hist; /* zero frames in front while fewer than 9 exist */
@@ -73,21 +89,25 @@ static sr_status stream_step(fc_stream *s, int nnew)
         return sr_error(SR_ERR_ARG, "fastconformer: a step of %d mel frames exceeds the stream's %d", nin,
                         FC_PRE_CACHE + 8 * (s->ctx[1] + 1));
     float *in = s->sub_in;
-    memset(in, 0, (size_t)pad * F * sizeof(float));
-    memcpy(in + (size_t)pad * F, s->mel + (size_t)(s->mel_hist - (hist - pad)) * F,
-           (size_t)(hist - pad + nnew) * F * sizeof(float));
-    int n;
-    sr_status st = fc_subsample_into(w, in, nin, s->x, &n, s->sub_scratch);
+    k->zero(in, (size_t)pad * F * sizeof(float));
+    sr_status st = k->upload(in + (size_t)pad * F, s->mel + (size_t)(s->mel_hist - (hist - pad)) * F,
+                             (size_t)(hist - pad + nnew) * F * sizeof(float));
+    int n = 0;
+    if (!st) st = fc_subsample_into(w, in, nin, s->x, &n, s->sub_scratch);
     if (st) return st;
     int drop = first ? 0 : FC_DROP;
     int T = n - drop;
     float *x = s->x + (size_t)drop * w->d;
-    for (size_t i = 0; i < (size_t)T * w->d; i++) x[i] *= w->xscale;
-    fc_mask mk = {.left = s->ctx[0], .right = s->ctx[1], .style = w->att_style, .cache = s->csize};
-    fc_cache c = {.csize = s->csize, .chan_len = s->chan_len, .chan = s->chan, .conv = s->convc,
-                  .chan16 = s->chan16, .conv16 = s->conv16, .tmp = s->chan_tmp};
-    if ((st = fc_layers(w, &s->ws, x, T, &mk, &c))) return st;
-    s->chan_len = SR_MIN(s->chan_len + T, s->csize);
+    if ((st = k->scale(T, w->d, w->xscale, x, w->d))) return st;
+    /* a batch of one sequence: rows 0 .. T-1 at positions enc_pos .., cache slot 0 */
+    fc_mask mk = {.left = s->ctx[0], .right = s->ctx[1], .style = w->att_style};
+    int row0[2] = {0, T}, slot[1] = {0};
+    int64_t pos[1] = {s->enc_pos};
+    sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = slot, .pos = pos};
+    fc_seqs sq = {.b = &b, .mk = &mk, .kc = s->kc, .vc = s->vc, .conv = s->cc, .kw = s->kw, .vw = s->vw};
+    if ((st = fc_layers(w, &s->ws, x, &sq))) return st;
+    s->enc_pos += T;
+    s->chan_len = (int)SR_MIN(s->enc_pos, (int64_t)s->csize);
     s->steps++;
     /* keep the last 9 mel frames as the next pre-encode cache */
     int total = s->mel_hist + nnew;
@@ -136,7 +156,7 @@ static sr_status encode_offline(fc_stream *s, const float *mel, int T)
     int ne = 0;
     sr_status st = fc_encode_offline(s->w, mel, T, ctx, local, &enc, &ne, NULL);
     if (!st) st = push_frames(s, enc, ne);
-    free(enc);
+    if (enc) s->w->k->free(enc);
     return st;
 }
 
@@ -204,16 +224,17 @@ static sr_status fc_process(void *state, const float *pcm, size_t n, int final)
 static void fc_reset(void *state)
 {
     fc_stream *s = state;
+    const sr_kernels *k = s->w->k;
     if (s->ms) sr_mel_stream_reset(s->ms);
     s->mel_n = s->mel_hist = 0;
     s->steps = 0;
-    size_t nchan = (size_t)s->w->n_layers * s->csize * s->w->d;
-    size_t nconv = (size_t)s->w->n_layers * (s->w->kernel - 1) * s->w->d;
-    if (s->chan) memset(s->chan, 0, nchan * sizeof(float));
-    if (s->convc) memset(s->convc, 0, nconv * sizeof(float));
-    if (s->chan16) memset(s->chan16, 0, nchan * sizeof(uint16_t)); /* +0.0 */
-    if (s->conv16) memset(s->conv16, 0, nconv * sizeof(uint16_t));
+    /* positions restart at 0, so old rows are out of every key range; cleared all the same
+     * (the conv states are read as they are; the working pools are restaged every step) */
+    if (s->kc) sr_kpool_clear(k, s->kc, 0);
+    if (s->vc) sr_kpool_clear(k, s->vc, 0);
+    if (s->cc) sr_kpool_clear(k, s->cc, 0);
     s->chan_len = 0;
+    s->enc_pos = 0;
     s->audio_n = 0;
     s->encp_n = 0;
     s->frames_base = s->frames_total = 0;
@@ -224,24 +245,23 @@ static void fc_stream_close(void *state)
 {
     fc_stream *s = state;
     if (!s) return;
+    const sr_kernels *k = s->w->k;
     sr_mel_stream_close(s->ms);
     free(s->mel_new);
     free(s->mel);
-    free(s->sub_in);
-    free(s->sub_scratch);
-    free(s->x);
-    free(s->chan);
-    free(s->convc);
-    free(s->chan16);
-    free(s->conv16);
-    free(s->chan_tmp);
-    fc_work_free(&s->ws);
+    if (s->sub_in) k->free(s->sub_in);
+    if (s->sub_scratch) k->free(s->sub_scratch);
+    if (s->x) k->free(s->x);
+    sr_kpool_free(k, s->kc);
+    sr_kpool_free(k, s->vc);
+    sr_kpool_free(k, s->cc);
+    sr_kpool_free(k, s->kw);
+    sr_kpool_free(k, s->vw);
+    fc_work_free(s->w, &s->ws);
     free(s->audio);
-    free(s->encp);
+    if (s->encp) k->free(s->encp);
     free(s->enc_raw);
-    free(s->jh);
-    free(s->gates);
-    free(s->lstm_in);
+    if (s->jh) k->free(s->jh);
     free(s);
 }
 
@@ -255,14 +275,13 @@ static size_t fc_state_bytes(const void *state)
     if (s->sub_in) b += (size_t)(FC_PRE_CACHE + 8 * (s->ctx[1] + 1)) * w->n_mels * sizeof(float);
     b += s->sub_scratch_n * sizeof(float);
     b += (size_t)s->x_cap * w->d * sizeof(float);
-    size_t esize = s->cache_f16 ? sizeof(uint16_t) : sizeof(float);
-    if (s->chan || s->chan16) b += (size_t)w->n_layers * s->csize * w->d * esize;
-    if (s->convc || s->conv16) b += (size_t)w->n_layers * (w->kernel - 1) * w->d * esize;
-    if (s->chan_tmp) b += (size_t)s->csize * w->d * sizeof(float);
+    const sr_kpool *pools[5] = {s->kc, s->vc, s->cc, s->kw, s->vw};
+    for (int i = 0; i < 5; i++) b += pools[i] ? pools[i]->bytes : 0;
     b += s->ws.bytes;
     b += s->audio_cap * sizeof(float);
-    b += (size_t)s->encp_cap * (w->joint_hidden + w->d) * sizeof(float);
-    b += ((size_t)w->joint_hidden + 5 * (size_t)w->pred_hidden) * sizeof(float);
+    b += (size_t)s->encp_cap * w->joint_hidden * sizeof(float);
+    b += (size_t)s->enc_raw_cap * w->d * sizeof(float);
+    b += s->scorer_bytes;
     return b;
 }
 
@@ -275,63 +294,56 @@ static sr_status tr_predict(void *ctx, const float *state_in, int32_t token, flo
 {
     fc_stream *s = ctx;
     const fc_model *w = s->w;
-    int H = w->pred_hidden;
+    const sr_kernels *k = w->k;
+    int H = w->pred_hidden, J = w->joint_hidden;
+    size_t nstate = (size_t)2 * w->pred_layers * H * sizeof(float);
     if (token < -1 || token >= w->vocab)
         return sr_error(SR_ERR_ARG, "fastconformer: predict on token %d (vocabulary %d, blank never fed)", token, w->vocab);
-    /* state layout: per layer h [H] then c [H] */
-    float *g = s->gates, *inp = s->lstm_in;
-    if (token < 0) memset(inp, 0, (size_t)H * sizeof(float)); /* start symbol: zero embedding */
-    else memcpy(inp, w->embed + (size_t)token * H, (size_t)H * sizeof(float));
+    /* state layout: per layer h [H] then c [H]; the start state is zero (NeMo's SOS with
+     * blank-as-pad), and so is the start symbol's embedding */
     sr_status st = SR_OK;
-    for (int l = 0; l < w->pred_layers && !st; l++) {
-        const float *h0 = state_in ? state_in + (size_t)l * 2 * H : NULL;
-        const float *c0 = state_in ? h0 + H : NULL;
-        /* gates [4H] = W_ih x + b_ih + W_hh h + b_hh, order i, f, g, o */
-        st = w->k->sgemm(0, 1, 1, 4 * H, H, 1.0f, inp, H, w->lstm_wih[l], H, 0.0f, g, 4 * H);
-        if (!st && h0) st = w->k->sgemm(0, 1, 1, 4 * H, H, 1.0f, h0, H, w->lstm_whh[l], H, 1.0f, g, 4 * H);
-        if (st) break;
-        float *ho = state_out + (size_t)l * 2 * H, *co = ho + H;
-        for (int i = 0; i < H; i++) {
-            float gi = g[i] + w->lstm_bih[l][i] + w->lstm_bhh[l][i];
-            float gf = g[H + i] + w->lstm_bih[l][H + i] + w->lstm_bhh[l][H + i];
-            float gg = g[2 * H + i] + w->lstm_bih[l][2 * H + i] + w->lstm_bhh[l][2 * H + i];
-            float go = g[3 * H + i] + w->lstm_bih[l][3 * H + i] + w->lstm_bhh[l][3 * H + i];
-            gi = 1.0f / (1.0f + expf(-gi));
-            gf = 1.0f / (1.0f + expf(-gf));
-            gg = tanhf(gg);
-            go = 1.0f / (1.0f + expf(-go));
-            float c = gf * (c0 ? c0[i] : 0.0f) + gi * gg;
-            co[i] = c;
-            ho[i] = go * tanhf(c);
-        }
-        memcpy(inp, ho, (size_t)H * sizeof(float));
+    if (state_in) st = k->upload(s->pstate, state_in, nstate);
+    else k->zero(s->pstate, nstate);
+    if (st) return st;
+    if (token < 0) k->zero(s->lstm_in, (size_t)H * sizeof(float));
+    else if ((st = k->gather(w->embed, &token, 1, s->lstm_in, H))) return st;
+    const float *inp = s->lstm_in;
+    for (int l = 0; l < w->pred_layers; l++) {
+        float *h = s->pstate + (size_t)l * 2 * H, *c = h + H;
+        /* gates [4H] = W_ih x + b_ih + W_hh h + b_hh, order i, f, g, o; then the cell updates
+         * c in place and overwrites h (read by the gemm before) */
+        if ((st = k->gemm(1, inp, H, w->lstm_wih[l], w->lstm_bih[l], SR_ACT_NONE, 1.0f, 0.0f, s->gates, 4 * H)) ||
+            (st = k->gemm(1, h, H, w->lstm_whh[l], w->lstm_bhh[l], SR_ACT_NONE, 1.0f, 1.0f, s->gates, 4 * H)) ||
+            (st = k->lstm_cell(1, H, s->gates, 4 * H, c, H, h, H)))
+            return st;
+        inp = h;
     }
-    if (!st) {
-        /* pred_out = joint.pred(top h) */
-        st = w->k->sgemm(0, 1, 1, w->joint_hidden, H, 1.0f, inp, H, w->j_pred.w, H, 0.0f, pred_out,
-                         w->joint_hidden);
-        for (int i = 0; i < w->joint_hidden && !st; i++) pred_out[i] += w->j_pred.b[i];
-    }
-    return st;
+    /* pred_out = joint.pred(top h) */
+    if ((st = k->gemm(1, inp, H, w->j_pred.w, w->j_pred.b, SR_ACT_NONE, 1.0f, 0.0f, s->pout, J)) ||
+        (st = k->download(state_out, s->pstate, nstate)))
+        return st;
+    return k->download(pred_out, s->pout, (size_t)J * sizeof(float));
 }
 
 static sr_status tr_joint(void *ctx, int t, const float *pred_out, float *logits)
 {
     fc_stream *s = ctx;
     const fc_model *w = s->w;
+    const sr_kernels *k = w->k;
     int J = w->joint_hidden;
     int64_t r = (int64_t)t - s->frames_base;
     if (r < 0 || r >= s->encp_n)
         return sr_error(SR_ERR_ARG, "fastconformer: joint on frame %d, frames %lld..%lld are held", t,
                         (long long)s->frames_base, (long long)(s->frames_base + s->encp_n - 1));
-    const float *f = s->encp + (size_t)r * J;
-    for (int i = 0; i < J; i++) {
-        float v = f[i] + pred_out[i];
-        s->jh[i] = v > 0.0f ? v : 0.0f;
-    }
-    sr_status st = w->k->sgemm(0, 1, 1, w->n_out, J, 1.0f, s->jh, J, w->j_out.w, J, 0.0f, logits, w->n_out);
-    for (int i = 0; i < w->n_out && !st; i++) logits[i] += w->j_out.b[i];
-    return st;
+    /* ReLU(enc_proj[t] + pred_out) -> Linear */
+    sr_status st;
+    if ((st = k->upload(s->jp, pred_out, (size_t)J * sizeof(float))) ||
+        (st = k->copy2d(1, J, s->encp + (size_t)r * J, J, s->jh, J)) ||
+        (st = k->add(1, J, s->jp, J, 1.0f, s->jh, J)) ||
+        (st = k->act(SR_ACT_RELU, (size_t)J, s->jh, s->jh)) ||
+        (st = k->gemm(1, s->jh, J, w->j_out.w, w->j_out.b, SR_ACT_NONE, 1.0f, 0.0f, s->logits, w->n_out)))
+        return st;
+    return k->download(logits, s->logits, (size_t)w->n_out * sizeof(float));
 }
 
 static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, void **state,
@@ -381,36 +393,51 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     s->ctx[0] = ctx[0];
     s->ctx[1] = ctx[1];
     sr_status st = SR_ERR_NOMEM;
-    int d = w->d, R = ctx[1];
-    s->jh = sr_malloc((size_t)w->joint_hidden * sizeof(float), "fastconformer joint scratch");
-    s->gates = sr_malloc(4 * (size_t)w->pred_hidden * sizeof(float), "fastconformer LSTM gates");
-    s->lstm_in = sr_malloc((size_t)w->pred_hidden * sizeof(float), "fastconformer LSTM input");
-    if (!s->jh || !s->gates || !s->lstm_in) goto fail;
+    const sr_kernels *k = w->k;
+    int d = w->d, R = ctx[1], H = w->pred_hidden, J = w->joint_hidden;
+    /* scorer scratch in table memory, one block */
+    size_t nsc = 3 * (size_t)J + (size_t)w->n_out + 2 * (size_t)w->pred_layers * H + (size_t)H + 4 * (size_t)H;
+    s->jh = k->alloc(nsc * sizeof(float));
+    if (!s->jh) {
+        st = sr_error(SR_ERR_NOMEM, "fastconformer: scorer scratch of %zu floats", nsc);
+        goto fail;
+    }
+    s->scorer_bytes = nsc * sizeof(float);
+    s->jp = s->jh + J;
+    s->pout = s->jp + J;
+    s->logits = s->pout + J;
+    s->pstate = s->logits + w->n_out;
+    s->lstm_in = s->pstate + 2 * (size_t)w->pred_layers * H;
+    s->gates = s->lstm_in + H;
     if (!s->offline) {
         if ((st = sr_mel_stream_open(w->mel, &s->ms))) goto fail;
         st = SR_ERR_NOMEM;
         int nin = FC_PRE_CACHE + 8 * (R + 1);
         s->csize = ctx[0];
         s->x_cap = fc_subsample_len(nin);
-        s->sub_in = sr_malloc((size_t)nin * w->n_mels * sizeof(float), "fastconformer subsampling input");
-        s->x = sr_malloc((size_t)s->x_cap * d * sizeof(float), "fastconformer encoder rows");
+        s->sub_in = k->alloc((size_t)nin * w->n_mels * sizeof(float));
+        s->x = k->alloc((size_t)s->x_cap * d * sizeof(float));
         /* the largest step input is nin frames (a step never takes more: run_steps) */
         s->sub_scratch_n = fc_subsample_scratch(w, nin);
-        s->sub_scratch = sr_malloc(s->sub_scratch_n * sizeof(float), "fastconformer subsampling scratch");
-        size_t nchan = (size_t)w->n_layers * SR_MAX(s->csize, 1) * d, nconv = (size_t)w->n_layers * (w->kernel - 1) * d;
-        s->cache_f16 = f16;
-        if (f16) {
-            s->chan16 = sr_calloc(nchan, sizeof(uint16_t), "fastconformer attention cache (f16)");
-            s->conv16 = sr_calloc(nconv, sizeof(uint16_t), "fastconformer conv cache (f16)");
-            s->chan_tmp = sr_calloc((size_t)SR_MAX(s->csize, 1) * d, sizeof(float), "fastconformer attention cache row scratch");
-        } else {
-            s->chan = sr_calloc(nchan, sizeof(float), "fastconformer attention cache");
-            s->convc = sr_calloc(nconv, sizeof(float), "fastconformer conv cache");
-        }
-        if (!s->sub_in || !s->x || !s->sub_scratch || (f16 ? !s->chan16 || !s->conv16 || !s->chan_tmp : !s->chan || !s->convc))
+        s->sub_scratch = k->alloc(s->sub_scratch_n * sizeof(float));
+        if (!s->sub_in || !s->x || !s->sub_scratch) {
+            st = sr_error(SR_ERR_NOMEM, "fastconformer: step buffers of %d mel frames", nin);
             goto fail;
-        int rows = R + 1;
-        if ((st = fc_work_init(&s->ws, w, rows, s->csize + rows, s->csize + rows, s->csize + 2 * rows))) goto fail;
+        }
+        /* K / V pools: a step's R + 1 rows attend together with the L cached positions, so a
+         * ring of L + R + 1 rows holds every key of a step. f16 streams store K / V rounded in
+         * rings of max(L, R + 1) rows and attend in f32 working pools of one layer (fc_seqs),
+         * so a step's own rows are exact while it runs, as with f32 */
+        s->cache_f16 = f16;
+        sr_dtype dt = f16 ? SR_F16 : SR_F32;
+        int rows = f16 ? SR_MAX(SR_MAX(s->csize, R + 1), 1) : s->csize + R + 1;
+        if ((st = sr_kpool_create(k, dt, w->n_layers, 1, rows, d, &s->kc)) ||
+            (st = sr_kpool_create(k, dt, w->n_layers, 1, rows, d, &s->vc)) ||
+            (f16 && (st = sr_kpool_create(k, SR_F32, 1, 1, s->csize + R + 1, d, &s->kw))) ||
+            (f16 && (st = sr_kpool_create(k, SR_F32, 1, 1, s->csize + R + 1, d, &s->vw))) ||
+            (w->kernel > 1 && (st = sr_kpool_create(k, dt, w->n_layers, 1, w->kernel - 1, d, &s->cc))) ||
+            (st = fc_work_init(&s->ws, w, R + 1, 0, f16 ? s->csize : 0)))
+            goto fail;
     }
     /* chunking: the first step needs mel frame 8R, complete once 160 * 8R + 256 samples (the
      * centred 512-sample window) are in; later steps every 8(R + 1) frames */

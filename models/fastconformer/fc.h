@@ -4,9 +4,13 @@
  * joint (nemotron-speech-streaming). Weights view, per-stream state and the internal entry
  * points tests/test_fastconformer.c calls directly. Not installed.
  *
- * Layout conventions: every Linear weight is [out, in] (products are x · W^T); activations are
- * row-major time-major [T, d]; the conv cache is kept time-major [kernel - 1, d] (NeMo holds
- * it as [d, kernel - 1]); the attention cache is [cache_size, d] with the newest row last.
+ * Every computation goes through the model's kernel table (w->k, kernels/kernels.h): Linear
+ * weights are sr_kweight handles in the table ([out, in], products x · W^T by k->gemm), vectors
+ * (biases, norm gains, BatchNorm statistics, pos_bias_u/v, the 3x3 and depthwise conv taps)
+ * stay host tensors (the CPU table's memory). Activations are row-major time-major [T, d] in
+ * table memory. The attention caches are cache pools (sr_kpool) of PROJECTED keys and values,
+ * one row per absolute encoder position (ring row = position % rows); the conv cache is a pool
+ * of the K - 1 previous GLU outputs per layer, oldest first (NeMo holds it as [d, K - 1]).
  */
 #ifndef SR_FC_H
 #define SR_FC_H
@@ -17,18 +21,17 @@
 
 #define FC_LN_EPS 1e-5f
 #define FC_MAX_CTX 16        /* att_context_size entries a model may list */
-#define FC_MASK_VALUE -10000.0f /* NeMo's INF_VAL for masked scores */
-#define FC_LOCAL_BLOCK 64    /* query rows per block of the banded (local) attention */
 #define FC_SUB_PIECE 128     /* encoder rows per piece of the offline subsampling */
+#define FC_GEMM_ROWS 1024    /* rows per gemm call (fc_gemm_rows) */
 
-typedef struct { const float *w, *b; } fc_lin; /* w [out, in]; b [out] or NULL */
+typedef struct { const sr_kweight *w; const float *b; } fc_lin; /* w [out, in]; b [out] or NULL */
 typedef struct { const float *g, *b; } fc_ln;  /* LayerNorm gain / bias [d] */
 
 typedef struct {
     fc_ln ff1_ln, att_ln, conv_ln, ff2_ln, out_ln;
     fc_lin ff1a, ff1b, ff2a, ff2b;        /* [d_ff, d], [d, d_ff] */
     fc_lin q, k, v, o;                    /* [d, d] */
-    const float *pos_w;                   /* linear_pos [d, d], no bias */
+    const sr_kweight *pos_w;              /* linear_pos [d, d], no bias */
     const float *pos_u, *pos_v;           /* [h, dk] */
     fc_lin pw1;                           /* pointwise_conv1 [2d, d] */
     const float *dw_w, *dw_b;             /* depthwise [d, K] (stored [d, 1, K]), [d] */
@@ -54,17 +57,25 @@ typedef struct fc_model {
     /* prediction network and joint */
     int vocab, blank, pred_hidden, pred_layers, joint_hidden, n_out;
     int n_durations, durations[16], max_symbols;
-    /* weights (views into m->tensors) */
-    const float *c0_w, *c0_b;             /* conv.0 [C, 1, 3, 3] */
-    const float *dw1_w, *dw1_b, *pw1_w, *pw1_b; /* conv.2 [C,1,3,3], conv.3 [C,C,1,1] */
-    const float *dw2_w, *dw2_b, *pw2_w, *pw2_b; /* conv.5, conv.6 */
-    fc_lin sub_out;                       /* [d, C * F3] */
+    /* weights */
+    const float *c0_w, *c0_b;             /* conv.0 [C, 1, 3, 3] (host taps) */
+    const float *dw1_w, *dw1_b;           /* conv.2 depthwise [C, 1, 3, 3] */
+    fc_lin sub_pw1;                       /* conv.3 pointwise [C, C, 1, 1] as a Linear [C, C] */
+    const float *dw2_w, *dw2_b;           /* conv.5 */
+    fc_lin sub_pw2;                       /* conv.6 */
+    /* pre_encode.out [d, C * F3] with its columns reordered from NeMo's (c, f) flattening to
+     * (f, c), so that it reads the position-major rows [T3][F3][C] the last pointwise conv
+     * writes without a transpose (made at load, freed at unload: sub_out_own) */
+    fc_lin sub_out;
+    sr_kweight *sub_out_own;
     fc_layer *L;
-    const float *embed;                   /* [vocab + 1, H] */
-    const float **lstm_wih, **lstm_whh, **lstm_bih, **lstm_bhh; /* per layer [4H, in], [4H, H], [4H] */
+    const sr_kweight *embed;              /* [vocab + 1, H] */
+    const sr_kweight **lstm_wih, **lstm_whh; /* per layer [4H, in], [4H, H] */
+    const float **lstm_bih, **lstm_bhh;   /* per layer [4H] */
     fc_lin j_enc, j_pred, j_out;          /* [J, d], [J, H], [n_out, J] */
-    /* linear_pos applied to the sinusoidal table once per model: per layer, rows for relative
-     * positions -pos_neg .. pos_pos (the span every streaming context can ask for) */
+    /* linear_pos applied to the sinusoidal table once per model (table memory): per layer,
+     * rows for relative positions pos_pos down to -pos_neg (the span every streaming context
+     * can ask for); row r is distance pos_pos - r */
     float *pos_tab;                       /* [n_layers][pos_rows][d] */
     int pos_neg, pos_pos, pos_rows;
     const sr_kernels *k;
@@ -78,68 +89,92 @@ void fc_model_unload(sr_model *m);
 void fc_sinusoids(int d, int p0, int n, float *out);
 
 /* ---- fc_encoder.c ---- */
-/* Which keys a query may see. Index space: keys 0 .. n_keys - 1 where the first `cache` keys
- * are the attention cache; query i sits at index cache + i. lim_left / lim_right: the
- * att_context_size pair ([-1, -1] = unlimited), style chunked_limited or regular; keys below
- * `first_valid` are unfilled cache rows (always masked). */
+/* k->gemm over blocks of at most FC_GEMM_ROWS rows. The CPU table's gemm packs a copy of its
+ * x ([M, k]), so one call over a 17-minute utterance would hold another [T, d_ff] (200 MB at
+ * the Nemotron shape); rows are independent, so the blocks compute exactly the rows of one
+ * call, and a stream's step (M <= R + 1) is one call. */
+sr_status fc_gemm_rows(const sr_kernels *k, int M, const float *x, int ldx, const sr_kweight *W,
+                       const float *bias, sr_act act, float alpha, float beta, float *y, int ldy);
+
+/* Which keys a query may see, in absolute positions (query at position p; keys are positions
+ * 0 .. of the same sequence, never negative: an unfilled cache is simply not there).
+ * [left, right] is the att_context pair ([-1, -1] = unlimited) of style chunked_limited
+ * (chunk = right + 1; p sees k iff 0 <= p/chunk - k/chunk <= left/chunk) or regular
+ * (p - left <= k <= p + right); band = 1: banded local attention (rel_pos_local_attn), window
+ * p - left <= k <= p + right. */
 typedef struct {
-    int left, right, style, cache, first_valid;
-    int band;            /* 1: banded local attention (|i - j| window [left, right]) */
+    int left, right, style;
+    int band;
 } fc_mask;
 
-/* Causal dw_striding subsampling of mel [T, n_mels] -> x [*n_out, d] (before xscaling), as
- * NeMo's ConvSubsampling (is_causal) on a fully valid input: *n_out = T/2+1 applied 3 times.
- * Computed in pieces of FC_SUB_PIECE rows (scratch independent of T), equal to one pass. */
+/* The sequences of one encoder call (streams, or one offline utterance) and their caches.
+ * Rows of sequence s are [b->row0[s], b->row0[s + 1]) at positions b->pos[s] + i, cache slot
+ * b->slot[s], mask mk[s]. kc / vc hold projected keys / values (width d, n_layers layers for
+ * streams; offline: 1 layer holding the whole utterance, rewritten by every layer); the keys of
+ * a sequence are the positions the attended pool holds for it, up to its last row. conv: the
+ * depthwise conv states (n_layers layers, K - 1 rows), or NULL for zero left context (offline).
+ *
+ * kw / vw (NULL: none): f32 working pools of one layer for streams whose kc / vc store a
+ * narrower type (f16). Keys and values are then rounded only when stored for later steps, as a
+ * cache should be: each layer widens the cached positions its rows need from kc / vc into
+ * kw / vw, writes the new rows there exactly, attends over kw / vw, and only then stores the
+ * new rows (rounded) into kc / vc. (A stopgap until attn can read a batch's own new rows in f32
+ * beside the pool; then kc / vc need only the left-context rows and no staging.) */
+typedef struct {
+    const sr_kbatch *b;
+    const fc_mask *mk;
+    sr_kpool *kc, *vc, *conv;
+    sr_kpool *kw, *vw;
+} fc_seqs;
+
+/* Causal dw_striding subsampling of mel [T, n_mels] (host memory) -> x [*n_out, d] (table
+ * memory; before xscaling), as NeMo's ConvSubsampling (is_causal) on a fully valid input:
+ * *n_out = T/2+1 applied 3 times. Computed in pieces of FC_SUB_PIECE rows (scratch independent
+ * of T), equal to one pass. */
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out);
-/* The same with caller-owned scratch of fc_subsample_scratch(w, T) floats (streams keep one,
- * so a step allocates nothing). */
+/* The same on mel in table memory with caller-owned table scratch of fc_subsample_scratch(w, T)
+ * floats (streams keep one, so a step allocates nothing). */
 sr_status fc_subsample_into(const fc_model *w, const float *mel, int T, float *x, int *n_out,
                             float *scratch);
 size_t fc_subsample_scratch(const fc_model *w, int T);
 int fc_subsample_len(int T);
 
-/* Workspace of one encoder call: up to `rows` query rows, `keys` key rows (cache + rows),
- * `kb` keys per block of FC_LOCAL_BLOCK queries (keys for full attention, about block +
- * window for banded attention) and `npos` relative positions. `bytes` is what it holds. */
+/* Workspace of one encoder call of up to `rows` rows, `npos` computed relative positions (0
+ * when every distance lies in the model's pos_tab: streams) and `grows` cached rows widened per
+ * layer (fc_seqs.kw; 0 without). Activations in table memory, the key ranges and sinusoids in
+ * host memory. `bytes` is what it holds. */
 typedef struct {
-    int rows, keys, kb, npos;
+    int rows, npos, grows;
     float *xn, *t1, *q, *att, *big;       /* [rows, d] x4, [rows, max(d_ff, 2d)] */
-    float *kk, *vv;                       /* [keys, d] x2 */
-    float *ac, *bd, *pos, *sin;           /* [B, kb], [B, B + kb], [npos, d] x2 */
-    float *qu, *qv;                       /* [B, dk] x2 */
-    float *conv;                          /* [K - 1 + rows, d] */
-    unsigned char *ok;                    /* [kb] mask row */
+    float *pos;                           /* [npos, d] projected positions (table) */
+    float *gq, *gout;                     /* [grows, d] zero queries, widened rows (table) */
+    float *sin;                           /* [npos, d] sinusoids (host) */
+    int64_t *lo, *hi;                     /* [rows] key range of each row (host) */
+    int64_t *glo, *ghi;                   /* [grows] one-key ranges of the widening (host) */
+    int dmin, dmax;                       /* relative distances the ranges span */
     size_t bytes;
 } fc_work;
 
-sr_status fc_work_init(fc_work *ws, const fc_model *w, int rows, int keys, int kb, int npos);
-void fc_work_free(fc_work *ws);
+sr_status fc_work_init(fc_work *ws, const fc_model *w, int rows, int npos, int grows);
+void fc_work_free(const fc_model *w, fc_work *ws);
 
-/* Offline encoder over mel [T, n_mels]: out [*n_out, d]. ctx = [left, right] (chunked_limited
- * mask of the model's style; [-1, -1] full attention); local = 1 banded attention with window
- * ctx (NeMo rel_pos_local_attn), memory O(T * window). *work_bytes (may be NULL): peak
- * workspace bytes of the attention / layer computations. */
+/* Key ranges [ws->lo, ws->hi) of every row of sq (absolute positions) and the span of
+ * distances p - k they contain (ws->dmin, ws->dmax). */
+sr_status fc_ranges(const fc_model *w, fc_work *ws, const fc_seqs *sq);
+
+/* Conformer layers over the rows x [rows, d] of the sequences sq (pre-encode output, xscaled;
+ * table memory), in place. Writes every row's projected K / V into the pools and advances the
+ * conv states (the positions' bookkeeping is the caller's). Rows never influence each other
+ * except through their own sequence's keys. */
+sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq);
+
+/* Offline encoder over mel [T, n_mels] (host): out [*n_out, d] in table memory (free with
+ * w->k->free). ctx = [left, right] (mask of the model's style; [-1, -1] full attention);
+ * local = 1 banded attention with window ctx (NeMo rel_pos_local_attn). The keys and values
+ * of one layer over the whole utterance are one pool (O(T d)); *work_bytes (may be NULL): peak
+ * bytes of the workspace, the pools and the rows. */
 sr_status fc_encode_offline(const fc_model *w, const float *mel, int T, const int ctx[2],
                             int local, float **out, int *n_out, size_t *work_bytes);
-
-/* Per-layer caches of a cache-aware stream: the attention cache [n_layers][csize][d] (the last
- * csize LayerNorm'd attention inputs, newest last, chan_len of them valid) and the conv cache
- * [n_layers][K-1][d] (the last K-1 GLU outputs). Stored either as f32 (chan, conv) or as IEEE
- * f16 (chan16, conv16; rounded to nearest even when written, widened to f32 when read, with
- * tmp a [csize, d] f32 scratch for one layer's attention cache); the layers compute in f32. */
-typedef struct {
-    int csize, chan_len;
-    float *chan, *conv;
-    uint16_t *chan16, *conv16;
-    float *tmp;
-} fc_cache;
-
-/* Conformer layers over x [T, d] (pre-encode output, xscaled) with the caches c (NULL
- * offline: no attention cache, zero left padding for the conv). Updates the caches as
- * cache_aware_stream_step (chan_len is the caller's to advance). The projected positional rows
- * come from the model's table when the relative positions needed fit in it, else they are
- * computed into ws->pos per layer. */
-sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_mask *mk, fc_cache *c);
 
 /* ---- fastconformer.c ---- */
 typedef struct fc_stream {
@@ -150,29 +185,33 @@ typedef struct fc_stream {
     int local;                  /* offline: banded attention (-1 auto) */
     /* cache-aware streaming */
     sr_mel_stream *ms;
-    float *mel_new; int mel_new_cap;     /* frames of the last feed */
-    float *mel; int mel_n, mel_cap;      /* [9 cached + pending new] mel frames */
+    float *mel_new; int mel_new_cap;     /* frames of the last feed (host) */
+    float *mel; int mel_n, mel_cap;      /* [9 cached + pending new] mel frames (host) */
     int mel_hist;               /* cached (pre-encode) frames at the front of mel */
     int64_t steps;              /* encoder steps done */
-    float *sub_in; float *x; int x_cap;  /* subsampling input, encoder rows */
-    float *sub_scratch; size_t sub_scratch_n; /* fc_subsample_into scratch of one step */
-    float *chan;                /* [n_layers][csize][d] attention cache (f32 caches) */
-    int csize, chan_len;
-    float *convc;               /* [n_layers][K-1][d] (f32 caches) */
-    int cache_f16;              /* stream.cache_dtype "f16": the caches below instead */
-    uint16_t *chan16, *conv16;  /* the same layouts in f16 */
-    float *chan_tmp;            /* [csize, d] f32 copy of one layer's attention cache (f16) */
+    float *sub_in; float *x; int x_cap;  /* subsampling input, encoder rows (table) */
+    float *sub_scratch; size_t sub_scratch_n; /* fc_subsample_into scratch of one step (table) */
+    /* caches: projected K / V pools and conv states ([n_layers][1][K-1][d]) in the stream's
+     * cache dtype. f32: K / V of the last csize positions plus the step's own rows, which
+     * attend together in place ([n_layers][1][csize + R + 1][d]). f16: K / V stores of
+     * max(csize, R + 1) positions and f32 working pools kw / vw of one layer
+     * ([1][1][csize + R + 1][d], fc_seqs) */
+    sr_kpool *kc, *vc, *cc, *kw, *vw;
+    int csize, chan_len;        /* left context; valid cached positions (NeMo's cache length) */
+    int64_t enc_pos;            /* absolute position of the next encoder row */
+    int cache_f16;
     fc_work ws;
     /* offline */
     float *audio; size_t audio_n, audio_cap;
-    /* encoder frames of the latest process call, joint-projected: [frames_n, J] */
+    /* encoder frames of the latest process call, joint-projected: [frames_n, J] (table) */
     float *encp; int encp_n, encp_cap;
-    float *enc_raw; int enc_raw_cap;      /* unprojected rows of the latest call (tests) */
+    float *enc_raw; int enc_raw_cap;      /* unprojected rows of the latest call (host; tests) */
     int64_t frames_base, frames_total;
     int64_t samples_in;
-    float *jh;                  /* [J] joint hidden scratch */
-    float *gates;               /* [4H] */
-    float *lstm_in;             /* [H] */
+    /* scorer scratch (table): joint hidden [J], its pred input [J], logits [n_out], LSTM
+     * state [2 layers H], input [H], gates [4H], prediction output [J] */
+    float *jh, *jp, *logits, *pstate, *lstm_in, *gates, *pout;
+    size_t scorer_bytes;
 } fc_stream;
 
 /* The stream from mel frames instead of audio (tests feed NeMo's own mel): appends n frames

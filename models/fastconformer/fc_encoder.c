@@ -1,36 +1,46 @@
 /*
- * fc_encoder.c — the FastConformer encoder as NeMo's ConformerEncoder computes it at inference:
+ * fc_encoder.c — the FastConformer encoder as NeMo's ConformerEncoder computes it at inference,
+ * written as calls of the kernel table (kernels/kernels.h); the host only computes the key
+ * ranges of the attention masks and drives the loops:
  *
  *   subsampling  causal dw_striding 8x on mel [T, F] as one channel: Conv2d(1 -> C, 3x3,
  *                stride 2) -> ReLU -> 2 x [depthwise Conv2d(C, 3x3, stride 2) -> pointwise
  *                Conv2d(C -> C, 1x1) -> ReLU]; every 3x3 conv is causal (CausalConv2D: 2 zero
  *                rows/columns before, 1 after, on time AND frequency), so each stage maps
- *                L -> L/2 + 1; then (T', C, F') flattened channel-major and Linear(C F' -> d)
+ *                L -> L/2 + 1; then (T', C, F') flattened channel-major and Linear(C F' -> d).
+ *                The 3x3 convs are k->conv2d_s2 on channel-major planes [C][T][F]; a pointwise
+ *                conv is a gemm over positions, so its input planes are transposed to rows
+ *                [T F][C] (k->copy2d, one strided column per channel) and the gemm fuses bias
+ *                and ReLU; stage 2's output goes back to planes for stage 3's conv, stage 3's
+ *                stays as rows [T'][F'][C], which the Linear reads with its columns reordered
+ *                at load (fc_load.c) — no flattening copy.
  *   x-scaling    x * sqrt(d) when configured (NeMo does it inside the positional encoding)
  *   layer        r = x + 1/2 FF1(LN x); r += MHSA(LN r); r += Conv(LN r); r += 1/2 FF2(LN r);
- *                out = LN r.   FF = Linear(d -> d_ff), Swish, Linear(d_ff -> d)
- *   MHSA         Transformer-XL relative positions: with keys = [attention cache ; LN input],
- *                scores(i, j) = [(q_i + u) . k_j + (q_i + v) . P(c + i - j)] / sqrt(dk), where
- *                P(p) = linear_pos(sinusoid(p)) and c the cache length (NeMo's rel_shift picks
- *                exactly that position for every pair); masked scores -10000 before the
- *                softmax, masked probabilities 0 after (a fully masked row gives 0).
- *   masks        chunked_limited [L, R]: chunk = R + 1, query q sees key k iff
- *                0 <= q/chunk - k/chunk <= L/chunk; regular: q - L <= k <= q + R; banded local
- *                attention (rel_pos_local_attn): q - W0 <= k <= q + W1; unfilled cache rows are
- *                always masked (valid-length masking: no warm-up period).
+ *                out = LN r.   FF = Linear(d -> d_ff), Swish, Linear(d_ff -> d); each residual
+ *                is the last gemm's beta = 1 (alpha 1/2 for the FFs)
+ *   MHSA         Transformer-XL relative positions: the layer's K / V projections of every row
+ *                are written to its cache pools (k->kv_write, ring row = absolute position), then
+ *                k->attn over the pools: query at position p, key at position j,
+ *                scores = [(q + u) . k_j + (q + v) . P(p - j)] / sqrt(dk) with
+ *                P(n) = linear_pos(sinusoid(n)) (NeMo's rel_shift picks exactly that position
+ *                for every pair), softmax over the key range [lo, hi) of the row.
+ *   masks        as key ranges in absolute positions (fc_ranges): chunked_limited [L, R]:
+ *                chunk = R + 1, query p sees key j iff 0 <= p/chunk - j/chunk <= L/chunk;
+ *                regular: p - L <= j <= p + R; banded local attention (rel_pos_local_attn):
+ *                p - W0 <= j <= p + W1; keys are only the sequence's positions >= 0 that its
+ *                pool holds up to its last row (an unfilled cache is never in range: NeMo's
+ *                valid-length masking, no warm-up). Streams step on chunk boundaries, so the
+ *                chunk index of a position is that of NeMo's cache-relative index.
  *   Conv         pointwise Conv1d(d -> 2d) -> GLU -> causal depthwise Conv1d(k) over
- *                [conv cache ; input] -> LayerNorm (or BatchNorm with running stats) -> Swish ->
- *                pointwise Conv1d(d -> d)
+ *                [conv state ; input] (k->conv_dw, the state a pool) -> LayerNorm (or
+ *                BatchNorm with running stats) -> Swish -> pointwise Conv1d(d -> d)
  *
- * Attention runs one head and one block of FC_LOCAL_BLOCK query rows at a time, over the key
- * range the mask allows for the block: full attention touches O(T) keys per row, banded local
- * attention O(W), so with the [T, d] projections the workspace is O(T d + block (T or W)).
- * Streaming caches may be stored in f16 (fc_cache): read by widening, written by rounding to
- * nearest even; every product and sum stays f32.
+ * Offline, the K / V pool of a layer holds the whole utterance (O(T d), as the [T, d] rows);
+ * k->attn reads only each row's key range, so full attention costs time, not a T x T matrix.
+ * Streams hold pools of the last L positions plus the step's own rows for every layer, in f32
+ * or f16 (stream.cache_dtype): keys and values are rounded once, when written.
  */
 #include "fc.h"
-#include "../../core/dtype.h"
-#include "../../kernels/ops.h"
 
 #include <math.h>
 #include <string.h>
@@ -41,37 +51,37 @@ int fc_subsample_len(int T)
     return T;
 }
 
-/* Causal 3x3 stride-2 conv of one channel plane in [T][F] -> out [T/2+1][F/2+1] (accumulates
- * w * x; bias added by the caller). */
-static void conv3_plane(const float *in, int T, int F, const float *w9, float *out, int To, int Fo)
-{
-    for (int t = 0; t < To; t++)
-        for (int f = 0; f < Fo; f++) {
-            float s = 0.0f;
-            for (int i = 0; i < 3; i++) {
-                int ti = 2 * t + i - 2;
-                if (ti < 0 || ti >= T) continue;
-                for (int j = 0; j < 3; j++) {
-                    int fj = 2 * f + j - 2;
-                    if (fj < 0 || fj >= F) continue;
-                    s += w9[i * 3 + j] * in[(size_t)ti * F + fj];
-                }
-            }
-            out[(size_t)t * Fo + f] += s;
-        }
-}
-
-static void relu(float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
 size_t fc_subsample_scratch(const fc_model *w, int T)
 {
+    /* planes of stage 1 and of stage 2; every later buffer fits in one of them */
     int C = w->sub_ch, F0 = w->n_mels;
-    int T1 = T / 2 + 1, F1 = F0 / 2 + 1, T2 = T1 / 2 + 1, F2 = F1 / 2 + 1, T3 = T2 / 2 + 1,
-        F3 = F2 / 2 + 1;
-    return (size_t)C * T1 * F1 + 2 * (size_t)C * T2 * F2 + 2 * (size_t)C * T3 * F3;
+    int T1 = T / 2 + 1, F1 = F0 / 2 + 1, T2 = T1 / 2 + 1, F2 = F1 / 2 + 1;
+    return (size_t)C * T1 * F1 + (size_t)C * T2 * F2;
+}
+
+sr_status fc_gemm_rows(const sr_kernels *k, int M, const float *x, int ldx, const sr_kweight *W,
+                           const float *bias, sr_act act, float alpha, float beta, float *y, int ldy)
+{
+    sr_status st = SR_OK;
+    for (int r = 0; r < M && !st; r += FC_GEMM_ROWS)
+        st = k->gemm(SR_MIN(FC_GEMM_ROWS, M - r), x + (size_t)r * ldx, ldx, W, bias, act, alpha, beta,
+                     y + (size_t)r * ldy, ldy);
+    return st;
+}
+
+/* planes [C][P] -> rows [P][C] (one strided column copy per channel) and back */
+static sr_status to_rows(const sr_kernels *k, int C, int P, const float *planes, float *rows)
+{
+    sr_status st = SR_OK;
+    for (int c = 0; c < C && !st; c++) st = k->copy2d(P, 1, planes + (size_t)c * P, 1, rows + c, C);
+    return st;
+}
+
+static sr_status to_planes(const sr_kernels *k, int C, int P, const float *rows, float *planes)
+{
+    sr_status st = SR_OK;
+    for (int c = 0; c < C && !st; c++) st = k->copy2d(P, 1, rows + c, C, planes + (size_t)c * P, 1);
+    return st;
 }
 
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out)
@@ -81,28 +91,36 @@ sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int
      * first 2 output rows (which saw zero padding instead of those frames) are dropped. Pieces
      * start at mel frames 8Pj - 8 (even at every stage) and every stage sees odd lengths
      * except in the last piece, whose end is the true end: the rows are those of one pass over
-     * the whole mel, with the scratch of one piece (a 17-minute input at 256 channels would
-     * otherwise need 5.6 GB of conv planes). */
-    const int P = FC_SUB_PIECE, first = 1 + 8 * P;
+     * the whole mel (every op is row-independent: bit for bit), with the scratch of one piece
+     * (a 17-minute input at 256 channels would otherwise need GBs of conv planes). */
+    const sr_kernels *k = w->k;
+    const int P = FC_SUB_PIECE, first = 1 + 8 * P, F = w->n_mels;
     int nin = T <= first ? T : 9 + 8 * P;
-    float *a = sr_malloc(fc_subsample_scratch(w, nin) * sizeof(float), "fastconformer subsampling");
-    float *rows = T <= first ? NULL : sr_malloc((size_t)(P + 2) * w->d * sizeof(float), "fastconformer subsampling rows");
-    if (!a || (T > first && !rows)) {
-        free(a);
-        return SR_ERR_NOMEM;
+    float *a = k->alloc(fc_subsample_scratch(w, nin) * sizeof(float));
+    float *in = k->alloc((size_t)nin * F * sizeof(float));
+    float *rows = T <= first ? NULL : k->alloc((size_t)(P + 2) * w->d * sizeof(float));
+    *n_out = 0;
+    if (!a || !in || (T > first && !rows)) {
+        k->free(a);
+        k->free(in);
+        k->free(rows);
+        return sr_error(SR_ERR_NOMEM, "fastconformer: subsampling scratch for %d mel frames", nin);
     }
-    int n = 0, k = 0;
-    sr_status st = fc_subsample_into(w, mel, SR_MIN(T, first), x, &n, a);
+    int n = 0, r = 0, n1 = SR_MIN(T, first);
+    sr_status st = k->upload(in, mel, (size_t)n1 * F * sizeof(float));
+    if (!st) st = fc_subsample_into(w, in, n1, x, &n, a);
     for (int pos = first; !st && pos < T;) {
         int nnew = SR_MIN(8 * P, T - pos);
-        st = fc_subsample_into(w, mel + (size_t)(pos - 9) * w->n_mels, 9 + nnew, rows, &k, a);
-        if (st) break;
-        memcpy(x + (size_t)n * w->d, rows + (size_t)2 * w->d, (size_t)(k - 2) * w->d * sizeof(float));
-        n += k - 2;
+        if ((st = k->upload(in, mel + (size_t)(pos - 9) * F, (size_t)(9 + nnew) * F * sizeof(float))) ||
+            (st = fc_subsample_into(w, in, 9 + nnew, rows, &r, a)) ||
+            (st = k->copy2d(r - 2, w->d, rows + (size_t)2 * w->d, w->d, x + (size_t)n * w->d, w->d)))
+            break;
+        n += r - 2;
         pos += nnew;
     }
-    free(a);
-    free(rows);
+    k->free(a);
+    k->free(in);
+    k->free(rows);
     *n_out = st ? 0 : n;
     return st;
 }
@@ -110,377 +128,310 @@ sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int
 sr_status fc_subsample_into(const fc_model *w, const float *mel, int T, float *x, int *n_out,
                             float *scratch)
 {
+    const sr_kernels *k = w->k;
     int C = w->sub_ch, F0 = w->n_mels;
     int T1 = T / 2 + 1, F1 = F0 / 2 + 1, T2 = T1 / 2 + 1, F2 = F1 / 2 + 1, T3 = T2 / 2 + 1,
         F3 = F2 / 2 + 1;
-    size_t n1 = (size_t)C * T1 * F1, n2 = (size_t)C * T2 * F2, n3 = (size_t)C * T3 * F3;
-    float *s1 = scratch, *d2 = s1 + n1, *s2 = d2 + n2, *d3 = s2 + n2, *s3 = d3 + n3;
-    sr_status st = SR_OK;
-    /* stage 1: 1 -> C channels */
-    for (int c = 0; c < C; c++) {
-        float *o = s1 + (size_t)c * T1 * F1;
-        for (size_t i = 0; i < (size_t)T1 * F1; i++) o[i] = w->c0_b[c];
-        conv3_plane(mel, T, F0, w->c0_w + c * 9, o, T1, F1);
-    }
-    relu(s1, n1);
-    /* stages 2 and 3: depthwise 3x3 stride 2, pointwise 1x1 as one GEMM, ReLU */
-    const float *dw_w[2] = {w->dw1_w, w->dw2_w}, *dw_b[2] = {w->dw1_b, w->dw2_b};
-    const float *pw_w[2] = {w->pw1_w, w->pw2_w}, *pw_b[2] = {w->pw1_b, w->pw2_b};
-    const float *in = s1;
-    int Ti = T1, Fi = F1;
-    float *dst_d[2] = {d2, d3}, *dst_s[2] = {s2, s3};
-    for (int stg = 0; stg < 2 && !st; stg++) {
-        int To = Ti / 2 + 1, Fo = Fi / 2 + 1;
-        size_t plane = (size_t)To * Fo;
-        for (int c = 0; c < C; c++) {
-            float *o = dst_d[stg] + (size_t)c * plane;
-            for (size_t i = 0; i < plane; i++) o[i] = dw_b[stg][c];
-            conv3_plane(in + (size_t)c * Ti * Fi, Ti, Fi, dw_w[stg] + c * 9, o, To, Fo);
-        }
-        /* out[C_out][plane] = W[C_out][C] . dw[C][plane] */
-        st = w->k->sgemm(0, 0, C, (int)plane, C, 1.0f, pw_w[stg], C, dst_d[stg], (int)plane, 0.0f,
-                         dst_s[stg], (int)plane);
-        for (int c = 0; c < C && !st; c++)
-            for (size_t i = 0; i < plane; i++) dst_s[stg][(size_t)c * plane + i] += pw_b[stg][c];
-        relu(dst_s[stg], (size_t)C * plane);
-        in = dst_s[stg];
-        Ti = To;
-        Fi = Fo;
-    }
-    if (!st) {
-        /* flatten (T3, C, F3) channel-major into d3's room, then Linear(C F3 -> d) */
-        float *flat = d3;
-        for (int t = 0; t < T3; t++)
-            for (int c = 0; c < C; c++)
-                memcpy(flat + ((size_t)t * C + c) * F3, s3 + ((size_t)c * T3 + t) * F3, (size_t)F3 * sizeof(float));
-        int K = C * F3;
-        st = w->k->sgemm(0, 1, T3, w->d, K, 1.0f, flat, K, w->sub_out.w, K, 0.0f, x, w->d);
-        for (int t = 0; t < T3 && !st; t++)
-            for (int i = 0; i < w->d; i++) x[(size_t)t * w->d + i] += w->sub_out.b[i];
-    }
-    *n_out = st ? 0 : T3;
-    return st;
-}
-
-/* ---- dense helpers ---- */
-
-/* LayerNorm with NeMo's eps (kernels/ops.h holds the shared implementation). */
-static void layernorm(const float *x, int n, int d, fc_ln p, float *y)
-{
-    sr_layernorm(x, n, d, p.g, p.b, FC_LN_EPS, y);
-}
-
-static sr_status linear(const sr_kernels *k, const float *x, int n, int in, fc_lin L, int out,
-                        float beta, float *y)
-{
-    if (n == 0) return SR_OK;
-    sr_status st = k->sgemm(0, 1, n, out, in, 1.0f, x, in, L.w, in, beta, y, out);
-    if (st) return st;
-    if (L.b)
-        for (int r = 0; r < n; r++)
-            for (int i = 0; i < out; i++) y[(size_t)r * out + i] += L.b[i];
+    int P2 = T2 * F2, P3 = T3 * F3;
+    /* s1: stage-1 planes, then stage 2's rows, its planes, stage 3's rows; a: the rest */
+    float *s1 = scratch, *a = s1 + (size_t)C * T1 * F1;
+    sr_status st;
+    *n_out = 0;
+    if (T < 1) return sr_error(SR_ERR_ARG, "fastconformer: subsampling of %d mel frames", T);
+    if ((st = k->conv2d_s2(C, T, F0, mel, 0, w->c0_w, w->c0_b, 1, s1)) ||
+        /* stage 2: depthwise 3x3, pointwise as a gemm over the T2 F2 positions, ReLU */
+        (st = k->conv2d_s2(C, T1, F1, s1, (size_t)T1 * F1, w->dw1_w, w->dw1_b, 0, a)) ||
+        (st = to_rows(k, C, P2, a, s1)) ||
+        (st = fc_gemm_rows(k, P2, s1, C, w->sub_pw1.w, w->sub_pw1.b, SR_ACT_RELU, 1.0f, 0.0f, a, C)) ||
+        (st = to_planes(k, C, P2, a, s1)) ||
+        /* stage 3, its output left as rows [T3][F3][C] */
+        (st = k->conv2d_s2(C, T2, F2, s1, (size_t)P2, w->dw2_w, w->dw2_b, 0, a)) ||
+        (st = to_rows(k, C, P3, a, s1)) ||
+        (st = fc_gemm_rows(k, P3, s1, C, w->sub_pw2.w, w->sub_pw2.b, SR_ACT_RELU, 1.0f, 0.0f, a, C)) ||
+        /* Linear(C F3 -> d) over the rows [T3][F3 C] (columns reordered at load) */
+        (st = fc_gemm_rows(k, T3, a, F3 * C, w->sub_out.w, w->sub_out.b, SR_ACT_NONE, 1.0f, 0.0f, x, w->d)))
+        return st;
+    *n_out = T3;
     return SR_OK;
 }
 
-sr_status fc_work_init(fc_work *ws, const fc_model *w, int rows, int keys, int kb, int npos)
+/* ---- workspace and masks ---- */
+
+sr_status fc_work_init(fc_work *ws, const fc_model *w, int rows, int npos, int grows)
 {
+    const sr_kernels *k = w->k;
     memset(ws, 0, sizeof *ws);
     ws->rows = rows;
-    ws->keys = keys;
-    ws->kb = kb;
     ws->npos = npos;
-    size_t r = (size_t)rows, d = (size_t)w->d, nk = (size_t)keys, np = (size_t)npos;
-    size_t B = (size_t)SR_MIN(rows, FC_LOCAL_BLOCK), kbz = (size_t)kb;
+    ws->grows = grows;
+    size_t r = (size_t)rows, d = (size_t)w->d, np = (size_t)npos, g = (size_t)grows;
     size_t bigw = (size_t)SR_MAX(w->d_ff, 2 * w->d);
-    size_t total = r * d * 4 + r * bigw + nk * d * 2 + B * kbz + B * (B + kbz) + np * d * 2 +
-                   2 * B * (size_t)w->dk + ((size_t)w->kernel - 1 + r) * d;
-    float *a = sr_malloc(total * sizeof(float), "fastconformer workspace");
-    ws->ok = sr_malloc(kbz + 1, "fastconformer mask row");
-    if (!a || !ws->ok) {
-        free(a);
-        free(ws->ok);
-        ws->ok = NULL;
-        return SR_ERR_NOMEM;
+    size_t tab = r * d * 4 + r * bigw + np * d + 2 * g * d;
+    /* host int64: lo, hi [r + 1] each, glo, ghi [g + 1] each, the staging batch's positions
+     * [r + 1] and row starts ([r + 1] ints, in r + 1 int64 slots) */
+    size_t host = 4 * (r + 1) + 2 * (g + 1);
+    float *a = k->alloc(tab * sizeof(float));
+    ws->sin = np ? sr_malloc(np * d * sizeof(float), "fastconformer sinusoids") : NULL;
+    ws->lo = sr_malloc(host * sizeof(int64_t), "fastconformer key ranges");
+    if (!a || (np && !ws->sin) || !ws->lo) {
+        if (a) k->free(a);
+        free(ws->sin);
+        free(ws->lo);
+        memset(ws, 0, sizeof *ws);
+        return sr_error(SR_ERR_NOMEM, "fastconformer: encoder workspace of %d rows", rows);
     }
+    ws->hi = ws->lo + r + 1;
+    ws->glo = ws->hi + r + 1;
+    ws->ghi = ws->glo + g + 1;
     ws->xn = a; a += r * d;
     ws->t1 = a; a += r * d;
     ws->q = a; a += r * d;
     ws->att = a; a += r * d;
     ws->big = a; a += r * bigw;
-    ws->kk = a; a += nk * d;
-    ws->vv = a; a += nk * d;
-    ws->ac = a; a += B * kbz;
-    ws->bd = a; a += B * (B + kbz);
-    ws->pos = a; a += np * d;
-    ws->sin = a; a += np * d;
-    ws->qu = a; a += B * (size_t)w->dk;
-    ws->qv = a; a += B * (size_t)w->dk;
-    ws->conv = a;
-    ws->bytes = total * sizeof(float) + kbz + 1;
+    ws->pos = np ? a : NULL; a += np * d;
+    ws->gq = g ? a : NULL; a += g * d;
+    ws->gout = g ? a : NULL;
+    if (g) k->zero(ws->gq, g * d * sizeof(float)); /* zero queries: every score 0, p = 1 */
+    ws->bytes = tab * sizeof(float) + np * d * sizeof(float) + host * sizeof(int64_t);
     return SR_OK;
 }
 
-void fc_work_free(fc_work *ws)
+void fc_work_free(const fc_model *w, fc_work *ws)
 {
-    free(ws->xn);
-    free(ws->ok);
+    if (ws->xn) w->k->free(ws->xn);
+    free(ws->sin);
+    free(ws->lo);
     memset(ws, 0, sizeof *ws);
 }
 
-/* 1 if query index q may see key index kx. */
-static int allowed(const fc_mask *mk, int q, int kx)
+/* Key range [*lo, *hi) of the query at position p under mask mk, within the keys [kmin, kmax)
+ * the sequence has. */
+static void key_range(const fc_mask *mk, int64_t p, int64_t kmin, int64_t kmax, int64_t *lo,
+                      int64_t *hi)
 {
-    if (kx < mk->first_valid) return 0;
-    if (mk->band) return kx >= q - mk->left && kx <= q + mk->right;
-    if (mk->style == FC_STYLE_REGULAR)
-        return (mk->left < 0 || kx >= q - mk->left) && (mk->right < 0 || kx <= q + mk->right);
-    if (mk->right < 0) return mk->left < 0 || kx >= q - mk->left;
-    int chunk = mk->right + 1;
-    int lc = mk->left >= 0 ? mk->left / chunk : 10000;
-    int diff = q / chunk - kx / chunk;
-    return diff >= 0 && diff <= lc;
+    int64_t a = kmin, b = kmax;
+    if (mk->band || mk->style == FC_STYLE_REGULAR) {
+        if (mk->left >= 0) a = SR_MAX(a, p - mk->left);
+        if (mk->right >= 0) b = SR_MIN(b, p + mk->right + 1);
+    } else if (mk->right < 0) {
+        if (mk->left >= 0) a = SR_MAX(a, p - mk->left);
+    } else {
+        /* chunked_limited: chunks of right + 1, left / chunk chunks back (NeMo: 10000 when
+         * unlimited) */
+        int64_t chunk = mk->right + 1, lc = mk->left >= 0 ? mk->left / chunk : 10000;
+        int64_t c0 = p / chunk * chunk;
+        a = SR_MAX(a, c0 - lc * chunk);
+        b = SR_MIN(b, c0 + chunk);
+    }
+    *lo = a;
+    *hi = SR_MAX(a, b);
 }
 
-/* Softmax of row[0, n) over the entries with ok[j]; masked ones 0; a fully masked row 0. */
-static void softmax_masked(float *row, const unsigned char *ok, int n)
+sr_status fc_ranges(const fc_model *w, fc_work *ws, const fc_seqs *sq)
 {
-    float mx = -INFINITY;
-    int any = 0;
-    for (int j = 0; j < n; j++)
-        if (ok[j] && row[j] > mx) { mx = row[j]; any = 1; }
-    if (!any) {
-        memset(row, 0, (size_t)n * sizeof(float));
-        return;
-    }
-    double sum = 0;
-    for (int j = 0; j < n; j++) {
-        row[j] = ok[j] ? expf(row[j] - mx) : 0.0f;
-        sum += row[j];
-    }
-    float inv = (float)(1.0 / sum);
-    for (int j = 0; j < n; j++) row[j] *= inv;
-}
-
-/* Multi-head rel-pos attention of queries xn [T, d] over keys = [cache rows first_valid..csize ;
- * xn]; writes the concatenated heads (before linear_out) to out [T, d]. */
-static sr_status attention(const fc_model *w, fc_work *ws, int l, const float *xn, int T,
-                           const float *cache, int csize, const fc_mask *mk, float *out)
-{
-    const fc_layer *L = &w->L[l];
-    const sr_kernels *k = w->k;
-    int d = w->d, dk = w->dk, fv = mk->first_valid;
-    int ncache = csize - fv;
-    int nk = ncache + T;
-    sr_status st;
-    /* projections: K / V over [valid cache ; xn] */
-    if (ncache > 0) {
-        if ((st = linear(k, cache + (size_t)fv * d, ncache, d, L->k, d, 0.0f, ws->kk)) ||
-            (st = linear(k, cache + (size_t)fv * d, ncache, d, L->v, d, 0.0f, ws->vv)))
-            return st;
-    }
-    if ((st = linear(k, xn, T, d, L->k, d, 0.0f, ws->kk + (size_t)ncache * d)) ||
-        (st = linear(k, xn, T, d, L->v, d, 0.0f, ws->vv + (size_t)ncache * d)) ||
-        (st = linear(k, xn, T, d, L->q, d, 0.0f, ws->q)))
-        return st;
-    /* key j (0-based in kk) has mask index fv + j; query i has index csize + i, so its
-     * position relative to key j is p = (csize - fv) + i - j = ncache + i - j */
-    int B = SR_MIN(T, FC_LOCAL_BLOCK);
-    int pmax, pmin;
-    if (mk->band) {
-        pmax = SR_MIN(B - 1 + mk->left, ncache + T - 1);
-        pmin = -SR_MIN(B - 1 + mk->right, T - 1);
-    } else {
-        pmax = ncache + T - 1;
-        pmin = -(T - 1);
-    }
-    int npos = pmax - pmin + 1;
-    const float *P;
-    if (pmax <= w->pos_pos && -pmin <= w->pos_neg) {
-        P = w->pos_tab + ((size_t)l * w->pos_rows + (size_t)(w->pos_pos - pmax)) * d;
-    } else {
-        if (npos > ws->npos)
-            return sr_error(SR_ERR_ARG, "fastconformer: %d relative positions exceed the workspace (%d)", npos, ws->npos);
-        fc_sinusoids(d, pmax, npos, ws->sin);
-        if ((st = k->sgemm(0, 1, npos, d, d, 1.0f, ws->sin, d, L->pos_w, d, 0.0f, ws->pos, d)))
-            return st;
-        P = ws->pos;
-    }
-    float scale = 1.0f / sqrtf((float)dk);
-    for (int h = 0; h < w->n_heads; h++) {
-        const float *u = L->pos_u + h * dk, *v = L->pos_v + h * dk;
-        for (int i0 = 0; i0 < T; i0 += B) {
-            int nb = SR_MIN(B, T - i0);
-            /* key range of the block */
-            int jlo = 0, jhi = nk;
-            if (mk->band) {
-                jlo = SR_MAX(0, ncache + i0 - mk->left);
-                jhi = SR_MIN(nk, ncache + i0 + nb - 1 + mk->right + 1);
+    (void)w;
+    const sr_kbatch *b = sq->b;
+    int64_t dmin = INT64_MAX, dmax = INT64_MIN;
+    for (int s = 0; s < b->n_seq; s++) {
+        int r0 = b->row0[s], n = b->row0[s + 1] - r0;
+        if (r0 + n > ws->rows)
+            return sr_error(SR_ERR_ARG, "fastconformer: %d rows exceed the workspace (%d)", r0 + n, ws->rows);
+        int64_t p0 = b->pos[s], kmax = p0 + n, kmin = SR_MAX(0, kmax - (sq->kw ? sq->kw : sq->kc)->rows);
+        if (p0 < 0) return sr_error(SR_ERR_ARG, "fastconformer: sequence %d at position %lld", s, (long long)p0);
+        for (int i = 0; i < n; i++) {
+            int64_t p = p0 + i, *lo = ws->lo + r0 + i, *hi = ws->hi + r0 + i;
+            key_range(&sq->mk[s], p, kmin, kmax, lo, hi);
+            if (*hi > *lo) {
+                dmax = SR_MAX(dmax, p - *lo);
+                dmin = SR_MIN(dmin, p - (*hi - 1));
             }
-            int nkb = jhi - jlo;
-            if (nkb > ws->kb)
-                return sr_error(SR_ERR_ARG, "fastconformer: %d keys per block exceed the workspace (%d)", nkb, ws->kb);
-            /* block positions: from pb_max = ncache + i0 - jlo down to ncache + i0 + nb - 1 - (jhi - 1) */
-            int pb_max = ncache + i0 - jlo + (nb - 1);
-            int pb_min = ncache + i0 - (jhi - 1);
-            int npb = pb_max - pb_min + 1;
-            /* (q + u) and (q + v) rows of this head */
-            float *qu = ws->qu, *qv = ws->qv;
-            for (int i = 0; i < nb; i++)
-                for (int c = 0; c < dk; c++) {
-                    float qq = ws->q[(size_t)(i0 + i) * d + h * dk + c];
-                    qu[(size_t)i * dk + c] = qq + u[c];
-                    qv[(size_t)i * dk + c] = qq + v[c];
-                }
-            if ((st = k->sgemm(0, 1, nb, nkb, dk, 1.0f, qu, dk, ws->kk + (size_t)jlo * d + h * dk, d,
-                               0.0f, ws->ac, nkb)))
-                return st;
-            if ((st = k->sgemm(0, 1, nb, npb, dk, 1.0f, qv, dk,
-                               P + (size_t)(pmax - pb_max) * d + h * dk, d, 0.0f, ws->bd, npb)))
-                return st;
-            for (int i = 0; i < nb; i++) {
-                float *row = ws->ac + (size_t)i * nkb;
-                const float *bdr = ws->bd + (size_t)i * npb;
-                unsigned char *okr = ws->ok;
-                int qi = csize + i0 + i;
-                for (int jj = 0; jj < nkb; jj++) {
-                    int j = jlo + jj;
-                    int p = ncache + i0 + i - j;
-                    okr[jj] = (unsigned char)allowed(mk, qi, fv + j);
-                    row[jj] = (row[jj] + bdr[pb_max - p]) * scale;
-                }
-                softmax_masked(row, okr, nkb);
-            }
-            if ((st = k->sgemm(0, 0, nb, dk, nkb, 1.0f, ws->ac, nkb, ws->vv + (size_t)jlo * d + h * dk,
-                               d, 0.0f, out + (size_t)i0 * d + h * dk, d)))
-                return st;
         }
     }
+    if (dmin > dmax) dmin = dmax = 0;
+    if (dmax > INT32_MAX || dmin < -INT32_MAX)
+        return sr_error(SR_ERR_ARG, "fastconformer: relative positions %lld .. %lld", (long long)dmin, (long long)dmax);
+    ws->dmin = (int)dmin;
+    ws->dmax = (int)dmax;
     return SR_OK;
 }
 
-static sr_status feed_forward(const fc_model *w, fc_work *ws, float *x, int T, fc_ln ln, fc_lin a,
+/* ---- layers ---- */
+
+static sr_status feed_forward(const fc_model *w, fc_work *ws, float *x, int M, fc_ln ln, fc_lin a,
                               fc_lin b)
 {
+    const sr_kernels *k = w->k;
+    int d = w->d;
     sr_status st;
-    layernorm(x, T, w->d, ln, ws->xn);
-    if ((st = linear(w->k, ws->xn, T, w->d, a, w->d_ff, 0.0f, ws->big))) return st;
-    sr_silu(ws->big, (size_t)T * w->d_ff);
-    if ((st = linear(w->k, ws->big, T, w->d_ff, b, w->d, 0.0f, ws->t1))) return st;
-    for (size_t i = 0; i < (size_t)T * w->d; i++) x[i] += 0.5f * ws->t1[i];
-    return SR_OK;
+    if ((st = k->norm(SR_NORM_LAYER, M, d, x, d, ln.g, ln.b, FC_LN_EPS, NULL, 0, ws->xn, d)) ||
+        (st = fc_gemm_rows(k, M, ws->xn, d, a.w, a.b, SR_ACT_SILU, 1.0f, 0.0f, ws->big, w->d_ff)))
+        return st;
+    return fc_gemm_rows(k, M, ws->big, w->d_ff, b.w, b.b, SR_ACT_NONE, 0.5f, 1.0f, x, d);
 }
 
-sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, int T, const fc_mask *mk, fc_cache *kc)
+/* Staging (fc_seqs.kw): the cached positions the rows of each sequence reach, from its lowest
+ * key to its first row, are widened from the stores kc / vc (layer l) into kw / vw. The
+ * widening is an attention of zero queries over one key each: every score is 0 and its weight
+ * exactly 1, so each output row is the stored row widened exactly (kernels.h: the output is
+ * fma(e, v, 0) * (1 / sum) with e = sum = 1). */
+static sr_status stage_cached(const fc_model *w, fc_work *ws, const fc_seqs *sq, int l)
 {
-    int csize = kc ? kc->csize : 0, chan_len = kc ? kc->chan_len : 0;
-    if (T == 0) return SR_OK;
-    if (T > ws->rows || csize + T > ws->keys)
-        return sr_error(SR_ERR_ARG, "fastconformer: %d rows over %d keys exceed the workspace (%d, %d)",
-                        T, csize + T, ws->rows, ws->keys);
-    int d = w->d, K = w->kernel;
+    const sr_kernels *k = w->k;
+    const sr_kbatch *b = sq->b;
+    int d = w->d, n = 0;
+    if (b->n_seq > ws->rows)
+        return sr_error(SR_ERR_ARG, "fastconformer: %d sequences exceed the workspace (%d)", b->n_seq, ws->rows);
+    /* the gather batch: sequence s, rows [grow0[s], grow0[s + 1]) at positions gpos[s] .. */
+    int64_t *gpos = ws->ghi + ws->grows + 1;
+    int *grow0 = (int *)(gpos + ws->rows + 1);
+    grow0[0] = 0;
+    for (int s = 0; s < b->n_seq; s++) {
+        int64_t p0 = b->pos[s], need = p0;
+        for (int r = b->row0[s]; r < b->row0[s + 1]; r++)
+            if (ws->hi[r] > ws->lo[r]) need = SR_MIN(need, ws->lo[r]);
+        int c = (int)(p0 - need);
+        if (c > sq->kc->rows || n + c > ws->grows)
+            return sr_error(SR_ERR_ARG, "fastconformer: %d cached positions to stage (store %d rows, workspace %d)",
+                            n + c, sq->kc->rows, ws->grows);
+        gpos[s] = need;
+        for (int i = 0; i < c; i++) {
+            ws->glo[n + i] = need + i;
+            ws->ghi[n + i] = need + i + 1;
+        }
+        n += c;
+        grow0[s + 1] = n;
+    }
+    if (n == 0) return SR_OK;
+    sr_kbatch gb = {.n_seq = b->n_seq, .row0 = grow0, .slot = b->slot, .pos = gpos};
+    sr_kattn ga = {.n_head = 1, .n_kv_head = 1, .head_dim = d, .scale = 1.0f, .lo = ws->glo, .hi = ws->ghi};
     sr_status st;
-    float *att = ws->att; /* per-workspace: no allocation per call (streaming steps) */
+    if ((st = k->attn(&ga, &gb, ws->gq, d, sq->kc, sq->kc, l, ws->gout, d)) ||
+        (st = k->kv_write(sq->kw, 0, &gb, ws->gout, d)) ||
+        (st = k->attn(&ga, &gb, ws->gq, d, sq->vc, sq->vc, l, ws->gout, d)))
+        return st;
+    return k->kv_write(sq->vw, 0, &gb, ws->gout, d);
+}
+
+sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq)
+{
+    const sr_kernels *k = w->k;
+    const sr_kbatch *b = sq->b;
+    int M = b->row0[b->n_seq], d = w->d, K = w->kernel;
+    if (M == 0) return SR_OK;
+    int staged = sq->kw != NULL;
+    sr_kpool *ka = staged ? sq->kw : sq->kc, *va = staged ? sq->vw : sq->vc; /* attended */
+    if (ka->width != d || va->width != d || ka->rows != va->rows || sq->kc->width != d ||
+        sq->vc->width != d || sq->kc->rows != sq->vc->rows)
+        return sr_error(SR_ERR_ARG, "fastconformer: K / V pools of width %d / %d, %d / %d rows (d = %d)",
+                        ka->width, va->width, ka->rows, va->rows, d);
+    sr_status st = fc_ranges(w, ws, sq);
+    if (st) return st;
+    /* relative positions: the model's table when it spans the distances (streams), else the
+     * rows dmax .. dmin projected per layer into the workspace */
+    int table = ws->dmax <= w->pos_pos && -ws->dmin <= w->pos_neg;
+    int npos = ws->dmax - ws->dmin + 1;
+    size_t bigw = (size_t)SR_MAX(w->d_ff, 2 * d);
+    if (!table) {
+        if (npos > ws->npos || (size_t)npos * d > (size_t)ws->rows * bigw)
+            return sr_error(SR_ERR_ARG, "fastconformer: %d relative positions exceed the workspace (%d)", npos, ws->npos);
+        fc_sinusoids(d, ws->dmax, npos, ws->sin);
+    }
+    sr_kattn at = {.n_head = w->n_heads, .n_kv_head = w->n_heads, .head_dim = w->dk,
+                   .scale = 1.0f / sqrtf((float)w->dk), .lo = ws->lo, .hi = ws->hi};
+    /* the new rows' keys and values: ws->big as [M][K d | V d] (free during attention) */
+    float *kn = ws->big, *vn = ws->big + d;
     for (int l = 0; l < w->n_layers; l++) {
         const fc_layer *L = &w->L[l];
-        if ((st = feed_forward(w, ws, x, T, L->ff1_ln, L->ff1a, L->ff1b))) goto done;
-        /* self-attention over [cache ; LN x] */
-        layernorm(x, T, d, L->att_ln, ws->xn);
-        float *cl = NULL;
-        uint16_t *cl16 = kc && kc->chan16 ? kc->chan16 + (size_t)l * csize * d : NULL;
-        fc_mask lm = *mk;
-        lm.first_valid = csize - chan_len;
-        if (cl16) { /* the valid rows widened to f32 (attention reads only those) */
-            cl = kc->tmp;
-            sr_f16_to_f32_n(cl16 + (size_t)lm.first_valid * d, cl + (size_t)lm.first_valid * d,
-                            (size_t)chan_len * d);
-        } else if (kc) {
-            cl = kc->chan + (size_t)l * csize * d;
-        }
-        if ((st = attention(w, ws, l, ws->xn, T, cl, csize, &lm, att))) goto done;
-        if ((st = linear(w->k, att, T, d, L->o, d, 0.0f, ws->t1))) goto done;
-        for (size_t i = 0; i < (size_t)T * d; i++) x[i] += ws->t1[i];
-        if (cl16) { /* the same in f16: shift, then round the new rows */
-            if (T >= csize) {
-                sr_f32_to_f16_n(ws->xn + (size_t)(T - csize) * d, cl16, (size_t)csize * d);
-            } else {
-                memmove(cl16, cl16 + (size_t)T * d, (size_t)(csize - T) * d * sizeof(uint16_t));
-                sr_f32_to_f16_n(ws->xn, cl16 + (size_t)(csize - T) * d, (size_t)T * d);
-            }
-        } else if (cl) { /* new cache: the last csize rows of [cache ; LN input] */
-            if (T >= csize) {
-                memcpy(cl, ws->xn + (size_t)(T - csize) * d, (size_t)csize * d * sizeof(float));
-            } else {
-                memmove(cl, cl + (size_t)T * d, (size_t)(csize - T) * d * sizeof(float));
-                memcpy(cl + (size_t)(csize - T) * d, ws->xn, (size_t)T * d * sizeof(float));
-            }
-        }
-        /* convolution module */
-        layernorm(x, T, d, L->conv_ln, ws->xn);
-        if ((st = linear(w->k, ws->xn, T, d, L->pw1, 2 * d, 0.0f, ws->big))) goto done;
-        float *buf = ws->conv; /* [K - 1 + T, d]: left context then the GLU output */
-        float *cc = kc && kc->conv ? kc->conv + (size_t)l * (K - 1) * d : NULL;
-        uint16_t *cc16 = kc && kc->conv16 ? kc->conv16 + (size_t)l * (K - 1) * d : NULL;
-        if (cc) memcpy(buf, cc, (size_t)(K - 1) * d * sizeof(float));
-        else if (cc16) sr_f16_to_f32_n(cc16, buf, (size_t)(K - 1) * d);
-        else memset(buf, 0, (size_t)(K - 1) * d * sizeof(float));
-        for (int t = 0; t < T; t++) {
-            const float *g = ws->big + (size_t)t * 2 * d;
-            float *o = buf + (size_t)(K - 1 + t) * d;
-            for (int c = 0; c < d; c++) o[c] = g[c] / (1.0f + expf(-g[d + c]));
-        }
-        if (cc) memcpy(cc, buf + (size_t)T * d, (size_t)(K - 1) * d * sizeof(float));
-        else if (cc16) sr_f32_to_f16_n(buf + (size_t)T * d, cc16, (size_t)(K - 1) * d);
-        for (int t = 0; t < T; t++) {
-            float *o = ws->t1 + (size_t)t * d;
-            for (int c = 0; c < d; c++) {
-                float s = L->dw_b[c];
-                for (int j = 0; j < K; j++) s += L->dw_w[c * K + j] * buf[(size_t)(t + j) * d + c];
-                o[c] = s;
-            }
-        }
-        if (L->bn_mean) {
-            for (int t = 0; t < T; t++)
-                for (int c = 0; c < d; c++) {
-                    float *o = ws->t1 + (size_t)t * d + c;
-                    *o = (*o - L->bn_mean[c]) / sqrtf(L->bn_var[c] + FC_LN_EPS) * L->cnorm.g[c] + L->cnorm.b[c];
-                }
+        /* attended layer: streams' pools hold every layer, offline ones one at a time, working
+         * pools one */
+        int kl = staged || sq->kc->layers == 1 ? 0 : l;
+        if ((st = feed_forward(w, ws, x, M, L->ff1_ln, L->ff1a, L->ff1b))) return st;
+        /* self-attention: K / V of the new rows into the pools, then the rows over their ranges */
+        if ((st = k->norm(SR_NORM_LAYER, M, d, x, d, L->att_ln.g, L->att_ln.b, FC_LN_EPS, NULL, 0, ws->xn, d)))
+            return st;
+        if (table) {
+            at.rel = w->pos_tab + (size_t)l * w->pos_rows * d;
+            at.rel_max = w->pos_pos;
+            at.rel_min = -w->pos_neg;
         } else {
-            layernorm(ws->t1, T, d, L->cnorm, ws->t1);
+            /* the sinusoids go through ws->big before it holds K / V */
+            if ((st = k->upload(ws->big, ws->sin, (size_t)npos * d * sizeof(float))) ||
+                (st = fc_gemm_rows(k, npos, ws->big, d, L->pos_w, NULL, SR_ACT_NONE, 1.0f, 0.0f, ws->pos, d)))
+                return st;
+            at.rel = ws->pos;
+            at.rel_max = ws->dmax;
+            at.rel_min = ws->dmin;
         }
-        sr_silu(ws->t1, (size_t)T * d);
-        if ((st = linear(w->k, ws->t1, T, d, L->pw2, d, 0.0f, ws->xn))) goto done;
-        for (size_t i = 0; i < (size_t)T * d; i++) x[i] += ws->xn[i];
-        if ((st = feed_forward(w, ws, x, T, L->ff2_ln, L->ff2a, L->ff2b))) goto done;
-        layernorm(x, T, d, L->out_ln, x);
+        at.pos_u = L->pos_u;
+        at.pos_v = L->pos_v;
+        if ((st = fc_gemm_rows(k, M, ws->xn, d, L->q.w, L->q.b, SR_ACT_NONE, 1.0f, 0.0f, ws->q, d)) ||
+            (st = fc_gemm_rows(k, M, ws->xn, d, L->k.w, L->k.b, SR_ACT_NONE, 1.0f, 0.0f, kn, 2 * d)) ||
+            (st = fc_gemm_rows(k, M, ws->xn, d, L->v.w, L->v.b, SR_ACT_NONE, 1.0f, 0.0f, vn, 2 * d)) ||
+            (staged && (st = stage_cached(w, ws, sq, l))) ||
+            (st = k->kv_write(ka, kl, b, kn, 2 * d)) ||
+            (st = k->kv_write(va, kl, b, vn, 2 * d)) ||
+            (st = k->attn(&at, b, ws->q, d, ka, va, kl, ws->att, d)) ||
+            /* staged: the new rows are stored (rounded) once every row has attended */
+            (staged && ((st = k->kv_write(sq->kc, l, b, kn, 2 * d)) || (st = k->kv_write(sq->vc, l, b, vn, 2 * d)))) ||
+            (st = fc_gemm_rows(k, M, ws->att, d, L->o.w, L->o.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)))
+            return st;
+        /* convolution module */
+        if ((st = k->norm(SR_NORM_LAYER, M, d, x, d, L->conv_ln.g, L->conv_ln.b, FC_LN_EPS, NULL, 0, ws->xn, d)) ||
+            (st = fc_gemm_rows(k, M, ws->xn, d, L->pw1.w, L->pw1.b, SR_ACT_NONE, 1.0f, 0.0f, ws->big, 2 * d)) ||
+            (st = k->glu(SR_GLU_SIGMOID, M, d, ws->big, 2 * d, ws->big + d, 2 * d, ws->xn, d)) ||
+            (st = k->conv_dw(b, d, K, ws->xn, d, L->dw_w, L->dw_b, sq->conv, l, ws->t1, d)))
+            return st;
+        if (L->bn_mean)
+            st = k->batchnorm(M, d, ws->t1, d, L->bn_mean, L->bn_var, L->cnorm.g, L->cnorm.b, FC_LN_EPS, ws->t1, d);
+        else
+            st = k->norm(SR_NORM_LAYER, M, d, ws->t1, d, L->cnorm.g, L->cnorm.b, FC_LN_EPS, NULL, 0, ws->t1, d);
+        if (st || (st = k->act(SR_ACT_SILU, (size_t)M * d, ws->t1, ws->t1)) ||
+            (st = fc_gemm_rows(k, M, ws->t1, d, L->pw2.w, L->pw2.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
+            (st = feed_forward(w, ws, x, M, L->ff2_ln, L->ff2a, L->ff2b)) ||
+            (st = k->norm(SR_NORM_LAYER, M, d, x, d, L->out_ln.g, L->out_ln.b, FC_LN_EPS, NULL, 0, x, d)))
+            return st;
     }
-    st = SR_OK;
-done:
-    return st;
+    return SR_OK;
 }
 
 sr_status fc_encode_offline(const fc_model *w, const float *mel, int T, const int ctx[2],
                             int local, float **out, int *n_out, size_t *work_bytes)
 {
+    const sr_kernels *k = w->k;
     *out = NULL;
     *n_out = 0;
     if (T <= 0) return sr_error(SR_ERR_ARG, "fastconformer: offline encoder over %d mel frames", T);
-    int Tp = fc_subsample_len(T);
-    float *x = sr_malloc((size_t)Tp * w->d * sizeof(float), "fastconformer encoder output");
-    if (!x) return SR_ERR_NOMEM;
-    int n;
+    int Tp = fc_subsample_len(T), n = 0, d = w->d;
+    float *x = k->alloc((size_t)Tp * d * sizeof(float));
+    if (!x) return sr_error(SR_ERR_NOMEM, "fastconformer: encoder output of %d rows", Tp);
+    sr_kpool *kc = NULL, *vc = NULL;
+    fc_work ws = {0};
     sr_status st = fc_subsample(w, mel, T, x, &n);
-    if (st) { free(x); return st; }
-    for (size_t i = 0; i < (size_t)n * w->d; i++) x[i] *= w->xscale;
+    if (!st) st = k->scale(n, d, w->xscale, x, d);
+    if (!st) st = sr_kpool_create(k, SR_F32, 1, 1, n, d, &kc);
+    if (!st) st = sr_kpool_create(k, SR_F32, 1, 1, n, d, &vc);
     fc_mask mk = {.left = ctx[0], .right = ctx[1], .style = w->att_style, .band = local};
-    int B = SR_MIN(n, FC_LOCAL_BLOCK);
-    int kb = local ? SR_MIN(n, B + ctx[0] + ctx[1]) : n;
-    int npos = local ? SR_MIN(2 * n, 2 * B + ctx[0] + ctx[1]) : 2 * n;
-    fc_work ws;
-    if ((st = fc_work_init(&ws, w, n, n, kb, npos))) { free(x); return st; }
-    st = fc_layers(w, &ws, x, n, &mk, NULL);
-    if (work_bytes) *work_bytes = ws.bytes + (size_t)n * w->d * sizeof(float);
-    fc_work_free(&ws);
-    if (st) { free(x); return st; }
+    int row0[2] = {0, n}, slot[1] = {0};
+    int64_t pos[1] = {0};
+    sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = slot, .pos = pos};
+    fc_seqs sq = {.b = &b, .mk = &mk, .kc = kc, .vc = vc};
+    /* the relative positions the masks reach decide whether the layers need their own rows */
+    if (!st) st = fc_work_init(&ws, w, n, 0, 0);
+    if (!st) st = fc_ranges(w, &ws, &sq);
+    if (!st && (ws.dmax > w->pos_pos || -ws.dmin > w->pos_neg)) {
+        int npos = ws.dmax - ws.dmin + 1;
+        fc_work_free(w, &ws);
+        st = fc_work_init(&ws, w, n, npos, 0);
+    }
+    if (!st) st = fc_layers(w, &ws, x, &sq);
+    if (work_bytes) *work_bytes = ws.bytes + (kc ? kc->bytes : 0) + (vc ? vc->bytes : 0) + (size_t)n * d * sizeof(float);
+    fc_work_free(w, &ws);
+    sr_kpool_free(k, kc);
+    sr_kpool_free(k, vc);
+    if (st) {
+        k->free(x);
+        return st;
+    }
     *out = x;
     *n_out = n;
     return SR_OK;

@@ -4,11 +4,15 @@
  * checked for the variants this backend implements (causal dw_striding 8x subsampling, rel_pos
  * attention, chunked_limited or regular context style, causal depthwise conv, LayerNorm or
  * BatchNorm conv norm, LSTM prediction network, ReLU joint, optional TDT durations); every
- * tensor is loaded as f32 with the shape the config implies under its NeMo state-dict key.
+ * tensor is loaded with the shape the config implies under its NeMo state-dict key: matrices
+ * (Linear layers, the 1x1 convs, linear_pos, the LSTM's, the embedding) go to the kernel table
+ * as sr_kweight in their stored precision (f32, f16, bf16 or int8 + scale; the gemm widens
+ * exactly), vectors and conv taps as f32 host tensors.
  *
- * Derived at load: the NeMo mel front-end, and linear_pos applied to the sinusoidal relative
- * position table once per layer for every relative position a streaming context can ask for
- * (-R_max .. L_max + R_max), so streams never recompute it.
+ * Derived at load: the NeMo mel front-end; pre_encode.out with its columns reordered (f, c) for
+ * the position-major rows the subsampling ends with (fc_encoder.c); and linear_pos applied to
+ * the sinusoidal relative position table once per layer for every relative position a
+ * streaming context can ask for (-R_max .. L_max + R_max), so streams never recompute it.
  */
 #include "fc.h"
 
@@ -200,61 +204,101 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, int i, fc_model *w, int batch
     if (!st) { snprintf(n, sizeof n, "encoder.layers.%d.%s", i, suffix); st = ten(m, f, n, 2, (int64_t[]){a, b}, &L->field); }
 #define T3(field, suffix, a, b, c) \
     if (!st) { snprintf(n, sizeof n, "encoder.layers.%d.%s", i, suffix); st = ten(m, f, n, 3, (int64_t[]){a, b, c}, &L->field); }
+#define M2(field, suffix, a, b) \
+    if (!st) { snprintf(n, sizeof n, "encoder.layers.%d.%s", i, suffix); st = sr_model_weight(m, f, n, SR_AS_STORED, (int)(a), (int)(b), &L->field); }
+#define M3(field, suffix, a, b, c) \
+    if (!st) { snprintf(n, sizeof n, "encoder.layers.%d.%s", i, suffix); st = sr_model_weight_nd(m, f, n, SR_AS_STORED, 3, (int64_t[]){a, b, c}, &L->field); }
     T1(ff1_ln.g, "norm_feed_forward1.weight", d) T1(ff1_ln.b, "norm_feed_forward1.bias", d)
-    T2(ff1a.w, "feed_forward1.linear1.weight", ff, d) T1(ff1a.b, "feed_forward1.linear1.bias", ff)
-    T2(ff1b.w, "feed_forward1.linear2.weight", d, ff) T1(ff1b.b, "feed_forward1.linear2.bias", d)
+    M2(ff1a.w, "feed_forward1.linear1.weight", ff, d) T1(ff1a.b, "feed_forward1.linear1.bias", ff)
+    M2(ff1b.w, "feed_forward1.linear2.weight", d, ff) T1(ff1b.b, "feed_forward1.linear2.bias", d)
     T1(att_ln.g, "norm_self_att.weight", d) T1(att_ln.b, "norm_self_att.bias", d)
-    T2(q.w, "self_attn.linear_q.weight", d, d) T1(q.b, "self_attn.linear_q.bias", d)
-    T2(k.w, "self_attn.linear_k.weight", d, d) T1(k.b, "self_attn.linear_k.bias", d)
-    T2(v.w, "self_attn.linear_v.weight", d, d) T1(v.b, "self_attn.linear_v.bias", d)
-    T2(o.w, "self_attn.linear_out.weight", d, d) T1(o.b, "self_attn.linear_out.bias", d)
-    T2(pos_w, "self_attn.linear_pos.weight", d, d)
+    M2(q.w, "self_attn.linear_q.weight", d, d) T1(q.b, "self_attn.linear_q.bias", d)
+    M2(k.w, "self_attn.linear_k.weight", d, d) T1(k.b, "self_attn.linear_k.bias", d)
+    M2(v.w, "self_attn.linear_v.weight", d, d) T1(v.b, "self_attn.linear_v.bias", d)
+    M2(o.w, "self_attn.linear_out.weight", d, d) T1(o.b, "self_attn.linear_out.bias", d)
+    M2(pos_w, "self_attn.linear_pos.weight", d, d)
     T2(pos_u, "self_attn.pos_bias_u", h, dk) T2(pos_v, "self_attn.pos_bias_v", h, dk)
     T1(conv_ln.g, "norm_conv.weight", d) T1(conv_ln.b, "norm_conv.bias", d)
-    T3(pw1.w, "conv.pointwise_conv1.weight", 2 * d, d, 1) T1(pw1.b, "conv.pointwise_conv1.bias", 2 * d)
+    M3(pw1.w, "conv.pointwise_conv1.weight", 2 * d, d, 1) T1(pw1.b, "conv.pointwise_conv1.bias", 2 * d)
     T3(dw_w, "conv.depthwise_conv.weight", d, 1, K) T1(dw_b, "conv.depthwise_conv.bias", d)
     T1(cnorm.g, "conv.batch_norm.weight", d) T1(cnorm.b, "conv.batch_norm.bias", d)
     if (batch_norm) {
         T1(bn_mean, "conv.batch_norm.running_mean", d) T1(bn_var, "conv.batch_norm.running_var", d)
     }
-    T3(pw2.w, "conv.pointwise_conv2.weight", d, d, 1) T1(pw2.b, "conv.pointwise_conv2.bias", d)
+    M3(pw2.w, "conv.pointwise_conv2.weight", d, d, 1) T1(pw2.b, "conv.pointwise_conv2.bias", d)
     T1(ff2_ln.g, "norm_feed_forward2.weight", d) T1(ff2_ln.b, "norm_feed_forward2.bias", d)
-    T2(ff2a.w, "feed_forward2.linear1.weight", ff, d) T1(ff2a.b, "feed_forward2.linear1.bias", ff)
-    T2(ff2b.w, "feed_forward2.linear2.weight", d, ff) T1(ff2b.b, "feed_forward2.linear2.bias", d)
+    M2(ff2a.w, "feed_forward2.linear1.weight", ff, d) T1(ff2a.b, "feed_forward2.linear1.bias", ff)
+    M2(ff2b.w, "feed_forward2.linear2.weight", d, ff) T1(ff2b.b, "feed_forward2.linear2.bias", d)
     T1(out_ln.g, "norm_out.weight", d) T1(out_ln.b, "norm_out.bias", d)
 #undef T1
 #undef T2
 #undef T3
+#undef M2
+#undef M3
     return st;
 }
 
-/* linear_pos over the sinusoids of relative positions pos_pos .. -pos_neg, for every layer. */
+/* linear_pos over the sinusoids of relative positions pos_pos .. -pos_neg, for every layer, into
+ * table memory. */
 static sr_status build_pos_table(fc_model *w)
 {
+    const sr_kernels *k = w->k;
     int rmax = 0, lmax = 0;
     for (int i = 0; i < w->n_ctx; i++) {
         lmax = SR_MAX(lmax, w->ctx[i][0]);
         rmax = SR_MAX(rmax, w->ctx[i][1]);
     }
-    /* a streaming step has T <= R + 1 queries over cache L + T keys: positions
-     * C + i - j span -(T - 1) .. C + T - 1 */
+    /* a streaming step has T <= R + 1 queries at positions p0 .. p0 + T - 1 over keys from
+     * p0 - L on: distances p - j span -(T - 1) .. L + T - 1 */
     w->pos_neg = rmax;
     w->pos_pos = lmax + rmax;
     w->pos_rows = w->pos_neg + w->pos_pos + 1;
     size_t n = (size_t)w->pos_rows * w->d;
-    float *sin_tab = sr_malloc(n * sizeof(float), "fastconformer position table");
-    w->pos_tab = sr_malloc(n * w->n_layers * sizeof(float), "fastconformer position table");
-    if (!sin_tab || !w->pos_tab) {
-        free(sin_tab);
+    float *sin_host = sr_malloc(n * sizeof(float), "fastconformer position table");
+    float *sin_tab = k->alloc(n * sizeof(float));
+    w->pos_tab = k->alloc(n * w->n_layers * sizeof(float));
+    sr_status st = SR_OK;
+    if (!sin_host || !sin_tab || !w->pos_tab)
+        st = sr_error(SR_ERR_NOMEM, "fastconformer: position table of %d rows", w->pos_rows);
+    if (!st) {
+        fc_sinusoids(w->d, w->pos_pos, w->pos_rows, sin_host);
+        st = k->upload(sin_tab, sin_host, n * sizeof(float));
+    }
+    for (int l = 0; l < w->n_layers && !st; l++)
+        st = k->gemm(w->pos_rows, sin_tab, w->d, w->L[l].pos_w, NULL, SR_ACT_NONE, 1.0f, 0.0f,
+                     w->pos_tab + (size_t)l * n, w->d);
+    free(sin_host);
+    k->free(sin_tab);
+    return st;
+}
+
+/* pre_encode.out [d, C F3] with column c F3 + f (NeMo's channel-major flattening of
+ * (T, C, F)) moved to f C + c, in its stored precision (an int8 row keeps its scale). */
+static sr_status load_sub_out(sr_model *m, sr_h5 *f, fc_model *w)
+{
+    int C = w->sub_ch, F3 = w->sub_f3, d = w->d;
+    int64_t shape[2] = {d, (int64_t)C * F3};
+    sr_tensor t;
+    sr_status st = sr_h5_tensor(f, "encoder.pre_encode.out.weight", SR_AS_STORED, 2, shape, &t);
+    if (st) return st;
+    size_t es = sr_dtype_size(t.dtype), row = (size_t)C * F3 * es;
+    char *p = sr_malloc((size_t)d * row, "fastconformer pre_encode.out");
+    if (!p) {
+        sr_tensor_free(&t);
         return SR_ERR_NOMEM;
     }
-    fc_sinusoids(w->d, w->pos_pos, w->pos_rows, sin_tab);
-    sr_status st = SR_OK;
-    for (int l = 0; l < w->n_layers && !st; l++)
-        st = w->k->sgemm(0, 1, w->pos_rows, w->d, w->d, 1.0f, sin_tab, w->d, w->L[l].pos_w, w->d,
-                         0.0f, w->pos_tab + (size_t)l * n, w->d);
-    free(sin_tab);
-    return st;
+    const char *src = t.data;
+    for (int o = 0; o < d; o++)
+        for (int c = 0; c < C; c++)
+            for (int fr = 0; fr < F3; fr++)
+                memcpy(p + o * row + ((size_t)fr * C + c) * es, src + o * row + ((size_t)c * F3 + fr) * es, es);
+    st = w->k->weight_create(p, t.dtype, d, C * F3, t.scale, &w->sub_out_own);
+    free(p);
+    sr_tensor_free(&t);
+    if (st) return sr_error_prefix(st, "%s: tensor encoder.pre_encode.out.weight", m->path);
+    w->sub_out.w = w->sub_out_own;
+    m->weight_bytes += w->sub_out_own->bytes;
+    return SR_OK;
 }
 
 void fc_model_unload(sr_model *m)
@@ -264,7 +308,9 @@ void fc_model_unload(sr_model *m)
     sr_mel_free(w->mel);
     free(w->L);
     free(w->lstm_wih);
-    free(w->pos_tab);
+    free(w->lstm_bih);
+    if (w->pos_tab) w->k->free(w->pos_tab);
+    if (w->sub_out_own) w->k->weight_free(w->sub_out_own);
     free(w);
     m->impl = NULL;
 }
@@ -275,7 +321,8 @@ sr_status fc_model_load(sr_model *m, sr_h5 *f)
     if (!w) return SR_ERR_NOMEM;
     m->impl = w;
     w->k = m->k;
-    sr_status st = parse_config(m, w);
+    sr_status st = sr_kernels_require(m->k, m->path);
+    if (!st) st = parse_config(m, w);
     if (st) goto fail;
     const char *cnorm = cJSON_GetObjectItemCaseSensitive(m->config, "conv_norm_type")->valuestring;
     int batch_norm = !strcmp(cnorm, "batch_norm");
@@ -285,52 +332,58 @@ sr_status fc_model_load(sr_model *m, sr_h5 *f)
         goto fail;
     }
     w->L = sr_calloc((size_t)w->n_layers, sizeof *w->L, "fastconformer layers");
-    w->lstm_wih = sr_calloc(4 * (size_t)w->pred_layers, sizeof(float *), "fastconformer lstm");
-    if (!w->L || !w->lstm_wih) { st = SR_ERR_NOMEM; goto fail; }
+    w->lstm_wih = sr_calloc(2 * (size_t)w->pred_layers, sizeof *w->lstm_wih, "fastconformer lstm");
+    w->lstm_bih = sr_calloc(2 * (size_t)w->pred_layers, sizeof *w->lstm_bih, "fastconformer lstm");
+    if (!w->L || !w->lstm_wih || !w->lstm_bih) { st = SR_ERR_NOMEM; goto fail; }
     w->lstm_whh = w->lstm_wih + w->pred_layers;
-    w->lstm_bih = w->lstm_whh + w->pred_layers;
     w->lstm_bhh = w->lstm_bih + w->pred_layers;
 
     int64_t C = w->sub_ch, d = w->d, H = w->pred_hidden, J = w->joint_hidden;
 #define W(ptr, name, nd, ...) \
     if (!st) st = ten(m, f, name, nd, (int64_t[]){__VA_ARGS__}, &(ptr));
+#define MW(ptr, name, a, b) \
+    if (!st) st = sr_model_weight(m, f, name, SR_AS_STORED, (int)(a), (int)(b), &(ptr));
+#define MW4(ptr, name, a, b, c, e) \
+    if (!st) st = sr_model_weight_nd(m, f, name, SR_AS_STORED, 4, (int64_t[]){a, b, c, e}, &(ptr));
     W(w->c0_w, "encoder.pre_encode.conv.0.weight", 4, C, 1, 3, 3)
     W(w->c0_b, "encoder.pre_encode.conv.0.bias", 1, C)
     W(w->dw1_w, "encoder.pre_encode.conv.2.weight", 4, C, 1, 3, 3)
     W(w->dw1_b, "encoder.pre_encode.conv.2.bias", 1, C)
-    W(w->pw1_w, "encoder.pre_encode.conv.3.weight", 4, C, C, 1, 1)
-    W(w->pw1_b, "encoder.pre_encode.conv.3.bias", 1, C)
+    MW4(w->sub_pw1.w, "encoder.pre_encode.conv.3.weight", C, C, 1, 1)
+    W(w->sub_pw1.b, "encoder.pre_encode.conv.3.bias", 1, C)
     W(w->dw2_w, "encoder.pre_encode.conv.5.weight", 4, C, 1, 3, 3)
     W(w->dw2_b, "encoder.pre_encode.conv.5.bias", 1, C)
-    W(w->pw2_w, "encoder.pre_encode.conv.6.weight", 4, C, C, 1, 1)
-    W(w->pw2_b, "encoder.pre_encode.conv.6.bias", 1, C)
-    W(w->sub_out.w, "encoder.pre_encode.out.weight", 2, d, C * w->sub_f3)
+    MW4(w->sub_pw2.w, "encoder.pre_encode.conv.6.weight", C, C, 1, 1)
+    W(w->sub_pw2.b, "encoder.pre_encode.conv.6.bias", 1, C)
+    if (!st) st = load_sub_out(m, f, w);
     W(w->sub_out.b, "encoder.pre_encode.out.bias", 1, d)
     for (int i = 0; i < w->n_layers && !st; i++) st = load_layer(m, f, i, w, batch_norm);
-    W(w->embed, "decoder.prediction.embed.weight", 2, (int64_t)w->vocab + 1, H)
+    MW(w->embed, "decoder.prediction.embed.weight", (int64_t)w->vocab + 1, H)
     for (int l = 0; l < w->pred_layers && !st; l++) {
         char n[128];
         snprintf(n, sizeof n, "decoder.prediction.dec_rnn.lstm.weight_ih_l%d", l);
-        W(w->lstm_wih[l], n, 2, 4 * H, H)
+        MW(w->lstm_wih[l], n, 4 * H, H)
         snprintf(n, sizeof n, "decoder.prediction.dec_rnn.lstm.weight_hh_l%d", l);
-        W(w->lstm_whh[l], n, 2, 4 * H, H)
+        MW(w->lstm_whh[l], n, 4 * H, H)
         snprintf(n, sizeof n, "decoder.prediction.dec_rnn.lstm.bias_ih_l%d", l);
         W(w->lstm_bih[l], n, 1, 4 * H)
         snprintf(n, sizeof n, "decoder.prediction.dec_rnn.lstm.bias_hh_l%d", l);
         W(w->lstm_bhh[l], n, 1, 4 * H)
     }
-    W(w->j_enc.w, "joint.enc.weight", 2, J, d)
+    MW(w->j_enc.w, "joint.enc.weight", J, d)
     W(w->j_enc.b, "joint.enc.bias", 1, J)
-    W(w->j_pred.w, "joint.pred.weight", 2, J, H)
+    MW(w->j_pred.w, "joint.pred.weight", J, H)
     W(w->j_pred.b, "joint.pred.bias", 1, J)
     /* the joint's last Linear is joint_net.2 when the trained config had dropout, else .1 */
     const char *jo = sr_h5_has_tensor(f, "joint.joint_net.1.weight") ? "joint.joint_net.1" : "joint.joint_net.2";
     char jn[64];
     snprintf(jn, sizeof jn, "%s.weight", jo);
-    W(w->j_out.w, jn, 2, (int64_t)w->n_out, J)
+    MW(w->j_out.w, jn, w->n_out, J)
     snprintf(jn, sizeof jn, "%s.bias", jo);
     W(w->j_out.b, jn, 1, (int64_t)w->n_out)
 #undef W
+#undef MW
+#undef MW4
     if (st) goto fail;
     if ((st = build_pos_table(w))) goto fail;
     return SR_OK;

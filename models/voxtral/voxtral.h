@@ -4,42 +4,41 @@
  * installed; only the .c files of models/voxtral/ and tests/test_voxtral.c include it.
  *
  * Names and shapes follow transformers' VoxtralRealtimeForConditionalGeneration: every Linear
- * weight is [out, in] (products are x · W^T), activations are row-major [rows, width]. Large
- * matrices may stay bf16 in memory (config "dtype": "bf16"); products read them directly (few
- * rows) or convert a tile of rows at a time into per-stream scratch (many rows), so no second
- * f32 copy of a tensor exists.
+ * weight is [out, in] (products are x · W^T), activations are row-major [rows, width]. Every
+ * operation on the per-chunk path is a call of the kernel table (kernels/kernels.h): Linear
+ * weights are sr_kweight in the file's precision (bf16 stays bf16; the table's gemm reads it
+ * directly), caches are sr_kpool. The forward functions take the pools and an sr_kbatch, so the
+ * rows of one call may belong to several streams (sequence s: rows row0[s] .. row0[s+1], cache
+ * slot slot[s], first position pos[s]); a solo stream is a batch of one through the same code.
  */
 #ifndef SR_VOXTRAL_H
 #define SR_VOXTRAL_H
 
 #include "../../core/plugin.h"
-#include "../../kernels/ops.h"
 
 #include <stdint.h>
 
 #define VX_STEP_SAMPLES 1280 /* 80 ms: one audio embedding, one decoder step */
 #define VX_LOOKAHEAD 40      /* samples past a step that complete its last mel frame */
 #define VX_MEL_PER_STEP 8
+#define VX_ENC_PER_STEP 4    /* encoder frames per step (conv2 stride 2) = downsample_factor */
 #define VX_ADA_DIM 32        /* hidden width of the adaptive-norm MLP */
-/* Converted weight rows per many-row product (prefill): 4 MB, capped at the largest matrix.
- * Fewer, larger sgemm calls: a [37, 3072] x [9216, 3072]^T product took 180 ms with 256 KB
- * tiles and 52 ms with 4 MB on the 2-core development machine. */
-#define VX_TILE_FLOATS (1 << 20)
+/* 80 ms steps a stream encodes in one forward call when its audio has them (the left padding
+ * of the first chunk, the right padding at finish): 8 steps are 32 rows per weight read. */
+#define VX_ENC_STEPS_MAX 8
 
-/* A Linear weight [out, in]: f32 or bf16 data. */
+/* A Linear layer: w [out, in] in the table's layout, bias [out] (f32, host = CPU table
+ * memory) or NULL. */
 typedef struct {
-    const void *w;
-    int bf16;
-    int out, in;
-} vx_mat;
+    const sr_kweight *w;
+    const float *b;
+} vx_lin;
 
 typedef struct {
     const float *attn_norm, *ffn_norm; /* [d] */
-    vx_mat q, k, v, o;                 /* encoder: q/v/o biased, k not; decoder: no bias */
-    const float *bq, *bv, *bo;         /* encoder only */
-    vx_mat gate, up, down;             /* SwiGLU */
-    const float *bdown;                /* encoder only */
-    vx_mat ada1, ada2;                 /* decoder only: [32, d], [d, 32] */
+    vx_lin q, k, v, o;                 /* encoder: q/v/o biased, k not; decoder: no bias */
+    vx_lin gate, up, down;             /* SwiGLU; encoder down biased */
+    vx_lin ada1, ada2;                 /* decoder only: [32, d], [d, 32] */
 } vx_layer;
 
 typedef struct vx_model {
@@ -54,58 +53,56 @@ typedef struct vx_model {
     int bos, eos, pad;
     int n_left, n_right, delay_def, delay_min, delay_max, flush_tokens;
     /* weights */
-    const float *conv1_w, *conv1_b;    /* [enc_dim, n_mels, 3] */
-    const float *conv2_w, *conv2_b;    /* [enc_dim, enc_dim, 3] */
+    vx_lin conv1, conv2;               /* [enc_dim, n_mels * 3], [enc_dim, enc_dim * 3] (f32) */
     vx_layer *enc, *dec;
     const float *enc_norm, *dec_norm;
-    vx_mat proj1, proj2;               /* [dim, ds * enc_dim], [dim, dim] */
-    vx_mat embed;                      /* [vocab, dim], also the output projection */
-    float *enc_inv, *dec_inv;          /* RoPE inverse frequencies [hd / 2] */
+    vx_lin proj1, proj2;               /* [dim, ds * enc_dim], [dim, dim] */
+    const sr_kweight *embed;           /* [vocab, dim]: lookups and the tied output projection */
+    float *enc_inv, *dec_inv;          /* RoPE inverse frequencies [hd / 2] (host) */
     sr_mel *mel;
 } vx_model;
 
-/* Scratch of one stream: rows of activations and the bf16 -> f32 weight tile. */
+/* Activations of one forward call of up to `rows` rows (table memory unless noted); the stem
+ * buffers serve up to `rows` encoder frames in up to `rows` sequences. */
 typedef struct {
+    const sr_kernels *k;
     int rows;
-    float *x, *h, *q, *k, *v, *a, *f1, *f2; /* [rows, max width] each */
-    float *scores;                           /* [rows, max slots] */
-    float *tile;                             /* [tile_floats] */
-    size_t width, slots, tile_floats;
-    int threads;                             /* bf16 product threads (0 = kernels' default) */
+    size_t width;
+    float *x, *h, *q, *kk, *v, *a, *f1, *f2; /* [rows, width] each */
+    float *mel;                              /* [2 rows, n_mels] stem input frames */
+    float *c1in;                             /* [4 rows, n_mels] per sequence [state(2); mel] */
+    float *col;                              /* im2col: [2 rows, 3 n_mels] or [rows, 3 enc_dim] */
+    float *c1;                               /* [2 rows, enc_dim] conv1 outputs */
+    float *c2in;                             /* [3 rows, enc_dim] per sequence [state(1); c1] */
+    int64_t *lo, *hi;                        /* [rows] host: attention key ranges */
+    size_t bytes;                            /* all of the above */
 } vx_scratch;
 
-/* A ring K/V cache of `slots` positions for `layers` layers of width w; written rows go to
- * slot pos % slots; positions are analytic (seed: abs[j] = j + ((written-1-j) div slots) slots).
- * Elements are f32, or bf16 (stream config cache_dtype "bf16": rows rounded to nearest even when
- * written, read by the bf16 kernels of kernels/lowp.h). */
-typedef struct {
-    void *k, *v;    /* [layers][slots][w] of f32 or uint16_t (bf16) */
-    int layers, slots, w;
-    int bf16;
-    int64_t written;
-} vx_ring;
-
+/* Per-stream state: the stream owns its pools (one slot each) and keeps positions. */
 typedef struct vx_stream {
     const sr_model *m;
     const vx_model *w;
     int delay, prompt_len;
-    int32_t *prompt;               /* [prompt_len] BOS, PAD x (n_left + delay) */
+    int32_t *prompt;               /* [prompt_len] BOS, PAD x (n_left + delay) (host) */
+    int32_t *ids;                  /* [scratch rows] decoder input tokens (host) */
     float *ada;                    /* [n_layers][dim] 1 + AdaRMSNorm MLP(t_cond) */
     sr_mel_stream *ms;
-    float *mel;  int mel_n, mel_cap;   /* pending mel frames [mel_cap][n_mels] */
-    float *c1_state;               /* [2][n_mels]: last two mel frames (conv1 left context) */
-    float *c2_state;               /* [enc_dim]: last conv1 output (conv2 left context) */
-    float *c1_out;                 /* [VX_MEL_PER_STEP][enc_dim] */
-    float *col;                    /* im2col [VX_MEL_PER_STEP][3 max(n_mels, enc_dim)] */
-    vx_ring er, dr;                /* encoder ring (2 windows), decoder ring (window + prompt) */
+    float *mel;  int mel_n, mel_cap;   /* pending mel frames [mel_cap][n_mels] (host) */
+    sr_kpool *c1, *c2;             /* stem state: last 2 mel frames, last conv1 output (f32) */
+    sr_kpool *ek, *ev;             /* encoder K / V: enc_layers x 1 slot x ring of 2 windows */
+    sr_kpool *dk, *dv;             /* decoder K / V: n_layers x 1 slot x (window + L - 2) */
+    int slot;                      /* the stream's slot in its pools (0) */
+    int enc_steps;                 /* 80 ms steps per encoder call (<= VX_ENC_STEPS_MAX) */
+    int64_t enc_pos, dec_pos;      /* positions written to the encoder / decoder caches */
     float *emb; int emb_cap;       /* audio embeddings not yet consumed, ring [emb_cap][dim] */
+    float *logits;                 /* [vocab] the step's logits before download */
     int64_t n_emb;                 /* audio embeddings produced */
     int64_t n_steps;               /* sync steps done */
     int64_t samples;               /* real audio samples consumed */
     int started, final, stopped;
     int flush_avail;               /* flush steps offered after the audio (0 before finish) */
     vx_scratch s;
-    /* test capture (NULL = off): encoder output rows and audio embeddings as produced */
+    /* test capture (NULL = off, host memory): encoder output rows and audio embeddings */
     float *cap_enc; int cap_enc_max, cap_enc_n;
     float *cap_ada; int cap_ada_max, cap_ada_n;
     float *cap_mel; int cap_mel_max, cap_mel_n;
@@ -115,35 +112,35 @@ typedef struct vx_stream {
 sr_status vx_load(sr_model *m, sr_h5 *f);
 void vx_unload(sr_model *m);
 
-/* y[n, L.out] = x[n, L.in] · W^T (+ b); beta 0 overwrites y, 1 accumulates. bf16 weights go
- * through sr_bf16_gemm (direct kernel for n <= 4 rows on s->threads threads, else tiles of rows
- * converted into s->tile). */
-sr_status vx_linear(const sr_kernels *k, vx_scratch *s, const float *x, int n, vx_mat L,
-                    const float *b, float beta, float *y);
-/* tile: floats of the bf16 -> f32 weight tile, at least the longest matrix row. */
-sr_status vx_scratch_init(vx_scratch *s, int rows, size_t width, size_t slots, size_t tile);
+/* Scratch for calls of up to `rows` rows (encoder, decoder) on table k. */
+sr_status vx_scratch_init(vx_scratch *s, const sr_kernels *k, const vx_model *w, int rows);
 void vx_scratch_free(vx_scratch *s);
 size_t vx_scratch_bytes(const vx_scratch *s);
-sr_status vx_ring_init(vx_ring *r, int layers, int slots, int w, int bf16, const char *what);
-size_t vx_ring_bytes(const vx_ring *r); /* K and V */
-void vx_ring_free(vx_ring *r);
 
-/* Encoder layers + final norm over n frames x [n, enc_dim] (stem output) at absolute positions
- * er->written .. + n - 1, with the sliding-window mask; n <= slots - enc_window + 1. */
-sr_status vx_encode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ring *er,
-                    float *x, int n);
-/* Adapter: n / ds groups of ds consecutive encoder frames enc [n, enc_dim] -> out [n/ds, dim]. */
-sr_status vx_adapter(const vx_model *w, const sr_kernels *k, vx_scratch *s, const float *enc,
-                     int n, float *out);
-/* Decoder over n input embeddings x [n, dim] at positions dr->written .. + n - 1, with the
- * per-layer adaptive scales ada [n_layers][dim]; logits of the last row (may be NULL) [vocab]. */
-sr_status vx_decode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ring *dr,
-                    const float *ada, float *x, int n, float *logits);
-/* Token embedding row id -> out [dim] (f32). */
-void vx_embed(const vx_model *w, int32_t id, float *out);
-/* 1 + AdaRMSNorm MLP of the sinusoidal embedding of `delay` tokens, per layer [n_layers][dim]. */
-sr_status vx_ada_scales(const vx_model *w, const sr_kernels *k, vx_scratch *s, int delay,
-                        float *out);
+/* Causal conv stem. Sequence s of b makes the encoder frames (rows) row0[s] .. row0[s+1] of out
+ * [rows, enc_dim] (GELU applied) from the mel frames 2 row0[s] .. 2 row0[s+1] of mel (stride
+ * n_mels), its left context being slot slot[s] of c1 (2 rows: the last two mel frames, oldest
+ * first) and c2 (1 row: the last conv1 output), both updated. */
+sr_status vx_stem(const vx_model *w, vx_scratch *s, sr_kpool *c1, sr_kpool *c2,
+                  const sr_kbatch *b, const float *mel, float *out);
+/* Encoder layers + final norm, in place on x [rows of b, enc_dim] (stem output), sequence s at
+ * positions pos[s] ..; its K/V go to slot slot[s] of the pools K / V (enc_layers layers, width
+ * enc_heads * enc_hd) and each row attends to the last enc_window positions. */
+sr_status vx_encode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
+                    const sr_kbatch *b, float *x);
+/* Adapter: n / ds groups of ds consecutive encoder frames enc [n, enc_dim] -> out [n/ds, dim]
+ * (every sequence of a batch holds a multiple of ds rows, so groups never straddle two). */
+sr_status vx_adapter(const vx_model *w, vx_scratch *s, const float *enc, int n, float *out);
+/* Decoder over x [rows of b, dim] (input embeddings), sequence s at positions pos[s] .. with
+ * K/V in slot slot[s] of K / V (n_layers layers, width n_kv * hd). Row r scales its MLP input
+ * by the adaptive scales ada + r * ld_ada ([n_layers][dim]; ld_ada = 0: one set for all rows).
+ * logits (may be NULL): row s (stride ld_logits) gets the logits of sequence s's last row. */
+sr_status vx_decode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
+                    const sr_kbatch *b, const float *ada, int ld_ada, float *x, float *logits,
+                    int ld_logits);
+/* 1 + AdaRMSNorm MLP of the sinusoidal embedding of `delay` tokens, per layer [n_layers][dim]
+ * (table memory). */
+sr_status vx_ada_scales(const vx_model *w, vx_scratch *s, int delay, float *out);
 
 extern const sr_model_ops sr_voxtral_ops;
 

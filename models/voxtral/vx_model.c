@@ -1,7 +1,9 @@
 /*
  * vx_model.c — the voxtral_realtime network (transformers' VoxtralRealtimeForConditionalGeneration):
- * loading and the forward pieces the stream runs.
+ * loading and the forward pieces the stream runs, every operation a call of the kernel table.
  *
+ *   stem            conv1 (k 3, s 1) + GELU, conv2 (k 3, s 2) + GELU, causal: im2col1d over
+ *                   [carried state ; new rows] then gemm with the bias and GELU fused
  *   encoder layer   x += o(attn(rope(q(n1(x))), rope(k(n1(x))), v(n1(x)))) + bo
  *                   x += down(silu(gate(n2(x))) * up(n2(x))) + bdown
  *                   q, v, o biased, k not; n1, n2 RMSNorm; final RMSNorm after the last layer
@@ -9,331 +11,295 @@
  *   decoder layer   x += o(attn(GQA, rope)); x += mlp(n2(x) * (1 + ada(t_cond))), no biases,
  *                   ada = linear2(GELU(linear1(t_cond))), t_cond = [cos(delay f), sin(delay f)]
  *                   with f_i = exp(-ln(10000) i / (dim/2)); final RMSNorm; logits = h · E^T
- *                   with E the token embedding (tied output)
- *   RMSNorm         x / sqrt(mean(x^2) + eps) * g (mean accumulated in double)
- *   RoPE            rotate-half layout: for i < hd/2 the pair (x_i, x_{i+hd/2}) is rotated by
- *                   pos * inv_i, inv_i = 1 / theta^(2i/hd) (float32, as transformers)
- *   attention       over a ring K/V cache of S slots; slot j holds absolute position
- *                   j + floor((written - 1 - j) / S) S (negative: never written); a query at
- *                   position p sees keys 0 <= p - pos < window, so only the slots of the last
- *                   window + n - 1 positions are read (at most two runs of the ring); scale
- *                   hd^-1/2; GQA maps query head h to KV head h / (Hq / Hkv)
- * bf16 matrices stay bf16 (vx_linear): products of <= 4 rows read them directly (kernels/lowp.h),
- * larger ones convert a tile of rows at a time to f32 for sgemm, never a whole matrix.
+ *                   with E the token embedding (tied output: the same sr_kweight as the lookup)
+ *   RMSNorm         k->norm (RMS); the decoder's adaptive scale is its `mul` row
+ *   RoPE            k->rope, rotate-half, inv_i = 1 / theta^(2i/hd) (float32, as transformers)
+ *   attention       k->kv_write of the call's K/V rows into the ring pool (position p at ring
+ *                   row p % rows), then k->attn: a query at position p reads the key positions
+ *                   [max(0, p - window + 1), p + 1), scale hd^-1/2, GQA query head h -> KV head
+ *                   h / (Hq / Hkv). A call of n rows of one sequence fits when its first
+ *                   query's range is still held after all n rows are written.
+ * Linear weights stay in the file's precision (bf16 included): the table's gemm reads them as
+ * stored, with the bias and the activation fused where the layer has them.
  */
 #include "voxtral.h"
-
-#include "../../core/dtype.h"
-#include "../../kernels/lowp.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+/* ---- forward ----------------------------------------------------------------------------- */
 
-/* ---- small ops ----------------------------------------------------------------------------- */
-
-sr_status vx_linear(const sr_kernels *k, vx_scratch *s, const float *x, int n, vx_mat L,
-                    const float *b, float beta, float *y)
+/* Every sequence of b has >= 1 row, rows <= max_rows; pool slots in range (pool may be NULL). */
+static sr_status check_batch(const sr_kbatch *b, int max_rows, const sr_kpool *p,
+                             const char *what)
 {
-    if (n == 0) return SR_OK;
-    sr_status st;
-    if (!L.bf16)
-        st = k->sgemm(0, 1, n, L.out, L.in, 1.0f, x, L.in, L.w, L.in, beta, y, L.out);
-    else /* direct bf16 kernel for few rows, bf16 -> f32 tiles + sgemm for many */
-        st = sr_bf16_gemm(k, s->threads, n, L.out, L.in, x, L.in, L.w, L.in, beta, y, L.out,
-                          s->tile, s->tile_floats);
+    if (!b || b->n_seq < 1 || !b->row0 || !b->slot || !b->pos)
+        return sr_error(SR_ERR_ARG, "%s: batch missing or empty", what);
+    if (b->row0[0] != 0)
+        return sr_error(SR_ERR_ARG, "%s: batch row0[0] = %d, not 0", what, b->row0[0]);
+    for (int i = 0; i < b->n_seq; i++) {
+        if (b->row0[i + 1] <= b->row0[i])
+            return sr_error(SR_ERR_ARG, "%s: sequence %d of the batch has no rows", what, i);
+        if (p && (b->slot[i] < 0 || b->slot[i] >= p->slots))
+            return sr_error(SR_ERR_ARG, "%s: slot %d of sequence %d outside the pool's %d", what,
+                            b->slot[i], i, p->slots);
+        if (b->pos[i] < 0)
+            return sr_error(SR_ERR_ARG, "%s: position %lld of sequence %d", what,
+                            (long long)b->pos[i], i);
+    }
+    if (b->row0[b->n_seq] > max_rows)
+        return sr_error(SR_ERR_ARG, "%s: %d rows in one call (scratch holds %d)", what,
+                        b->row0[b->n_seq], max_rows);
+    return SR_OK;
+}
+
+static sr_status check_pool(const sr_kpool *p, int layers, int width, const char *what)
+{
+    if (!p || p->layers != layers || p->width != width)
+        return sr_error(SR_ERR_ARG, "%s: cache pool %s (want %d layers of width %d)", what,
+                        p ? "of another shape" : "missing", layers, width);
+    return SR_OK;
+}
+
+/* Key ranges of a sliding window: row r of sequence s (position p) sees [max(0, p - window + 1),
+ * p + 1). Those positions must still be held by a ring of `rows` rows once the sequence's last
+ * row is written: its first query's low end >= last position + 1 - rows. */
+static sr_status window_ranges(vx_scratch *s, const sr_kbatch *b, int window, int rows,
+                               const char *what)
+{
+    for (int i = 0; i < b->n_seq; i++) {
+        int n = b->row0[i + 1] - b->row0[i];
+        int64_t p0 = b->pos[i], lo0 = SR_MAX(0, p0 - window + 1);
+        if (lo0 < p0 + n - rows)
+            return sr_error(SR_ERR_ARG, "%s: %d rows from position %lld with a window of %d "
+                            "overrun the cache of %d rows", what, n, (long long)p0, window, rows);
+        for (int r = 0; r < n; r++) {
+            int64_t p = p0 + r;
+            s->lo[b->row0[i] + r] = SR_MAX(0, p - window + 1);
+            s->hi[b->row0[i] + r] = p + 1;
+        }
+    }
+    return SR_OK;
+}
+
+static float *pool_row(sr_kpool *p, int slot, int row)
+{
+    return (float *)p->data + sr_kpool_at(p, 0, slot, row);
+}
+
+sr_status vx_stem(const vx_model *w, vx_scratch *s, sr_kpool *c1, sr_kpool *c2,
+                  const sr_kbatch *b, const float *mel, float *out)
+{
+    const sr_kernels *k = s->k;
+    int C = w->n_mels, E = w->enc_dim, cw1 = 3 * C, cw2 = 3 * E;
+    sr_status st = check_batch(b, s->rows, c1, "voxtral stem");
+    if (st || (st = check_batch(b, s->rows, c2, "voxtral stem"))) return st;
+    if (c1->dtype != SR_F32 || c1->rows != 2 || c1->width != C || c2->dtype != SR_F32 ||
+        c2->rows != 1 || c2->width != E)
+        return sr_error(SR_ERR_ARG, "voxtral stem: state pools must be f32 [2][%d] and [1][%d]",
+                        C, E);
+    int n = b->row0[b->n_seq];
+    /* conv1 per sequence over [state(2) ; its 2 n_s mel frames]: 2 n_s outputs, all im2col'd
+     * into one matrix for one product (inputs of sequence i start at row 2 row0 + 2 i) */
+    for (int i = 0; i < b->n_seq && !st; i++) {
+        int r0 = b->row0[i], m = 2 * (b->row0[i + 1] - r0);
+        float *in = s->c1in + (size_t)(2 * r0 + 2 * i) * C, *state = pool_row(c1, b->slot[i], 0);
+        if (!(st = k->copy2d(2, C, state, C, in, C)) &&
+            !(st = k->copy2d(m, C, mel + (size_t)2 * r0 * C, C, in + 2 * C, C)) &&
+            !(st = k->im2col1d(m, C, 3, 1, in, C, s->col + (size_t)2 * r0 * cw1)))
+            st = k->copy2d(2, C, in + (size_t)m * C, C, state, C); /* its last two frames */
+    }
+    if (st || (st = k->gemm(2 * n, s->col, cw1, w->conv1.w, w->conv1.b, SR_ACT_GELU, 1.0f, 0.0f,
+                            s->c1, E)))
+        return st;
+    /* conv2 (stride 2) per sequence over [state(1) ; its 2 n_s conv1 outputs]: n_s outputs */
+    for (int i = 0; i < b->n_seq && !st; i++) {
+        int r0 = b->row0[i], m = b->row0[i + 1] - r0;
+        float *in = s->c2in + (size_t)(2 * r0 + i) * E, *state = pool_row(c2, b->slot[i], 0);
+        if (!(st = k->copy2d(1, E, state, E, in, E)) &&
+            !(st = k->copy2d(2 * m, E, s->c1 + (size_t)2 * r0 * E, E, in + E, E)) &&
+            !(st = k->im2col1d(m, E, 3, 2, in, E, s->col + (size_t)r0 * cw2)))
+            st = k->copy2d(1, E, in + (size_t)2 * m * E, E, state, E); /* its last conv1 row */
+    }
     if (st) return st;
-    if (b)
-        for (int r = 0; r < n; r++)
-            for (int i = 0; i < L.out; i++) y[(size_t)r * L.out + i] += b[i];
-    return SR_OK;
+    return k->gemm(n, s->col, cw2, w->conv2.w, w->conv2.b, SR_ACT_GELU, 1.0f, 0.0f, out, E);
 }
 
-void vx_embed(const vx_model *w, int32_t id, float *out)
+sr_status vx_encode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
+                    const sr_kbatch *b, float *x)
 {
-    if (w->embed.bf16)
-        sr_bf16_to_f32_n((const uint16_t *)w->embed.w + (size_t)id * w->dim, out, (size_t)w->dim);
-    else
-        memcpy(out, (const float *)w->embed.w + (size_t)id * w->dim, (size_t)w->dim * sizeof(float));
-}
-
-static void silu_mul(float *a, const float *b, size_t n)
-{
-    sr_silu(a, n);
-    for (size_t i = 0; i < n; i++) a[i] *= b[i];
-}
-
-/* Rotate n rows of `heads` heads of width hd (row stride heads * hd) at positions p0 + r. */
-static void rope(float *x, int n, int heads, int hd, const float *inv, int64_t p0)
-{
-    int half = hd / 2;
-    for (int r = 0; r < n; r++) {
-        float pos = (float)(p0 + r);
-        for (int i = 0; i < half; i++) {
-            float a = pos * inv[i];
-            float c = cosf(a), sn = sinf(a);
-            for (int h = 0; h < heads; h++) {
-                float *v = x + ((size_t)r * heads + h) * hd;
-                float x1 = v[i], x2 = v[i + half];
-                v[i] = x1 * c - x2 * sn;
-                v[i + half] = x2 * c + x1 * sn;
-            }
-        }
-    }
-}
-
-/* Attention of n query rows (positions p0 ..) over layer l of ring r (K/V [S][Hkv hd]) after
- * the rows were written (r->written = p0 + n); out [n, Hq hd]. Only the keys a query can see
- * are read: positions lo = max(0, p0 - window + 1) .. p0 + n - 1, all still in the ring since
- * window + n - 1 <= S, i.e. the slots lo % S .. as at most two runs (the ring wraps once).
- * Score column c is position lo + c; query p sees it when 0 <= p - (lo + c) < window. */
-static sr_status attend(const sr_kernels *k, vx_scratch *s, const float *q, int n, int Hq,
-                        int Hkv, int hd, const vx_ring *r, int l, int window, int64_t p0,
-                        float *out)
-{
-    int S = r->slots, w = Hkv * hd, qw = Hq * hd;
-    size_t lay = (size_t)l * S * w;
-    int64_t lo = p0 - window + 1 < 0 ? 0 : p0 - window + 1;
-    int nk = (int)(p0 + n - lo);                 /* <= window + n - 1 <= S */
-    int a0 = (int)(lo % S), len0 = SR_MIN(nk, S - a0); /* run 1: slots a0 .., run 2: 0 .. */
-    int runs[2][3] = {{a0, len0, 0}, {0, nk - len0, len0}}; /* first slot, length, column */
-    float scale = 1.0f / sqrtf((float)hd);
-    int group = Hq / Hkv;
-    for (int h = 0; h < Hq; h++) {
-        size_t kvo = lay + (size_t)(h / group) * hd;
-        const float *qh = q + (size_t)h * hd;
-        float *oh = out + (size_t)h * hd;
-        sr_status st = SR_OK;
-        for (int u = 0; u < 2 && !st; u++) {
-            if (!runs[u][1]) continue;
-            size_t ko = kvo + (size_t)runs[u][0] * w;
-            float *sc = s->scores + runs[u][2];
-            if (r->bf16) /* scaled below, with the mask */
-                st = sr_bf16_gemm(k, 1, n, runs[u][1], hd, qh, qw, (const uint16_t *)r->k + ko, w,
-                                  0.0f, sc, nk, s->tile, s->tile_floats);
-            else
-                st = k->sgemm(0, 1, n, runs[u][1], hd, scale, qh, qw, (const float *)r->k + ko, w,
-                              0.0f, sc, nk);
-        }
-        if (st) return st;
-        float scl = r->bf16 ? scale : 1.0f;
-        for (int i = 0; i < n; i++) {
-            /* query p0 + i sees the contiguous columns [first, last]: itself and window - 1
-             * positions back; the others get probability 0 */
-            float *row = s->scores + (size_t)i * nk;
-            int last = (int)(p0 + i - lo), first = SR_MAX(0, last - window + 1);
-            for (int j = 0; j < first; j++) row[j] = 0.0f;
-            if (scl != 1.0f)
-                for (int j = first; j <= last; j++) row[j] *= scl;
-            sr_softmax(row + first, last - first + 1, nk - first);
-        }
-        for (int u = 0; u < 2 && !st; u++) {
-            if (!runs[u][1]) continue;
-            size_t vo = kvo + (size_t)runs[u][0] * w;
-            const float *pr = s->scores + runs[u][2];
-            float beta = u && runs[0][1] ? 1.0f : 0.0f;
-            if (r->bf16)
-                st = sr_bf16_gemm_nn(SR_LOWP_AUTO, n, hd, runs[u][1], pr, nk,
-                                     (const uint16_t *)r->v + vo, w, beta, oh, qw);
-            else
-                st = k->sgemm(0, 0, n, hd, runs[u][1], 1.0f, pr, nk, (const float *)r->v + vo, w,
-                              beta, oh, qw);
-        }
-        if (st) return st;
-    }
-    return SR_OK;
-}
-
-/* Write n rows of K and V into layer l's ring at positions r->written + i (not yet counted). */
-static void ring_write(vx_ring *r, int l, const float *kk, const float *vv, int n)
-{
-    size_t w = (size_t)r->w;
-    for (int i = 0; i < n; i++) {
-        size_t slot = (size_t)((r->written + i) % r->slots);
-        size_t off = ((size_t)l * r->slots + slot) * w;
-        if (r->bf16) {
-            sr_f32_to_bf16_n(kk + i * w, (uint16_t *)r->k + off, w);
-            sr_f32_to_bf16_n(vv + i * w, (uint16_t *)r->v + off, w);
-        } else {
-            memcpy((float *)r->k + off, kk + i * w, w * sizeof(float));
-            memcpy((float *)r->v + off, vv + i * w, w * sizeof(float));
-        }
-    }
-}
-
-sr_status vx_encode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ring *er,
-                    float *x, int n)
-{
-    if (n <= 0 || n > s->rows || n > er->slots - w->enc_window + 1)
-        return sr_error(SR_ERR_ARG, "voxtral encoder: %d rows per step (at most %d)", n,
-                        SR_MIN(s->rows, er->slots - w->enc_window + 1));
-    int d = w->enc_dim, H = w->enc_heads, hd = w->enc_hd;
-    int64_t p0 = er->written;
-    sr_status st = SR_OK;
+    const sr_kernels *k = s->k;
+    int d = w->enc_dim, H = w->enc_heads, hd = w->enc_hd, qw = H * hd, F = w->enc_ffn;
+    sr_status st = check_batch(b, s->rows, K, "voxtral encoder");
+    if (st || (st = check_pool(K, w->enc_layers, qw, "voxtral encoder")) ||
+        (st = check_pool(V, w->enc_layers, qw, "voxtral encoder")) ||
+        (st = window_ranges(s, b, w->enc_window, SR_MIN(K->rows, V->rows), "voxtral encoder")))
+        return st;
+    int n = b->row0[b->n_seq];
+    sr_kattn at = {.n_head = H, .n_kv_head = H, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd),
+                   .lo = s->lo, .hi = s->hi};
     for (int l = 0; l < w->enc_layers && !st; l++) {
         const vx_layer *L = &w->enc[l];
-        sr_rmsnorm(x, n, d, L->attn_norm, w->enc_eps, s->h);
-        if ((st = vx_linear(k, s, s->h, n, L->q, L->bq, 0.0f, s->q)) ||
-            (st = vx_linear(k, s, s->h, n, L->k, NULL, 0.0f, s->k)) ||
-            (st = vx_linear(k, s, s->h, n, L->v, L->bv, 0.0f, s->v)))
+        if ((st = k->norm(SR_NORM_RMS, n, d, x, d, L->attn_norm, NULL, w->enc_eps, NULL, 0, s->h,
+                          d)) ||
+            (st = k->gemm(n, s->h, d, L->q.w, L->q.b, SR_ACT_NONE, 1.0f, 0.0f, s->q, qw)) ||
+            (st = k->gemm(n, s->h, d, L->k.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->kk, qw)) ||
+            (st = k->gemm(n, s->h, d, L->v.w, L->v.b, SR_ACT_NONE, 1.0f, 0.0f, s->v, qw)) ||
+            (st = k->rope(b, H, hd, w->enc_inv, s->q, qw)) ||
+            (st = k->rope(b, H, hd, w->enc_inv, s->kk, qw)) ||
+            (st = k->kv_write(K, l, b, s->kk, qw)) || (st = k->kv_write(V, l, b, s->v, qw)) ||
+            (st = k->attn(&at, b, s->q, qw, K, V, l, s->a, qw)) ||
+            (st = k->gemm(n, s->a, qw, L->o.w, L->o.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
+            (st = k->norm(SR_NORM_RMS, n, d, x, d, L->ffn_norm, NULL, w->enc_eps, NULL, 0, s->h,
+                          d)) ||
+            (st = k->gemm(n, s->h, d, L->gate.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f1, F)) ||
+            (st = k->gemm(n, s->h, d, L->up.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f2, F)) ||
+            (st = k->glu(SR_GLU_SILU, n, F, s->f1, F, s->f2, F, s->f1, F)))
             break;
-        rope(s->q, n, H, hd, w->enc_inv, p0);
-        rope(s->k, n, H, hd, w->enc_inv, p0);
-        ring_write(er, l, s->k, s->v, n);
-        er->written += n; /* the mask of this step sees the new rows */
-        st = attend(k, s, s->q, n, H, H, hd, er, l, w->enc_window, p0, s->a);
-        er->written -= n;
-        if (st || (st = vx_linear(k, s, s->a, n, L->o, L->bo, 1.0f, x))) break;
-        sr_rmsnorm(x, n, d, L->ffn_norm, w->enc_eps, s->h);
-        if ((st = vx_linear(k, s, s->h, n, L->gate, NULL, 0.0f, s->f1)) ||
-            (st = vx_linear(k, s, s->h, n, L->up, NULL, 0.0f, s->f2)))
-            break;
-        silu_mul(s->f1, s->f2, (size_t)n * w->enc_ffn);
-        st = vx_linear(k, s, s->f1, n, L->down, L->bdown, 1.0f, x);
+        st = k->gemm(n, s->f1, F, L->down.w, L->down.b, SR_ACT_NONE, 1.0f, 1.0f, x, d);
     }
     if (st) return st;
-    er->written += n;
-    sr_rmsnorm(x, n, d, w->enc_norm, w->enc_eps, x);
-    return SR_OK;
+    return k->norm(SR_NORM_RMS, n, d, x, d, w->enc_norm, NULL, w->enc_eps, NULL, 0, x, d);
 }
 
-sr_status vx_adapter(const vx_model *w, const sr_kernels *k, vx_scratch *s, const float *enc,
-                     int n, float *out)
+sr_status vx_adapter(const vx_model *w, vx_scratch *s, const float *enc, int n, float *out)
 {
-    int g = n / w->ds; /* [n, enc_dim] row-major is [n / ds, ds * enc_dim]: the concat */
-    sr_status st = vx_linear(k, s, enc, g, w->proj1, NULL, 0.0f, s->f1);
+    const sr_kernels *k = s->k;
+    int g = n / w->ds, in = w->ds * w->enc_dim; /* [n, enc_dim] is [n / ds, ds enc_dim]: the concat */
+    if (n < 0 || n % w->ds || g > s->rows)
+        return sr_error(SR_ERR_ARG, "voxtral adapter: %d encoder rows (a multiple of %d, at most "
+                        "%d groups)", n, w->ds, s->rows);
+    sr_status st = k->gemm(g, enc, in, w->proj1.w, NULL, SR_ACT_GELU, 1.0f, 0.0f, s->f1, w->dim);
     if (st) return st;
-    sr_gelu_erf(s->f1, (size_t)g * w->dim);
-    return vx_linear(k, s, s->f1, g, w->proj2, NULL, 0.0f, out);
+    return k->gemm(g, s->f1, w->dim, w->proj2.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, out, w->dim);
 }
 
-sr_status vx_decode(const vx_model *w, const sr_kernels *k, vx_scratch *s, vx_ring *dr,
-                    const float *ada, float *x, int n, float *logits)
+sr_status vx_decode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
+                    const sr_kbatch *b, const float *ada, int ld_ada, float *x, float *logits,
+                    int ld_logits)
 {
-    if (n <= 0 || n > s->rows || n > dr->slots - w->window + 1)
-        return sr_error(SR_ERR_ARG, "voxtral decoder: %d rows per step (at most %d)", n,
-                        SR_MIN(s->rows, dr->slots - w->window + 1));
-    int d = w->dim, hd = w->hd;
-    int64_t p0 = dr->written;
-    sr_status st = SR_OK;
+    const sr_kernels *k = s->k;
+    int d = w->dim, hd = w->hd, qw = w->n_heads * hd, kw = w->n_kv * hd, F = w->ffn;
+    sr_status st = check_batch(b, s->rows, K, "voxtral decoder");
+    if (st || (st = check_pool(K, w->n_layers, kw, "voxtral decoder")) ||
+        (st = check_pool(V, w->n_layers, kw, "voxtral decoder")) ||
+        (st = window_ranges(s, b, w->window, SR_MIN(K->rows, V->rows), "voxtral decoder")))
+        return st;
+    if (!ada || ld_ada < 0 || (logits && ld_logits < w->vocab))
+        return sr_error(SR_ERR_ARG, "voxtral decoder: %s", !ada || ld_ada < 0 ?
+                        "adaptive scales missing (ada NULL or ld_ada < 0)" :
+                        "ld_logits shorter than the vocabulary");
+    int n = b->row0[b->n_seq];
+    sr_kattn at = {.n_head = w->n_heads, .n_kv_head = w->n_kv, .head_dim = hd,
+                   .scale = 1.0f / sqrtf((float)hd), .lo = s->lo, .hi = s->hi};
     for (int l = 0; l < w->n_layers && !st; l++) {
         const vx_layer *L = &w->dec[l];
-        sr_rmsnorm(x, n, d, L->attn_norm, w->eps, s->h);
-        if ((st = vx_linear(k, s, s->h, n, L->q, NULL, 0.0f, s->q)) ||
-            (st = vx_linear(k, s, s->h, n, L->k, NULL, 0.0f, s->k)) ||
-            (st = vx_linear(k, s, s->h, n, L->v, NULL, 0.0f, s->v)))
+        if ((st = k->norm(SR_NORM_RMS, n, d, x, d, L->attn_norm, NULL, w->eps, NULL, 0, s->h, d)) ||
+            (st = k->gemm(n, s->h, d, L->q.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->q, qw)) ||
+            (st = k->gemm(n, s->h, d, L->k.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->kk, kw)) ||
+            (st = k->gemm(n, s->h, d, L->v.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->v, kw)) ||
+            (st = k->rope(b, w->n_heads, hd, w->dec_inv, s->q, qw)) ||
+            (st = k->rope(b, w->n_kv, hd, w->dec_inv, s->kk, kw)) ||
+            (st = k->kv_write(K, l, b, s->kk, kw)) || (st = k->kv_write(V, l, b, s->v, kw)) ||
+            (st = k->attn(&at, b, s->q, qw, K, V, l, s->a, qw)) ||
+            (st = k->gemm(n, s->a, qw, L->o.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
+            /* RMSNorm then the row's 1 + ada(t_cond) of this layer */
+            (st = k->norm(SR_NORM_RMS, n, d, x, d, L->ffn_norm, NULL, w->eps,
+                          ada + (size_t)l * d, ld_ada, s->h, d)) ||
+            (st = k->gemm(n, s->h, d, L->gate.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f1, F)) ||
+            (st = k->gemm(n, s->h, d, L->up.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f2, F)) ||
+            (st = k->glu(SR_GLU_SILU, n, F, s->f1, F, s->f2, F, s->f1, F)))
             break;
-        rope(s->q, n, w->n_heads, hd, w->dec_inv, p0);
-        rope(s->k, n, w->n_kv, hd, w->dec_inv, p0);
-        ring_write(dr, l, s->k, s->v, n);
-        dr->written += n;
-        st = attend(k, s, s->q, n, w->n_heads, w->n_kv, hd, dr, l, w->window, p0, s->a);
-        dr->written -= n;
-        if (st || (st = vx_linear(k, s, s->a, n, L->o, NULL, 1.0f, x))) break;
-        sr_rmsnorm(x, n, d, L->ffn_norm, w->eps, s->h);
-        const float *al = ada + (size_t)l * d;
-        for (int r = 0; r < n; r++)
-            for (int i = 0; i < d; i++) s->h[(size_t)r * d + i] *= al[i];
-        if ((st = vx_linear(k, s, s->h, n, L->gate, NULL, 0.0f, s->f1)) ||
-            (st = vx_linear(k, s, s->h, n, L->up, NULL, 0.0f, s->f2)))
-            break;
-        silu_mul(s->f1, s->f2, (size_t)n * w->ffn);
-        st = vx_linear(k, s, s->f1, n, L->down, NULL, 1.0f, x);
+        st = k->gemm(n, s->f1, F, L->down.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d);
     }
+    if (st || !logits) return st;
+    /* the last row of each sequence: final norm, then one product for all of them */
+    for (int i = 0; i < b->n_seq && !st; i++)
+        st = k->norm(SR_NORM_RMS, 1, d, x + (size_t)(b->row0[i + 1] - 1) * d, d, w->dec_norm,
+                     NULL, w->eps, NULL, 0, s->h + (size_t)i * d, d);
     if (st) return st;
-    dr->written += n;
-    if (!logits) return SR_OK;
-    sr_rmsnorm(x + (size_t)(n - 1) * d, 1, d, w->dec_norm, w->eps, s->h);
-    return vx_linear(k, s, s->h, 1, w->embed, NULL, 0.0f, logits);
+    return k->gemm(b->n_seq, s->h, d, w->embed, NULL, SR_ACT_NONE, 1.0f, 0.0f, logits, ld_logits);
 }
 
-sr_status vx_ada_scales(const vx_model *w, const sr_kernels *k, vx_scratch *s, int delay,
-                        float *out)
+sr_status vx_ada_scales(const vx_model *w, vx_scratch *s, int delay, float *out)
 {
+    const sr_kernels *k = s->k;
     int d = w->dim, half = d / 2;
-    float *t = s->x;
-    float nl = (float)-log((double)w->time_theta);
-    for (int i = 0; i < half; i++) {
-        float inv = expf(nl * (float)i / (float)half);
-        float a = (float)delay * inv;
-        t[i] = cosf(a);
-        t[i + half] = sinf(a);
+    float *t = sr_malloc((size_t)d * sizeof(float), "voxtral time embedding");
+    float *one = sr_malloc((size_t)d * sizeof(float), "voxtral time embedding");
+    sr_status st = t && one ? SR_OK : SR_ERR_NOMEM;
+    if (!st) {
+        float nl = (float)-log((double)w->time_theta);
+        for (int i = 0; i < half; i++) {
+            float inv = expf(nl * (float)i / (float)half);
+            float a = (float)delay * inv;
+            t[i] = cosf(a);
+            t[i + half] = sinf(a);
+        }
+        for (int i = 0; i < d; i++) one[i] = 1.0f;
+        st = k->upload(s->x, t, (size_t)d * sizeof(float));
     }
-    for (int l = 0; l < w->n_layers; l++) {
-        sr_status st = vx_linear(k, s, t, 1, w->dec[l].ada1, NULL, 0.0f, s->f1);
-        if (st) return st;
-        sr_gelu_erf(s->f1, VX_ADA_DIM);
-        if ((st = vx_linear(k, s, s->f1, 1, w->dec[l].ada2, NULL, 0.0f, out + (size_t)l * d)))
-            return st;
-        for (int i = 0; i < d; i++) out[(size_t)l * d + i] += 1.0f;
+    /* out = 1 + linear2(GELU(linear1(t))): the product accumulates onto a row of ones */
+    for (int l = 0; l < w->n_layers && !st; l++) {
+        float *o = out + (size_t)l * d;
+        if (!(st = k->gemm(1, s->x, d, w->dec[l].ada1.w, NULL, SR_ACT_GELU, 1.0f, 0.0f, s->f1,
+                           VX_ADA_DIM)) &&
+            !(st = k->upload(o, one, (size_t)d * sizeof(float))))
+            st = k->gemm(1, s->f1, VX_ADA_DIM, w->dec[l].ada2.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, o, d);
     }
-    return SR_OK;
+    free(t);
+    free(one);
+    return st;
 }
 
-/* ---- scratch and rings ----------------------------------------------------------------------- */
+/* ---- scratch --------------------------------------------------------------------------------- */
 
-sr_status vx_scratch_init(vx_scratch *s, int rows, size_t width, size_t slots, size_t tile)
+sr_status vx_scratch_init(vx_scratch *s, const sr_kernels *k, const vx_model *w, int rows)
 {
     memset(s, 0, sizeof *s);
+    s->k = k;
     s->rows = rows;
+    size_t width = (size_t)SR_MAX(SR_MAX(w->enc_heads * w->enc_hd, w->enc_ffn),
+                                  SR_MAX(SR_MAX(w->n_heads * w->hd, w->n_kv * w->hd), w->ffn));
+    width = SR_MAX(width, (size_t)SR_MAX(SR_MAX(w->enc_dim, w->dim), VX_ADA_DIM));
+    /* the adapter reads ds encoder rows as one: rows / ds groups of ds * enc_dim fit [rows, width] */
     s->width = width;
-    s->slots = slots;
-    s->tile_floats = tile;
-    size_t rw = (size_t)rows * width;
-    float **bufs[] = {&s->x, &s->h, &s->q, &s->k, &s->v, &s->a, &s->f1, &s->f2};
-    for (size_t i = 0; i < SR_ARRAY_LEN(bufs); i++)
-        if (!(*bufs[i] = sr_malloc(rw * sizeof(float), "voxtral scratch"))) goto fail;
-    if (!(s->scores = sr_malloc((size_t)rows * slots * sizeof(float), "voxtral attention scores")) ||
-        !(s->tile = sr_malloc(s->tile_floats * sizeof(float), "voxtral weight tile")))
+    size_t r = (size_t)rows, C = (size_t)w->n_mels, E = (size_t)w->enc_dim;
+    struct { float **p; size_t n; } bufs[] = {
+        {&s->x, r * width}, {&s->h, r * width}, {&s->q, r * width}, {&s->kk, r * width},
+        {&s->v, r * width}, {&s->a, r * width}, {&s->f1, r * width}, {&s->f2, r * width},
+        {&s->mel, 2 * r * C}, {&s->c1in, 4 * r * C}, {&s->col, 3 * r * SR_MAX(2 * C, E)},
+        {&s->c1, 2 * r * E}, {&s->c2in, 3 * r * E},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(bufs); i++) {
+        if (!(*bufs[i].p = k->alloc(bufs[i].n * sizeof(float)))) goto fail;
+        s->bytes += bufs[i].n * sizeof(float);
+    }
+    if (!(s->lo = sr_malloc(r * sizeof(int64_t), "voxtral key ranges")) ||
+        !(s->hi = sr_malloc(r * sizeof(int64_t), "voxtral key ranges")))
         goto fail;
+    s->bytes += 2 * r * sizeof(int64_t);
     return SR_OK;
 fail:
     vx_scratch_free(s);
-    return SR_ERR_NOMEM;
+    return sr_error(SR_ERR_NOMEM, "voxtral: out of %s memory for the scratch of %d rows",
+                    k->name, rows);
 }
 
 void vx_scratch_free(vx_scratch *s)
 {
-    float *bufs[] = {s->x, s->h, s->q, s->k, s->v, s->a, s->f1, s->f2, s->scores, s->tile};
-    for (size_t i = 0; i < SR_ARRAY_LEN(bufs); i++) free(bufs[i]);
+    if (s->k) {
+        float *bufs[] = {s->x, s->h, s->q, s->kk, s->v, s->a, s->f1, s->f2,
+                         s->mel, s->c1in, s->col, s->c1, s->c2in};
+        for (size_t i = 0; i < SR_ARRAY_LEN(bufs); i++) s->k->free(bufs[i]);
+    }
+    free(s->lo);
+    free(s->hi);
     memset(s, 0, sizeof *s);
 }
 
-size_t vx_scratch_bytes(const vx_scratch *s)
-{
-    return (8 * (size_t)s->rows * s->width + (size_t)s->rows * s->slots + s->tile_floats) *
-           sizeof(float);
-}
-
-sr_status vx_ring_init(vx_ring *r, int layers, int slots, int w, int bf16, const char *what)
-{
-    memset(r, 0, sizeof *r);
-    r->layers = layers;
-    r->slots = slots;
-    r->w = w;
-    r->bf16 = bf16;
-    size_t n = (size_t)layers * slots * w, el = bf16 ? sizeof(uint16_t) : sizeof(float);
-    r->k = sr_calloc(n, el, what);
-    r->v = sr_calloc(n, el, what);
-    if (!r->k || !r->v) {
-        vx_ring_free(r);
-        return SR_ERR_NOMEM;
-    }
-    return SR_OK;
-}
-
-size_t vx_ring_bytes(const vx_ring *r)
-{
-    return 2 * (size_t)r->layers * r->slots * r->w * (r->bf16 ? sizeof(uint16_t) : sizeof(float));
-}
-
-void vx_ring_free(vx_ring *r)
-{
-    free(r->k);
-    free(r->v);
-    memset(r, 0, sizeof *r);
-}
+size_t vx_scratch_bytes(const vx_scratch *s) { return s->bytes; }
 
 /* ---- loading --------------------------------------------------------------------------------- */
 
@@ -417,30 +383,21 @@ static sr_status load_config(sr_model *m, vx_model *w)
     return SR_OK;
 }
 
-/* Load one tensor: 2-D matrices in the file's dtype (bf16 kept), everything else f32. */
-static sr_status ten(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
-                     int64_t a, int64_t b, int64_t c, const void **out)
-{
-    const sr_tensor *t;
-    int64_t shape[3] = {a, b, c};
-    sr_status st = sr_model_tensor(m, f, name, want, ndim, shape, &t);
-    if (st) return st;
-    *out = t->data;
-    return SR_OK;
-}
-
+/* A Linear weight [out, in] into the kernel table in `want` (the file's precision). */
 static sr_status mat(sr_model *m, sr_h5 *f, sr_dtype want, const char *name, int out, int in,
-                     vx_mat *M)
+                     vx_lin *L)
 {
-    M->bf16 = want == SR_BF16;
-    M->out = out;
-    M->in = in;
-    return ten(m, f, name, want, 2, out, in, 0, &M->w);
+    return sr_model_weight(m, f, name, want, out, in, &L->w);
 }
 
+/* A vector (norm gain, bias) as an f32 host tensor. */
 static sr_status vec(sr_model *m, sr_h5 *f, const char *name, int n, const float **out)
 {
-    return ten(m, f, name, SR_F32, 1, n, 0, 0, (const void **)out);
+    const sr_tensor *t;
+    int64_t shape[1] = {n};
+    sr_status st = sr_model_tensor(m, f, name, SR_F32, 1, shape, &t);
+    if (!st) *out = t->data;
+    return st;
 }
 
 static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *w, int enc,
@@ -461,10 +418,10 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *
     if (!st) st = mat(m, f, wt, NAME("mlp.up_proj.weight"), ffn, d, &L->up);
     if (!st) st = mat(m, f, wt, NAME("mlp.down_proj.weight"), d, ffn, &L->down);
     if (enc) {
-        if (!st) st = vec(m, f, NAME("self_attn.q_proj.bias"), hq * hd, &L->bq);
-        if (!st) st = vec(m, f, NAME("self_attn.v_proj.bias"), hk * hd, &L->bv);
-        if (!st) st = vec(m, f, NAME("self_attn.o_proj.bias"), d, &L->bo);
-        if (!st) st = vec(m, f, NAME("mlp.down_proj.bias"), d, &L->bdown);
+        if (!st) st = vec(m, f, NAME("self_attn.q_proj.bias"), hq * hd, &L->q.b);
+        if (!st) st = vec(m, f, NAME("self_attn.v_proj.bias"), hk * hd, &L->v.b);
+        if (!st) st = vec(m, f, NAME("self_attn.o_proj.bias"), d, &L->o.b);
+        if (!st) st = vec(m, f, NAME("mlp.down_proj.bias"), d, &L->down.b);
         if (!st) st = vec(m, f, NAME("self_attn_layer_norm.weight"), d, &L->attn_norm);
         if (!st) st = vec(m, f, NAME("final_layer_norm.weight"), d, &L->ffn_norm);
     } else {
@@ -518,15 +475,16 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
         if (!w->enc || !w->dec || !w->enc_inv || !w->dec_inv) st = SR_ERR_NOMEM;
     }
     int E = w->enc_dim;
-    if (!st) st = ten(m, f, "model.audio_tower.embedder.conv1.weight", SR_F32, 3, E, w->n_mels, 3, (const void **)&w->conv1_w);
-    if (!st) st = vec(m, f, "model.audio_tower.embedder.conv1.bias", E, &w->conv1_b);
-    if (!st) st = ten(m, f, "model.audio_tower.embedder.conv2.weight", SR_F32, 3, E, E, 3, (const void **)&w->conv2_w);
-    if (!st) st = vec(m, f, "model.audio_tower.embedder.conv2.bias", E, &w->conv2_b);
+    /* conv weights [E, C, 3] are the im2col products' [E, C * 3] matrices, kept f32 */
+    if (!st) st = sr_model_weight_nd(m, f, "model.audio_tower.embedder.conv1.weight", SR_F32, 3, (int64_t[]){E, w->n_mels, 3}, &w->conv1.w);
+    if (!st) st = vec(m, f, "model.audio_tower.embedder.conv1.bias", E, &w->conv1.b);
+    if (!st) st = sr_model_weight_nd(m, f, "model.audio_tower.embedder.conv2.weight", SR_F32, 3, (int64_t[]){E, E, 3}, &w->conv2.w);
+    if (!st) st = vec(m, f, "model.audio_tower.embedder.conv2.bias", E, &w->conv2.b);
     for (int l = 0; !st && l < w->enc_layers; l++) st = load_layer(m, f, wt, w, 1, l, &w->enc[l]);
     if (!st) st = vec(m, f, "model.audio_tower.norm.weight", E, &w->enc_norm);
     if (!st) st = mat(m, f, wt, "model.multi_modal_projector.linear_1.weight", w->dim, w->ds * E, &w->proj1);
     if (!st) st = mat(m, f, wt, "model.multi_modal_projector.linear_2.weight", w->dim, w->dim, &w->proj2);
-    if (!st) st = mat(m, f, wt, "model.language_model.embed_tokens.weight", w->vocab, w->dim, &w->embed);
+    if (!st) st = sr_model_weight(m, f, "model.language_model.embed_tokens.weight", wt, w->vocab, w->dim, &w->embed);
     for (int l = 0; !st && l < w->n_layers; l++) st = load_layer(m, f, wt, w, 0, l, &w->dec[l]);
     if (!st) st = vec(m, f, "model.language_model.norm.weight", w->dim, &w->dec_norm);
     if (st) {
