@@ -28,6 +28,34 @@
 
 typedef enum { SR_SCORER_AED = 1, SR_SCORER_TRANSDUCER = 2, SR_SCORER_SYNC = 3 } sr_scorer_kind;
 
+/* One request of a batched scorer call: ctx is the stream's scorer ctx, the rest are the
+ * arguments of the solo form of the same name. */
+typedef struct sr_aed_req {
+    void *ctx;
+    int slot;
+    const int32_t *prefix;
+    int n, from;
+    float *out;
+} sr_aed_req;
+typedef struct sr_tr_predict_req {
+    void *ctx;
+    const float *state_in;
+    int32_t token;
+    float *state_out, *pred_out;
+} sr_tr_predict_req;
+typedef struct sr_tr_joint_req {
+    void *ctx;
+    int t;
+    const float *pred_out;
+    float *logits;
+} sr_tr_joint_req;
+typedef struct sr_sync_req {
+    void *ctx;
+    int t;
+    int32_t prev;
+    float *logits;
+} sr_sync_req;
+
 typedef struct sr_scorer {
     sr_scorer_kind kind;
     void *ctx;   /* the backend's stream state */
@@ -84,7 +112,19 @@ typedef struct sr_scorer {
     int tr_max_symbols;
     int tr_n_durations;
     const int *tr_durations;
+
+    /* Batched forms (engine; each may be NULL, then the engine calls the solo form once per
+     * request). One call computes `count` requests of DISTINCT streams of one batch context
+     * (model_ops.batch_open) as one batch — one gemm per Linear over all their rows — and each
+     * request's outputs equal, bit for bit, what the solo call gives for it. Arguments and
+     * errors as the solo forms; a failure may leave any request's outputs written or not.
+     * A solo call is the batched form with count = 1 (one implementation). */
+    sr_status (*aed_logprobs_batch)(const sr_aed_req *r, int count);
+    sr_status (*tr_predict_batch)(const sr_tr_predict_req *r, int count);
+    sr_status (*tr_joint_batch)(const sr_tr_joint_req *r, int count);
+    sr_status (*sync_step_batch)(const sr_sync_req *r, int count);
 } sr_scorer;
+
 
 /* ---- hypothesis buffer (owned by the stream, written by the decoder) ----------------------- */
 
@@ -135,13 +175,33 @@ typedef struct sr_model_ops {
     sr_status (*load)(sr_model *m, sr_h5 *f);
     void (*unload)(sr_model *m);
 
+    /* Batch context (may be NULL: the backend batches nothing and its streams own all their
+     * state): what the streams stepped together share — cache pools with one slot per stream,
+     * scratch sized for a whole batch. Every stream of such a backend lives in a batch
+     * context; a lone stream (sr_stream_open) in one of max_streams = 1. All streams of a
+     * context use cfg (validated here as stream_open validates it: SR_ERR_ARG naming the
+     * field). batch_bytes: what the context holds (the pools' and scratch bytes). */
+    sr_status (*batch_open)(const sr_model *m, const sr_stream_config *cfg, int max_streams,
+                            void **batch);
+    void (*batch_close)(void *batch);
+    size_t (*batch_bytes)(const void *batch);
+
     /* Per-stream state; fill *ck with the chunking for this config; *sc with the scorer (ctx =
-     * the new state). Invalid/unsupported cfg values: SR_ERR_ARG naming the field. */
-    sr_status (*stream_open)(const sr_model *m, const sr_stream_config *cfg, void **state,
-                             sr_chunking *ck, sr_scorer *sc);
+     * the new state). batch / slot: the stream's context and its slot there (0 <= slot <
+     * max_streams; the slot's caches are cleared here, so a slot freed by stream_close is
+     * reused without reallocating); NULL / 0 for backends without batch_open. Invalid /
+     * unsupported cfg values: SR_ERR_ARG naming the field. */
+    sr_status (*stream_open)(const sr_model *m, const sr_stream_config *cfg, void *batch, int slot,
+                             void **state, sr_chunking *ck, sr_scorer *sc);
     /* Process one chunk: n == the chunk size, except with final = 1 where n may be shorter
      * (the remainder, possibly 0) and the backend flushes. */
     sr_status (*process)(void *state, const float *pcm, size_t n, int final);
+    /* One chunk for each of `count` distinct streams of one batch context, as one batch (may be
+     * NULL: the core calls process per stream). Stream i's arguments are pcm[i], n[i],
+     * final[i] as for process, and its results equal process's bit for bit. process is this
+     * with count = 1 where both exist. */
+    sr_status (*process_batch)(void *batch, void *const *states, const float *const *pcm,
+                               const size_t *n, const int *final, int count);
     void (*reset)(void *state);
     void (*stream_close)(void *state);
     size_t (*state_bytes)(const void *state);

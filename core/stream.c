@@ -169,7 +169,7 @@ sr_status sr_stream_open(const sr_model *m, const sr_stream_config *cfg, sr_stre
 
     const char *dname = s->decoder ? s->decoder : m->ops->default_decoder;
     if ((st = sr_decoder_find(dname, &s->dec))) goto fail;
-    if ((st = m->ops->stream_open(m, &s->cfg, &s->bstate, &s->ck, &s->sc))) goto fail;
+    if ((st = m->ops->stream_open(m, &s->cfg, NULL, 0, &s->bstate, &s->ck, &s->sc))) goto fail;
     if (s->dec->kind != s->sc.kind) {
         st = sr_error(SR_ERR_ARG, "decoder %s does not fit arch %s (it needs a different scorer)",
                       s->dec->name, m->arch);

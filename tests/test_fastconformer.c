@@ -65,7 +65,7 @@ static int bopen_dtype(const sr_model *m, const char *strategy, int L, int R, co
     c.cache_dtype = cache_dtype;
     c.att_context[0] = L;
     c.att_context[1] = R;
-    sr_status st = sr_fastconformer_rnnt_ops.stream_open(m, &c, &b->st, &b->ck, &b->sc);
+    sr_status st = sr_fastconformer_rnnt_ops.stream_open(m, &c, NULL, 0, &b->st, &b->ck, &b->sc);
     if (st) printf("\n      open: %s\n", sr_last_error());
     CU_ASSERT_EQUAL(st, SR_OK);
     return st == SR_OK;

@@ -115,7 +115,7 @@ static void parity(const char *fixture, const char *grp, const char *kv)
     void *state = NULL;
     sr_chunking ck;
     sr_scorer sc;
-    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &state, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, NULL, 0, &state, &ck, &sc), SR_OK);
     sr_dtype want_kv = kv && !strcmp(kv, "bf16") ? SR_BF16 : SR_F32;
     CU_ASSERT_EQUAL(((vx_stream *)state)->ek->dtype, want_kv);
     CU_ASSERT_EQUAL(((vx_stream *)state)->dk->dtype, want_kv);
@@ -263,9 +263,9 @@ static void test_stream_kv_bytes(void)
     void *s32 = NULL, *s16 = NULL;
     sr_chunking ck;
     sr_scorer sc;
-    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &s32, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, NULL, 0, &s32, &ck, &sc), SR_OK);
     cfg.cache_dtype = "bf16";
-    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &s16, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, NULL, 0, &s16, &ck, &sc), SR_OK);
     const vx_stream *a = s32, *b = s16;
     size_t ring32 = a->ek->bytes + a->ev->bytes + a->dk->bytes + a->dv->bytes;
     size_t ring16 = b->ek->bytes + b->ev->bytes + b->dk->bytes + b->dv->bytes;
@@ -538,7 +538,7 @@ static void test_bad_config(void)
     void *state = NULL;
     sr_chunking ck;
     sr_scorer sc;
-    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, &state, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, NULL, 0, &state, &ck, &sc), SR_OK);
     CU_ASSERT_EQUAL(((vx_stream *)state)->prompt_len, 1 + 2 + 6);
     /* scorer misuse: a step that does not exist yet, out-of-order steps, bad previous token */
     float *logits = malloc((size_t)sc.vocab * sizeof(float));

@@ -59,7 +59,7 @@ static sr_status bopen(const sr_model *m, const char *strategy, int chunk_ms, in
     c.first_chunk_ms = first_ms;
     memset(b, 0, sizeof *b);
     b->m = m;
-    return sr_whisper_ops.stream_open(m, &c, &b->st, &b->ck, &b->sc);
+    return sr_whisper_ops.stream_open(m, &c, NULL, 0, &b->st, &b->ck, &b->sc);
 }
 
 /* Feed audio in the backend's chunks, as core/stream.c does, then finish. */
@@ -179,7 +179,7 @@ static void test_stream_config_bad(void)
     void *st = NULL;
     sr_chunking ck;
     sr_scorer sc;
-    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, &st, &ck, &sc), SR_ERR_ARG, "stream.beam");
+    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, NULL, 0, &st, &ck, &sc), SR_ERR_ARG, "stream.beam");
     /* offline ignores chunk sizes; whisperrt's first chunk carries the stem's lookahead */
     CU_ASSERT_EQUAL(bopen(m, "offline", 30, 0, &b), SR_OK);
     CU_ASSERT_EQUAL(b.ck.chunk, 48000);
@@ -844,7 +844,7 @@ static void test_decoder_kv_cache(void)
         c.decoder_kv_cache = kv;
         bstream b;
         memset(&b, 0, sizeof b);
-        CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.stream_open(m, &c, &b.st, &b.ck, &b.sc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.stream_open(m, &c, NULL, 0, &b.st, &b.ck, &b.sc), SR_OK);
         CU_ASSERT_EQUAL(sr_whisper_ops.process(b.st, audio, b.ck.first_chunk, 0), SR_OK);
         int32_t toks[16];
         int nt = greedy(&b.sc, toks, 10);
@@ -1057,7 +1057,7 @@ static int drive_many(const sr_model *m, const char *strategy, int chunk_ms, con
     cfg.beam = 3; /* slots for the widest decoder */
     bstream b;
     int ok = 0, k = 0;
-    if (sr_whisper_ops.stream_open(m, &cfg, &b.st, &b.ck, &b.sc)) return 0;
+    if (sr_whisper_ops.stream_open(m, &cfg, NULL, 0, &b.st, &b.ck, &b.sc)) return 0;
     for (k = 0; k < nd; k++) {
         memset(&d[k].h, 0, sizeof d[k].h);
         d[k].st = NULL;

@@ -346,9 +346,12 @@ static sr_status tr_joint(void *ctx, int t, const float *pred_out, float *logits
     return k->download(logits, s->logits, (size_t)w->n_out * sizeof(float));
 }
 
-static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, void **state,
+static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch,
+                                int slot, void **state,
                                 sr_chunking *ck, sr_scorer *sc)
 {
+    (void)batch;
+    (void)slot;
     const fc_model *w = m->impl;
     int strategy = FC_CACHE_AWARE;
     if (cfg->strategy) {

@@ -95,9 +95,12 @@ static void tl_stream_close(void *state)
     free(s);
 }
 
-static sr_status tl_stream_open(const sr_model *m, const sr_stream_config *cfg, void **state,
+static sr_status tl_stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch,
+                                int slot, void **state,
                                 sr_chunking *ck, sr_scorer *sc)
 {
+    (void)batch;
+    (void)slot;
     const tl_model *tm = m->impl;
     if (strcmp(m->k->name, "cpu"))
         return sr_error(SR_ERR_UNSUPPORTED, "test_linear runs on cpu only, not %s", m->k->name);

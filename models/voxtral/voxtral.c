@@ -255,9 +255,12 @@ static void reset(void *state)
     s->cap_enc_n = s->cap_ada_n = s->cap_mel_n = 0;
 }
 
-static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, void **state,
+static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch, int slot,
+                             void **state,
                              sr_chunking *ck, sr_scorer *sc)
 {
+    (void)batch;
+    (void)slot;
     const vx_model *w = m->impl;
     const sr_kernels *k = m->k;
     if (cfg->strategy && strcmp(cfg->strategy, "realtime"))

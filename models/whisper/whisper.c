@@ -454,9 +454,12 @@ static size_t wh_state_bytes(const void *state)
     return b;
 }
 
-static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, void **state,
+static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch,
+                                int slot, void **state,
                                 sr_chunking *ck, sr_scorer *sc)
 {
+    (void)batch;
+    (void)slot;
     const wh_model *w = m->impl;
     int strategy = WH_WHISPERRT;
     if (cfg->strategy) {
