@@ -29,6 +29,9 @@ WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(DEBUG),1)
 OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDSAN   := -fsanitize=address,undefined
+else ifeq ($(DEBUG),thread)
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+LDSAN   := -fsanitize=thread
 else
 OPT     := -O2 -g
 LDSAN   :=
@@ -54,7 +57,7 @@ endif
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: FORCE all test debug bench setup install models data clean venv-ref fixtures quickstart
+.PHONY: FORCE all test debug tsan bench setup install models data clean venv-ref fixtures quickstart
 all: $(BUILD)/libsr.a $(BUILD)/srkit
 
 $(BUILD)/%.o: %.c
@@ -93,6 +96,12 @@ test: $(BUILD)/test_srkit $(BUILD)/srkit
 
 debug:
 	$(MAKE) BUILD=build-debug DEBUG=1 test
+
+# ThreadSanitizer over the suites that run threads: the engine's decoder workers and batcher,
+# the op set's worker pool, streams on threads.
+tsan:
+	$(MAKE) BUILD=build-tsan DEBUG=thread build-tsan/test_srkit
+	TSAN_OPTIONS=halt_on_error=1 OPENBLAS_NUM_THREADS=1 ./build-tsan/test_srkit engine_api engine_equals_solo core_stream kernels_ops_rows
 
 bench: $(BUILD)/srkit
 	./$(BUILD)/srkit bench --all --model $(SRKIT_HOME)/models/whisper-tiny.en.h5 --audio ../shared/data/librispeech-sample/1089-134686-0000.flac

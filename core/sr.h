@@ -238,8 +238,56 @@ typedef struct sr_memstats {
     size_t gpu_peak_bytes; /* device memory peak, 0 on CPU */
 } sr_memstats;
 
-/* Memory figures for a model and optionally one of its streams (s may be NULL). */
+/* Memory figures for a model and optionally one of its streams (s may be NULL). A stream's
+ * stream_bytes include its share of the pools it uses: all of them for a solo stream, 1 /
+ * max_streams of its engine's for an engine stream. */
 void sr_memory(const sr_model *m, const sr_stream *s, sr_memstats *out);
+
+/* ---- batched engine (core/stream.c) --------------------------------------------------------- */
+
+/* An engine steps up to max_streams streams of one model and one stream config together. Each
+ * stream is fed on its own (any start time, any feed sizes, finish, reset and close at any
+ * time); sr_engine_step gathers the ready chunk of every stream into one batch — one GEMM per
+ * Linear over the rows of all of them, one attention call per layer, and the decoder calls of
+ * all streams (AED decoder steps, transducer predict / joint, Voxtral decoder steps) batched —
+ * so the weights are read once per step instead of once per stream. Every stream's tokens and
+ * timeline equal, bit for bit, what the same audio gives in a solo stream (a solo stream is an
+ * engine of one inside: there is no second implementation). Cache pools belong to the engine,
+ * one slot per stream: opening and closing streams reuses slots without reallocating.
+ * Decoder searches run on engine-owned threads (one per stream slot that is in a batched step),
+ * each blocking in its scorer calls until the step's batcher has computed them all together.
+ * cfg may be NULL (backend defaults); it is copied. max_streams >= 1. Thread-safety: an engine
+ * and its streams are driven from one thread at a time. Free with sr_engine_free. */
+typedef struct sr_engine sr_engine;
+
+sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int max_streams,
+                           sr_engine **out);
+/* Closes the streams still open on e; NULL is a no-op. */
+void sr_engine_free(sr_engine *e);
+
+/* A new stream on a free slot of e (SR_ERR_ARG when max_streams are open). On such a stream
+ * sr_stream_feed and sr_stream_finish only queue audio (copied; the queue grows until steps
+ * consume it) and the chunks run in sr_engine_step; hypothesis, timeline, reset, close and
+ * sr_memory work as for a solo stream. sr_stream_close frees the slot. */
+sr_status sr_engine_open(sr_engine *e, sr_stream **out);
+
+/* One step: the next chunk of every stream that has one ready (a whole chunk queued, or after
+ * finish the remainder), as one batch; *n_chunks (may be NULL) gets the number of chunks run
+ * (0: none was ready). A failure inside the step marks the streams it concerns failed (a
+ * backend failure: every stream of the batch; a decoder failure: that stream), returns the
+ * first failure naming the stream's slot, and the other streams' chunks still complete. A
+ * failed stream answers feed / finish with its error until reset. */
+sr_status sr_engine_step(sr_engine *e, int *n_chunks);
+/* Steps until no stream has a ready chunk (stops at the first failing step). */
+sr_status sr_engine_drain(sr_engine *e);
+/* Streams with a chunk ready now. */
+int sr_engine_ready(const sr_engine *e);
+/* Open streams; the most the engine takes. */
+int sr_engine_streams(const sr_engine *e);
+int sr_engine_max_streams(const sr_engine *e);
+/* Memory of the engine: weight_bytes of its model; stream_bytes: every open stream's own state
+ * plus the engine's shared pools and batch scratch; peak RSS. */
+void sr_engine_memory(const sr_engine *e, sr_memstats *out);
 
 /* ---- registry (models/registry.c, decoders/registry.c) -------------------------------------- */
 

@@ -1,39 +1,90 @@
 /*
- * stream.c — the stream engine (DESIGN §4). Audio of any split is buffered into the backend's
- * chunks (first chunk, then fixed chunks); each complete chunk runs backend.process then
- * decoder.update, is timed (in all, and the backend's part), detokenized and appended to the
- * timeline. finish() hands the remainder to the backend with final = 1. Because chunk
- * boundaries depend only on the sample count, feeding 1, 160, 1280 or all samples per call
- * gives the same timeline.
+ * stream.c — streams and the engine that steps them (DESIGN §4). Every stream lives on an
+ * engine: sr_engine_open puts it on a slot of a shared engine, sr_stream_open on a private
+ * engine of one slot, and both run the same code below.
  *
- * Memory: the chunk buffer, the hypothesis and the backend/decoder state are allocated at open
- * (the hypothesis grows by doubling); reset clears without freeing. The timeline is a log, not
- * state: with record_timeline = 0 only its last entry is kept, for unbounded streams. An entry
- * whose hypothesis equals the previous entry's shares that entry's block (most chunks of a
- * streaming decoder add no token), so a recorded timeline costs one copy of the hypothesis per
- * change, not per chunk.
+ * Audio is queued per stream and cut into the backend's chunks (first chunk, then fixed
+ * chunks); chunk boundaries depend only on the sample count, so any feed split gives the same
+ * timeline. A step takes the next ready chunk of every stream (a whole chunk, or after finish
+ * the remainder with final = 1) and runs:
+ *   1. the backend over all of them at once (process_batch; backends without one: process
+ *      per stream),
+ *   2. every stream's decoder update. The decoders see a scorer whose calls go through the
+ *      engine's batcher: with more than one stream in the step, each decoder runs on its slot's
+ *      worker thread and blocks in its scorer calls; when every running decoder is blocked or
+ *      done, the step's thread computes all pending calls of one kind as one batched backend
+ *      call (aed_logprobs_batch, tr_predict_batch, tr_joint_batch, sync_step_batch; the solo
+ *      form per request where a backend has no batched one) and wakes them. With one stream the
+ *      decoder runs inline and each call is a batch of one. Backend calls therefore all happen
+ *      on the stepping thread; the workers run only the decoders' host-side search.
+ *   3. per stream: detokenize, append the timeline entry (compute_ns: the step's wall time;
+ *      model_ns: the backend's part).
+ * Because the backends' batched forms equal their solo forms row for row, a stream's tokens do
+ * not depend on which other streams shared its steps.
+ *
+ * Memory: a solo stream's queue holds at most one chunk (feed runs each chunk as it fills); an
+ * engine stream's queue holds what was fed and not yet stepped. The hypothesis grows by
+ * doubling; reset clears without freeing. The timeline is a log, not state: with
+ * record_timeline = 0 only its last entry is kept. An entry whose hypothesis equals the
+ * previous entry's shares that entry's block, so a recorded timeline costs one copy of the
+ * hypothesis per change, not per chunk.
  */
 #include "plugin.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+
+/* scorer calls routed through the batcher */
+enum { REQ_NONE = 0, REQ_AED, REQ_NOSPEECH, REQ_PREDICT, REQ_JOINT, REQ_SYNC, REQ_KINDS };
+
+typedef struct {
+    const int32_t *prefix;
+    int n;
+    int *start;
+    float *p;
+} nospeech_req;
 
 struct sr_stream {
     const sr_model *m;
-    sr_stream_config cfg;
-    char *strategy, *decoder; /* owned copies of the cfg strings */
+    sr_engine *e;
+    int slot;                 /* slot of e (and of the backend's batch context) */
+    sr_stream_config cfg;     /* the engine's (strings owned by it) */
 
     void *bstate;             /* backend per-stream state */
     sr_chunking ck;
-    sr_scorer sc;
+    sr_scorer bsc;            /* the backend's scorer */
+    sr_scorer sc;             /* the decoders' view: ctx = this stream, calls via the batcher */
     const sr_decoder_ops *dec;
     void *dstate;
 
-    float *buf;               /* [cap] pending samples of the current chunk */
-    size_t buf_n, buf_cap;
+    float *q;                 /* [q_cap] queued samples; [q_r, q_n) not yet stepped */
+    size_t q_r, q_n, q_cap;
     int64_t samples_in;       /* samples fed so far */
+    int64_t consumed;         /* samples of the chunks stepped so far */
     int64_t chunks;           /* chunks processed */
-    int finished;
+    int finish_req;           /* finish called: no more feed */
+    int finished;             /* the final chunk has run */
+    sr_status err;            /* != SR_OK: failed, err_msg says why (until reset) */
+    char *err_msg;
+
+    /* the current step */
+    size_t step_n;
+    int step_final;
+    sr_status step_st;
+    char *step_msg;
+
+    /* batcher: one outstanding scorer call of this stream's decoder */
+    int req_kind, req_done;
+    sr_status req_st;
+    char *req_msg;
+    union {
+        sr_aed_req aed;
+        nospeech_req ns;
+        sr_tr_predict_req pred;
+        sr_tr_joint_req joint;
+        sr_sync_req sync;
+    } req;
 
     sr_hyp hyp;
     sr_strbuf text;
@@ -44,6 +95,38 @@ struct sr_stream {
     size_t tl_n, tl_cap;
     sr_timeline tl_pub;
 };
+
+struct sr_engine {
+    const sr_model *m;
+    sr_stream_config cfg;
+    char *strategy, *decoder, *cache_dtype; /* owned copies of the cfg strings */
+    int max_streams, n_open;
+    int solo;                 /* made by sr_stream_open for its one stream */
+    void *batch;              /* the backend's batch context (NULL: it has none) */
+    sr_stream **slots;        /* [max_streams] open streams, NULL where free */
+
+    /* step scratch [max_streams] */
+    sr_stream **sel;
+    void **states;
+    const float **pcm;
+    size_t *n;
+    int *final;
+    /* batcher scratch [max_streams] */
+    sr_stream **rs;
+    void *reqs;               /* [max_streams] of the largest request type */
+
+    /* decoder workers: thread i serves slot i while a step runs it (created when first needed) */
+    pthread_t *thr;
+    int *thr_made;
+    sr_stream **jobs;         /* [max_streams] the stream whose update slot i's worker runs */
+    int sync_made;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_main, cv_work;
+    int threaded;             /* the current step runs its decoders on the workers */
+    int n_busy, n_wait, quit;
+};
+
+/* ---- hypothesis ---------------------------------------------------------------------------- */
 
 sr_status sr_hyp_push(sr_hyp *h, int32_t token)
 {
@@ -76,6 +159,8 @@ static sr_status update_text(sr_stream *s)
     s->pub.n_stable = s->hyp.n_stable;
     return SR_OK;
 }
+
+/* ---- timeline ------------------------------------------------------------------------------ */
 
 /* Free the blocks of entries [from, tl_n) and drop them. An entry owns its block unless its
  * tokens pointer equals the previous entry's (timeline_append's sharing). */
@@ -120,7 +205,7 @@ static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int64_t model
         text = t;
     }
     sr_timeline_entry *e = &s->tl[s->tl_n++];
-    e->audio_ms = s->samples_in * 1000 / 16000;
+    e->audio_ms = s->consumed * 1000 / 16000;
     e->tokens = tokens;
     e->n_tokens = s->hyp.n;
     e->text = text;
@@ -133,44 +218,580 @@ static sr_status timeline_append(sr_stream *s, int64_t compute_ns, int64_t model
     return SR_OK;
 }
 
-/* Run one chunk (or the final remainder) through backend and decoder. */
-static sr_status run_chunk(sr_stream *s, const float *pcm, size_t n, int final)
+/* ---- errors across threads ----------------------------------------------------------------- */
+
+/* Keep this thread's current detail message in *slot (replacing what it held). */
+static void keep_msg(char **slot)
 {
-    int64_t t0 = sr_now_ns();
-    sr_status st = s->m->ops->process(s->bstate, pcm, n, final);
-    int64_t t1 = sr_now_ns();
-    if (!st) st = s->dec->update(s->dstate, &s->sc, final, &s->hyp);
-    int64_t dt = sr_now_ns() - t0;
-    if (!st) st = update_text(s);
-    if (!st) st = timeline_append(s, dt, t1 - t0, final);
-    if (st) return sr_error_prefix(st, "%s: chunk %lld", s->m->path, (long long)s->chunks);
-    s->chunks++;
+    free(*slot);
+    *slot = sr_strdup(sr_last_error()); /* NULL on no memory: the status alone then */
+}
+
+/* Mark s failed with st and the message held in msg (or this thread's current one). */
+static void stream_fail(sr_stream *s, sr_status st, const char *msg)
+{
+    s->err = st;
+    free(s->err_msg);
+    s->err_msg = sr_strdup(msg ? msg : sr_last_error());
+}
+
+static sr_status stream_err(const sr_stream *s)
+{
+    return sr_error(s->err, "%s", s->err_msg ? s->err_msg : sr_strerror(s->err));
+}
+
+/* ---- the batcher --------------------------------------------------------------------------- */
+
+static size_t req_size(void)
+{
+    size_t z = sizeof(sr_aed_req);
+    z = SR_MAX(z, sizeof(sr_tr_predict_req));
+    z = SR_MAX(z, sizeof(sr_tr_joint_req));
+    return SR_MAX(z, sizeof(sr_sync_req));
+}
+
+/* Compute the pending calls of kind `kind` of streams rs[0..count) as one batch (their req
+ * fields), on the stepping thread. Each stream's req_st / req_msg get the outcome. */
+static void run_kind(sr_engine *e, int kind, sr_stream **rs, int count)
+{
+    const sr_scorer *b = &rs[0]->bsc; /* every stream of an engine has the same backend */
+    sr_status st = SR_OK;
+    int batched = 1;
+    switch (kind) {
+    case REQ_AED:
+        if (b->aed_logprobs_batch) {
+            sr_aed_req *r = e->reqs;
+            for (int i = 0; i < count; i++) r[i] = rs[i]->req.aed;
+            st = b->aed_logprobs_batch(r, count);
+        } else batched = 0;
+        break;
+    case REQ_PREDICT:
+        if (b->tr_predict_batch) {
+            sr_tr_predict_req *r = e->reqs;
+            for (int i = 0; i < count; i++) r[i] = rs[i]->req.pred;
+            st = b->tr_predict_batch(r, count);
+        } else batched = 0;
+        break;
+    case REQ_JOINT:
+        if (b->tr_joint_batch) {
+            sr_tr_joint_req *r = e->reqs;
+            for (int i = 0; i < count; i++) r[i] = rs[i]->req.joint;
+            st = b->tr_joint_batch(r, count);
+        } else batched = 0;
+        break;
+    case REQ_SYNC:
+        if (b->sync_step_batch) {
+            sr_sync_req *r = e->reqs;
+            for (int i = 0; i < count; i++) r[i] = rs[i]->req.sync;
+            st = b->sync_step_batch(r, count);
+        } else batched = 0;
+        break;
+    default:
+        batched = 0;
+    }
+    if (batched) {
+        for (int i = 0; i < count; i++) {
+            rs[i]->req_st = st;
+            if (st) keep_msg(&rs[i]->req_msg);
+        }
+        return;
+    }
+    /* the solo form, request by request */
+    for (int i = 0; i < count; i++) {
+        sr_stream *s = rs[i];
+        void *ctx = s->bsc.ctx;
+        switch (kind) {
+        case REQ_AED:
+            st = s->bsc.aed_logprobs(ctx, s->req.aed.slot, s->req.aed.prefix, s->req.aed.n,
+                                     s->req.aed.from, s->req.aed.out);
+            break;
+        case REQ_NOSPEECH:
+            st = s->bsc.aed_no_speech(ctx, s->req.ns.prefix, s->req.ns.n, s->req.ns.start, s->req.ns.p);
+            break;
+        case REQ_PREDICT:
+            st = s->bsc.tr_predict(ctx, s->req.pred.state_in, s->req.pred.token, s->req.pred.state_out,
+                                   s->req.pred.pred_out);
+            break;
+        case REQ_JOINT:
+            st = s->bsc.tr_joint(ctx, s->req.joint.t, s->req.joint.pred_out, s->req.joint.logits);
+            break;
+        case REQ_SYNC:
+            st = s->bsc.sync_step(ctx, s->req.sync.t, s->req.sync.prev, s->req.sync.logits);
+            break;
+        default:
+            st = sr_error(SR_ERR_ARG, "engine: unknown scorer call %d", kind);
+        }
+        s->req_st = st;
+        if (st) keep_msg(&s->req_msg);
+    }
+}
+
+/* A decoder's scorer call: inline (one stream in the step: a batch of one now), or posted to
+ * the batcher and waited for (worker thread). */
+static sr_status engine_call(sr_stream *s, int kind)
+{
+    sr_engine *e = s->e;
+    if (!e->threaded) {
+        sr_stream *one[1] = {s};
+        run_kind(e, kind, one, 1);
+        return s->req_st; /* the detail message is this thread's already */
+    }
+    pthread_mutex_lock(&e->mu);
+    s->req_kind = kind;
+    s->req_done = 0;
+    e->n_wait++;
+    pthread_cond_signal(&e->cv_main);
+    while (!s->req_done) pthread_cond_wait(&e->cv_work, &e->mu);
+    s->req_kind = REQ_NONE;
+    sr_status st = s->req_st;
+    pthread_mutex_unlock(&e->mu);
+    if (st) sr_error(st, "%s", s->req_msg ? s->req_msg : sr_strerror(st));
+    return st;
+}
+
+/* The decoders' scorer: the backend's, with ctx = the stream and the calls routed. */
+static int fw_sync_frames(void *ctx)
+{
+    sr_stream *s = ctx;
+    return s->bsc.sync_frames(s->bsc.ctx);
+}
+static int fw_tr_frames(void *ctx)
+{
+    sr_stream *s = ctx;
+    return s->bsc.tr_frames(s->bsc.ctx);
+}
+static int64_t fw_audio_ms(void *ctx)
+{
+    sr_stream *s = ctx;
+    return s->bsc.aed_audio_ms(s->bsc.ctx);
+}
+static sr_status fw_aed(void *ctx, int slot, const int32_t *prefix, int n, int from, float *out)
+{
+    sr_stream *s = ctx;
+    s->req.aed = (sr_aed_req){.ctx = s->bsc.ctx, .slot = slot, .prefix = prefix, .n = n, .from = from, .out = out};
+    return engine_call(s, REQ_AED);
+}
+static sr_status fw_nospeech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
+{
+    sr_stream *s = ctx;
+    s->req.ns = (nospeech_req){.prefix = prefix, .n = n, .start = start, .p = p};
+    return engine_call(s, REQ_NOSPEECH);
+}
+static sr_status fw_predict(void *ctx, const float *state_in, int32_t token, float *state_out,
+                            float *pred_out)
+{
+    sr_stream *s = ctx;
+    s->req.pred = (sr_tr_predict_req){.ctx = s->bsc.ctx, .state_in = state_in, .token = token,
+                                      .state_out = state_out, .pred_out = pred_out};
+    return engine_call(s, REQ_PREDICT);
+}
+static sr_status fw_joint(void *ctx, int t, const float *pred_out, float *logits)
+{
+    sr_stream *s = ctx;
+    s->req.joint = (sr_tr_joint_req){.ctx = s->bsc.ctx, .t = t, .pred_out = pred_out, .logits = logits};
+    return engine_call(s, REQ_JOINT);
+}
+static sr_status fw_sync(void *ctx, int t, int32_t prev, float *logits)
+{
+    sr_stream *s = ctx;
+    s->req.sync = (sr_sync_req){.ctx = s->bsc.ctx, .t = t, .prev = prev, .logits = logits};
+    return engine_call(s, REQ_SYNC);
+}
+
+static void make_view(sr_stream *s)
+{
+    const sr_scorer *b = &s->bsc;
+    sr_scorer v = *b;
+    v.ctx = s;
+    v.sync_frames = b->sync_frames ? fw_sync_frames : NULL;
+    v.sync_step = b->sync_step ? fw_sync : NULL;
+    v.aed_audio_ms = b->aed_audio_ms ? fw_audio_ms : NULL;
+    v.aed_logprobs = b->aed_logprobs ? fw_aed : NULL;
+    v.aed_no_speech = b->aed_no_speech ? fw_nospeech : NULL;
+    v.tr_frames = b->tr_frames ? fw_tr_frames : NULL;
+    v.tr_predict = b->tr_predict ? fw_predict : NULL;
+    v.tr_joint = b->tr_joint ? fw_joint : NULL;
+    v.aed_logprobs_batch = NULL;
+    v.tr_predict_batch = NULL;
+    v.tr_joint_batch = NULL;
+    v.sync_step_batch = NULL;
+    s->sc = v;
+}
+
+/* ---- decoder workers ----------------------------------------------------------------------- */
+
+typedef struct {
+    sr_engine *e;
+    int slot;
+} worker_arg;
+
+static void run_update(sr_stream *s)
+{
+    s->step_st = s->dec->update(s->dstate, &s->sc, s->step_final, &s->hyp);
+    if (s->step_st) keep_msg(&s->step_msg);
+}
+
+static void *worker_main(void *arg)
+{
+    worker_arg a = *(worker_arg *)arg;
+    free(arg);
+    sr_engine *e = a.e;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        sr_stream *s;
+        while (!e->quit && !(s = e->jobs[a.slot])) pthread_cond_wait(&e->cv_work, &e->mu);
+        if (e->quit) break;
+        e->jobs[a.slot] = NULL;
+        pthread_mutex_unlock(&e->mu);
+        run_update(s);
+        pthread_mutex_lock(&e->mu);
+        e->n_busy--;
+        pthread_cond_signal(&e->cv_main);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+static sr_status ensure_workers(sr_engine *e, sr_stream **sel, int count)
+{
+    if (!e->sync_made) {
+        if (pthread_mutex_init(&e->mu, NULL)) return sr_error(SR_ERR_NOMEM, "engine: mutex");
+        if (pthread_cond_init(&e->cv_main, NULL)) {
+            pthread_mutex_destroy(&e->mu);
+            return sr_error(SR_ERR_NOMEM, "engine: condition variable");
+        }
+        if (pthread_cond_init(&e->cv_work, NULL)) {
+            pthread_cond_destroy(&e->cv_main);
+            pthread_mutex_destroy(&e->mu);
+            return sr_error(SR_ERR_NOMEM, "engine: condition variable");
+        }
+        e->sync_made = 1;
+    }
+    for (int i = 0; i < count; i++) {
+        int k = sel[i]->slot;
+        if (e->thr_made[k]) continue;
+        worker_arg *a = malloc(sizeof *a);
+        if (!a) return sr_error(SR_ERR_NOMEM, "engine: decoder thread of slot %d", k);
+        a->e = e;
+        a->slot = k;
+        if (pthread_create(&e->thr[k], NULL, worker_main, a)) {
+            free(a);
+            return sr_error(SR_ERR_NOMEM, "engine: cannot start the decoder thread of slot %d", k);
+        }
+        e->thr_made[k] = 1;
+    }
     return SR_OK;
 }
 
+/* Every selected stream's decoder update; step_st / step_msg get each outcome. */
+static void run_decoders(sr_engine *e, sr_stream **sel, int count)
+{
+    int batched = count > 1;
+    if (batched) {
+        sr_status st = ensure_workers(e, sel, count);
+        if (st) batched = 0; /* inline then: slower, the same results */
+    }
+    if (!batched) {
+        e->threaded = 0;
+        for (int i = 0; i < count; i++) run_update(sel[i]);
+        return;
+    }
+    pthread_mutex_lock(&e->mu);
+    e->threaded = 1;
+    e->n_busy = count;
+    e->n_wait = 0;
+    for (int i = 0; i < count; i++) e->jobs[sel[i]->slot] = sel[i];
+    pthread_cond_broadcast(&e->cv_work);
+    for (;;) {
+        while (e->n_busy > 0 && e->n_wait < e->n_busy) pthread_cond_wait(&e->cv_main, &e->mu);
+        if (e->n_busy == 0) break;
+        /* every running decoder waits in a scorer call: compute them, one batch per kind */
+        int nr = 0;
+        for (int i = 0; i < count; i++)
+            if (sel[i]->req_kind != REQ_NONE && !sel[i]->req_done) e->rs[nr++] = sel[i];
+        pthread_mutex_unlock(&e->mu);
+        for (int kind = 1; kind < REQ_KINDS; kind++) {
+            int m = 0;
+            sr_stream **grp = e->rs + nr; /* after the nr pending ones: room for count */
+            for (int i = 0; i < nr; i++)
+                if (e->rs[i]->req_kind == kind) grp[m++] = e->rs[i];
+            if (m) run_kind(e, kind, grp, m);
+        }
+        pthread_mutex_lock(&e->mu);
+        for (int i = 0; i < nr; i++) e->rs[i]->req_done = 1;
+        e->n_wait -= nr;
+        pthread_cond_broadcast(&e->cv_work);
+    }
+    e->threaded = 0;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* ---- steps --------------------------------------------------------------------------------- */
+
 static size_t chunk_need(const sr_stream *s) { return s->chunks ? s->ck.chunk : s->ck.first_chunk; }
 
-sr_status sr_stream_open(const sr_model *m, const sr_stream_config *cfg, sr_stream **out)
+/* Samples of s's next chunk in *n and whether it is the final one; 0 when none is ready. */
+static int chunk_ready(const sr_stream *s, size_t *n, int *final)
 {
-    if (!out) return sr_error(SR_ERR_ARG, "sr_stream_open: out is NULL");
+    if (s->err || s->finished) return 0;
+    size_t have = s->q_n - s->q_r, need = chunk_need(s);
+    if (have >= need) {
+        *n = need;
+        *final = 0;
+        return 1;
+    }
+    if (!s->finish_req) return 0;
+    *n = have;
+    *final = 1;
+    return 1;
+}
+
+int sr_engine_ready(const sr_engine *e)
+{
+    if (!e) return 0;
+    int c = 0;
+    size_t n;
+    int f;
+    for (int i = 0; i < e->max_streams; i++)
+        if (e->slots[i] && chunk_ready(e->slots[i], &n, &f)) c++;
+    return c;
+}
+
+sr_status sr_engine_step(sr_engine *e, int *n_chunks)
+{
+    if (n_chunks) *n_chunks = 0;
+    if (!e) return sr_error(SR_ERR_ARG, "sr_engine_step: engine is NULL");
+    int count = 0;
+    for (int i = 0; i < e->max_streams; i++) {
+        sr_stream *s = e->slots[i];
+        size_t n;
+        int final;
+        if (!s || !chunk_ready(s, &n, &final)) continue;
+        s->step_n = n;
+        s->step_final = final;
+        s->step_st = SR_OK;
+        e->sel[count] = s;
+        e->states[count] = s->bstate;
+        e->pcm[count] = s->q + s->q_r;
+        e->n[count] = n;
+        e->final[count] = final;
+        count++;
+    }
+    if (!count) return SR_OK;
+    const sr_model_ops *ops = e->m->ops;
+    int64_t t0 = sr_now_ns();
+    if (ops->process_batch) {
+        sr_status st = ops->process_batch(e->batch, e->states, e->pcm, e->n, e->final, count);
+        if (st)
+            for (int i = 0; i < count; i++) {
+                e->sel[i]->step_st = st;
+                keep_msg(&e->sel[i]->step_msg);
+            }
+    } else {
+        for (int i = 0; i < count; i++) {
+            sr_stream *s = e->sel[i];
+            if ((s->step_st = ops->process(s->bstate, e->pcm[i], e->n[i], e->final[i])))
+                keep_msg(&s->step_msg);
+        }
+    }
+    int64_t t1 = sr_now_ns();
+    /* decoders of the streams whose chunk went through */
+    int nd = 0;
+    for (int i = 0; i < count; i++)
+        if (!e->sel[i]->step_st) e->rs[nd++] = e->sel[i];
+    if (nd) {
+        /* run_decoders uses rs as its scratch: hand it a copy of the list */
+        sr_stream **dl = e->sel + count; /* sel has room for 2 * max_streams */
+        memcpy(dl, e->rs, (size_t)nd * sizeof *dl);
+        run_decoders(e, dl, nd);
+    }
+    int64_t dt = sr_now_ns() - t0;
+    sr_status first = SR_OK;
+    char *first_msg = NULL;
+    int first_slot = -1;
+    for (int i = 0; i < count; i++) {
+        sr_stream *s = e->sel[i];
+        s->q_r += s->step_n;
+        s->consumed += (int64_t)s->step_n;
+        if (s->step_final) s->finished = 1;
+        sr_status st = s->step_st;
+        if (st) /* failed in the backend or the decoder: its kept message */
+            sr_error(st, "%s", s->step_msg ? s->step_msg : sr_strerror(st));
+        else if (!(st = update_text(s)))
+            st = timeline_append(s, dt, t1 - t0, s->step_final);
+        if (st) {
+            sr_error_prefix(st, "%s: chunk %lld", e->m->path, (long long)s->chunks);
+            stream_fail(s, st, NULL);
+            if (!first) {
+                first = st;
+                first_slot = s->slot;
+                first_msg = s->err_msg;
+            }
+        }
+        s->chunks++;
+        /* the queue: drop what was stepped once it is most of the buffer */
+        if (s->q_r == s->q_n) s->q_r = s->q_n = 0;
+        else if (s->q_r > s->q_cap / 2) {
+            memmove(s->q, s->q + s->q_r, (s->q_n - s->q_r) * sizeof(float));
+            s->q_n -= s->q_r;
+            s->q_r = 0;
+        }
+    }
+    if (n_chunks) *n_chunks = count;
+    if (first) {
+        if (e->solo) return sr_error(first, "%s", first_msg ? first_msg : sr_strerror(first));
+        return sr_error(first, "stream in slot %d: %s", first_slot, first_msg ? first_msg : sr_strerror(first));
+    }
+    return SR_OK;
+}
+
+sr_status sr_engine_drain(sr_engine *e)
+{
+    for (;;) {
+        int n = 0;
+        sr_status st = sr_engine_step(e, &n);
+        if (st || !n) return st;
+    }
+}
+
+/* ---- engines ------------------------------------------------------------------------------- */
+
+sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int max_streams,
+                           sr_engine **out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "sr_engine_create: out is NULL");
     *out = NULL;
-    if (!m) return sr_error(SR_ERR_ARG, "sr_stream_open: model is NULL");
+    if (!m) return sr_error(SR_ERR_ARG, "sr_engine_create: model is NULL");
+    if (max_streams < 1 || max_streams > 65536)
+        return sr_error(SR_ERR_ARG, "sr_engine_create: max_streams %d is not in 1..65536", max_streams);
+    sr_engine *e = sr_calloc(1, sizeof *e, "engine");
+    if (!e) return SR_ERR_NOMEM;
+    e->m = m;
+    e->max_streams = max_streams;
+    if (cfg) e->cfg = *cfg;
+    else sr_stream_config_init(&e->cfg);
+    sr_status st = SR_ERR_NOMEM;
+    if ((e->cfg.strategy && !(e->strategy = sr_strdup(e->cfg.strategy))) ||
+        (e->cfg.decoder && !(e->decoder = sr_strdup(e->cfg.decoder))) ||
+        (e->cfg.cache_dtype && !(e->cache_dtype = sr_strdup(e->cfg.cache_dtype))))
+        goto fail;
+    e->cfg.strategy = e->strategy;
+    e->cfg.decoder = e->decoder;
+    e->cfg.cache_dtype = e->cache_dtype;
+    size_t M = (size_t)max_streams;
+    if (!(e->slots = sr_calloc(M, sizeof *e->slots, "engine slots")) ||
+        !(e->sel = sr_calloc(2 * M, sizeof *e->sel, "engine step")) ||
+        !(e->states = sr_calloc(M, sizeof *e->states, "engine step")) ||
+        !(e->pcm = sr_calloc(M, sizeof *e->pcm, "engine step")) ||
+        !(e->n = sr_calloc(M, sizeof *e->n, "engine step")) ||
+        !(e->final = sr_calloc(M, sizeof *e->final, "engine step")) ||
+        !(e->rs = sr_calloc(2 * M, sizeof *e->rs, "engine batcher")) ||
+        !(e->reqs = sr_calloc(M, req_size(), "engine batcher")) ||
+        !(e->thr = sr_calloc(M, sizeof *e->thr, "engine threads")) ||
+        !(e->thr_made = sr_calloc(M, sizeof *e->thr_made, "engine threads")) ||
+        !(e->jobs = sr_calloc(M, sizeof *e->jobs, "engine threads")))
+        goto fail;
+    if (m->ops->batch_open && (st = m->ops->batch_open(m, &e->cfg, max_streams, &e->batch))) goto fail;
+    *out = e;
+    return SR_OK;
+fail:
+    sr_error_prefix(st, "%s", m->path);
+    sr_engine_free(e);
+    return st;
+}
+
+static void stream_free(sr_stream *s);
+
+void sr_engine_free(sr_engine *e)
+{
+    if (!e) return;
+    if (e->slots)
+        for (int i = 0; i < e->max_streams; i++)
+            if (e->slots[i]) stream_free(e->slots[i]);
+    if (e->sync_made) {
+        pthread_mutex_lock(&e->mu);
+        e->quit = 1;
+        pthread_cond_broadcast(&e->cv_work);
+        pthread_mutex_unlock(&e->mu);
+        for (int i = 0; i < e->max_streams; i++)
+            if (e->thr_made[i]) pthread_join(e->thr[i], NULL);
+        pthread_cond_destroy(&e->cv_work);
+        pthread_cond_destroy(&e->cv_main);
+        pthread_mutex_destroy(&e->mu);
+    }
+    if (e->batch) e->m->ops->batch_close(e->batch);
+    free(e->slots);
+    free(e->sel);
+    free(e->states);
+    free(e->pcm);
+    free(e->n);
+    free(e->final);
+    free(e->rs);
+    free(e->reqs);
+    free(e->thr);
+    free(e->thr_made);
+    free(e->jobs);
+    free(e->strategy);
+    free(e->decoder);
+    free(e->cache_dtype);
+    free(e);
+}
+
+int sr_engine_streams(const sr_engine *e) { return e ? e->n_open : 0; }
+int sr_engine_max_streams(const sr_engine *e) { return e ? e->max_streams : 0; }
+
+/* ---- streams ------------------------------------------------------------------------------- */
+
+/* The backend's and decoder's part of a stream's state and the stream's own arrays. */
+static size_t stream_own_bytes(const sr_stream *s)
+{
+    size_t b = sizeof *s + s->q_cap * sizeof(float) + (size_t)s->hyp.cap * sizeof(int32_t) +
+               s->text.cap + s->m->ops->state_bytes(s->bstate);
+    if (s->dec->state_bytes) b += s->dec->state_bytes(s->dstate);
+    return b;
+}
+
+static void stream_free(sr_stream *s)
+{
+    if (!s) return;
+    if (s->dstate && s->dec && s->dec->close) s->dec->close(s->dstate);
+    if (s->bstate) s->m->ops->stream_close(s->bstate);
+    if (s->e && s->e->slots[s->slot] == s) {
+        s->e->slots[s->slot] = NULL;
+        s->e->n_open--;
+    }
+    timeline_drop(s, 0);
+    free(s->tl);
+    free(s->q);
+    free(s->hyp.tokens);
+    sr_strbuf_free(&s->text);
+    free(s->err_msg);
+    free(s->step_msg);
+    free(s->req_msg);
+    free(s);
+}
+
+sr_status sr_engine_open(sr_engine *e, sr_stream **out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "sr_engine_open: out is NULL");
+    *out = NULL;
+    if (!e) return sr_error(SR_ERR_ARG, "sr_engine_open: engine is NULL");
+    int slot = -1;
+    for (int i = 0; i < e->max_streams && slot < 0; i++)
+        if (!e->slots[i]) slot = i;
+    if (slot < 0)
+        return sr_error(SR_ERR_ARG, "sr_engine_open: all %d streams of the engine are open", e->max_streams);
+    const sr_model *m = e->m;
     sr_stream *s = sr_calloc(1, sizeof *s, "stream");
     if (!s) return SR_ERR_NOMEM;
     s->m = m;
-    if (cfg) s->cfg = *cfg;
-    else sr_stream_config_init(&s->cfg);
-    sr_status st = SR_ERR_NOMEM;
-    if ((s->cfg.strategy && !(s->strategy = sr_strdup(s->cfg.strategy))) ||
-        (s->cfg.decoder && !(s->decoder = sr_strdup(s->cfg.decoder))))
-        goto fail;
-    s->cfg.strategy = s->strategy;
-    s->cfg.decoder = s->decoder;
-
-    const char *dname = s->decoder ? s->decoder : m->ops->default_decoder;
+    s->cfg = e->cfg;
+    s->slot = slot;
+    sr_status st;
+    const char *dname = e->cfg.decoder ? e->cfg.decoder : m->ops->default_decoder;
     if ((st = sr_decoder_find(dname, &s->dec))) goto fail;
-    if ((st = m->ops->stream_open(m, &s->cfg, NULL, 0, &s->bstate, &s->ck, &s->sc))) goto fail;
-    if (s->dec->kind != s->sc.kind) {
+    if ((st = m->ops->stream_open(m, &s->cfg, e->batch, slot, &s->bstate, &s->ck, &s->bsc))) goto fail;
+    if (s->dec->kind != s->bsc.kind) {
         st = sr_error(SR_ERR_ARG, "decoder %s does not fit arch %s (it needs a different scorer)",
                       s->dec->name, m->arch);
         goto fail;
@@ -179,43 +800,81 @@ sr_status sr_stream_open(const sr_model *m, const sr_stream_config *cfg, sr_stre
         st = sr_error(SR_ERR_ARG, "arch %s: zero chunk size", m->arch);
         goto fail;
     }
+    make_view(s);
     if (s->dec->open && (st = s->dec->open(&s->cfg, &s->sc, &s->dstate))) goto fail;
-    s->buf_cap = SR_MAX(s->ck.chunk, s->ck.first_chunk);
-    if (!(s->buf = sr_malloc(s->buf_cap * sizeof(float), "stream chunk buffer"))) {
+    s->q_cap = SR_MAX(s->ck.chunk, s->ck.first_chunk);
+    if (!(s->q = sr_malloc(s->q_cap * sizeof(float), "stream audio queue"))) {
         st = SR_ERR_NOMEM;
         goto fail;
     }
     if ((st = update_text(s))) goto fail;
+    s->e = e;
+    e->slots[slot] = s;
+    e->n_open++;
     *out = s;
     return SR_OK;
 fail:
     sr_error_prefix(st, "%s", m->path);
-    sr_stream_close(s);
+    stream_free(s);
     return st;
+}
+
+sr_status sr_stream_open(const sr_model *m, const sr_stream_config *cfg, sr_stream **out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "sr_stream_open: out is NULL");
+    *out = NULL;
+    if (!m) return sr_error(SR_ERR_ARG, "sr_stream_open: model is NULL");
+    sr_engine *e;
+    sr_status st = sr_engine_create(m, cfg, 1, &e);
+    if (st) return st;
+    e->solo = 1;
+    if ((st = sr_engine_open(e, out))) sr_engine_free(e);
+    return st;
+}
+
+/* Append up to n samples to the queue; grows it as needed. */
+static sr_status queue_push(sr_stream *s, const float *pcm, size_t n)
+{
+    if (s->q_n + n > s->q_cap) {
+        if (s->q_r) { /* slide the unstepped samples to the front first */
+            memmove(s->q, s->q + s->q_r, (s->q_n - s->q_r) * sizeof(float));
+            s->q_n -= s->q_r;
+            s->q_r = 0;
+        }
+        if (s->q_n + n > s->q_cap) {
+            size_t cap = SR_MAX(2 * s->q_cap, s->q_n + n);
+            float *q = realloc(s->q, cap * sizeof(float));
+            if (!q) return sr_error(SR_ERR_NOMEM, "out of memory queueing %zu samples", cap);
+            s->q = q;
+            s->q_cap = cap;
+        }
+    }
+    memcpy(s->q + s->q_n, pcm, n * sizeof(float));
+    s->q_n += n;
+    s->samples_in += (int64_t)n;
+    return SR_OK;
 }
 
 sr_status sr_stream_feed(sr_stream *s, const float *pcm, size_t n)
 {
     if (!s) return sr_error(SR_ERR_ARG, "sr_stream_feed: stream is NULL");
-    if (s->finished) return sr_error(SR_ERR_ARG, "sr_stream_feed: stream already finished (reset it first)");
+    if (s->err) return stream_err(s);
+    if (s->finish_req) return sr_error(SR_ERR_ARG, "sr_stream_feed: stream already finished (reset it first)");
     if (n && !pcm) return sr_error(SR_ERR_ARG, "sr_stream_feed: samples are NULL");
     for (size_t i = 0; i < n; i++)
         if (!isfinite(pcm[i]))
             return sr_error(SR_ERR_ARG, "sr_stream_feed: sample %zu of this call is %s", i,
                             isnan(pcm[i]) ? "NaN" : "infinite");
+    if (!s->e->solo) return queue_push(s, pcm, n);
+    /* solo: run each chunk as soon as it is complete, so the queue holds at most one */
     while (n) {
-        size_t need = chunk_need(s);
-        size_t take = SR_MIN(need - s->buf_n, n);
-        memcpy(s->buf + s->buf_n, pcm, take * sizeof(float));
-        s->buf_n += take;
-        s->samples_in += (int64_t)take;
+        size_t have = s->q_n - s->q_r, need = chunk_need(s);
+        size_t take = SR_MIN(need - have, n);
+        sr_status st = queue_push(s, pcm, take);
+        if (!st && have + take == need) st = sr_engine_step(s->e, NULL);
+        if (st) return st;
         pcm += take;
         n -= take;
-        if (s->buf_n == need) {
-            s->buf_n = 0;
-            sr_status st = run_chunk(s, s->buf, need, 0);
-            if (st) return st;
-        }
     }
     return SR_OK;
 }
@@ -223,11 +882,10 @@ sr_status sr_stream_feed(sr_stream *s, const float *pcm, size_t n)
 sr_status sr_stream_finish(sr_stream *s)
 {
     if (!s) return sr_error(SR_ERR_ARG, "sr_stream_finish: stream is NULL");
-    if (s->finished) return sr_error(SR_ERR_ARG, "sr_stream_finish: stream already finished");
-    s->finished = 1;
-    size_t n = s->buf_n;
-    s->buf_n = 0;
-    return run_chunk(s, s->buf, n, 1);
+    if (s->err) return stream_err(s);
+    if (s->finish_req) return sr_error(SR_ERR_ARG, "sr_stream_finish: stream already finished");
+    s->finish_req = 1;
+    return s->e->solo ? sr_engine_drain(s->e) : SR_OK;
 }
 
 const sr_hypothesis *sr_stream_hypothesis(const sr_stream *s) { return s ? &s->pub : NULL; }
@@ -238,10 +896,11 @@ void sr_stream_reset(sr_stream *s)
     if (!s) return;
     s->m->ops->reset(s->bstate);
     if (s->dec->reset) s->dec->reset(s->dstate);
-    s->buf_n = 0;
-    s->samples_in = 0;
+    s->q_r = s->q_n = 0;
+    s->samples_in = s->consumed = 0;
     s->chunks = 0;
-    s->finished = 0;
+    s->finish_req = s->finished = 0;
+    s->err = SR_OK;
     s->hyp.n = s->hyp.n_stable = 0;
     timeline_drop(s, 0);
     update_text(s); /* cannot fail: the text buffer only shrinks */
@@ -250,16 +909,9 @@ void sr_stream_reset(sr_stream *s)
 void sr_stream_close(sr_stream *s)
 {
     if (!s) return;
-    if (s->dstate && s->dec && s->dec->close) s->dec->close(s->dstate);
-    if (s->bstate) s->m->ops->stream_close(s->bstate);
-    timeline_drop(s, 0);
-    free(s->tl);
-    free(s->buf);
-    free(s->hyp.tokens);
-    sr_strbuf_free(&s->text);
-    free(s->strategy);
-    free(s->decoder);
-    free(s);
+    sr_engine *e = s->e;
+    stream_free(s);
+    if (e && e->solo) sr_engine_free(e);
 }
 
 void sr_memory(const sr_model *m, const sr_stream *s, sr_memstats *out)
@@ -267,10 +919,21 @@ void sr_memory(const sr_model *m, const sr_stream *s, sr_memstats *out)
     memset(out, 0, sizeof *out);
     if (m) out->weight_bytes = m->weight_bytes;
     if (s) {
-        out->stream_bytes = sizeof *s + s->buf_cap * sizeof(float) +
-                            (size_t)s->hyp.cap * sizeof(int32_t) + s->text.cap +
-                            s->m->ops->state_bytes(s->bstate);
-        if (s->dec->state_bytes) out->stream_bytes += s->dec->state_bytes(s->dstate);
+        const sr_engine *e = s->e;
+        out->stream_bytes = stream_own_bytes(s);
+        if (e->batch) out->stream_bytes += s->m->ops->batch_bytes(e->batch) / (size_t)e->max_streams;
+    }
+    out->peak_rss_bytes = sr_peak_rss_bytes();
+}
+
+void sr_engine_memory(const sr_engine *e, sr_memstats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (e) {
+        out->weight_bytes = e->m->weight_bytes;
+        for (int i = 0; i < e->max_streams; i++)
+            if (e->slots[i]) out->stream_bytes += stream_own_bytes(e->slots[i]);
+        if (e->batch) out->stream_bytes += e->m->ops->batch_bytes(e->batch);
     }
     out->peak_rss_bytes = sr_peak_rss_bytes();
 }

@@ -13,6 +13,12 @@
  *                         vs NeMo's GreedyTDTInfer offline; tokens, frames and durations vs
  *                         NeMo's label-looping TDT decoder carried across the cache-aware
  *                         chunks of every context (jumps past a chunk's end carried); from audio
+ *   fastconformer_batch   a batch context of 5 slots: streams of different audio joining at
+ *                         different calls, stepped in changing subsets by process_batch,
+ *                         finishing at different calls, one closed and its slot reused, one
+ *                         reset: encoder rows, batched predict and joint equal each stream run
+ *                         alone bit for bit (f32 and f16 caches); batch_open's config errors,
+ *                         slots out of range, foreign / repeated streams
  *   fastconformer_bad     malformed files and stream configs name their culprit
  *   fastconformer_convert scripts/convert_nemo.py on rand.nemo (the same random model as a
  *                         .nemo archive) gives a file that computes exactly what rand.h5 does;
@@ -49,8 +55,10 @@ static int check(const char *what, const float *a, const float *b, size_t n, dou
     return d <= tol;
 }
 
-/* A backend stream opened directly (no engine), for the tests that look inside. */
+/* A backend stream opened directly (no engine), for the tests that look inside: a lone stream
+ * in its own batch context of one slot, as the core opens one. */
 typedef struct {
+    void *batch;
     void *st;
     sr_chunking ck;
     sr_scorer sc;
@@ -65,10 +73,31 @@ static int bopen_dtype(const sr_model *m, const char *strategy, int L, int R, co
     c.cache_dtype = cache_dtype;
     c.att_context[0] = L;
     c.att_context[1] = R;
-    sr_status st = sr_fastconformer_rnnt_ops.stream_open(m, &c, NULL, 0, &b->st, &b->ck, &b->sc);
+    b->st = NULL;
+    sr_status st = sr_fastconformer_rnnt_ops.batch_open(m, &c, 1, &b->batch);
+    if (!st) {
+        st = sr_fastconformer_rnnt_ops.stream_open(m, &c, b->batch, 0, &b->st, &b->ck, &b->sc);
+        if (st) {
+            sr_fastconformer_rnnt_ops.batch_close(b->batch);
+            b->batch = NULL;
+        }
+    }
     if (st) printf("\n      open: %s\n", sr_last_error());
     CU_ASSERT_EQUAL(st, SR_OK);
     return st == SR_OK;
+}
+
+static void bclose(bstream *b)
+{
+    sr_fastconformer_rnnt_ops.stream_close(b->st);
+    sr_fastconformer_rnnt_ops.batch_close(b->batch);
+    b->st = b->batch = NULL;
+}
+
+/* Bytes a lone stream holds: its own state and its batch context of one (the core's count). */
+static size_t bbytes(const bstream *b)
+{
+    return sr_fastconformer_rnnt_ops.state_bytes(b->st) + sr_fastconformer_rnnt_ops.batch_bytes(b->batch);
 }
 
 static int bopen(const sr_model *m, const char *strategy, int L, int R, bstream *b)
@@ -205,7 +234,7 @@ static void test_predict_joint(void)
         sr_tensor_free(&h);
         sr_tensor_free(&c);
         sr_tensor_free(&jref);
-        sr_fastconformer_rnnt_ops.stream_close(s);
+        bclose(&b);
     }
     (void)st_out;
     sr_tensor_free(&mel);
@@ -215,11 +244,11 @@ static void test_predict_joint(void)
 
 /* ---- fastconformer_stream ---- */
 
-/* Row `row` of layer l, slot 0 of pool p widened to f32 (the CPU table's memory is host
+/* Row `row` of layer l, slot `slot` of pool p widened to f32 (the CPU table's memory is host
  * memory). */
-static void pool_row(const sr_kpool *p, int l, int row, float *out)
+static void pool_row(const sr_kpool *p, int l, int slot, int row, float *out)
 {
-    size_t at = sr_kpool_at(p, l, 0, row);
+    size_t at = sr_kpool_at(p, l, slot, row);
     if (p->dtype == SR_F16) sr_f16_to_f32_n((const uint16_t *)p->data + at, out, (size_t)p->width);
     else memcpy(out, (const float *)p->data + at, (size_t)p->width * sizeof(float));
 }
@@ -227,23 +256,25 @@ static void pool_row(const sr_kpool *p, int l, int row, float *out)
 /* The K / V pools of stream s over its last n positions: [n_layers][n][d] each, oldest first. */
 static void stream_kv(const fc_stream *s, int n, float *k, float *v)
 {
-    int nl = s->kc->layers, d = s->kc->width;
+    const sr_kpool *kc = s->b->kc, *vc = s->b->vc;
+    int nl = kc->layers, d = kc->width;
     for (int l = 0; l < nl; l++)
         for (int i = 0; i < n; i++) {
-            int row = (int)((s->enc_pos - n + i) % s->kc->rows);
-            pool_row(s->kc, l, row, k + ((size_t)l * n + i) * d);
-            pool_row(s->vc, l, row, v + ((size_t)l * n + i) * d);
+            int row = (int)((s->enc_pos - n + i) % kc->rows);
+            pool_row(kc, l, s->slot, row, k + ((size_t)l * n + i) * d);
+            pool_row(vc, l, s->slot, row, v + ((size_t)l * n + i) * d);
         }
 }
 
 /* The conv states of stream s as NeMo's cache_last_time [n_layers][d][K - 1]. */
 static void stream_conv(const fc_stream *s, float *out)
 {
-    int nl = s->cc->layers, K1 = s->cc->rows, d = s->cc->width;
+    const sr_kpool *cc = s->b->cc;
+    int nl = cc->layers, K1 = cc->rows, d = cc->width;
     float *row = malloc((size_t)d * sizeof(float));
     for (int l = 0; l < nl; l++)
         for (int t = 0; t < K1; t++) {
-            pool_row(s->cc, l, t, row);
+            pool_row(cc, l, s->slot, t, row);
             for (int ch = 0; ch < d; ch++) out[((size_t)l * d + ch) * K1 + t] = row[ch];
         }
     free(row);
@@ -436,7 +467,7 @@ static void stream_mel_case(const sr_model *m, sr_h5 *g, const kv_proj *kvp, con
     sr_tensor_free(&cchl);
     sr_tensor_free(&ctml);
     sr_tensor_free(&toks);
-    sr_fastconformer_rnnt_ops.stream_close(s);
+    bclose(&b);
 }
 
 static void test_stream_parity(void)
@@ -722,7 +753,7 @@ static void test_reset_memory(void)
             CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.process(b.st, a + pos, ch, 0), SR_OK);
             CU_ASSERT_EQUAL_FATAL(sr_dec_rnnt_greedy.update(dec, &b.sc, 0, &hyp), SR_OK);
             pos += ch;
-            size_t bytes = sr_fastconformer_rnnt_ops.state_bytes(b.st) + sr_dec_rnnt_greedy.state_bytes(dec);
+            size_t bytes = bbytes(&b) + sr_dec_rnnt_greedy.state_bytes(dec);
             if (done < 10 * 16000) s10 = bytes;
             s60 = bytes;
         }
@@ -733,7 +764,7 @@ static void test_reset_memory(void)
         size_t caches = (size_t)w->n_layers * (2 * 71 + w->kernel - 1) * w->d * sizeof(float);
         CU_ASSERT(s60 > caches);
         sr_dec_rnnt_greedy.close(dec);
-        sr_fastconformer_rnnt_ops.stream_close(b.st);
+        bclose(&b);
     }
     free(hyp.tokens);
     sr_stream_close(s);
@@ -797,26 +828,27 @@ static void test_f16_caches(void)
             bstream a, b;
             if (!bopen(m, NULL, CTX[c][0], CTX[c][1], &a)) continue;
             if (!bopen_dtype(m, NULL, CTX[c][0], CTX[c][1], "f16", &b)) {
-                sr_fastconformer_rnnt_ops.stream_close(a.st);
+                bclose(&a);
                 continue;
             }
             fc_stream *sa = a.st, *sb = b.st;
-            size_t ba = sr_fastconformer_rnnt_ops.state_bytes(sa), bb = sr_fastconformer_rnnt_ops.state_bytes(sb);
+            size_t ba = bbytes(&a), bb = bbytes(&b);
             /* f32: K / V rings of L + R + 1 rows per layer, attended in place. f16: stores of
              * max(L, R + 1) rows per layer at 2 bytes, f32 working pools of one layer and the
              * widening scratch (L zero queries and outputs, their ranges) */
-            int L = sa->csize, R = CTX[c][1], rs = SR_MAX(L, R + 1);
-            size_t pools32 = sa->kc->bytes + sa->vc->bytes + sa->cc->bytes;
-            size_t stores16 = sb->kc->bytes + sb->vc->bytes + sb->cc->bytes, work = sb->kw->bytes + sb->vw->bytes;
+            const fc_batch *xa = sa->b, *xb = sb->b;
+            int L = xa->csize, R = CTX[c][1], rs = SR_MAX(L, R + 1);
+            size_t pools32 = xa->kc->bytes + xa->vc->bytes + xa->cc->bytes;
+            size_t stores16 = xb->kc->bytes + xb->vc->bytes + xb->cc->bytes, work = xb->kw->bytes + xb->vw->bytes;
             size_t staging = 2 * (size_t)L * d * sizeof(float) + 2 * (size_t)L * sizeof(int64_t);
-            CU_ASSERT(sb->cache_f16 && sb->kc->dtype == SR_F16 && sb->vc->dtype == SR_F16 && sb->cc->dtype == SR_F16 &&
-                      sb->kw->dtype == SR_F32 && sb->vw->dtype == SR_F32);
-            CU_ASSERT(!sa->cache_f16 && sa->kc->dtype == SR_F32 && sa->vc->dtype == SR_F32 && sa->cc->dtype == SR_F32 &&
-                      !sa->kw && !sa->vw);
+            CU_ASSERT(xb->cfg.f16 && xb->kc->dtype == SR_F16 && xb->vc->dtype == SR_F16 && xb->cc->dtype == SR_F16 &&
+                      xb->kw->dtype == SR_F32 && xb->vw->dtype == SR_F32);
+            CU_ASSERT(!xa->cfg.f16 && xa->kc->dtype == SR_F32 && xa->vc->dtype == SR_F32 && xa->cc->dtype == SR_F32 &&
+                      !xa->kw && !xa->vw);
             CU_ASSERT_EQUAL(pools32, (size_t)nl * (2 * (L + R + 1) + K1) * d * sizeof(float));
             CU_ASSERT_EQUAL(stores16, (size_t)nl * (2 * rs + K1) * d * sizeof(uint16_t));
             CU_ASSERT_EQUAL(work, 2 * (size_t)(L + R + 1) * d * sizeof(float));
-            CU_ASSERT_EQUAL(sb->ws.bytes - sa->ws.bytes, staging);
+            CU_ASSERT_EQUAL(xb->ws.bytes - xa->ws.bytes, staging);
             CU_ASSERT_EQUAL(ba + stores16 + work + staging, bb + pools32);
             CU_ASSERT_EQUAL(fc_stream_feed_mel(sa, mel.data, T, 1), SR_OK);
             CU_ASSERT_EQUAL(fc_stream_feed_mel(sb, mel.data, T, 1), SR_OK);
@@ -850,8 +882,8 @@ static void test_f16_caches(void)
             CU_ASSERT_EQUAL(fc_stream_feed_mel(sb, mel.data, T, 1), SR_OK);
             CU_ASSERT(sb->encp_n == nfirst && !memcmp(first, sb->enc_raw, (size_t)nfirst * d * sizeof(float)));
             free(first);
-            sr_fastconformer_rnnt_ops.stream_close(sa);
-            sr_fastconformer_rnnt_ops.stream_close(sb);
+            bclose(&a);
+            bclose(&b);
         }
         printf("\n      worst relative difference: rows %.2e, caches %.2e (tol %.0e)", worst_rows, worst_cache, F16_REL_TOL);
     }
@@ -896,10 +928,11 @@ static void test_f16_caches(void)
 
 static void test_nemotron_state(void)
 {
-    /* Per-stream state at the nemotron-0.6b shape (24 x 1024, 8 heads, d_ff 4096, 128 mels,
-     * 256 subsampling channels, LSTM 2 x 640, joint 640) without its 2.5 GB of weights: what a
-     * stream allocates depends only on the dimensions, so the small model's view is given the
-     * Nemotron dimensions (and a 128-mel front end) and streams are opened, not run, on it. The
+    /* State of a lone stream (its own state and its batch context of one) at the nemotron-0.6b
+     * shape (24 x 1024, 8 heads, d_ff 4096, 128 mels, 256 subsampling channels, LSTM 2 x 640,
+     * joint 640) without its 2.5 GB of weights: what a stream allocates depends only on the
+     * dimensions, so the small model's view is given the Nemotron dimensions (and a 128-mel
+     * front end) and streams are opened, not run, on it. The
      * caches are exactly the pools: projected K and V of L + R + 1 positions and K - 1 conv
      * rows per layer (f32, or f16 at half the bytes), plus the LSTM state; the rest is
      * per-step scratch. */
@@ -937,14 +970,14 @@ static void test_nemotron_state(void)
         bstream b;
         if (!bopen(&fake, NULL, nctx[c][0], nctx[c][1], &b)) continue;
         fc_stream *s = b.st;
-        CU_ASSERT_EQUAL(s->csize, 70);
+        CU_ASSERT_EQUAL(s->b->csize, 70);
         CU_ASSERT_EQUAL(b.sc.pred_state * sizeof(float), lstm);
         size_t kv = (size_t)2 * 24 * (70 + nctx[c][1] + 1) * 1024 * 4, conv = (size_t)24 * 8 * 1024 * 4;
-        size_t pools = s->kc->bytes + s->vc->bytes + s->cc->bytes;
-        size_t total = sr_fastconformer_rnnt_ops.state_bytes(s);
+        size_t pools = s->b->kc->bytes + s->b->vc->bytes + s->b->cc->bytes;
+        size_t total = bbytes(&b);
         printf("\n      nemotron shape [%d, %2d]: caches + LSTM %zu B (K/V %zu, conv %zu), stream total %zu B "
                "(scratch: workspace %zu, subsampling %zu)", nctx[c][0], nctx[c][1], pools + lstm, kv, conv, total,
-               s->ws.bytes, s->sub_scratch_n * sizeof(float));
+               s->b->ws.bytes, s->b->sub_scratch_n * sizeof(float));
         CU_ASSERT_EQUAL(pools, kv + conv);
         CU_ASSERT(total >= pools);
         /* stream.cache_dtype "f16": K / V stores of max(L, R + 1) = 70 rows and the conv
@@ -952,15 +985,15 @@ static void test_nemotron_state(void)
          * widening scratch of L rows */
         bstream h;
         if (bopen_dtype(&fake, NULL, nctx[c][0], nctx[c][1], "f16", &h)) {
-            size_t total16 = sr_fastconformer_rnnt_ops.state_bytes(h.st);
+            size_t total16 = bbytes(&h);
             size_t stores = (size_t)24 * (2 * 70 + 8) * 1024 * 2, work = (size_t)2 * (70 + nctx[c][1] + 1) * 1024 * 4;
             size_t staging = (size_t)2 * 70 * 1024 * 4 + 2 * 70 * sizeof(int64_t);
             printf("\n        f16 caches: caches + LSTM %zu B (+ f32 working K/V %zu, staging %zu), stream total %zu B",
                    stores + lstm, work, staging, total16);
             CU_ASSERT_EQUAL(total16 + pools, total + stores + work + staging);
-            sr_fastconformer_rnnt_ops.stream_close(h.st);
+            bclose(&h);
         }
-        sr_fastconformer_rnnt_ops.stream_close(s);
+        bclose(&b);
     }
     sr_mel_free(big.mel);
     sr_model_free(m);
@@ -1220,7 +1253,7 @@ static void test_tdt_offline(void)
         free(r.lg);
         sr_dec_rnnt_greedy.close(dec);
     }
-    if (b.st) sr_fastconformer_rnnt_ops.stream_close(b.st);
+    if (b.st) bclose(&b);
     sr_tensor_free(&mel);
     sr_tensor_free(&st);
     sr_tensor_free(&sl);
@@ -1318,7 +1351,7 @@ static int tdt_stream_case(const sr_model *m, sr_h5 *gt, const float *mel, int T
     free(r.lg);
     if (dec) sr_dec_rnnt_greedy.close(dec);
     for (int i = 0; i < 7; i++) sr_tensor_free(dst[i]);
-    sr_fastconformer_rnnt_ops.stream_close(s);
+    bclose(&b);
     return restart_same;
 }
 
@@ -1536,7 +1569,7 @@ static void test_offline_switch(void)
                     CU_ASSERT(dfull <= TOL && dband > 1e-2);
                 }
             }
-            sr_fastconformer_rnnt_ops.stream_close(s);
+            bclose(&bs);
         }
         w->k->free(band);
     }
@@ -1679,6 +1712,301 @@ static void test_convert_nemo_bad(void)
     if (f) fclose(f);
 }
 
+/* ---- fastconformer_batch ---- */
+
+#define BT_SLOTS 5
+#define BT_STREAMS 6
+
+/* A stream of the batching test: its slot of the shared batch context and the calls at which
+ * it is opened, closed (not finished) or reset (-1: never); its audio; and its twin, the same
+ * calls on a lone stream (its own batch of one). */
+typedef struct {
+    int slot, join, close_at, reset_at;
+    float *a;
+    size_t n, pos;
+    int open, done, calls;   /* calls: process calls since it (re)started */
+    void *st;
+    sr_chunking ck;
+    sr_scorer sc;
+    bstream twin;
+    float *state, *pred, *tstate, *tpred; /* prediction state and output: batched, twin */
+    int started;
+} bt_stream;
+
+/* One process_batch call's extra checks for the streams idx[0 .. cnt) of S: encoder rows, a
+ * batched tr_predict over all of them and batched tr_joint over their held frames vs the
+ * twins' solo calls, bit for bit. Returns the number of differences. */
+static int bt_compare(const fc_model *w, bt_stream *S, const int *idx, int cnt, int call)
+{
+    int bad = 0, d = w->d;
+    sr_tr_predict_req pr[BT_SLOTS];
+    for (int q = 0; q < cnt; q++) {
+        bt_stream *b = &S[idx[q]];
+        const fc_stream *s = b->st, *t = b->twin.st;
+        if (s->encp_n != t->encp_n || s->frames_base != t->frames_base || s->frames_total != t->frames_total ||
+            memcmp(s->enc_raw, t->enc_raw, (size_t)s->encp_n * d * sizeof(float)))
+            bad++;
+        int32_t tok = b->started ? (int32_t)((call * 7 + idx[q] * 13) % w->vocab) : -1;
+        pr[q] = (sr_tr_predict_req){.ctx = b->st, .state_in = b->started ? b->state : NULL, .token = tok,
+                                    .state_out = b->state, .pred_out = b->pred};
+        CU_ASSERT_EQUAL(b->twin.sc.tr_predict(b->twin.st, b->started ? b->tstate : NULL, tok, b->tstate, b->tpred), SR_OK);
+    }
+    CU_ASSERT_EQUAL(S[idx[0]].sc.tr_predict_batch(pr, cnt), SR_OK);
+    int maxf = 0;
+    for (int q = 0; q < cnt; q++) {
+        bt_stream *b = &S[idx[q]];
+        b->started = 1;
+        if (memcmp(b->state, b->tstate, (size_t)b->sc.pred_state * sizeof(float)) ||
+            memcmp(b->pred, b->tpred, (size_t)b->sc.pred_dim * sizeof(float)))
+            bad++;
+        maxf = SR_MAX(maxf, ((const fc_stream *)b->st)->encp_n);
+    }
+    /* the joint: frame j of every stream that holds one, as one batch */
+    int nl = S[idx[0]].sc.vocab + S[idx[0]].sc.tr_n_durations;
+    float *lg = malloc((size_t)(cnt + 1) * nl * sizeof(float)), *tl = lg + (size_t)cnt * nl;
+    sr_tr_joint_req jr[BT_SLOTS];
+    for (int j = 0; j < maxf; j++) {
+        int nj = 0, who[BT_SLOTS];
+        for (int q = 0; q < cnt; q++) {
+            const fc_stream *s = S[idx[q]].st;
+            if (j >= s->encp_n) continue;
+            who[nj] = idx[q];
+            jr[nj] = (sr_tr_joint_req){.ctx = S[idx[q]].st, .t = (int)s->frames_base + j, .pred_out = S[idx[q]].pred,
+                                       .logits = lg + (size_t)nj * nl};
+            nj++;
+        }
+        CU_ASSERT_EQUAL(S[idx[0]].sc.tr_joint_batch(jr, nj), SR_OK);
+        for (int q = 0; q < nj; q++) {
+            bt_stream *b = &S[who[q]];
+            CU_ASSERT_EQUAL(b->twin.sc.tr_joint(b->twin.st, jr[q].t, b->tpred, tl), SR_OK);
+            bad += memcmp(jr[q].logits, tl, (size_t)nl * sizeof(float)) != 0;
+        }
+    }
+    free(lg);
+    return bad;
+}
+
+/* Five slots, six streams of different audio (variants of the golden audio: shifted, scaled,
+ * odd ones time-reversed, of different lengths) with context [L, R] and cache_dtype: stream i
+ * < 5 joins at call i on slot i; the streams of a call are a changing subset (each skips every
+ * fourth call), in alternating order; each finishes at its own call (final with the
+ * remainder); stream 2 is closed unfinished at call 6 and stream 5 opened on its slot at call
+ * 7; stream 3 is reset at call 8 and restarts its audio. After every call each stream's
+ * encoder rows, a batched prediction step and batched joints over its held frames equal its
+ * twin's, bit for bit. */
+static void batch_case(const char *model, const char *cache_dtype, int L, int R, int chunk_ms)
+{
+    sr_model *m = test_load_model(model);
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    size_t n = 0;
+    float *au = test_golden_audio(g, &n);
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.cache_dtype = cache_dtype;
+    c.att_context[0] = L;
+    c.att_context[1] = R;
+    c.chunk_ms = chunk_ms;
+    void *batch = NULL;
+    if (!au || sr_fastconformer_rnnt_ops.batch_open(m, &c, BT_SLOTS, &batch) != SR_OK) {
+        CU_FAIL("audio / batch_open");
+        free(au);
+        sr_h5_close(g);
+        sr_model_free(m);
+        return;
+    }
+    size_t bytes0 = sr_fastconformer_rnnt_ops.batch_bytes(batch);
+    bt_stream S[BT_STREAMS];
+    memset(S, 0, sizeof S);
+    for (int i = 0; i < BT_STREAMS; i++) {
+        size_t off = (size_t)i * 1100, len = n - off - (size_t)(i % 3) * 2900 - (size_t)i * 700;
+        S[i].a = malloc(len * sizeof(float));
+        S[i].n = len;
+        for (size_t j = 0; j < len; j++)
+            S[i].a[j] = (i % 2 ? au[off + len - 1 - j] : au[off + j]) * (1.0f - 0.1f * (float)i);
+        S[i].slot = i < BT_SLOTS ? i : 2;
+        S[i].join = i < BT_SLOTS ? i : 7;
+        S[i].close_at = i == 2 ? 6 : -1;
+        S[i].reset_at = i == 3 ? 8 : -1;
+    }
+    int diffs = 0, calls = 0, max_cnt = 0, reused = 0, resets = 0;
+    for (int call = 0; call < 400; call++) {
+        int live = 0;
+        for (int i = 0; i < BT_STREAMS; i++) {
+            bt_stream *b = &S[i];
+            if (b->join == call) {
+                CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, &c, batch, b->slot, &b->st, &b->ck, &b->sc), SR_OK);
+                b->twin.st = b->twin.batch = NULL;
+                CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.batch_open(m, &c, 1, &b->twin.batch), SR_OK);
+                CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, &c, b->twin.batch, 0, &b->twin.st, &b->twin.ck,
+                                                                            &b->twin.sc), SR_OK);
+                b->state = calloc(4 * (size_t)(b->sc.pred_state + b->sc.pred_dim), sizeof(float));
+                b->tstate = b->state + b->sc.pred_state;
+                b->pred = b->tstate + b->sc.pred_state;
+                b->tpred = b->pred + b->sc.pred_dim;
+                b->open = 1;
+                reused += i >= BT_SLOTS;
+            }
+            if (b->open && b->close_at == call) {
+                sr_fastconformer_rnnt_ops.stream_close(b->st);
+                bclose(&b->twin);
+                b->open = 0;
+                b->done = 1;
+            }
+            if (b->open && b->reset_at == call && !b->done) {
+                sr_fastconformer_rnnt_ops.reset(b->st);
+                sr_fastconformer_rnnt_ops.reset(b->twin.st);
+                b->pos = 0;
+                b->calls = 0;
+                b->started = 0;
+                resets++;
+            }
+            live += !b->done;
+        }
+        if (!live) break;
+        void *states[BT_SLOTS];
+        const float *pcm[BT_SLOTS];
+        size_t nn[BT_SLOTS];
+        int fin[BT_SLOTS], idx[BT_SLOTS], cnt = 0;
+        for (int k = 0; k < BT_STREAMS; k++) {
+            int i = call % 2 ? BT_STREAMS - 1 - k : k;
+            bt_stream *b = &S[i];
+            if (!b->open || b->done || ((call + i) % 4 == 3 && b->join != call)) continue;
+            size_t want = b->calls ? b->ck.chunk : b->ck.first_chunk, left = b->n - b->pos;
+            fin[cnt] = left <= want;
+            nn[cnt] = fin[cnt] ? left : want;
+            pcm[cnt] = b->a + b->pos;
+            states[cnt] = b->st;
+            idx[cnt++] = i;
+        }
+        if (!cnt) continue;
+        CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.process_batch(batch, states, pcm, nn, fin, cnt), SR_OK);
+        for (int q = 0; q < cnt; q++)
+            CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.process(S[idx[q]].twin.st, pcm[q], nn[q], fin[q]), SR_OK);
+        diffs += bt_compare(w, S, idx, cnt, call);
+        for (int q = 0; q < cnt; q++) {
+            bt_stream *b = &S[idx[q]];
+            b->pos += nn[q];
+            b->calls++;
+            b->done = fin[q];
+        }
+        calls++;
+        max_cnt = SR_MAX(max_cnt, cnt);
+    }
+    int finished = 0;
+    for (int i = 0; i < BT_STREAMS; i++) finished += S[i].done && S[i].close_at < 0;
+    printf("\n      %s [%d, %d] %s caches, chunks of %d ms: %d process_batch calls of up to %d streams (%d finished, a slot reused %d, "
+           "a reset %d): rows, predict, joint vs alone %s", model, L, R, cache_dtype ? cache_dtype : "f32",
+           chunk_ms ? chunk_ms : 80 * (R + 1), calls, max_cnt,
+           finished, reused, resets, diffs ? "DIFFERENT" : "bit-identical");
+    CU_ASSERT_EQUAL(diffs, 0);
+    CU_ASSERT(max_cnt >= 4 && finished == BT_STREAMS - 1 && reused == 1 && resets == 1);
+    CU_ASSERT_EQUAL(sr_fastconformer_rnnt_ops.batch_bytes(batch), bytes0); /* nothing reallocated */
+    for (int i = 0; i < BT_STREAMS; i++) {
+        if (S[i].open) {
+            sr_fastconformer_rnnt_ops.stream_close(S[i].st);
+            bclose(&S[i].twin);
+        }
+        free(S[i].state);
+        free(S[i].a);
+    }
+    sr_fastconformer_rnnt_ops.batch_close(batch);
+    free(au);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_batch_f32(void)
+{
+    /* a step per call; 3 or 4 steps of a stream per call (rounds of changing subsets) */
+    batch_case("fastconformer/rand.h5", NULL, 6, 1, 0);
+    batch_case("fastconformer/rand_tdt.h5", NULL, 4, 0, 250);
+}
+
+static void test_batch_f16(void)
+{
+    batch_case("fastconformer/rand.h5", "f16", 6, 1, 0);
+    batch_case("fastconformer/rand.h5", "f16", 70, 1, 130);
+}
+
+static void test_batch_errors(void)
+{
+    /* batch_open validates the config as stream_open does (SR_ERR_ARG naming the field);
+     * slots out of range, a missing batch context, another config, foreign or repeated
+     * streams are refused; the pools hold one slot per stream */
+    sr_model *m = test_load_model("fastconformer/rand.h5");
+    const sr_model_ops *o = &sr_fastconformer_rnnt_ops;
+    sr_stream_config c;
+    void *b1 = NULL, *b2 = NULL, *st = NULL, *st2 = NULL;
+    sr_chunking ck;
+    sr_scorer sc;
+    sr_stream_config_init(&c);
+    c.att_context[0] = 70;
+    c.att_context[1] = 4;
+    TEST_ASSERT_ERR(o->batch_open(m, &c, 2, &b1), SR_ERR_ARG, "stream.att_context: [70, 4] is not one the model was trained with");
+    c.att_context[1] = 3;
+    TEST_ASSERT_ERR(o->batch_open(m, &c, 2, &b1), SR_ERR_ARG, "not divisible by right + 1 = 4");
+    sr_stream_config_init(&c);
+    c.strategy = "whisperrt";
+    TEST_ASSERT_ERR(o->batch_open(m, &c, 2, &b1), SR_ERR_ARG, "stream.strategy: \"whisperrt\" unknown");
+    sr_stream_config_init(&c);
+    c.cache_dtype = "bf16";
+    TEST_ASSERT_ERR(o->batch_open(m, &c, 2, &b1), SR_ERR_ARG, "stream.cache_dtype: \"bf16\" unknown for fastconformer_rnnt");
+    sr_stream_config_init(&c);
+    c.max_symbols = -1;
+    TEST_ASSERT_ERR(o->batch_open(m, &c, 2, &b1), SR_ERR_ARG, "stream.max_symbols: -1 is negative");
+    sr_stream_config_init(&c);
+    TEST_ASSERT_ERR(o->batch_open(m, &c, 0, &b1), SR_ERR_ARG, "batch context of 0 streams");
+    CU_ASSERT_PTR_NULL(b1);
+    /* one slot per stream: the pools of a batch of 3 are 3 times those of 1 */
+    CU_ASSERT_EQUAL_FATAL(o->batch_open(m, &c, 1, &b1), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(o->batch_open(m, &c, 3, &b2), SR_OK);
+    const fc_batch *x1 = b1, *x3 = b2;
+    CU_ASSERT(x3->kc->slots == 3 && x3->vc->slots == 3 && x3->cc->slots == 3 && x3->kc->bytes == 3 * x1->kc->bytes &&
+              x3->cc->bytes == 3 * x1->cc->bytes && x3->ws.rows == 3 * x1->ws.rows);
+    CU_ASSERT(o->batch_bytes(b2) > 2 * o->batch_bytes(b1));
+    TEST_ASSERT_ERR(o->stream_open(m, &c, NULL, 0, &st, &ck, &sc), SR_ERR_ARG, "fastconformer: stream_open needs a batch context");
+    TEST_ASSERT_ERR(o->stream_open(m, &c, b2, 3, &st, &ck, &sc), SR_ERR_ARG, "slot 3 of a batch context of 3");
+    TEST_ASSERT_ERR(o->stream_open(m, &c, b2, -1, &st, &ck, &sc), SR_ERR_ARG, "slot -1");
+    CU_ASSERT_PTR_NULL(st);
+    c.att_context[0] = 6;
+    c.att_context[1] = 1;
+    TEST_ASSERT_ERR(o->stream_open(m, &c, b2, 0, &st, &ck, &sc), SR_ERR_ARG, "differs from its batch context");
+    c.strategy = "offline";
+    c.att_context[0] = c.att_context[1] = 0;
+    TEST_ASSERT_ERR(o->stream_open(m, &c, b2, 0, &st, &ck, &sc), SR_ERR_ARG, "differs from its batch context");
+    sr_stream_config_init(&c);
+    CU_ASSERT_EQUAL_FATAL(o->stream_open(m, &c, b2, 2, &st, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(o->stream_open(m, &c, b1, 0, &st2, &ck, &sc), SR_OK);
+    /* process_batch: streams of this context only, each once, at most max_streams */
+    float z[4000] = {0};
+    void *two[2] = {st, st}, *other[2] = {st, st2};
+    const float *pcm[4] = {z, z, z, z};
+    size_t nn[4] = {ck.first_chunk, ck.first_chunk, ck.first_chunk, ck.first_chunk};
+    int fin[4] = {0};
+    TEST_ASSERT_ERR(o->process_batch(b2, two, pcm, nn, fin, 2), SR_ERR_ARG, "repeats slot 2");
+    TEST_ASSERT_ERR(o->process_batch(b2, other, pcm, nn, fin, 2), SR_ERR_ARG, "stream 1 is not of this batch context");
+    void *four[4] = {st, st, st, st};
+    TEST_ASSERT_ERR(o->process_batch(b2, four, pcm, nn, fin, 4), SR_ERR_ARG, "process_batch of 4 streams (batch context of 3)");
+    /* batched scorer calls: one batch context, frames held */
+    float *state = malloc((size_t)(sc.pred_state + sc.pred_dim + sc.vocab) * sizeof(float));
+    float *pred = state + sc.pred_state, *lg = pred + sc.pred_dim;
+    sr_tr_predict_req pr[2] = {{.ctx = st, .token = -1, .state_out = state, .pred_out = pred},
+                               {.ctx = st2, .token = -1, .state_out = state, .pred_out = pred}};
+    TEST_ASSERT_ERR(sc.tr_predict_batch(pr, 2), SR_ERR_ARG, "tr_predict_batch request 1 is of another batch context");
+    pr[0].token = 63;
+    TEST_ASSERT_ERR(sc.tr_predict_batch(pr, 1), SR_ERR_ARG, "token 63");
+    sr_tr_joint_req jr[1] = {{.ctx = st, .t = 0, .pred_out = pred, .logits = lg}};
+    TEST_ASSERT_ERR(sc.tr_joint_batch(jr, 1), SR_ERR_ARG, "joint on frame 0");
+    CU_ASSERT_EQUAL(sc.tr_joint_batch(jr, 0), SR_OK);
+    free(state);
+    o->stream_close(st);
+    o->stream_close(st2);
+    o->batch_close(b1);
+    o->batch_close(b2);
+    sr_model_free(m);
+}
+
 void test_register_fastconformer(void)
 {
     TEST_SUITE("fastconformer_parity", {"mel", test_mel}, {"pre_encode", test_pre_encode},
@@ -1693,6 +2021,8 @@ void test_register_fastconformer(void)
                {"band_memory", test_local_memory});
     TEST_SUITE("fastconformer_tdt", {"offline_steps", test_tdt_offline}, {"stream", test_tdt_stream},
                {"audio_tokens", test_tdt_audio});
+    TEST_SUITE("fastconformer_batch", {"streams_f32", test_batch_f32}, {"streams_f16", test_batch_f16},
+               {"errors", test_batch_errors});
     TEST_SUITE("fastconformer_bad", {"files", test_bad_files}, {"streams", test_bad_streams});
     TEST_SUITE("fastconformer_convert", {"nemo", test_convert_nemo}, {"bad_nemo", test_convert_nemo_bad});
 }

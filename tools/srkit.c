@@ -17,6 +17,7 @@
 #include <cJSON.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -959,6 +960,9 @@ typedef struct {
     int per_chunk;      /* include every chunk's audio time and compute time */
     int max_ms;         /* > 0: only the first max_ms of the concatenated audio */
     int loop;           /* feed the concatenated audio again and again until max_ms */
+    int streams;        /* > 0: that many concurrent streams (bench_multi) */
+    int separate;       /* with streams: solo streams on threads instead of one engine */
+    int realtime;       /* with streams: feed at the pace of real time, measure latency */
     sr_config *stream_cfg; /* owns the strings of o.sc when --stream was given */
 } bench_args;
 
@@ -1203,10 +1207,260 @@ out:
     return rc;
 }
 
+
+/* ---- many streams: one batched engine, or separate solo streams ----------------------------- */
+
+/* Stream i of N hears the concatenated audio rotated by i * n / N samples (different content at
+ * any moment, so the streams' decoders do not move in lockstep) and, in --realtime, joins
+ * i * chunk / N later than stream 0 (desynchronized chunk boundaries). */
+static float *bench_rotated(const sr_audio *a, int i, int N)
+{
+    float *p = malloc((a->n ? a->n : 1) * sizeof *p);
+    if (!p) return NULL;
+    size_t r = a->n ? (size_t)((double)a->n * i / N) % a->n : 0;
+    memcpy(p, a->samples + r, (a->n - r) * sizeof *p);
+    memcpy(p + (a->n - r), a->samples, r * sizeof *p);
+    return p;
+}
+
+typedef struct {
+    const sr_model *m;
+    const sr_stream_config *sc;
+    const float *audio;
+    size_t n;
+    sr_stream *s;
+    sr_status st;
+    char msg[512];
+} bench_solo_job;
+
+static void *bench_solo_main(void *arg)
+{
+    bench_solo_job *j = arg;
+    j->st = sr_stream_feed(j->s, j->audio, j->n);
+    if (!j->st) j->st = sr_stream_finish(j->s);
+    if (j->st) snprintf(j->msg, sizeof j->msg, "%s", sr_last_error());
+    return NULL;
+}
+
+static int bench_multi(const bench_args *b)
+{
+    const run_opts *o = &b->o;
+    int N = b->streams;
+    sr_audio a;
+    if (bench_load_audio(b, &a)) return 1;
+    if (!a.n) {
+        fprintf(stderr, "srkit bench: empty audio\n");
+        sr_audio_free(&a);
+        return 1;
+    }
+    sr_model *m = NULL;
+    if (open_model(b->model, o, &m)) { sr_audio_free(&a); return 1; }
+    int rc = 1;
+    sr_engine *e = NULL;
+    float **aud = calloc((size_t)N, sizeof *aud);
+    sr_stream **ss = calloc((size_t)N, sizeof *ss);
+    bench_solo_job *jobs = calloc((size_t)N, sizeof *jobs);
+    pthread_t *th = calloc((size_t)N, sizeof *th);
+    double *start = calloc((size_t)N, sizeof *start);  /* join time (s after t0) */
+    size_t *fed = calloc((size_t)N, sizeof *fed), *seen = calloc((size_t)N, sizeof *seen);
+    int64_t *lat = NULL;  /* per chunk: compute ms (batch) or latency ms (realtime), in ns */
+    size_t n_lat = 0;
+    char *text0 = NULL;
+    sr_status st = SR_OK;
+    if (!aud || !ss || !jobs || !th || !start || !fed || !seen) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+    for (int i = 0; i < N; i++)
+        if (!(aud[i] = bench_rotated(&a, i, N))) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+    double audio_s = (double)a.n / 16000.0, t0 = 0, wall = 0;
+    if (b->separate) {
+        for (int i = 0; i < N; i++)
+            if ((st = sr_stream_open(m, &o->sc, &ss[i]))) { rc = fail(st, "stream"); goto out; }
+        t0 = now_s();
+        int made = 0;
+        for (int i = 0; i < N; i++) {
+            jobs[i] = (bench_solo_job){.m = m, .sc = &o->sc, .audio = aud[i], .n = a.n, .s = ss[i]};
+            if (pthread_create(&th[i], NULL, bench_solo_main, &jobs[i])) break;
+            made++;
+        }
+        for (int i = 0; i < made; i++) pthread_join(th[i], NULL);
+        wall = now_s() - t0;
+        if (made < N) { fprintf(stderr, "srkit bench: cannot start %d threads\n", N); goto out; }
+        for (int i = 0; i < N; i++)
+            if (jobs[i].st) { fprintf(stderr, "srkit bench: stream %d: %s\n", i, jobs[i].msg); goto out; }
+    } else {
+        if ((st = sr_engine_create(m, &o->sc, N, &e))) { rc = fail(st, "engine"); goto out; }
+        for (int i = 0; i < N; i++)
+            if ((st = sr_engine_open(e, &ss[i]))) { rc = fail(st, "stream"); goto out; }
+        t0 = now_s();
+        if (!b->realtime) {
+            for (int i = 0; i < N && !st; i++) {
+                st = sr_stream_feed(ss[i], aud[i], a.n);
+                if (!st) st = sr_stream_finish(ss[i]);
+            }
+            if (!st) st = sr_engine_drain(e);
+        } else {
+            /* real time: every stream receives what its clock says has been spoken */
+            lat = malloc(sizeof *lat);
+            size_t lat_cap = 1;
+            for (int i = 0; i < N; i++) start[i] = 0.1 * i / N; /* within 100 ms */
+            int finished = 0;
+            while (!st && finished < N) {
+                double now = now_s() - t0;
+                for (int i = 0; i < N && !st; i++) {
+                    if (fed[i] == a.n) continue;
+                    double t = now - start[i];
+                    size_t want = t <= 0 ? 0 : SR_MIN(a.n, (size_t)(t * 16000.0));
+                    if (want > fed[i]) {
+                        st = sr_stream_feed(ss[i], aud[i] + fed[i], want - fed[i]);
+                        fed[i] = want;
+                        if (!st && fed[i] == a.n) st = sr_stream_finish(ss[i]);
+                    }
+                }
+                if (st) break;
+                int k = 0;
+                if ((st = sr_engine_step(e, &k))) break;
+                double done = now_s() - t0;
+                if (!k) {
+                    struct timespec ts = {0, 1000000}; /* 1 ms */
+                    nanosleep(&ts, NULL);
+                    continue;
+                }
+                for (int i = 0; i < N; i++) {
+                    const sr_timeline *tl = sr_stream_timeline(ss[i]);
+                    for (; seen[i] < tl->n; seen[i]++) {
+                        const sr_timeline_entry *en = &tl->entries[seen[i]];
+                        /* its audio was all there at start + audio_ms; answered at `done` */
+                        double l = done - (start[i] + (double)en->audio_ms / 1000.0);
+                        if (n_lat == lat_cap) {
+                            int64_t *p = lat ? realloc(lat, 2 * lat_cap * sizeof *lat) : NULL;
+                            if (!p) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+                            lat = p;
+                            lat_cap *= 2;
+                        }
+                        lat[n_lat++] = (int64_t)(l * 1e9);
+                        if (en->is_final) finished++;
+                    }
+                }
+            }
+        }
+        wall = now_s() - t0;
+        if (st) { rc = fail(st, "engine"); goto out; }
+    }
+    /* per-chunk figures: compute time of each chunk (its step's wall time for the engine), or
+     * in --realtime the latency from the chunk's last sample to its result */
+    if (!b->realtime) {
+        size_t cap = 0;
+        for (int i = 0; i < N; i++) cap += sr_stream_timeline(ss[i])->n;
+        lat = malloc((cap ? cap : 1) * sizeof *lat);
+        if (!lat) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+        for (int i = 0; i < N; i++) {
+            const sr_timeline *tl = sr_stream_timeline(ss[i]);
+            for (size_t k = 0; k < tl->n; k++) lat[n_lat++] = tl->entries[k].compute_ns;
+        }
+    }
+    if (!n_lat) { fprintf(stderr, "srkit bench: no chunk was processed\n"); goto out; }
+    qsort(lat, n_lat, sizeof *lat, cmp_i64);
+    double p50 = bench_pct(lat, n_lat, 0.5) / 1e6, p90 = bench_pct(lat, n_lat, 0.9) / 1e6,
+           p99 = bench_pct(lat, n_lat, 0.99) / 1e6, mx = lat[n_lat - 1] / 1e6;
+    const sr_stream_config *sc = &o->sc;
+    /* the chunk duration the streams used (after the first) */
+    int chunk_ms = 0;
+    {
+        const sr_timeline *tl = sr_stream_timeline(ss[0]);
+        if (tl->n >= 3) chunk_ms = (int)(tl->entries[2].audio_ms - tl->entries[1].audio_ms);
+        else if (tl->n >= 1) chunk_ms = (int)tl->entries[0].audio_ms;
+    }
+    int rt_ok = b->realtime && p99 <= (double)chunk_ms;
+    sr_memstats ms;
+    if (e) sr_engine_memory(e, &ms);
+    else {
+        sr_memory(m, NULL, &ms);
+        for (int i = 0; i < N; i++) {
+            sr_memstats one;
+            sr_memory(m, ss[i], &one);
+            ms.stream_bytes += one.stream_bytes;
+        }
+    }
+    text0 = strdup(sr_stream_hypothesis(ss[0])->text);
+    double rtfx = N * audio_s / wall;
+    if (o->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "model", b->model);
+        cJSON_AddStringToObject(j, "arch", sr_model_arch(m));
+        cJSON_AddStringToObject(j, "device", o->mo.device ? o->mo.device : "cpu");
+        cJSON_AddNumberToObject(j, "threads", bench_threads(o));
+        if (sc->strategy) cJSON_AddStringToObject(j, "strategy", sc->strategy);
+        else cJSON_AddNullToObject(j, "strategy");
+        if (sc->decoder) cJSON_AddStringToObject(j, "decoder", sc->decoder);
+        else cJSON_AddNullToObject(j, "decoder");
+        cJSON_AddNumberToObject(j, "chunk_ms", sc->chunk_ms);
+        cJSON_AddNumberToObject(j, "beam", sc->beam);
+        if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
+        else cJSON_AddNullToObject(j, "cache_dtype");
+        cJSON_AddNumberToObject(j, "streams", N);
+        cJSON_AddBoolToObject(j, "batched", !b->separate);
+        cJSON_AddBoolToObject(j, "realtime", b->realtime);
+        cJSON_AddNumberToObject(j, "audio_s", audio_s);
+        cJSON_AddNumberToObject(j, "wall_s", wall);
+        cJSON_AddNumberToObject(j, "rtfx", rtfx);
+        cJSON_AddNumberToObject(j, "n_chunks", (double)n_lat);
+        cJSON_AddNumberToObject(j, "stream_chunk_ms", chunk_ms);
+        const char *what = b->realtime ? "latency_ms" : "chunk_ms";
+        char key[64];
+        snprintf(key, sizeof key, "%s_p50", what);
+        cJSON_AddNumberToObject(j, key, p50);
+        snprintf(key, sizeof key, "%s_p90", what);
+        cJSON_AddNumberToObject(j, key, p90);
+        snprintf(key, sizeof key, "%s_p99", what);
+        cJSON_AddNumberToObject(j, key, p99);
+        snprintf(key, sizeof key, "%s_max", what);
+        cJSON_AddNumberToObject(j, key, mx);
+        if (b->realtime) cJSON_AddBoolToObject(j, "realtime_ok", rt_ok);
+        cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
+        cJSON_AddNumberToObject(j, "streams_state_bytes", (double)ms.stream_bytes);
+        cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
+        cJSON_AddStringToObject(j, "text_stream0", text0 ? text0 : "");
+        char *txt = cJSON_PrintUnformatted(j);
+        printf("%s\n", txt ? txt : "{}");
+        free(txt);
+        cJSON_Delete(j);
+    } else {
+        printf("model %s (%s), strategy %s, decoder %s, chunk %d ms, %d thread(s)\n", b->model,
+               sr_model_arch(m), sc->strategy ? sc->strategy : "(default)",
+               sc->decoder ? sc->decoder : "(default)", sc->chunk_ms, bench_threads(o));
+        printf("%d %s streams of %.2f s%s: wall %.2f s, RTFx %.2f (audio seconds per wall second, all streams)\n",
+               N, b->separate ? "separate" : "batched", audio_s, b->realtime ? " in real time" : "", wall, rtfx);
+        printf("per-chunk %s ms p50 %.3f p90 %.3f p99 %.3f max %.3f%s\n",
+               b->realtime ? "latency" : "compute", p50, p90, p99, mx,
+               b->realtime ? (rt_ok ? " (real time kept: p99 <= chunk)" : " (real time NOT kept)") : "");
+        printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B\n", ms.weight_bytes,
+               ms.stream_bytes, ms.peak_rss_bytes);
+    }
+    rc = 0;
+out:
+    free(text0);
+    free(lat);
+    if (e) sr_engine_free(e); /* closes its streams */
+    else if (ss)
+        for (int i = 0; i < N; i++) sr_stream_close(ss[i]);
+    if (aud)
+        for (int i = 0; i < N; i++) free(aud[i]);
+    free(aud);
+    free(ss);
+    free(jobs);
+    free(th);
+    free(start);
+    free(fed);
+    free(seen);
+    sr_model_free(m);
+    sr_audio_free(&a);
+    return rc;
+}
+
 static const char BENCH_USAGE[] =
     "usage: srkit bench gemm [--device cpu|cuda] [--threads N] [--n N] [--k K]\n"
     "       srkit bench --model MODEL.h5 --audio A [--audio B ...] [--stream JSON] [options]\n"
     "       srkit bench stream MODEL.h5 AUDIO... [options]\n"
+    "       srkit bench --streams N [--separate] [--realtime] --model MODEL.h5 --audio A [options]\n"
     "       srkit bench --all [--model MODEL.h5 --audio A]   (what `make bench` runs)\n\n"
     "Timings live here, never in the tests. gemm reports the table's sgemm (GFLOP/s and the\n"
     "bandwidth of reading the weight matrix), then the op set's gemm on an N x K weight\n"
@@ -1228,6 +1482,13 @@ static const char BENCH_USAGE[] =
     "  --loop                  with --max-ms: feed the concatenated audio again and again\n"
     "                          until N ms (held in memory once: long-stream memory runs)\n"
     "  --per-chunk             --json also lists every chunk's audio_ms, compute and model ms\n"
+    "  --streams N             N concurrent streams (stream i hears the audio rotated by i/N of\n"
+    "                          its length) on one batched engine: RTFx over all streams and\n"
+    "                          per-chunk compute ms (each chunk's step)\n"
+    "  --separate              with --streams: N solo streams on N threads instead (no batching)\n"
+    "  --realtime              with --streams: feed each stream at the pace of real time\n"
+    "                          (joining 0..100 ms apart); latency_ms_* is the time from a chunk's\n"
+    "                          last sample to its result, realtime_ok that p99 <= the chunk\n"
     "  --json                  one JSON object\n";
 
 /* Parse the streaming benchmark's arguments; positional arguments (the `bench stream` form)
@@ -1247,8 +1508,10 @@ static int bench_parse(int argc, char **argv, bench_args *b)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { printf("%s%s", BENCH_USAGE, RUN_OPTS_HELP); return 1; }
         if (!strcmp(a, "--per-chunk")) { b->per_chunk = 1; continue; }
         if (!strcmp(a, "--loop")) { b->loop = 1; continue; }
+        if (!strcmp(a, "--separate")) { b->separate = 1; continue; }
+        if (!strcmp(a, "--realtime")) { b->realtime = 1; continue; }
         if (!strcmp(a, "--model") || !strcmp(a, "--audio") || !strcmp(a, "--stream") ||
-            !strcmp(a, "--repeat") || !strcmp(a, "--max-ms")) {
+            !strcmp(a, "--repeat") || !strcmp(a, "--max-ms") || !strcmp(a, "--streams")) {
             if (!v) { fprintf(stderr, "srkit bench: %s needs a value\n", a); return -1; }
             i++;
             if (!strcmp(a, "--model")) b->model = v;
@@ -1262,6 +1525,12 @@ static int bench_parse(int argc, char **argv, bench_args *b)
                     return -1;
                 }
                 b->max_ms = (int)x;
+            }
+            else if (!strcmp(a, "--streams")) {
+                if (parse_int("--streams", v, &b->streams) || b->streams < 1 || b->streams > 4096) {
+                    fprintf(stderr, "srkit bench: --streams needs an integer in 1..4096\n");
+                    return -1;
+                }
             }
             else if (parse_int("--repeat", v, &b->repeat) || b->repeat < 1) {
                 fprintf(stderr, "srkit bench: --repeat needs an integer >= 1\n");
@@ -1295,7 +1564,19 @@ static int bench_stream(int argc, char **argv)
         fprintf(stderr, "srkit bench: --loop needs --max-ms (how much audio to feed)\n");
         r = -1;
     }
-    int rc = r < 0 ? EXIT_USAGE : r > 0 ? 0 : bench_run(&b);
+    if (!r && (b.separate || b.realtime) && !b.streams) {
+        fprintf(stderr, "srkit bench: --separate and --realtime go with --streams N\n");
+        r = -1;
+    }
+    if (!r && b.separate && b.realtime) {
+        fprintf(stderr, "srkit bench: --realtime runs the batched engine; drop --separate\n");
+        r = -1;
+    }
+    if (!r && b.streams && b.loop) {
+        fprintf(stderr, "srkit bench: --loop is for one stream; use --max-ms with --streams\n");
+        r = -1;
+    }
+    int rc = r < 0 ? EXIT_USAGE : r > 0 ? 0 : b.streams ? bench_multi(&b) : bench_run(&b);
     bench_args_free(&b);
     return rc;
 }

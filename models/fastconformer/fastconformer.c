@@ -1,31 +1,45 @@
 /*
- * fastconformer.c — the fastconformer_rnnt backend's streams and its TRANSDUCER scorer.
+ * fastconformer.c — the fastconformer_rnnt backend's batch contexts, streams and its
+ * TRANSDUCER scorer.
+ *
+ * Batch context (batch_open): the config validated once (fc_config), the cache pools with one
+ * slot per stream, the encoder workspace, step buffers and scorer scratch sized for a batch of
+ * max_streams streams. A stream (stream_open) takes one slot and keeps only its private state;
+ * a lone stream lives in a batch of one, and process is process_batch with count = 1.
  *
  * Strategy "cache_aware" (default): NeMo's cache_aware_stream_step driven exactly as its
  * CacheAwareStreamingAudioBuffer drives it. Mel frames (NeMo front end, NA normalization:
  * streamed frames equal offline ones) accumulate; a step runs on the first 1 + 8R frames, then
  * on every 8(R + 1) new frames preceded by the 9 previous mel frames (the pre-encode cache;
- * zero-padded in front while fewer exist), whose first 2 subsampled outputs are dropped. The
- * R + 1 new encoder rows (absolute positions enc_pos ..) go through the layers as a batch of
- * one sequence (fc_layers, the same code a batch of many streams runs) over the stream's cache
+ * zero-padded in front while fewer exist), whose first 2 subsampled outputs are dropped. At the
+ * end of audio the remaining frames form one more, shorter step when at least 8 remain (1 for
+ * the first step), as the buffer does; fewer are dropped. process_batch runs the mel front end
+ * of each stream, then rounds while any stream has a step ready: each ready stream's step is
+ * subsampled (one stream at a time, shared buffers) into consecutive rows of the round, the
+ * round's R + 1 (or fewer) rows per stream at its absolute positions enc_pos .. go through the
+ * layers as ONE batch of sequences (fc_layers over an sr_kbatch of the streams' slots) over the
  * pools: per layer the projected keys and values of the last L positions plus the step's own
  * rows (a ring of L + R + 1 rows; positions before the stream's start are never in a key
- * range: NeMo's valid-length masking), and the last K - 1 GLU outputs of the depthwise conv.
- * At the end of audio the remaining frames form one more, shorter step when at least 8 remain
- * (1 for the first step), as the buffer does; fewer are dropped. Pools and scratch are
- * allocated at open; nothing grows with time. stream.cache_dtype "f16" makes the pools IEEE
- * f16 (half the bytes; rounded once when written, computed in f32).
+ * range: NeMo's valid-length masking), and the last K - 1 GLU outputs of the depthwise conv;
+ * then one joint encoder projection of all the round's rows, scattered into each stream's frame
+ * window. Every op is row-independent, so a stream's rows are bit for bit those it computes
+ * alone. Pools and scratch are allocated at batch_open; nothing grows with time.
+ * stream.cache_dtype "f16" makes the pools IEEE f16 (half the bytes; rounded once when
+ * written, computed in f32).
  *
  * Strategy "offline": all audio is kept; at finish the whole-utterance mel goes through the
  * encoder with the context mask of the stream's att_context ([-1, -1] = full attention), or
  * banded local attention (window config.local_attn_window) above config.local_attn_threshold
- * encoder frames (strategy "offline_local" forces it, "offline_full" never switches).
+ * encoder frames (strategy "offline_local" forces it, "offline_full" never switches); in
+ * process_batch one stream after the other.
  *
  * Scorer (plugin.h TRANSDUCER): the encoder rows of the latest process call, projected by the
  * joint's encoder Linear, are held; pred_out is the prediction network's top LSTM output
  * already projected by the joint's prediction Linear (so the joint is ReLU(enc + pred) -> out).
- * The scorer's arrays are host memory; the LSTM (gather, gemm, lstm_cell) and the joint (add,
- * ReLU, gemm) run on table scratch with uploads / downloads of those few floats.
+ * The scorer's arrays are host memory; the batched forms run the LSTM (one gather, per layer
+ * one gemm for W_ih and one for W_hh and one lstm_cell over all requests, one j_pred gemm) and
+ * the joint (add, ReLU, one j_out gemm) on the batch's table scratch, one row per request, with
+ * uploads / downloads of those few floats; the solo forms are these with one request.
  */
 #include "fc.h"
 
@@ -36,323 +50,27 @@
 #define FC_PRE_CACHE 9  /* pre-encode cache in mel frames (subsampling factor + 1) */
 #define FC_DROP 2       /* subsampled rows of the pre-encode cache dropped */
 
-enum { FC_CACHE_AWARE = 0, FC_OFFLINE = 1, FC_OFFLINE_LOCAL = 2, FC_OFFLINE_FULL = 3 };
-
-static int step_frames(const fc_stream *s) { return s->steps ? 8 * (s->ctx[1] + 1) : 1 + 8 * s->ctx[1]; }
-
-/* Append n encoder rows x [n, d] (table memory) to the scorer's window (joint encoder
- * projection) and to the host record of raw rows. */
-static sr_status push_frames(fc_stream *s, const float *x, int n)
+static int step_frames(const fc_stream *s)
 {
-    const fc_model *w = s->w;
-    const sr_kernels *k = w->k;
-    int J = w->joint_hidden;
-    if (s->encp_n + n > s->encp_cap) {
-        int cap = SR_MAX(2 * s->encp_cap, s->encp_n + n);
-        float *p = k->alloc((size_t)cap * J * sizeof(float));
-        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: joint frame window of %d rows", cap);
-        sr_status st = k->copy2d(s->encp_n, J, s->encp, J, p, J);
-        if (st) {
-            k->free(p);
-            return st;
-        }
-        if (s->encp) k->free(s->encp);
-        s->encp = p;
-        s->encp_cap = cap;
-    }
-    if (s->encp_n + n > s->enc_raw_cap) {
-        int cap = SR_MAX(2 * s->enc_raw_cap, s->encp_n + n);
-        float *r = realloc(s->enc_raw, (size_t)cap * w->d * sizeof(float));
-        if (!r) return sr_error(SR_ERR_NOMEM, "fastconformer: encoder frame window of %d rows", cap);
-        s->enc_raw = r;
-        s->enc_raw_cap = cap;
-    }
-    sr_status st = k->download(s->enc_raw + (size_t)s->encp_n * w->d, x, (size_t)n * w->d * sizeof(float));
-    if (!st) st = fc_gemm_rows(k, n, x, w->d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f,
-                               s->encp + (size_t)s->encp_n * J, J);
-    if (st) return st;
-    s->encp_n += n;
-    s->frames_total += n;
-    return SR_OK;
+    return s->steps ? 8 * (s->b->cfg.ctx[1] + 1) : 1 + 8 * s->b->cfg.ctx[1];
 }
 
-/* One cache-aware step over the first `nnew` pending mel frames (after the mel_hist cached). */
-static sr_status stream_step(fc_stream *s, int nnew)
+/* Mel frames of the step stream s can run now (0: none): a full step, else with final the
+ * last, shorter one. */
+static int step_ready(const fc_stream *s, int final)
 {
-    const fc_model *w = s->w;
-    const sr_kernels *k = w->k;
-    int F = w->n_mels, first = s->steps == 0;
-    int hist = first ? 0 : FC_PRE_CACHE;
-    int pad = hist - s->mel_hist; /* zero frames in front while fewer than 9 exist */
-    int nin = hist + nnew;
-    if (nin > FC_PRE_CACHE + 8 * (s->ctx[1] + 1)) /* the buffers sized at open */
-        return sr_error(SR_ERR_ARG, "fastconformer: a step of %d mel frames exceeds the stream's %d", nin,
-                        FC_PRE_CACHE + 8 * (s->ctx[1] + 1));
-    float *in = s->sub_in;
-    k->zero(in, (size_t)pad * F * sizeof(float));
-    sr_status st = k->upload(in + (size_t)pad * F, s->mel + (size_t)(s->mel_hist - (hist - pad)) * F,
-                             (size_t)(hist - pad + nnew) * F * sizeof(float));
-    int n = 0;
-    if (!st) st = fc_subsample_into(w, in, nin, s->x, &n, s->sub_scratch);
-    if (st) return st;
-    int drop = first ? 0 : FC_DROP;
-    int T = n - drop;
-    float *x = s->x + (size_t)drop * w->d;
-    if ((st = k->scale(T, w->d, w->xscale, x, w->d))) return st;
-    /* a batch of one sequence: rows 0 .. T-1 at positions enc_pos .., cache slot 0 */
-    fc_mask mk = {.left = s->ctx[0], .right = s->ctx[1], .style = w->att_style};
-    int row0[2] = {0, T}, slot[1] = {0};
-    int64_t pos[1] = {s->enc_pos};
-    sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = slot, .pos = pos};
-    fc_seqs sq = {.b = &b, .mk = &mk, .kc = s->kc, .vc = s->vc, .conv = s->cc, .kw = s->kw, .vw = s->vw};
-    if ((st = fc_layers(w, &s->ws, x, &sq))) return st;
-    s->enc_pos += T;
-    s->chan_len = (int)SR_MIN(s->enc_pos, (int64_t)s->csize);
-    s->steps++;
-    /* keep the last 9 mel frames as the next pre-encode cache */
-    int total = s->mel_hist + nnew;
-    int keep = SR_MIN(FC_PRE_CACHE, total);
-    memmove(s->mel, s->mel + (size_t)(total - keep) * F, (size_t)(s->mel_n - (total - keep)) * F * sizeof(float));
-    s->mel_n -= total - keep;
-    s->mel_hist = keep;
-    return push_frames(s, x, T);
+    int rest = s->mel_n - s->mel_hist, full = step_frames(s);
+    if (rest >= full) return full;
+    return final && rest >= (s->steps ? 8 : 1) ? rest : 0;
 }
 
-static sr_status add_mel(fc_stream *s, const float *frames, int n)
+/* ---- config ---- */
+
+/* Validate a stream config for model w (batch_open and stream_open: SR_ERR_ARG naming the
+ * field). */
+static sr_status fc_config(const fc_model *w, const sr_stream_config *cfg, fc_cfg *out)
 {
-    int F = s->w->n_mels;
-    if (s->mel_n + n > s->mel_cap) {
-        int cap = SR_MAX(2 * s->mel_cap, s->mel_n + n);
-        float *p = realloc(s->mel, (size_t)cap * F * sizeof(float));
-        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: mel buffer of %d frames", cap);
-        s->mel = p;
-        s->mel_cap = cap;
-    }
-    memcpy(s->mel + (size_t)s->mel_n * F, frames, (size_t)n * F * sizeof(float));
-    s->mel_n += n;
-    return SR_OK;
-}
-
-static sr_status run_steps(fc_stream *s, int final)
-{
-    sr_status st;
-    while (s->mel_n - s->mel_hist >= step_frames(s))
-        if ((st = stream_step(s, step_frames(s)))) return st;
-    if (final) {
-        int rest = s->mel_n - s->mel_hist;
-        if (rest >= (s->steps ? 8 : 1) && (st = stream_step(s, rest))) return st;
-    }
-    return SR_OK;
-}
-
-/* Offline: the whole mel [T, n_mels] through the encoder (full, context-masked or banded
- * attention as the stream's strategy and length decide), into the scorer's window. */
-static sr_status encode_offline(fc_stream *s, const float *mel, int T)
-{
-    int local = s->local;
-    if (local < 0) local = fc_subsample_len(T) > s->w->local_threshold;
-    const int *ctx = local ? s->w->local_w : s->ctx;
-    float *enc = NULL;
-    int ne = 0;
-    sr_status st = fc_encode_offline(s->w, mel, T, ctx, local, &enc, &ne, NULL);
-    if (!st) st = push_frames(s, enc, ne);
-    if (enc) s->w->k->free(enc);
-    return st;
-}
-
-sr_status fc_stream_feed_mel(fc_stream *s, const float *mel, int n, int final)
-{
-    s->encp_n = 0;
-    s->frames_base = s->frames_total;
-    sr_status st = add_mel(s, mel, n);
-    if (st || !s->offline) return st ? st : run_steps(s, final);
-    return final && s->mel_n ? encode_offline(s, s->mel, s->mel_n) : SR_OK;
-}
-
-static sr_status ensure_mel_new(fc_stream *s, int frames)
-{
-    if (frames <= s->mel_new_cap) return SR_OK;
-    float *p = realloc(s->mel_new, (size_t)frames * s->w->n_mels * sizeof(float));
-    if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: %d mel frames", frames);
-    s->mel_new = p;
-    s->mel_new_cap = frames;
-    return SR_OK;
-}
-
-static sr_status process_offline(fc_stream *s, const float *pcm, size_t n, int final)
-{
-    if (s->audio_n + n > s->audio_cap) {
-        size_t cap = SR_MAX(2 * s->audio_cap, s->audio_n + n);
-        float *p = realloc(s->audio, cap * sizeof(float));
-        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: offline audio of %zu samples", cap);
-        s->audio = p;
-        s->audio_cap = cap;
-    }
-    memcpy(s->audio + s->audio_n, pcm, n * sizeof(float));
-    s->audio_n += n;
-    if (!final || s->audio_n < (size_t)s->w->hop) return SR_OK;
-    float *mel = NULL;
-    int T = 0;
-    sr_status st = sr_mel_compute(s->w->mel, s->audio, s->audio_n, &mel, &T);
-    if (!st) st = encode_offline(s, mel, T);
-    free(mel);
-    return st;
-}
-
-static sr_status fc_process(void *state, const float *pcm, size_t n, int final)
-{
-    fc_stream *s = state;
-    s->encp_n = 0; /* the scorer's window holds this call's frames only */
-    s->frames_base = s->frames_total;
-    s->samples_in += (int64_t)n;
-    if (s->offline) return process_offline(s, pcm, n, final);
-    sr_status st;
-    int nf = sr_mel_stream_pending(s->ms, n);
-    if ((st = ensure_mel_new(s, nf))) return st;
-    int got = 0;
-    if ((st = sr_mel_stream_feed(s->ms, pcm, n, s->mel_new, nf, &got))) return st;
-    if ((st = add_mel(s, s->mel_new, got))) return st;
-    if (final) {
-        nf = sr_mel_stream_pending(s->ms, 0);
-        if ((st = ensure_mel_new(s, nf))) return st;
-        if ((st = sr_mel_stream_finish(s->ms, s->mel_new, nf, &got))) return st;
-        if ((st = add_mel(s, s->mel_new, got))) return st;
-    }
-    return run_steps(s, final);
-}
-
-static void fc_reset(void *state)
-{
-    fc_stream *s = state;
-    const sr_kernels *k = s->w->k;
-    if (s->ms) sr_mel_stream_reset(s->ms);
-    s->mel_n = s->mel_hist = 0;
-    s->steps = 0;
-    /* positions restart at 0, so old rows are out of every key range; cleared all the same
-     * (the conv states are read as they are; the working pools are restaged every step) */
-    if (s->kc) sr_kpool_clear(k, s->kc, 0);
-    if (s->vc) sr_kpool_clear(k, s->vc, 0);
-    if (s->cc) sr_kpool_clear(k, s->cc, 0);
-    s->chan_len = 0;
-    s->enc_pos = 0;
-    s->audio_n = 0;
-    s->encp_n = 0;
-    s->frames_base = s->frames_total = 0;
-    s->samples_in = 0;
-}
-
-static void fc_stream_close(void *state)
-{
-    fc_stream *s = state;
-    if (!s) return;
-    const sr_kernels *k = s->w->k;
-    sr_mel_stream_close(s->ms);
-    free(s->mel_new);
-    free(s->mel);
-    if (s->sub_in) k->free(s->sub_in);
-    if (s->sub_scratch) k->free(s->sub_scratch);
-    if (s->x) k->free(s->x);
-    sr_kpool_free(k, s->kc);
-    sr_kpool_free(k, s->vc);
-    sr_kpool_free(k, s->cc);
-    sr_kpool_free(k, s->kw);
-    sr_kpool_free(k, s->vw);
-    fc_work_free(s->w, &s->ws);
-    free(s->audio);
-    if (s->encp) k->free(s->encp);
-    free(s->enc_raw);
-    if (s->jh) k->free(s->jh);
-    free(s);
-}
-
-static size_t fc_state_bytes(const void *state)
-{
-    const fc_stream *s = state;
-    const fc_model *w = s->w;
-    size_t b = sizeof *s;
-    b += (size_t)s->mel_new_cap * w->n_mels * sizeof(float);
-    b += (size_t)s->mel_cap * w->n_mels * sizeof(float);
-    if (s->sub_in) b += (size_t)(FC_PRE_CACHE + 8 * (s->ctx[1] + 1)) * w->n_mels * sizeof(float);
-    b += s->sub_scratch_n * sizeof(float);
-    b += (size_t)s->x_cap * w->d * sizeof(float);
-    const sr_kpool *pools[5] = {s->kc, s->vc, s->cc, s->kw, s->vw};
-    for (int i = 0; i < 5; i++) b += pools[i] ? pools[i]->bytes : 0;
-    b += s->ws.bytes;
-    b += s->audio_cap * sizeof(float);
-    b += (size_t)s->encp_cap * w->joint_hidden * sizeof(float);
-    b += (size_t)s->enc_raw_cap * w->d * sizeof(float);
-    b += s->scorer_bytes;
-    return b;
-}
-
-/* ---- scorer ---- */
-
-static int tr_frames(void *ctx) { return (int)((fc_stream *)ctx)->frames_total; }
-
-static sr_status tr_predict(void *ctx, const float *state_in, int32_t token, float *state_out,
-                            float *pred_out)
-{
-    fc_stream *s = ctx;
-    const fc_model *w = s->w;
-    const sr_kernels *k = w->k;
-    int H = w->pred_hidden, J = w->joint_hidden;
-    size_t nstate = (size_t)2 * w->pred_layers * H * sizeof(float);
-    if (token < -1 || token >= w->vocab)
-        return sr_error(SR_ERR_ARG, "fastconformer: predict on token %d (vocabulary %d, blank never fed)", token, w->vocab);
-    /* state layout: per layer h [H] then c [H]; the start state is zero (NeMo's SOS with
-     * blank-as-pad), and so is the start symbol's embedding */
-    sr_status st = SR_OK;
-    if (state_in) st = k->upload(s->pstate, state_in, nstate);
-    else k->zero(s->pstate, nstate);
-    if (st) return st;
-    if (token < 0) k->zero(s->lstm_in, (size_t)H * sizeof(float));
-    else if ((st = k->gather(w->embed, &token, 1, s->lstm_in, H))) return st;
-    const float *inp = s->lstm_in;
-    for (int l = 0; l < w->pred_layers; l++) {
-        float *h = s->pstate + (size_t)l * 2 * H, *c = h + H;
-        /* gates [4H] = W_ih x + b_ih + W_hh h + b_hh, order i, f, g, o; then the cell updates
-         * c in place and overwrites h (read by the gemm before) */
-        if ((st = k->gemm(1, inp, H, w->lstm_wih[l], w->lstm_bih[l], SR_ACT_NONE, 1.0f, 0.0f, s->gates, 4 * H)) ||
-            (st = k->gemm(1, h, H, w->lstm_whh[l], w->lstm_bhh[l], SR_ACT_NONE, 1.0f, 1.0f, s->gates, 4 * H)) ||
-            (st = k->lstm_cell(1, H, s->gates, 4 * H, c, H, h, H)))
-            return st;
-        inp = h;
-    }
-    /* pred_out = joint.pred(top h) */
-    if ((st = k->gemm(1, inp, H, w->j_pred.w, w->j_pred.b, SR_ACT_NONE, 1.0f, 0.0f, s->pout, J)) ||
-        (st = k->download(state_out, s->pstate, nstate)))
-        return st;
-    return k->download(pred_out, s->pout, (size_t)J * sizeof(float));
-}
-
-static sr_status tr_joint(void *ctx, int t, const float *pred_out, float *logits)
-{
-    fc_stream *s = ctx;
-    const fc_model *w = s->w;
-    const sr_kernels *k = w->k;
-    int J = w->joint_hidden;
-    int64_t r = (int64_t)t - s->frames_base;
-    if (r < 0 || r >= s->encp_n)
-        return sr_error(SR_ERR_ARG, "fastconformer: joint on frame %d, frames %lld..%lld are held", t,
-                        (long long)s->frames_base, (long long)(s->frames_base + s->encp_n - 1));
-    /* ReLU(enc_proj[t] + pred_out) -> Linear */
-    sr_status st;
-    if ((st = k->upload(s->jp, pred_out, (size_t)J * sizeof(float))) ||
-        (st = k->copy2d(1, J, s->encp + (size_t)r * J, J, s->jh, J)) ||
-        (st = k->add(1, J, s->jp, J, 1.0f, s->jh, J)) ||
-        (st = k->act(SR_ACT_RELU, (size_t)J, s->jh, s->jh)) ||
-        (st = k->gemm(1, s->jh, J, w->j_out.w, w->j_out.b, SR_ACT_NONE, 1.0f, 0.0f, s->logits, w->n_out)))
-        return st;
-    return k->download(logits, s->logits, (size_t)w->n_out * sizeof(float));
-}
-
-static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch,
-                                int slot, void **state,
-                                sr_chunking *ck, sr_scorer *sc)
-{
-    (void)batch;
-    (void)slot;
-    const fc_model *w = m->impl;
+    memset(out, 0, sizeof *out);
     int strategy = FC_CACHE_AWARE;
     if (cfg->strategy) {
         if (!strcmp(cfg->strategy, "cache_aware")) strategy = FC_CACHE_AWARE;
@@ -387,60 +105,579 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
                             cfg->cache_dtype);
         f16 = 1; /* offline strategies have no caches: accepted, nothing to store */
     }
+    out->strategy = strategy;
+    out->offline = strategy != FC_CACHE_AWARE;
+    out->local = strategy == FC_OFFLINE_LOCAL ? 1 : strategy == FC_OFFLINE_FULL ? 0 : -1;
+    out->ctx[0] = ctx[0];
+    out->ctx[1] = ctx[1];
+    out->f16 = f16;
+    return SR_OK;
+}
+
+/* ---- batch context ---- */
+
+static void fc_batch_close(void *batch)
+{
+    fc_batch *b = batch;
+    if (!b) return;
+    const sr_kernels *k = b->w->k;
+    sr_kpool_free(k, b->kc);
+    sr_kpool_free(k, b->vc);
+    sr_kpool_free(k, b->cc);
+    sr_kpool_free(k, b->kw);
+    sr_kpool_free(k, b->vw);
+    fc_work_free(b->w, &b->ws);
+    float *tab[6] = {b->sub_in, b->sub_x, b->sub_scratch, b->x, b->xp, b->jh};
+    for (int i = 0; i < 6; i++)
+        if (tab[i]) k->free(tab[i]);
+    free(b->call);
+    free(b);
+}
+
+static size_t fc_batch_bytes(const void *batch) { return ((const fc_batch *)batch)->bytes; }
+
+static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, int max_streams,
+                               void **batch)
+{
+    *batch = NULL;
+    const fc_model *w = m->impl;
+    if (max_streams < 1)
+        return sr_error(SR_ERR_ARG, "fastconformer: batch context of %d streams (at least 1)", max_streams);
+    fc_cfg c;
+    sr_status st = fc_config(w, cfg, &c);
+    if (st) return st;
+    fc_batch *b = sr_calloc(1, sizeof *b, "fastconformer batch context");
+    if (!b) return SR_ERR_NOMEM;
+    b->m = m;
+    b->w = w;
+    b->cfg = c;
+    b->max_streams = max_streams;
+    b->bytes = sizeof *b;
+    const sr_kernels *k = w->k;
+    size_t S = (size_t)max_streams;
+    int d = w->d, R = c.ctx[1], H = w->pred_hidden, J = w->joint_hidden;
+    /* host bookkeeping, one block: call [S] pointers, then pos [S], row0 [S + 1], slot, seq,
+     * ids [S], mk [S], seen [S] */
+    size_t host = S * sizeof(fc_stream *) + S * sizeof(int64_t) + (3 * S + 1) * sizeof(int) + S * sizeof(int32_t) +
+                  S * sizeof(fc_mask) + S;
+    char *h = sr_calloc(1, host, "fastconformer batch bookkeeping");
+    if (!h) {
+        fc_batch_close(b);
+        return SR_ERR_NOMEM;
+    }
+    b->call = (fc_stream **)(void *)h;
+    h += S * sizeof(fc_stream *);
+    b->pos = (int64_t *)(void *)h;
+    h += S * sizeof(int64_t);
+    b->mk = (fc_mask *)(void *)h;
+    h += S * sizeof(fc_mask);
+    b->row0 = (int *)(void *)h;
+    b->slot = b->row0 + S + 1;
+    b->seq = b->slot + S;
+    b->ids = (int32_t *)(b->seq + S);
+    b->seen = (unsigned char *)(b->ids + S);
+    b->bytes += host;
+    /* scorer scratch in table memory, one block of S rows per array */
+    size_t nsc = 3 * (size_t)J + (size_t)w->n_out + 2 * (size_t)w->pred_layers * H + (size_t)H + 4 * (size_t)H;
+    b->jh = k->alloc(S * nsc * sizeof(float));
+    if (!b->jh) {
+        st = sr_error(SR_ERR_NOMEM, "fastconformer: scorer scratch of %zu floats", S * nsc);
+        goto fail;
+    }
+    b->bytes += S * nsc * sizeof(float);
+    b->jp = b->jh + S * J;
+    b->pout = b->jp + S * J;
+    b->logits = b->pout + S * J;
+    b->pstate = b->logits + S * w->n_out;
+    b->lstm_in = b->pstate + S * 2 * w->pred_layers * H;
+    b->gates = b->lstm_in + S * H;
+    if (!c.offline) {
+        /* a step's input is at most nin mel frames (step_ready), its output sub_rows rows, of
+         * which at most R + 1 go to the round */
+        b->csize = c.ctx[0];
+        b->nin = FC_PRE_CACHE + 8 * (R + 1);
+        b->sub_rows = fc_subsample_len(b->nin);
+        b->sub_scratch_n = fc_subsample_scratch(w, b->nin);
+        size_t rows = S * (size_t)(R + 1);
+        b->sub_in = k->alloc((size_t)b->nin * w->n_mels * sizeof(float));
+        b->sub_x = k->alloc((size_t)b->sub_rows * d * sizeof(float));
+        b->sub_scratch = k->alloc(b->sub_scratch_n * sizeof(float));
+        b->x = k->alloc(rows * d * sizeof(float));
+        b->xp = k->alloc(rows * J * sizeof(float));
+        if (!b->sub_in || !b->sub_x || !b->sub_scratch || !b->x || !b->xp) {
+            st = sr_error(SR_ERR_NOMEM, "fastconformer: step buffers of %d streams (%d mel frames each)", max_streams, b->nin);
+            goto fail;
+        }
+        b->bytes += ((size_t)b->nin * w->n_mels + (size_t)b->sub_rows * d + b->sub_scratch_n + rows * (d + J)) * sizeof(float);
+        /* K / V pools: a step's R + 1 rows attend together with the L cached positions, so a
+         * ring of L + R + 1 rows holds every key of a step. f16 stores K / V rounded in rings
+         * of max(L, R + 1) rows and attends in f32 working pools of one layer (fc_seqs), so a
+         * step's own rows are exact while it runs, as with f32 */
+        sr_dtype dt = c.f16 ? SR_F16 : SR_F32;
+        int prow = c.f16 ? SR_MAX(SR_MAX(b->csize, R + 1), 1) : b->csize + R + 1;
+        if ((st = sr_kpool_create(k, dt, w->n_layers, max_streams, prow, d, &b->kc)) ||
+            (st = sr_kpool_create(k, dt, w->n_layers, max_streams, prow, d, &b->vc)) ||
+            (c.f16 && (st = sr_kpool_create(k, SR_F32, 1, max_streams, b->csize + R + 1, d, &b->kw))) ||
+            (c.f16 && (st = sr_kpool_create(k, SR_F32, 1, max_streams, b->csize + R + 1, d, &b->vw))) ||
+            (w->kernel > 1 && (st = sr_kpool_create(k, dt, w->n_layers, max_streams, w->kernel - 1, d, &b->cc))) ||
+            (st = fc_work_init(&b->ws, w, (int)rows, 0, c.f16 ? max_streams * b->csize : 0)))
+            goto fail;
+        const sr_kpool *pools[5] = {b->kc, b->vc, b->cc, b->kw, b->vw};
+        for (int i = 0; i < 5; i++) b->bytes += pools[i] ? pools[i]->bytes : 0;
+        b->bytes += b->ws.bytes;
+    }
+    *batch = b;
+    return SR_OK;
+fail:
+    fc_batch_close(b);
+    return st;
+}
+
+/* Zero slot `slot` of every pool (a stream opening it or resetting). */
+static sr_status clear_slot(fc_batch *b, int slot)
+{
+    const sr_kernels *k = b->w->k;
+    sr_kpool *pools[5] = {b->kc, b->vc, b->cc, b->kw, b->vw};
+    sr_status st = SR_OK;
+    for (int i = 0; i < 5 && !st; i++)
+        if (pools[i]) st = sr_kpool_clear(k, pools[i], slot);
+    return st;
+}
+
+/* ---- frames ---- */
+
+/* Append n encoder rows x [n, d] (table memory) to the scorer's window, joint-projected: xp
+ * [n, J] the rows already projected (table), or NULL to project them here, and to the host
+ * record of raw rows. */
+static sr_status push_frames(fc_stream *s, const float *x, const float *xp, int n)
+{
+    const fc_model *w = s->w;
+    const sr_kernels *k = w->k;
+    int J = w->joint_hidden;
+    if (s->encp_n + n > s->encp_cap) {
+        int cap = SR_MAX(2 * s->encp_cap, s->encp_n + n);
+        float *p = k->alloc((size_t)cap * J * sizeof(float));
+        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: joint frame window of %d rows", cap);
+        sr_status st = k->copy2d(s->encp_n, J, s->encp, J, p, J);
+        if (st) {
+            k->free(p);
+            return st;
+        }
+        if (s->encp) k->free(s->encp);
+        s->encp = p;
+        s->encp_cap = cap;
+    }
+    if (s->encp_n + n > s->enc_raw_cap) {
+        int cap = SR_MAX(2 * s->enc_raw_cap, s->encp_n + n);
+        float *r = realloc(s->enc_raw, (size_t)cap * w->d * sizeof(float));
+        if (!r) return sr_error(SR_ERR_NOMEM, "fastconformer: encoder frame window of %d rows", cap);
+        s->enc_raw = r;
+        s->enc_raw_cap = cap;
+    }
+    float *dst = s->encp + (size_t)s->encp_n * J;
+    sr_status st = k->download(s->enc_raw + (size_t)s->encp_n * w->d, x, (size_t)n * w->d * sizeof(float));
+    if (!st) st = xp ? k->copy2d(n, J, xp, J, dst, J)
+                     : fc_gemm_rows(k, n, x, w->d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f, dst, J);
+    if (st) return st;
+    s->encp_n += n;
+    s->frames_total += n;
+    return SR_OK;
+}
+
+/* ---- cache-aware steps ---- */
+
+/* The input of stream s's next step over its first `nnew` pending mel frames (after the
+ * mel_hist cached ones), subsampled: its new rows (the pre-encode cache's dropped) go to
+ * `out` [*T, d] (table, before xscaling); the mel buffer keeps the last 9 frames as the next
+ * pre-encode cache. Uses the batch's step buffers (one stream at a time). */
+static sr_status subsample_step(fc_stream *s, int nnew, float *out, int *T)
+{
+    fc_batch *b = s->b;
+    const fc_model *w = s->w;
+    const sr_kernels *k = w->k;
+    int F = w->n_mels, first = s->steps == 0;
+    int hist = first ? 0 : FC_PRE_CACHE;
+    int pad = hist - s->mel_hist; /* zero frames in front while fewer than 9 exist */
+    int nin = hist + nnew;
+    *T = 0;
+    if (nin > b->nin) /* the buffers sized at batch_open */
+        return sr_error(SR_ERR_ARG, "fastconformer: a step of %d mel frames exceeds the stream's %d", nin, b->nin);
+    k->zero(b->sub_in, (size_t)pad * F * sizeof(float));
+    sr_status st = k->upload(b->sub_in + (size_t)pad * F, s->mel + (size_t)(s->mel_hist - (hist - pad)) * F,
+                             (size_t)(hist - pad + nnew) * F * sizeof(float));
+    int n = 0;
+    if (!st) st = fc_subsample_into(w, b->sub_in, nin, b->sub_x, &n, b->sub_scratch);
+    if (st) return st;
+    int drop = first ? 0 : FC_DROP;
+    if (n - drop > b->cfg.ctx[1] + 1)
+        return sr_error(SR_ERR_ARG, "fastconformer: a step of %d encoder rows exceeds the stream's %d", n - drop,
+                        b->cfg.ctx[1] + 1);
+    if ((st = k->copy2d(n - drop, w->d, b->sub_x + (size_t)drop * w->d, w->d, out, w->d))) return st;
+    *T = n - drop;
+    /* keep the last 9 mel frames as the next pre-encode cache */
+    int total = s->mel_hist + nnew;
+    int keep = SR_MIN(FC_PRE_CACHE, total);
+    memmove(s->mel, s->mel + (size_t)(total - keep) * F, (size_t)(s->mel_n - (total - keep)) * F * sizeof(float));
+    s->mel_n -= total - keep;
+    s->mel_hist = keep;
+    return SR_OK;
+}
+
+/* Every step the streams ss[0 .. count) (cache-aware, of batch b) have ready, in rounds: each
+ * round takes one step of every stream that has one, as one batch of sequences through the
+ * layers and the joint's encoder projection. final[i]: stream i's audio has ended. */
+static sr_status run_rounds(fc_batch *b, fc_stream *const *ss, const int *final, int count)
+{
+    const fc_model *w = b->w;
+    const sr_kernels *k = w->k;
+    int d = w->d, J = w->joint_hidden;
+    sr_status st;
+    for (;;) {
+        int ns = 0, M = 0;
+        b->row0[0] = 0;
+        for (int i = 0; i < count; i++) {
+            fc_stream *s = ss[i];
+            int nnew = step_ready(s, final[i]), T = 0;
+            if (!nnew) continue;
+            if ((st = subsample_step(s, nnew, b->x + (size_t)M * d, &T))) return st;
+            /* sequence ns: rows M .. M + T - 1 at positions enc_pos .., the stream's slot */
+            b->seq[ns] = i;
+            b->slot[ns] = s->slot;
+            b->pos[ns] = s->enc_pos;
+            b->mk[ns] = (fc_mask){.left = b->cfg.ctx[0], .right = b->cfg.ctx[1], .style = w->att_style};
+            M += T;
+            b->row0[++ns] = M;
+        }
+        if (!ns) return SR_OK;
+        sr_kbatch kb = {.n_seq = ns, .row0 = b->row0, .slot = b->slot, .pos = b->pos};
+        fc_seqs sq = {.b = &kb, .mk = b->mk, .kc = b->kc, .vc = b->vc, .conv = b->cc, .kw = b->kw, .vw = b->vw};
+        if ((st = k->scale(M, d, w->xscale, b->x, d)) || (st = fc_layers(w, &b->ws, b->x, &sq)) ||
+            (st = fc_gemm_rows(k, M, b->x, d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f, b->xp, J)))
+            return st;
+        for (int q = 0; q < ns; q++) {
+            fc_stream *s = ss[b->seq[q]];
+            int r0 = b->row0[q], T = b->row0[q + 1] - r0;
+            s->enc_pos += T;
+            s->chan_len = (int)SR_MIN(s->enc_pos, (int64_t)b->csize);
+            s->steps++;
+            if ((st = push_frames(s, b->x + (size_t)r0 * d, b->xp + (size_t)r0 * J, T))) return st;
+        }
+    }
+}
+
+static sr_status add_mel(fc_stream *s, const float *frames, int n)
+{
+    int F = s->w->n_mels;
+    if (s->mel_n + n > s->mel_cap) {
+        int cap = SR_MAX(2 * s->mel_cap, s->mel_n + n);
+        float *p = realloc(s->mel, (size_t)cap * F * sizeof(float));
+        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: mel buffer of %d frames", cap);
+        s->mel = p;
+        s->mel_cap = cap;
+    }
+    memcpy(s->mel + (size_t)s->mel_n * F, frames, (size_t)n * F * sizeof(float));
+    s->mel_n += n;
+    return SR_OK;
+}
+
+/* Offline: the whole mel [T, n_mels] through the encoder (full, context-masked or banded
+ * attention as the stream's strategy and length decide), into the scorer's window. */
+static sr_status encode_offline(fc_stream *s, const float *mel, int T)
+{
+    int local = s->b->cfg.local;
+    if (local < 0) local = fc_subsample_len(T) > s->w->local_threshold;
+    const int *ctx = local ? s->w->local_w : s->b->cfg.ctx;
+    float *enc = NULL;
+    int ne = 0;
+    sr_status st = fc_encode_offline(s->w, mel, T, ctx, local, &enc, &ne, NULL);
+    if (!st) st = push_frames(s, enc, NULL, ne);
+    if (enc) s->w->k->free(enc);
+    return st;
+}
+
+sr_status fc_stream_feed_mel(fc_stream *s, const float *mel, int n, int final)
+{
+    s->encp_n = 0;
+    s->frames_base = s->frames_total;
+    sr_status st = add_mel(s, mel, n);
+    if (st || !s->b->cfg.offline) return st ? st : run_rounds(s->b, &s, &final, 1);
+    return final && s->mel_n ? encode_offline(s, s->mel, s->mel_n) : SR_OK;
+}
+
+static sr_status ensure_mel_new(fc_stream *s, int frames)
+{
+    if (frames <= s->mel_new_cap) return SR_OK;
+    float *p = realloc(s->mel_new, (size_t)frames * s->w->n_mels * sizeof(float));
+    if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: %d mel frames", frames);
+    s->mel_new = p;
+    s->mel_new_cap = frames;
+    return SR_OK;
+}
+
+static sr_status process_offline(fc_stream *s, const float *pcm, size_t n, int final)
+{
+    if (s->audio_n + n > s->audio_cap) {
+        size_t cap = SR_MAX(2 * s->audio_cap, s->audio_n + n);
+        float *p = realloc(s->audio, cap * sizeof(float));
+        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: offline audio of %zu samples", cap);
+        s->audio = p;
+        s->audio_cap = cap;
+    }
+    if (n) memcpy(s->audio + s->audio_n, pcm, n * sizeof(float));
+    s->audio_n += n;
+    if (!final || s->audio_n < (size_t)s->w->hop) return SR_OK;
+    float *mel = NULL;
+    int T = 0;
+    sr_status st = sr_mel_compute(s->w->mel, s->audio, s->audio_n, &mel, &T);
+    if (!st) st = encode_offline(s, mel, T);
+    free(mel);
+    return st;
+}
+
+/* The cache-aware front end of one stream's chunk: its mel frames (the rest of them at
+ * final) appended to the stream's mel buffer. */
+static sr_status feed_audio(fc_stream *s, const float *pcm, size_t n, int final)
+{
+    sr_status st;
+    int nf = sr_mel_stream_pending(s->ms, n);
+    if ((st = ensure_mel_new(s, nf))) return st;
+    int got = 0;
+    if ((st = sr_mel_stream_feed(s->ms, pcm, n, s->mel_new, nf, &got))) return st;
+    if ((st = add_mel(s, s->mel_new, got))) return st;
+    if (final) {
+        nf = sr_mel_stream_pending(s->ms, 0);
+        if ((st = ensure_mel_new(s, nf))) return st;
+        if ((st = sr_mel_stream_finish(s->ms, s->mel_new, nf, &got))) return st;
+        if ((st = add_mel(s, s->mel_new, got))) return st;
+    }
+    return SR_OK;
+}
+
+static sr_status fc_process_batch(void *batch, void *const *states, const float *const *pcm,
+                                  const size_t *n, const int *final, int count)
+{
+    fc_batch *b = batch;
+    if (!b) return sr_error(SR_ERR_ARG, "fastconformer: process_batch without a batch context");
+    if (count < 0 || count > b->max_streams)
+        return sr_error(SR_ERR_ARG, "fastconformer: process_batch of %d streams (batch context of %d)", count,
+                        b->max_streams);
+    memset(b->seen, 0, (size_t)b->max_streams);
+    for (int i = 0; i < count; i++) {
+        fc_stream *s = states[i];
+        if (!s || s->b != b)
+            return sr_error(SR_ERR_ARG, "fastconformer: process_batch stream %d is not of this batch context", i);
+        if (b->seen[s->slot])
+            return sr_error(SR_ERR_ARG, "fastconformer: process_batch stream %d repeats slot %d", i, s->slot);
+        b->seen[s->slot] = 1;
+        b->call[i] = s;
+    }
+    /* per stream: the scorer's window holds this call's frames only; the front end */
+    for (int i = 0; i < count; i++) {
+        fc_stream *s = b->call[i];
+        s->encp_n = 0;
+        s->frames_base = s->frames_total;
+        s->samples_in += (int64_t)n[i];
+        sr_status st = b->cfg.offline ? process_offline(s, pcm[i], n[i], final[i]) : feed_audio(s, pcm[i], n[i], final[i]);
+        if (st) return st;
+    }
+    return b->cfg.offline ? SR_OK : run_rounds(b, b->call, final, count);
+}
+
+static sr_status fc_process(void *state, const float *pcm, size_t n, int final)
+{
+    fc_stream *s = state;
+    void *one[1] = {s};
+    return fc_process_batch(s->b, one, &pcm, &n, &final, 1);
+}
+
+static void fc_reset(void *state)
+{
+    fc_stream *s = state;
+    if (s->ms) sr_mel_stream_reset(s->ms);
+    s->mel_n = s->mel_hist = 0;
+    s->steps = 0;
+    /* positions restart at 0, so old rows are out of every key range; the slot is cleared all
+     * the same (the conv states are read as they are) */
+    (void)clear_slot(s->b, s->slot);
+    s->chan_len = 0;
+    s->enc_pos = 0;
+    s->audio_n = 0;
+    s->encp_n = 0;
+    s->frames_base = s->frames_total = 0;
+    s->samples_in = 0;
+}
+
+static void fc_stream_close(void *state)
+{
+    fc_stream *s = state;
+    if (!s) return;
+    const sr_kernels *k = s->w->k;
+    sr_mel_stream_close(s->ms);
+    free(s->mel_new);
+    free(s->mel);
+    free(s->audio);
+    if (s->encp) k->free(s->encp);
+    free(s->enc_raw);
+    free(s);
+}
+
+static size_t fc_state_bytes(const void *state)
+{
+    const fc_stream *s = state;
+    const fc_model *w = s->w;
+    size_t b = sizeof *s;
+    b += (size_t)s->mel_new_cap * w->n_mels * sizeof(float);
+    b += (size_t)s->mel_cap * w->n_mels * sizeof(float);
+    b += s->audio_cap * sizeof(float);
+    b += (size_t)s->encp_cap * w->joint_hidden * sizeof(float);
+    b += (size_t)s->enc_raw_cap * w->d * sizeof(float);
+    return b;
+}
+
+/* ---- scorer ---- */
+
+static int tr_frames(void *ctx) { return (int)((fc_stream *)ctx)->frames_total; }
+
+/* Request i of a batched scorer call of `count` (ctx: its stream): every request of a call is
+ * a stream of one batch context (*b, set by request 0), at most max_streams of them. */
+static sr_status req_stream(const void *ctx, int i, int count, const char *what, fc_batch **b)
+{
+    const fc_stream *s = ctx;
+    if (!s) return sr_error(SR_ERR_ARG, "fastconformer: %s request %d has no stream", what, i);
+    if (i && s->b != *b)
+        return sr_error(SR_ERR_ARG, "fastconformer: %s request %d is of another batch context", what, i);
+    *b = s->b;
+    if (count > (*b)->max_streams)
+        return sr_error(SR_ERR_ARG, "fastconformer: %s of %d requests (batch context of %d)", what, count,
+                        (*b)->max_streams);
+    return SR_OK;
+}
+
+static sr_status tr_predict_batch(const sr_tr_predict_req *r, int count)
+{
+    fc_batch *b = NULL;
+    sr_status st;
+    if (count < 0) return sr_error(SR_ERR_ARG, "fastconformer: tr_predict_batch of %d requests", count);
+    for (int i = 0; i < count; i++)
+        if ((st = req_stream(r[i].ctx, i, count, "tr_predict_batch", &b))) return st;
+    if (!count) return SR_OK;
+    const fc_model *w = b->w;
+    const sr_kernels *k = w->k;
+    int H = w->pred_hidden, J = w->joint_hidden, S = 2 * w->pred_layers * H;
+    size_t nstate = (size_t)S * sizeof(float);
+    /* state layout: per layer h [H] then c [H]; the start state is zero (NeMo's SOS with
+     * blank-as-pad), and so is the start symbol's embedding */
+    for (int i = 0; i < count; i++) {
+        if (r[i].token < -1 || r[i].token >= w->vocab)
+            return sr_error(SR_ERR_ARG, "fastconformer: predict on token %d (vocabulary %d, blank never fed)", r[i].token, w->vocab);
+        float *ps = b->pstate + (size_t)i * S;
+        if (r[i].state_in) {
+            if ((st = k->upload(ps, r[i].state_in, nstate))) return st;
+        } else {
+            k->zero(ps, nstate);
+        }
+        b->ids[i] = r[i].token < 0 ? 0 : r[i].token;
+    }
+    if ((st = k->gather(w->embed, b->ids, count, b->lstm_in, H))) return st;
+    for (int i = 0; i < count; i++)
+        if (r[i].token < 0) k->zero(b->lstm_in + (size_t)i * H, (size_t)H * sizeof(float));
+    const float *inp = b->lstm_in;
+    int ldi = H;
+    for (int l = 0; l < w->pred_layers; l++) {
+        float *h = b->pstate + (size_t)l * 2 * H, *c = h + H;
+        /* gates [count, 4H] = W_ih x + b_ih + W_hh h + b_hh, order i, f, g, o; then the cell
+         * updates c in place and overwrites h (read by the gemm before) */
+        if ((st = k->gemm(count, inp, ldi, w->lstm_wih[l], w->lstm_bih[l], SR_ACT_NONE, 1.0f, 0.0f, b->gates, 4 * H)) ||
+            (st = k->gemm(count, h, S, w->lstm_whh[l], w->lstm_bhh[l], SR_ACT_NONE, 1.0f, 1.0f, b->gates, 4 * H)) ||
+            (st = k->lstm_cell(count, H, b->gates, 4 * H, c, S, h, S)))
+            return st;
+        inp = h;
+        ldi = S;
+    }
+    /* pred_out = joint.pred(top h) */
+    if ((st = k->gemm(count, inp, ldi, w->j_pred.w, w->j_pred.b, SR_ACT_NONE, 1.0f, 0.0f, b->pout, J))) return st;
+    for (int i = 0; i < count; i++)
+        if ((st = k->download(r[i].state_out, b->pstate + (size_t)i * S, nstate)) ||
+            (st = k->download(r[i].pred_out, b->pout + (size_t)i * J, (size_t)J * sizeof(float))))
+            return st;
+    return SR_OK;
+}
+
+static sr_status tr_joint_batch(const sr_tr_joint_req *r, int count)
+{
+    fc_batch *b = NULL;
+    sr_status st;
+    if (count < 0) return sr_error(SR_ERR_ARG, "fastconformer: tr_joint_batch of %d requests", count);
+    for (int i = 0; i < count; i++)
+        if ((st = req_stream(r[i].ctx, i, count, "tr_joint_batch", &b))) return st;
+    if (!count) return SR_OK;
+    const fc_model *w = b->w;
+    const sr_kernels *k = w->k;
+    int J = w->joint_hidden;
+    /* per request: its held frame row and its pred_out, one row each; then ReLU(enc + pred)
+     * -> Linear over all rows */
+    for (int i = 0; i < count; i++) {
+        const fc_stream *s = r[i].ctx;
+        int64_t t = (int64_t)r[i].t - s->frames_base;
+        if (t < 0 || t >= s->encp_n)
+            return sr_error(SR_ERR_ARG, "fastconformer: joint on frame %d, frames %lld..%lld are held", r[i].t,
+                            (long long)s->frames_base, (long long)(s->frames_base + s->encp_n - 1));
+        if ((st = k->upload(b->jp + (size_t)i * J, r[i].pred_out, (size_t)J * sizeof(float))) ||
+            (st = k->copy2d(1, J, s->encp + (size_t)t * J, J, b->jh + (size_t)i * J, J)))
+            return st;
+    }
+    if ((st = k->add(count, J, b->jp, J, 1.0f, b->jh, J)) ||
+        (st = k->act(SR_ACT_RELU, (size_t)count * J, b->jh, b->jh)) ||
+        (st = k->gemm(count, b->jh, J, w->j_out.w, w->j_out.b, SR_ACT_NONE, 1.0f, 0.0f, b->logits, w->n_out)))
+        return st;
+    for (int i = 0; i < count; i++)
+        if ((st = k->download(r[i].logits, b->logits + (size_t)i * w->n_out, (size_t)w->n_out * sizeof(float))))
+            return st;
+    return SR_OK;
+}
+
+static sr_status tr_predict(void *ctx, const float *state_in, int32_t token, float *state_out,
+                            float *pred_out)
+{
+    sr_tr_predict_req r = {.ctx = ctx, .state_in = state_in, .token = token, .state_out = state_out, .pred_out = pred_out};
+    return tr_predict_batch(&r, 1);
+}
+
+static sr_status tr_joint(void *ctx, int t, const float *pred_out, float *logits)
+{
+    sr_tr_joint_req r = {.ctx = ctx, .t = t, .pred_out = pred_out, .logits = logits};
+    return tr_joint_batch(&r, 1);
+}
+
+/* ---- streams ---- */
+
+static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch,
+                                int slot, void **state, sr_chunking *ck, sr_scorer *sc)
+{
+    *state = NULL;
+    const fc_model *w = m->impl;
+    fc_batch *b = batch;
+    fc_cfg c;
+    sr_status st = fc_config(w, cfg, &c);
+    if (st) return st;
+    if (!b) return sr_error(SR_ERR_ARG, "fastconformer: stream_open needs a batch context");
+    if (b->w != w) return sr_error(SR_ERR_ARG, "fastconformer: stream_open on a batch context of another model");
+    if (slot < 0 || slot >= b->max_streams)
+        return sr_error(SR_ERR_ARG, "fastconformer: stream_open on slot %d of a batch context of %d", slot, b->max_streams);
+    if (c.strategy != b->cfg.strategy || c.ctx[0] != b->cfg.ctx[0] || c.ctx[1] != b->cfg.ctx[1] || c.f16 != b->cfg.f16)
+        return sr_error(SR_ERR_ARG, "fastconformer: stream config (stream.strategy, stream.att_context [%d, %d], "
+                        "stream.cache_dtype) differs from its batch context's (att_context [%d, %d])",
+                        c.ctx[0], c.ctx[1], b->cfg.ctx[0], b->cfg.ctx[1]);
     fc_stream *s = sr_calloc(1, sizeof *s, "fastconformer stream");
     if (!s) return SR_ERR_NOMEM;
     s->m = m;
     s->w = w;
-    s->offline = strategy != FC_CACHE_AWARE;
-    s->local = strategy == FC_OFFLINE_LOCAL ? 1 : strategy == FC_OFFLINE_FULL ? 0 : -1;
-    s->ctx[0] = ctx[0];
-    s->ctx[1] = ctx[1];
-    sr_status st = SR_ERR_NOMEM;
-    const sr_kernels *k = w->k;
-    int d = w->d, R = ctx[1], H = w->pred_hidden, J = w->joint_hidden;
-    /* scorer scratch in table memory, one block */
-    size_t nsc = 3 * (size_t)J + (size_t)w->n_out + 2 * (size_t)w->pred_layers * H + (size_t)H + 4 * (size_t)H;
-    s->jh = k->alloc(nsc * sizeof(float));
-    if (!s->jh) {
-        st = sr_error(SR_ERR_NOMEM, "fastconformer: scorer scratch of %zu floats", nsc);
-        goto fail;
-    }
-    s->scorer_bytes = nsc * sizeof(float);
-    s->jp = s->jh + J;
-    s->pout = s->jp + J;
-    s->logits = s->pout + J;
-    s->pstate = s->logits + w->n_out;
-    s->lstm_in = s->pstate + 2 * (size_t)w->pred_layers * H;
-    s->gates = s->lstm_in + H;
-    if (!s->offline) {
-        if ((st = sr_mel_stream_open(w->mel, &s->ms))) goto fail;
-        st = SR_ERR_NOMEM;
-        int nin = FC_PRE_CACHE + 8 * (R + 1);
-        s->csize = ctx[0];
-        s->x_cap = fc_subsample_len(nin);
-        s->sub_in = k->alloc((size_t)nin * w->n_mels * sizeof(float));
-        s->x = k->alloc((size_t)s->x_cap * d * sizeof(float));
-        /* the largest step input is nin frames (a step never takes more: run_steps) */
-        s->sub_scratch_n = fc_subsample_scratch(w, nin);
-        s->sub_scratch = k->alloc(s->sub_scratch_n * sizeof(float));
-        if (!s->sub_in || !s->x || !s->sub_scratch) {
-            st = sr_error(SR_ERR_NOMEM, "fastconformer: step buffers of %d mel frames", nin);
-            goto fail;
-        }
-        /* K / V pools: a step's R + 1 rows attend together with the L cached positions, so a
-         * ring of L + R + 1 rows holds every key of a step. f16 streams store K / V rounded in
-         * rings of max(L, R + 1) rows and attend in f32 working pools of one layer (fc_seqs),
-         * so a step's own rows are exact while it runs, as with f32 */
-        s->cache_f16 = f16;
-        sr_dtype dt = f16 ? SR_F16 : SR_F32;
-        int rows = f16 ? SR_MAX(SR_MAX(s->csize, R + 1), 1) : s->csize + R + 1;
-        if ((st = sr_kpool_create(k, dt, w->n_layers, 1, rows, d, &s->kc)) ||
-            (st = sr_kpool_create(k, dt, w->n_layers, 1, rows, d, &s->vc)) ||
-            (f16 && (st = sr_kpool_create(k, SR_F32, 1, 1, s->csize + R + 1, d, &s->kw))) ||
-            (f16 && (st = sr_kpool_create(k, SR_F32, 1, 1, s->csize + R + 1, d, &s->vw))) ||
-            (w->kernel > 1 && (st = sr_kpool_create(k, dt, w->n_layers, 1, w->kernel - 1, d, &s->cc))) ||
-            (st = fc_work_init(&s->ws, w, R + 1, 0, f16 ? s->csize : 0)))
-            goto fail;
+    s->b = b;
+    s->slot = slot;
+    int R = c.ctx[1];
+    if (!c.offline && ((st = sr_mel_stream_open(w->mel, &s->ms)) || (st = clear_slot(b, slot)))) {
+        fc_stream_close(s);
+        return st;
     }
     /* chunking: the first step needs mel frame 8R, complete once 160 * 8R + 256 samples (the
      * centred 512-sample window) are in; later steps every 8(R + 1) frames */
@@ -449,7 +686,7 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     ck->first_chunk = cfg->first_chunk_ms > 0 ? (size_t)cfg->first_chunk_ms * 16
                       : cfg->chunk_ms > 0 ? ck->chunk
                                           : (size_t)8 * R * w->hop + 256;
-    if (s->offline && cfg->chunk_ms <= 0) ck->chunk = ck->first_chunk = 16000;
+    if (c.offline && cfg->chunk_ms <= 0) ck->chunk = ck->first_chunk = 16000;
     memset(sc, 0, sizeof *sc);
     sc->kind = SR_SCORER_TRANSDUCER;
     sc->ctx = s;
@@ -461,14 +698,13 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     sc->pred_dim = w->joint_hidden;
     sc->tr_predict = tr_predict;
     sc->tr_joint = tr_joint;
+    sc->tr_predict_batch = tr_predict_batch;
+    sc->tr_joint_batch = tr_joint_batch;
     sc->tr_max_symbols = cfg->max_symbols > 0 ? cfg->max_symbols : w->max_symbols;
     sc->tr_n_durations = w->n_durations;
     sc->tr_durations = w->durations;
     *state = s;
     return SR_OK;
-fail:
-    fc_stream_close(s);
-    return st;
 }
 
 static sr_status fc_load_ops(sr_model *m, sr_h5 *f) { return fc_model_load(m, f); }
@@ -479,8 +715,12 @@ const sr_model_ops sr_fastconformer_rnnt_ops = {
     .default_decoder = "rnnt_greedy",
     .load = fc_load_ops,
     .unload = fc_model_unload,
+    .batch_open = fc_batch_open,
+    .batch_close = fc_batch_close,
+    .batch_bytes = fc_batch_bytes,
     .stream_open = fc_stream_open,
     .process = fc_process,
+    .process_batch = fc_process_batch,
     .reset = fc_reset,
     .stream_close = fc_stream_close,
     .state_bytes = fc_state_bytes,

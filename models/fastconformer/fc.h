@@ -1,8 +1,9 @@
 /*
  * fc.h — private header of the fastconformer_rnnt backend (models/fastconformer/): NVIDIA
  * NeMo's cache-aware streaming FastConformer encoder with an RNN-T / TDT prediction network and
- * joint (nemotron-speech-streaming). Weights view, per-stream state and the internal entry
- * points tests/test_fastconformer.c calls directly. Not installed.
+ * joint (nemotron-speech-streaming). Weights view, the batch context (cache pools with one
+ * slot per stream, scratch for a batch), the per-stream state and the internal entry points
+ * tests/test_fastconformer.c calls directly. Not installed.
  *
  * Every computation goes through the model's kernel table (w->k, kernels/kernels.h): Linear
  * weights are sr_kweight handles in the table ([out, in], products x · W^T by k->gemm), vectors
@@ -177,30 +178,76 @@ sr_status fc_encode_offline(const fc_model *w, const float *mel, int T, const in
                             int local, float **out, int *n_out, size_t *work_bytes);
 
 /* ---- fastconformer.c ---- */
+enum { FC_CACHE_AWARE = 0, FC_OFFLINE = 1, FC_OFFLINE_LOCAL = 2, FC_OFFLINE_FULL = 3 };
+
+/* A stream config as validated (fc_config; the same checks and SR_ERR_ARG messages for
+ * batch_open and stream_open): every stream of a batch context runs with its batch's. */
+typedef struct {
+    int strategy;               /* FC_CACHE_AWARE, FC_OFFLINE, FC_OFFLINE_LOCAL, FC_OFFLINE_FULL */
+    int offline;                /* strategy != FC_CACHE_AWARE */
+    int local;                  /* offline: banded attention 1, never 0, by length -1 */
+    int ctx[2];                 /* att_context_size in use */
+    int f16;                    /* stream.cache_dtype "f16" */
+} fc_cfg;
+
+struct fc_stream;
+
+/* The batch context (model_ops.batch_open): what the streams stepped together share. Pools
+ * have ONE SLOT PER STREAM (a stream owns slot fc_stream.slot from stream_open to
+ * stream_close; a freed slot is cleared and reused by the next stream opened on it); scratch
+ * is sized for a round of max_streams steps of R + 1 rows each. Cache-aware only (offline
+ * strategies have no pools, workspace or step buffers: NULL / 0): */
+typedef struct fc_batch {
+    const sr_model *m;
+    const fc_model *w;
+    fc_cfg cfg;
+    int max_streams;
+    int csize;                  /* left context L: cached positions per stream */
+    /* cache pools in the stream's cache dtype: projected K / V kc, vc and the conv states cc
+     * ([n_layers][max_streams][K - 1][d]). f32: K / V of the last L positions plus a step's
+     * own rows, which attend together in place ([n_layers][max_streams][L + R + 1][d]). f16:
+     * K / V stores of max(L, R + 1) positions ([n_layers][max_streams][max(L, R + 1)][d]) and
+     * f32 working pools kw, vw of one layer ([1][max_streams][L + R + 1][d], fc_seqs) */
+    sr_kpool *kc, *vc, *cc, *kw, *vw;
+    fc_work ws;                 /* max_streams (R + 1) rows; f16: max_streams L staged rows */
+    int nin;                    /* mel frames of the largest step: 9 + 8 (R + 1) */
+    float *sub_in;              /* [nin, n_mels] one stream's step input (table) */
+    float *sub_x; int sub_rows; /* [sub_rows = fc_subsample_len(nin), d] its subsampled rows */
+    float *sub_scratch; size_t sub_scratch_n; /* fc_subsample_into scratch of one step (table) */
+    float *x;                   /* [max_streams (R + 1), d] a round's encoder rows (table) */
+    float *xp;                  /* [max_streams (R + 1), J] their joint projection (table) */
+    /* a call's bookkeeping (host): its streams, the round's sequences (sr_kbatch arrays, masks,
+     * index of each in the call), slots seen (distinct streams), predict tokens */
+    struct fc_stream **call;    /* [max_streams] */
+    int *row0, *slot, *seq;     /* [max_streams + 1], [max_streams], [max_streams] */
+    int64_t *pos;               /* [max_streams] */
+    fc_mask *mk;                /* [max_streams] */
+    unsigned char *seen;        /* [max_streams] */
+    int32_t *ids;               /* [max_streams] */
+    /* scorer scratch (table), one row per request of a batched call: joint hidden jh, its pred
+     * input jp, prediction outputs pout [max_streams, J]; logits [max_streams, n_out]; LSTM
+     * states pstate [max_streams, 2 layers H] (per layer h then c), input lstm_in
+     * [max_streams, H], gates [max_streams, 4H] */
+    float *jh, *jp, *pout, *logits, *pstate, *lstm_in, *gates;
+    size_t bytes;               /* everything above (batch_bytes) */
+} fc_batch;
+
+/* A stream: its batch context and slot there, and only its private state (front end, mel,
+ * positions, the scorer's frame window). stream_close frees only that (never touches the
+ * batch, so streams and their batch may be closed in either order). */
 typedef struct fc_stream {
     const sr_model *m;
     const fc_model *w;
-    int offline;                /* strategy */
-    int ctx[2];                 /* att_context_size in use */
-    int local;                  /* offline: banded attention (-1 auto) */
+    fc_batch *b;                /* the batch context (shared) */
+    int slot;                   /* this stream's slot of b's pools */
     /* cache-aware streaming */
     sr_mel_stream *ms;
     float *mel_new; int mel_new_cap;     /* frames of the last feed (host) */
     float *mel; int mel_n, mel_cap;      /* [9 cached + pending new] mel frames (host) */
     int mel_hist;               /* cached (pre-encode) frames at the front of mel */
     int64_t steps;              /* encoder steps done */
-    float *sub_in; float *x; int x_cap;  /* subsampling input, encoder rows (table) */
-    float *sub_scratch; size_t sub_scratch_n; /* fc_subsample_into scratch of one step (table) */
-    /* caches: projected K / V pools and conv states ([n_layers][1][K-1][d]) in the stream's
-     * cache dtype. f32: K / V of the last csize positions plus the step's own rows, which
-     * attend together in place ([n_layers][1][csize + R + 1][d]). f16: K / V stores of
-     * max(csize, R + 1) positions and f32 working pools kw / vw of one layer
-     * ([1][1][csize + R + 1][d], fc_seqs) */
-    sr_kpool *kc, *vc, *cc, *kw, *vw;
-    int csize, chan_len;        /* left context; valid cached positions (NeMo's cache length) */
+    int chan_len;               /* valid cached positions (NeMo's cache length) */
     int64_t enc_pos;            /* absolute position of the next encoder row */
-    int cache_f16;
-    fc_work ws;
     /* offline */
     float *audio; size_t audio_n, audio_cap;
     /* encoder frames of the latest process call, joint-projected: [frames_n, J] (table) */
@@ -208,16 +255,13 @@ typedef struct fc_stream {
     float *enc_raw; int enc_raw_cap;      /* unprojected rows of the latest call (host; tests) */
     int64_t frames_base, frames_total;
     int64_t samples_in;
-    /* scorer scratch (table): joint hidden [J], its pred input [J], logits [n_out], LSTM
-     * state [2 layers H], input [H], gates [4H], prediction output [J] */
-    float *jh, *jp, *logits, *pstate, *lstm_in, *gates, *pout;
-    size_t scorer_bytes;
 } fc_stream;
 
 /* The stream from mel frames instead of audio (tests feed NeMo's own mel): appends n frames
- * [n, n_mels]; cache-aware: runs every step they complete (final: the last, shorter step);
- * offline strategies: at final, the whole mel through the encoder. The new encoder rows are
- * s->enc_raw[0 .. s->encp_n). */
+ * [n, n_mels]; cache-aware: runs every step they complete (final: the last, shorter step),
+ * through the same rounds as process_batch with the stream alone; offline strategies: at
+ * final, the whole mel through the encoder. The new encoder rows are s->enc_raw[0 ..
+ * s->encp_n). */
 sr_status fc_stream_feed_mel(fc_stream *s, const float *mel, int n, int final);
 
 extern const sr_model_ops sr_fastconformer_rnnt_ops;

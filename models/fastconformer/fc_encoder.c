@@ -37,8 +37,10 @@
  *
  * Offline, the K / V pool of a layer holds the whole utterance (O(T d), as the [T, d] rows);
  * k->attn reads only each row's key range, so full attention costs time, not a T x T matrix.
- * Streams hold pools of the last L positions plus the step's own rows for every layer, in f32
- * or f16 (stream.cache_dtype): keys and values are rounded once, when written.
+ * Streams' batch contexts hold pools (one slot per stream: fc_seqs, sr_kbatch) of the last L
+ * positions plus the step's own rows for every layer, in f32 or f16 (stream.cache_dtype): keys
+ * and values are rounded once, when written; one call steps the rows of all of a batch's
+ * streams.
  */
 #include "fc.h"
 

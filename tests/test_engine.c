@@ -1,0 +1,378 @@
+/*
+ * test_engine.c — the batched engine (core/stream.c, sr_engine_*) against solo streams.
+ *
+ *   engine_equals_solo  many streams on one engine — random start steps, random feed sizes,
+ *                       finishes at different steps, a reset mid-way, a stream closed early and
+ *                       its slot reused by a new one — give every stream exactly the timeline
+ *                       (tokens, stable counts, audio positions, text) of the same audio in a
+ *                       solo stream. Every backend: test_linear (32 streams), FastConformer
+ *                       (f32 and f16 caches, greedy and beam), Whisper (whisperrt with
+ *                       stable_greedy / stable_beam, offline), Voxtral; real tiny.en on
+ *                       generated speech when both are present.
+ *   engine_api          arguments, slot limits, queued audio, errors of engine streams, memory.
+ */
+#include "test.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TWO_PI 6.283185307179586
+#define MIN_SZ(a, b) ((a) < (b) ? (a) : (b))
+
+/* ---- audio and randomness ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+/* n samples of a voiced-like signal (two drifting partials and noise), seeded. */
+static float *make_audio(uint64_t seed, size_t n)
+{
+    float *a = malloc(n * sizeof *a);
+    if (!a) return NULL;
+    uint64_t r = seed * 7919 + 17;
+    double f1 = 120 + (double)(rng_next(&r) % 200), f2 = 700 + (double)(rng_next(&r) % 1500);
+    double p1 = 0, p2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double t = (double)i / 16000.0;
+        p1 += TWO_PI * f1 * (1 + 0.2 * sin(TWO_PI * 0.7 * t)) / 16000.0;
+        p2 += TWO_PI * f2 * (1 + 0.1 * sin(TWO_PI * 1.3 * t)) / 16000.0;
+        double env = 0.5 + 0.5 * sin(TWO_PI * 2.1 * t + (double)(seed % 7));
+        double noise = ((double)(rng_next(&r) % 2001) - 1000.0) / 1000.0;
+        a[i] = (float)(env * (0.3 * sin(p1) + 0.15 * sin(p2)) + 0.02 * noise);
+    }
+    return a;
+}
+
+/* ---- comparing timelines ---- */
+
+/* 1 when the two timelines are the same in everything but compute times. */
+static int same_timeline(const sr_timeline *a, const sr_timeline *b, const char *what, int id)
+{
+    if (a->n != b->n) {
+        printf("\n      %s stream %d: %zu timeline entries, solo %zu\n", what, id, a->n, b->n);
+        return 0;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const sr_timeline_entry *x = &a->entries[i], *y = &b->entries[i];
+        if (x->audio_ms != y->audio_ms || x->n_tokens != y->n_tokens || x->n_stable != y->n_stable ||
+            x->is_final != y->is_final ||
+            (x->n_tokens && memcmp(x->tokens, y->tokens, (size_t)x->n_tokens * sizeof(int32_t))) ||
+            strcmp(x->text, y->text)) {
+            printf("\n      %s stream %d entry %zu: engine \"%s\" (%d tokens, %d stable, %lld ms), "
+                   "solo \"%s\" (%d, %d, %lld ms)\n",
+                   what, id, i, x->text, x->n_tokens, x->n_stable, (long long)x->audio_ms, y->text,
+                   y->n_tokens, y->n_stable, (long long)y->audio_ms);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The solo stream of `audio` fed in one call; NULL on failure (asserted). */
+static sr_stream *solo_run(const sr_model *m, const sr_stream_config *cfg, const float *audio,
+                           size_t n)
+{
+    sr_stream *s = NULL;
+    sr_status st = sr_stream_open(m, cfg, &s);
+    if (!st) st = sr_stream_feed(s, audio, n);
+    if (!st) st = sr_stream_finish(s);
+    if (st) {
+        printf("\n      solo stream: %s\n", sr_last_error());
+        CU_FAIL("solo stream");
+        sr_stream_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* One stream of the scenario. */
+typedef struct {
+    float *audio;
+    size_t n, fed;
+    int start;          /* driver iteration at which it opens */
+    int reset_at;       /* iteration at which it resets and starts over (-1: never) */
+    int close_at;       /* iteration at which it is closed unfinished (-1: never) */
+    int done;           /* finished (or closed) */
+    sr_stream *s;
+} player;
+
+/* The scenario of the file comment with n_streams streams (plus one that replaces an early
+ * closed stream) on one engine of n_streams slots; every surviving stream compared with solo.
+ * Audio lengths between min_s and max_s seconds. */
+static void engine_vs_solo(const sr_model *m, const sr_stream_config *cfg, int n_streams,
+                           double min_s, double max_s, uint64_t seed, const char *what)
+{
+    sr_engine *e = NULL;
+    sr_status st = sr_engine_create(m, cfg, n_streams, &e);
+    if (st) printf("\n      %s: %s\n", what, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    int np = n_streams + 1;
+    player *p = calloc((size_t)np, sizeof *p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    uint64_t r = seed;
+    for (int i = 0; i < np; i++) {
+        double sec = min_s + (max_s - min_s) * (double)(rng_next(&r) % 1000) / 1000.0;
+        p[i].n = (size_t)(sec * 16000);
+        p[i].audio = make_audio(seed * 131 + (uint64_t)i, p[i].n);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p[i].audio);
+        p[i].start = (int)(rng_next(&r) % 6);
+        p[i].reset_at = p[i].close_at = -1;
+    }
+    /* stream 0 resets mid-way; stream 1 (if any) is closed early and the extra player takes
+     * its slot once it is free */
+    p[0].reset_at = p[0].start + 3;
+    if (n_streams > 1) {
+        p[1].close_at = p[1].start + 2;
+        p[np - 1].start = -1; /* opened when player 1 closes */
+    } else {
+        p[np - 1].done = 1;   /* no replacement with one slot */
+    }
+    int ok = 1, busy = 1;
+    for (int it = 0; busy && it < 100000 && ok; it++) {
+        busy = 0;
+        for (int i = 0; i < np && ok; i++) {
+            player *q = &p[i];
+            if (q->done) continue;
+            busy = 1;
+            if (!q->s) {
+                if (q->start < 0 || it < q->start) continue;
+                if ((st = sr_engine_open(e, &q->s))) {
+                    printf("\n      %s: open: %s\n", what, sr_last_error());
+                    ok = 0;
+                    break;
+                }
+            }
+            if (it == q->close_at) {
+                sr_stream_close(q->s);
+                q->s = NULL;
+                q->done = 1;
+                p[np - 1].start = it; /* the replacement opens now, into the freed slot */
+                continue;
+            }
+            if (it == q->reset_at) {
+                sr_stream_reset(q->s);
+                q->fed = 0;
+            }
+            if (q->fed < q->n) {
+                size_t want = (size_t)(rng_next(&r) % 4000);
+                size_t take = MIN_SZ(want, q->n - q->fed);
+                if ((st = sr_stream_feed(q->s, q->audio + q->fed, take))) {
+                    printf("\n      %s: feed: %s\n", what, sr_last_error());
+                    ok = 0;
+                    break;
+                }
+                q->fed += take;
+                if (q->fed == q->n && (st = sr_stream_finish(q->s))) {
+                    printf("\n      %s: finish: %s\n", what, sr_last_error());
+                    ok = 0;
+                    break;
+                }
+            }
+        }
+        /* zero, one or two steps between rounds of feeding */
+        int steps = (int)(rng_next(&r) % 3);
+        for (int k = 0; k < steps && ok; k++)
+            if ((st = sr_engine_step(e, NULL))) {
+                printf("\n      %s: step: %s\n", what, sr_last_error());
+                ok = 0;
+            }
+        /* a player whose audio is all in and whose final chunk ran is done */
+        for (int i = 0; i < np; i++)
+            if (p[i].s && !p[i].done && p[i].fed == p[i].n && !sr_engine_ready(e)) {
+                const sr_timeline *tl = sr_stream_timeline(p[i].s);
+                if (tl->n && tl->entries[tl->n - 1].is_final) p[i].done = 1;
+            }
+    }
+    CU_ASSERT(ok);
+    if (ok) {
+        st = sr_engine_drain(e);
+        CU_ASSERT_EQUAL(st, SR_OK);
+        int compared = 0;
+        for (int i = 0; i < np; i++) {
+            if (!p[i].s) continue;
+            sr_stream *solo = solo_run(m, cfg, p[i].audio, p[i].n);
+            if (!solo) continue;
+            CU_ASSERT(same_timeline(sr_stream_timeline(p[i].s), sr_stream_timeline(solo), what, i));
+            CU_ASSERT_STRING_EQUAL(sr_stream_hypothesis(p[i].s)->text, sr_stream_hypothesis(solo)->text);
+            compared++;
+            sr_stream_close(solo);
+        }
+        CU_ASSERT_EQUAL(compared, n_streams);
+    }
+    sr_engine_free(e); /* closes the engine's streams */
+    for (int i = 0; i < np; i++) free(p[i].audio);
+    free(p);
+}
+
+static void test_linear_32(void)
+{
+    sr_model *m = test_load_model("test_linear.h5");
+    engine_vs_solo(m, NULL, 32, 0.2, 1.5, 1, "test_linear");
+    engine_vs_solo(m, NULL, 1, 0.2, 1.5, 2, "test_linear x1");
+    sr_model_free(m);
+}
+
+static void test_fastconformer(void)
+{
+    sr_model *m = test_load_model("fastconformer/rand.h5");
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    engine_vs_solo(m, &c, 6, 0.5, 2.5, 3, "fastconformer greedy");
+    c.cache_dtype = "f16";
+    engine_vs_solo(m, &c, 4, 0.5, 2.0, 4, "fastconformer f16 caches");
+    c.cache_dtype = NULL;
+    c.decoder = "rnnt_beam";
+    c.beam = 3;
+    engine_vs_solo(m, &c, 3, 0.5, 1.5, 5, "fastconformer beam");
+    c.decoder = NULL;
+    c.beam = 0;
+    c.strategy = "offline";
+    engine_vs_solo(m, &c, 3, 0.5, 1.5, 6, "fastconformer offline");
+    sr_model_free(m);
+}
+
+static void test_whisper(void)
+{
+    sr_model *m = test_load_model("whisper/rand.h5");
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = "whisperrt";
+    c.chunk_ms = 100;
+    c.decoder = "stable_greedy";
+    engine_vs_solo(m, &c, 5, 0.5, 2.0, 7, "whisper whisperrt stable_greedy");
+    c.decoder = "stable_beam";
+    c.beam = 3;
+    engine_vs_solo(m, &c, 3, 0.5, 1.5, 8, "whisper whisperrt stable_beam");
+    c.decoder = "local_agreement";
+    c.beam = 0;
+    c.strategy = "reencode";
+    c.chunk_ms = 300;
+    engine_vs_solo(m, &c, 3, 0.5, 1.5, 9, "whisper reencode local_agreement");
+    c.strategy = "offline";
+    c.decoder = NULL;
+    engine_vs_solo(m, &c, 3, 0.5, 1.5, 10, "whisper offline");
+    sr_model_free(m);
+}
+
+static void test_voxtral(void)
+{
+    sr_model *m = test_load_model("voxtral/model.h5");
+    engine_vs_solo(m, NULL, 4, 0.5, 2.0, 11, "voxtral");
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.cache_dtype = "bf16";
+    engine_vs_solo(m, &c, 3, 0.5, 1.5, 12, "voxtral bf16 caches");
+    sr_model_free(m);
+}
+
+/* Real tiny.en with generated speech (both optional). */
+static void test_tiny_en(void)
+{
+    char path[1024];
+    const char *home = getenv("SRKIT_HOME");
+    if (home) snprintf(path, sizeof path, "%s/models/whisper-tiny.en.h5", home);
+    else snprintf(path, sizeof path, "%s/.cache/srkit/models/whisper-tiny.en.h5", getenv("HOME") ? getenv("HOME") : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        TEST_SKIP("whisper-tiny.en.h5 not present (make models)");
+        return;
+    }
+    fclose(f);
+    sr_model *m = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(path, NULL, &m), SR_OK);
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = "whisperrt";
+    c.chunk_ms = 300;
+    c.decoder = "stable_greedy";
+    engine_vs_solo(m, &c, 3, 1.0, 2.5, 13, "tiny.en whisperrt 300 ms");
+    sr_model_free(m);
+}
+
+/* ---- API ---- */
+
+static void test_api(void)
+{
+    sr_model *m = test_load_model("test_linear.h5");
+    sr_engine *e = NULL;
+    sr_stream *s = NULL, *s2 = NULL, *s3 = NULL;
+    TEST_ASSERT_ERR(sr_engine_create(m, NULL, 0, &e), SR_ERR_ARG, "max_streams 0");
+    TEST_ASSERT_ERR(sr_engine_create(NULL, NULL, 2, &e), SR_ERR_ARG, "model is NULL");
+    TEST_ASSERT_ERR(sr_engine_create(m, NULL, 2, NULL), SR_ERR_ARG, "out is NULL");
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = "nope";
+    TEST_ASSERT_ERR(sr_engine_open(NULL, &s), SR_ERR_ARG, "engine is NULL");
+    /* a bad config fails where the backend first sees it, naming the field */
+    sr_status st = sr_engine_create(m, &c, 2, &e);
+    if (!st) {
+        TEST_ASSERT_ERR(sr_engine_open(e, &s), SR_ERR_ARG, "stream.strategy");
+        sr_engine_free(e);
+    } else {
+        CU_ASSERT(strstr(sr_last_error(), "stream.strategy") != NULL);
+    }
+    CU_ASSERT_EQUAL_FATAL(sr_engine_create(m, NULL, 2, &e), SR_OK);
+    CU_ASSERT_EQUAL(sr_engine_max_streams(e), 2);
+    CU_ASSERT_EQUAL_FATAL(sr_engine_open(e, &s), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_engine_open(e, &s2), SR_OK);
+    CU_ASSERT_EQUAL(sr_engine_streams(e), 2);
+    TEST_ASSERT_ERR(sr_engine_open(e, &s3), SR_ERR_ARG, "all 2 streams");
+    CU_ASSERT_PTR_NULL(s3);
+    /* feeding queues; nothing runs until a step */
+    size_t n = 16000;
+    float *a = make_audio(99, n);
+    CU_ASSERT_EQUAL(sr_stream_feed(s, a, n), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_timeline(s)->n, 0);
+    CU_ASSERT_EQUAL(sr_engine_ready(e), 1);
+    int k = -1;
+    CU_ASSERT_EQUAL(sr_engine_step(e, &k), SR_OK);
+    CU_ASSERT_EQUAL(k, 1);
+    CU_ASSERT_EQUAL(sr_stream_timeline(s)->n, 1);
+    float bad[3] = {0, NAN, 0};
+    TEST_ASSERT_ERR(sr_stream_feed(s2, bad, 3), SR_ERR_ARG, "sample 1");
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    TEST_ASSERT_ERR(sr_stream_feed(s, a, 10), SR_ERR_ARG, "already finished");
+    TEST_ASSERT_ERR(sr_stream_finish(s), SR_ERR_ARG, "already finished");
+    CU_ASSERT_EQUAL(sr_engine_drain(e), SR_OK);
+    CU_ASSERT_EQUAL(sr_engine_ready(e), 0);
+    const sr_timeline *tl = sr_stream_timeline(s);
+    CU_ASSERT(tl->n >= 2 && tl->entries[tl->n - 1].is_final);
+    CU_ASSERT_EQUAL(tl->entries[tl->n - 1].audio_ms, 1000);
+    CU_ASSERT_EQUAL(sr_engine_step(e, &k), SR_OK);
+    CU_ASSERT_EQUAL(k, 0);
+    /* memory: the engine counts both streams; a stream its share */
+    sr_memstats ms, me;
+    sr_memory(m, s, &ms);
+    sr_engine_memory(e, &me);
+    CU_ASSERT(ms.stream_bytes > 0);
+    CU_ASSERT(me.stream_bytes >= ms.stream_bytes);
+    CU_ASSERT_EQUAL(me.weight_bytes, ms.weight_bytes);
+    /* a closed stream's slot is reused */
+    sr_stream_close(s);
+    CU_ASSERT_EQUAL(sr_engine_streams(e), 1);
+    CU_ASSERT_EQUAL(sr_engine_open(e, &s3), SR_OK);
+    CU_ASSERT_EQUAL(sr_engine_streams(e), 2);
+    /* reset: a fresh stream again */
+    CU_ASSERT_EQUAL(sr_stream_feed(s3, a, n), SR_OK);
+    sr_stream_reset(s3);
+    CU_ASSERT_EQUAL(sr_engine_ready(e), 0);
+    CU_ASSERT_EQUAL(sr_stream_timeline(s3)->n, 0);
+    TEST_ASSERT_ERR(sr_engine_step(NULL, &k), SR_ERR_ARG, "engine is NULL");
+    sr_engine_free(e); /* closes s2 and s3 */
+    sr_engine_free(NULL);
+    free(a);
+    sr_model_free(m);
+}
+
+void test_register_engine(void)
+{
+    TEST_SUITE("engine_equals_solo", {"test_linear_32_streams", test_linear_32},
+               {"fastconformer", test_fastconformer}, {"whisper", test_whisper},
+               {"voxtral", test_voxtral}, {"tiny_en", test_tiny_en});
+    TEST_SUITE("engine_api", {"api", test_api});
+}
