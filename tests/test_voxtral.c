@@ -9,9 +9,17 @@
  *                   of the tensor's largest magnitude, tokens still exact)
  *   voxtral_stream  the public stream API: tokens equal the golden for any feed split, reset
  *                   reuse, bounded per-stream memory over a long stream (f32 and bf16 caches),
- *                   sub-frame audio, bf16 caches halving exactly the cache bytes; the forward
- *                   functions over a batch of two streams (different row counts, positions,
- *                   slots and delays, rings wrapping) equal each stream alone bit for bit
+ *                   sub-frame audio, bf16 caches halving exactly the batch context's cache
+ *                   bytes; the forward functions over a batch of two streams (different row
+ *                   counts, positions, slots and delays, rings wrapping) equal each stream alone
+ *                   bit for bit
+ *   voxtral_batch   streams of one batch context (4 slots, f32 and bf16 caches): five streams
+ *                   over different audio joining at different calls, process_batch /
+ *                   sync_step_batch over changing subsets, finals at different calls, a reset
+ *                   mid-way, a closed stream's slot reused by a new one; every step's logits,
+ *                   mel frames, encoder rows and audio embeddings equal (memcmp) those of the
+ *                   same stream alone in a context of one (process / sync_step); batch_open
+ *                   config errors, slots out of range or taken, mixed or repeated streams
  *   voxtral_bad     stream configs (delay, chunk, strategy, cache_dtype), scorer misuse, malformed
  *                   files
  *   voxtral_convert scripts/convert_voxtral.py (run as CI has it: /usr/bin/python3 + numpy + h5py)
@@ -42,6 +50,26 @@ static void check_close(const char *what, const float *got, const float *want, s
     double d = test_max_abs_diff(got, want, n);
     printf("\n      %s: max |diff| %.3g (tolerance %.2g)", what, d, tol);
     CU_ASSERT(d <= tol);
+}
+
+/* A stream alone in a batch context of one slot, as the core opens a lone stream. */
+static sr_status open_solo(const sr_model *m, const sr_stream_config *cfg, void **batch,
+                           void **state, sr_chunking *ck, sr_scorer *sc)
+{
+    *state = NULL;
+    sr_status st = m->ops->batch_open(m, cfg, 1, batch);
+    if (st) return st;
+    if ((st = m->ops->stream_open(m, cfg, *batch, 0, state, ck, sc))) {
+        m->ops->batch_close(*batch);
+        *batch = NULL;
+    }
+    return st;
+}
+
+static void close_solo(const sr_model *m, void *batch, void *state)
+{
+    m->ops->stream_close(state);
+    m->ops->batch_close(batch);
 }
 
 /* Drive the backend as the engine does: chunks of first_chunk then chunk samples, the scorer
@@ -112,13 +140,13 @@ static void parity(const char *fixture, const char *grp, const char *kv)
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
     cfg.cache_dtype = kv;
-    void *state = NULL;
+    void *state = NULL, *batch = NULL;
     sr_chunking ck;
     sr_scorer sc;
-    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, NULL, 0, &state, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(open_solo(m, &cfg, &batch, &state, &ck, &sc), SR_OK);
     sr_dtype want_kv = kv && !strcmp(kv, "bf16") ? SR_BF16 : SR_F32;
-    CU_ASSERT_EQUAL(((vx_stream *)state)->ek->dtype, want_kv);
-    CU_ASSERT_EQUAL(((vx_stream *)state)->dk->dtype, want_kv);
+    CU_ASSERT_EQUAL(((vx_stream *)state)->b->ek->dtype, want_kv);
+    CU_ASSERT_EQUAL(((vx_stream *)state)->b->dk->dtype, want_kv);
     CU_ASSERT_EQUAL(ck.first_chunk, VX_STEP_SAMPLES + VX_LOOKAHEAD);
     CU_ASSERT_EQUAL(ck.chunk, VX_STEP_SAMPLES);
     vx_stream *s = state;
@@ -163,7 +191,7 @@ static void parity(const char *fixture, const char *grp, const char *kv)
     free(s->cap_mel);
     free(s->cap_enc);
     free(s->cap_ada);
-    m->ops->stream_close(state);
+    close_solo(m, batch, state);
     free(got);
     free(logits);
     free(rec);
@@ -254,30 +282,32 @@ static void test_stream_splits(void)
 }
 
 /* A stream far longer than both windows: state bytes do not grow; sub-frame audio works. */
-/* cache_dtype "bf16" halves exactly the encoder ring and decoder caches in the state bytes. */
+/* cache_dtype "bf16" halves exactly the encoder ring and decoder caches of the batch context;
+ * the streams' own bytes do not depend on it. */
 static void test_stream_kv_bytes(void)
 {
     sr_model *m = test_load_model("voxtral/model.h5");
     sr_stream_config cfg;
     sr_stream_config_init(&cfg);
-    void *s32 = NULL, *s16 = NULL;
+    void *s32 = NULL, *s16 = NULL, *b32 = NULL, *b16 = NULL;
     sr_chunking ck;
     sr_scorer sc;
-    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, NULL, 0, &s32, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(open_solo(m, &cfg, &b32, &s32, &ck, &sc), SR_OK);
     cfg.cache_dtype = "bf16";
-    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, NULL, 0, &s16, &ck, &sc), SR_OK);
-    const vx_stream *a = s32, *b = s16;
+    CU_ASSERT_EQUAL_FATAL(open_solo(m, &cfg, &b16, &s16, &ck, &sc), SR_OK);
+    const vx_batch *a = b32, *b = b16;
     size_t ring32 = a->ek->bytes + a->ev->bytes + a->dk->bytes + a->dv->bytes;
     size_t ring16 = b->ek->bytes + b->ev->bytes + b->dk->bytes + b->dv->bytes;
     CU_ASSERT_EQUAL(ring32, 2 * ring16);
     CU_ASSERT_EQUAL(ring32, 2 * sizeof(float) *
                                 ((size_t)a->ek->layers * a->ek->rows * a->ek->width +
                                  (size_t)a->dk->layers * a->dk->rows * a->dk->width));
-    CU_ASSERT_EQUAL(m->ops->state_bytes(s32) - m->ops->state_bytes(s16), ring32 / 2);
-    printf("\n      state %zu B with f32 caches, %zu B with bf16", m->ops->state_bytes(s32),
-           m->ops->state_bytes(s16));
-    m->ops->stream_close(s32);
-    m->ops->stream_close(s16);
+    CU_ASSERT_EQUAL(m->ops->batch_bytes(b32) - m->ops->batch_bytes(b16), ring32 / 2);
+    CU_ASSERT_EQUAL(m->ops->state_bytes(s32), m->ops->state_bytes(s16));
+    printf("\n      context %zu B with f32 caches, %zu B with bf16; stream %zu B",
+           m->ops->batch_bytes(b32), m->ops->batch_bytes(b16), m->ops->state_bytes(s32));
+    close_solo(m, b32, s32);
+    close_solo(m, b16, s16);
     sr_model_free(m);
 }
 
@@ -500,6 +530,395 @@ static void batch_vs_solo(sr_dtype kv)
 static void test_batch_f32(void) { batch_vs_solo(SR_F32); }
 static void test_batch_bf16(void) { batch_vs_solo(SR_BF16); }
 
+/* ---- streams of one batch context ---- */
+
+/* One stream of the script below: its audio, the chunks fed so far, its scorer loop, and the
+ * record of every step's logits and of its captures (host). */
+typedef struct {
+    const float *a;
+    size_t n, pos;           /* audio and samples fed */
+    int done;                /* the final chunk went in */
+    void *st;
+    sr_scorer sc;
+    int t;
+    int32_t prev;
+    float *lg;               /* every step's logits, in order, [n_lg][vocab] */
+    size_t n_lg, cap_lg;
+    float *enc, *ada, *mel;  /* capture buffers of the stream */
+    int n_enc, n_ada, n_mel; /* captured when the stream closed */
+} vx_player;
+
+enum { NS = 5, CAP_STEPS = 64 };
+
+/* The script, per stream i and call c: stream i < 4 opens in slot i at call i; stream 0 closes
+ * the call after its final chunk and stream 4 opens in its slot in that call; stream 2 sits out
+ * every third call and stream 3 every fifth (they fall behind: finals at different calls);
+ * stream 1 is reset at call 9 and then feeds another audio from its start. */
+static int joins_at(int i, int close0) { return i < 4 ? i : close0; }
+static int sits_out(int i, int c) { return (i == 2 && c % 3 == 0) || (i == 3 && c % 5 == 2); }
+
+static void player_open(const sr_model *m, const sr_stream_config *cfg, void *batch, int slot,
+                        vx_player *p, const float *a, size_t n)
+{
+    const vx_model *w = m->impl;
+    sr_chunking ck;
+    sr_status st = m->ops->stream_open(m, cfg, batch, slot, &p->st, &ck, &p->sc);
+    if (st) printf("\n      stream_open: %s", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    p->a = a;
+    p->n = n;
+    p->pos = 0;
+    p->done = 0;
+    p->t = 0;
+    p->prev = -1;
+    vx_stream *s = p->st;
+    if (!p->enc) {
+        p->enc = malloc((size_t)CAP_STEPS * VX_ENC_PER_STEP * w->enc_dim * sizeof(float));
+        p->ada = malloc((size_t)CAP_STEPS * w->dim * sizeof(float));
+        p->mel = malloc((size_t)CAP_STEPS * VX_MEL_PER_STEP * w->n_mels * sizeof(float));
+    }
+    s->cap_enc = p->enc;
+    s->cap_enc_max = CAP_STEPS * VX_ENC_PER_STEP;
+    s->cap_ada = p->ada;
+    s->cap_ada_max = CAP_STEPS;
+    s->cap_mel = p->mel;
+    s->cap_mel_max = CAP_STEPS * VX_MEL_PER_STEP;
+}
+
+static void player_close(const sr_model *m, vx_player *p)
+{
+    const vx_stream *s = p->st;
+    p->n_enc = s->cap_enc_n;
+    p->n_ada = s->cap_ada_n;
+    p->n_mel = s->cap_mel_n;
+    m->ops->stream_close(p->st);
+    p->st = NULL;
+}
+
+/* The next chunk as the engine cuts it: 1320 samples first, then 1280; the remainder (maybe
+ * empty) with final = 1. */
+static void player_chunk(vx_player *p, const float **pcm, size_t *n, int *final)
+{
+    size_t need = p->pos ? VX_STEP_SAMPLES : VX_STEP_SAMPLES + VX_LOOKAHEAD;
+    *final = p->pos + need > p->n;
+    *n = *final ? p->n - p->pos : need;
+    *pcm = p->a + p->pos;
+    p->pos += *n;
+    p->done = *final;
+}
+
+static void player_record(vx_player *p, const float *logits)
+{
+    int V = p->sc.vocab, best = 0;
+    if (p->n_lg == p->cap_lg) {
+        p->cap_lg = p->cap_lg ? 2 * p->cap_lg : 64;
+        p->lg = realloc(p->lg, p->cap_lg * (size_t)V * sizeof(float));
+    }
+    memcpy(p->lg + p->n_lg++ * (size_t)V, logits, (size_t)V * sizeof(float));
+    for (int v = 1; v < V; v++)
+        if (logits[v] > logits[best]) best = v;
+    p->prev = best;
+    p->t++;
+}
+
+/* Every new frame of the players in `on` (their scorer ctx in one context), stepped greedily:
+ * rounds of one sync_step_batch over each player that still has a frame. *max_count: the most
+ * requests in one call; *mixed: a call held a step 0 (the prompt) beside later steps. */
+static void step_batched(vx_player *const *on, int count, float *buf, int *max_count, int *mixed)
+{
+    for (;;) {
+        sr_sync_req r[NS];
+        vx_player *who[NS];
+        int nr = 0, t0 = 0, tn = 0;
+        for (int i = 0; i < count; i++) {
+            vx_player *p = on[i];
+            if (p->t >= p->sc.sync_frames(p->sc.ctx)) continue;
+            r[nr] = (sr_sync_req){.ctx = p->sc.ctx, .t = p->t, .prev = p->prev,
+                                  .logits = buf + (size_t)nr * p->sc.vocab};
+            t0 |= p->t == 0;
+            tn |= p->t > 0;
+            who[nr++] = p;
+        }
+        if (!nr) return;
+        sr_status st = on[0]->sc.sync_step_batch(r, nr);
+        if (st) printf("\n      sync_step_batch: %s", sr_last_error());
+        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+        for (int i = 0; i < nr; i++) player_record(who[i], r[i].logits);
+        *max_count = SR_MAX(*max_count, nr);
+        *mixed |= t0 && tn;
+    }
+}
+
+static int same_floats(const float *a, const float *b, size_t n)
+{
+    return n == 0 || !memcmp(a, b, n * sizeof(float));
+}
+
+/* Five streams over four slots of one context, run by the script above with process_batch and
+ * sync_step_batch over whichever streams take part in a call, against each stream run by the
+ * same script alone in a context of one slot through process and sync_step: every step's
+ * logits, the mel frames, encoder rows and audio embeddings equal bit for bit. */
+static void batch_streams(const char *kv)
+{
+    sr_model *m = test_load_model("voxtral/model.h5");
+    const vx_model *w = m->impl;
+    const sr_kernels *k = m->k;
+    sr_h5 *g = open_golden();
+    size_t ng = 0;
+    float *gold = test_golden_audio(g, &ng);
+    sr_h5_close(g);
+    CU_ASSERT_FATAL(gold && ng > 20000);
+    /* the audios: golden pieces, a quieter golden copy with noise, and two synthetic signals */
+    size_t n_syn = 24000;
+    float *syn = malloc(n_syn * sizeof(float)), *quiet = malloc(ng * sizeof(float));
+    unsigned seed = 3;
+    for (size_t i = 0; i < n_syn; i++)
+        syn[i] = 0.2f * sinf((float)i * 0.031f) * sinf((float)i * 0.0007f) +
+                 0.02f * (float)(rand_r(&seed) % 200 - 100) / 100.0f;
+    for (size_t i = 0; i < ng; i++)
+        quiet[i] = 0.5f * gold[i] + 0.005f * (float)(rand_r(&seed) % 200 - 100) / 100.0f;
+    const float *audio[NS] = {gold + 4000, syn, gold, quiet, syn + 3000};
+    size_t len[NS] = {15000, n_syn, ng, ng - 6000, 17321};
+    const float *after_reset = gold; /* stream 1 from call 9 */
+    size_t after_reset_n = ng - 2000;
+
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.cache_dtype = kv;
+    void *batch = NULL;
+    CU_ASSERT_EQUAL_FATAL(m->ops->batch_open(m, &cfg, 4, &batch), SR_OK);
+    size_t bytes0 = m->ops->batch_bytes(batch);
+    vx_player bp[NS], sp[NS];
+    memset(bp, 0, sizeof bp);
+    memset(sp, 0, sizeof sp);
+    float *buf = malloc((size_t)NS * w->vocab * sizeof(float));
+    int close0 = -1, max_proc = 0, max_step = 0, mixed = 0, diff_rows = 0, calls = 0;
+    /* ---- together ---- */
+    for (int c = 0; c < 200; c++) {
+        int all_done = 1;
+        /* stream 0 closes the call after its final chunk; stream 4 takes its slot */
+        if (close0 < 0 && bp[0].st && bp[0].done) {
+            player_close(m, &bp[0]);
+            close0 = c;
+        }
+        void *states[NS];
+        const float *pcm[NS];
+        size_t n[NS];
+        int final[NS], count = 0;
+        vx_player *on[NS];
+        int64_t rows_before[NS];
+        for (int i = 0; i < NS; i++) {
+            vx_player *p = &bp[i];
+            int join = joins_at(i, close0);
+            if (join < 0 || c < join || (p->done && !p->st) || (c > join && !p->st)) {
+                all_done &= join >= 0 && c > join;
+                continue;
+            }
+            if (c == join) player_open(m, &cfg, batch, i == 4 ? 0 : i, p, audio[i], len[i]);
+            if (p->done) continue; /* finished, waiting to be closed (stream 0) or done */
+            all_done = 0;
+            if (sits_out(i, c)) continue;
+            if (i == 1 && c == 9) {
+                m->ops->reset(p->st);
+                p->a = after_reset;
+                p->n = after_reset_n;
+                p->pos = 0;
+                p->t = 0;
+                p->prev = -1;
+            }
+            states[count] = p->st;
+            player_chunk(p, &pcm[count], &n[count], &final[count]);
+            rows_before[count] = ((vx_stream *)p->st)->n_emb;
+            on[count++] = p;
+        }
+        if (all_done) break;
+        if (!count) continue;
+        sr_status st = m->ops->process_batch(batch, states, pcm, n, final, count);
+        if (st) printf("\n      process_batch: %s", sr_last_error());
+        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+        calls++;
+        max_proc = SR_MAX(max_proc, count);
+        /* streams of one call that produced different numbers of audio embeddings */
+        for (int i = 1; i < count; i++)
+            diff_rows |= ((vx_stream *)states[i])->n_emb - rows_before[i] !=
+                         ((vx_stream *)states[0])->n_emb - rows_before[0];
+        step_batched(on, count, buf, &max_step, &mixed);
+    }
+    CU_ASSERT(close0 > 0);
+    CU_ASSERT_EQUAL(m->ops->batch_bytes(batch), bytes0); /* the slot was reused in place */
+    for (int i = 1; i < NS; i++)
+        if (bp[i].st) player_close(m, &bp[i]);
+    m->ops->batch_close(batch);
+
+    /* ---- each alone, same script ---- */
+    for (int i = 0; i < NS; i++) {
+        vx_player *p = &sp[i];
+        void *solo = NULL;
+        CU_ASSERT_EQUAL_FATAL(m->ops->batch_open(m, &cfg, 1, &solo), SR_OK);
+        int join = joins_at(i, close0);
+        player_open(m, &cfg, solo, 0, p, audio[i], len[i]);
+        for (int c = join; !p->done; c++) {
+            if (sits_out(i, c)) continue;
+            if (i == 1 && c == 9) {
+                m->ops->reset(p->st);
+                p->a = after_reset;
+                p->n = after_reset_n;
+                p->pos = 0;
+                p->t = 0;
+                p->prev = -1;
+            }
+            const float *pcm;
+            size_t n;
+            int final;
+            player_chunk(p, &pcm, &n, &final);
+            sr_status st = m->ops->process(p->st, pcm, n, final);
+            if (st) printf("\n      process: %s", sr_last_error());
+            CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+            for (int nf = p->sc.sync_frames(p->sc.ctx); p->t < nf;) {
+                CU_ASSERT_EQUAL_FATAL(p->sc.sync_step(p->sc.ctx, p->t, p->prev, buf), SR_OK);
+                player_record(p, buf);
+            }
+        }
+        player_close(m, p);
+        m->ops->batch_close(solo);
+    }
+
+    int ok = 1;
+    for (int i = 0; i < NS; i++) {
+        const vx_player *a = &bp[i], *b = &sp[i];
+        int same = a->n_lg == b->n_lg && a->n_lg > 0 &&
+                   same_floats(a->lg, b->lg, a->n_lg * (size_t)w->vocab) &&
+                   a->n_enc == b->n_enc && a->n_enc > 0 &&
+                   same_floats(a->enc, b->enc, (size_t)a->n_enc * w->enc_dim) &&
+                   a->n_ada == b->n_ada && a->n_ada > 0 &&
+                   same_floats(a->ada, b->ada, (size_t)a->n_ada * w->dim) &&
+                   a->n_mel == b->n_mel && a->n_mel > 0 &&
+                   same_floats(a->mel, b->mel, (size_t)a->n_mel * w->n_mels);
+        printf("\n      stream %d: %zu steps (alone %zu), %d encoder rows, %d embeddings: %s", i,
+               a->n_lg, b->n_lg, a->n_enc, a->n_ada, same ? "equal" : "DIFFER");
+        ok &= same;
+    }
+    /* the streams computed different things (no shared or crossed rows could pass as equal) */
+    size_t nmin = SR_MIN(bp[0].n_lg, bp[2].n_lg);
+    CU_ASSERT(nmin > 0 && memcmp(bp[0].lg, bp[2].lg, nmin * w->vocab * sizeof(float)) != 0);
+    printf("\n      %s caches: %d calls, up to %d streams per process_batch (row counts %s), up "
+           "to %d per sync_step_batch (prompt beside later steps: %s)", kv ? kv : "f32", calls,
+           max_proc, diff_rows ? "differing" : "SAME", max_step, mixed ? "yes" : "NO");
+    CU_ASSERT(ok);
+    CU_ASSERT(max_proc >= 3 && max_step >= 3 && mixed && diff_rows);
+    for (int i = 0; i < NS; i++) {
+        vx_player *ps[] = {&bp[i], &sp[i]};
+        for (int j = 0; j < 2; j++) {
+            free(ps[j]->lg);
+            free(ps[j]->enc);
+            free(ps[j]->ada);
+            free(ps[j]->mel);
+        }
+    }
+    (void)k;
+    free(buf);
+    free(syn);
+    free(quiet);
+    free(gold);
+    sr_model_free(m);
+}
+
+static void test_streams_f32(void) { batch_streams(NULL); }
+static void test_streams_bf16(void) { batch_streams("bf16"); }
+
+/* Batch contexts and slots: the config checked as a stream's, slots in range and free, the
+ * streams of one call distinct and of one context. */
+static void test_batch_errors(void)
+{
+    sr_model *m = test_load_model("voxtral/model.h5");
+    const sr_model_ops *ops = m->ops;
+    sr_stream_config cfg;
+    void *batch = (void *)1;
+    struct { int delay, chunk, first; const char *strategy, *kv, *needle; } bad[] = {
+        {31, 0, 0, NULL, NULL, "stream.delay_tokens: 31 outside"},
+        {0, 100, 0, NULL, NULL, "stream.chunk_ms: 100"},
+        {0, 0, 160, NULL, NULL, "stream.first_chunk_ms: 160"},
+        {0, 0, 0, "offline", NULL, "stream.strategy: \"offline\""},
+        {0, 0, 0, NULL, "f16", "stream.cache_dtype: \"f16\" unknown"},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(bad); i++) {
+        sr_stream_config_init(&cfg);
+        cfg.delay_tokens = bad[i].delay;
+        cfg.chunk_ms = bad[i].chunk;
+        cfg.first_chunk_ms = bad[i].first;
+        cfg.strategy = bad[i].strategy;
+        cfg.cache_dtype = bad[i].kv;
+        TEST_ASSERT_ERR(ops->batch_open(m, &cfg, 2, &batch), SR_ERR_ARG, bad[i].needle);
+        CU_ASSERT_PTR_NULL(batch);
+    }
+    sr_stream_config_init(&cfg);
+    TEST_ASSERT_ERR(ops->batch_open(m, &cfg, 0, &batch), SR_ERR_ARG, "max_streams 0");
+    CU_ASSERT_EQUAL_FATAL(ops->batch_open(m, &cfg, 3, &batch), SR_OK);
+    void *a = NULL, *b = NULL, *other = NULL;
+    sr_chunking ck;
+    sr_scorer sa, sb, sc;
+    TEST_ASSERT_ERR(ops->stream_open(m, &cfg, NULL, 0, &a, &ck, &sa), SR_ERR_ARG,
+                    "voxtral: stream_open needs a batch context");
+    TEST_ASSERT_ERR(ops->stream_open(m, &cfg, batch, 3, &a, &ck, &sa), SR_ERR_ARG,
+                    "slot 3 outside the batch context's 3");
+    TEST_ASSERT_ERR(ops->stream_open(m, &cfg, batch, -1, &a, &ck, &sa), SR_ERR_ARG,
+                    "slot -1 outside");
+    CU_ASSERT_EQUAL_FATAL(ops->stream_open(m, &cfg, batch, 1, &a, &ck, &sa), SR_OK);
+    TEST_ASSERT_ERR(ops->stream_open(m, &cfg, batch, 1, &b, &ck, &sb), SR_ERR_ARG,
+                    "slot 1 of the batch context holds an open stream");
+    /* a stream's config: checked as always, and it must be the context's */
+    cfg.delay_tokens = 31;
+    TEST_ASSERT_ERR(ops->stream_open(m, &cfg, batch, 0, &b, &ck, &sb), SR_ERR_ARG,
+                    "stream.delay_tokens: 31 outside");
+    cfg.delay_tokens = 6;
+    CU_ASSERT_FATAL(6 != ((vx_batch *)batch)->delay);
+    TEST_ASSERT_ERR(ops->stream_open(m, &cfg, batch, 0, &b, &ck, &sb), SR_ERR_ARG,
+                    "stream.delay_tokens: 6, the batch context's streams use");
+    sr_stream_config_init(&cfg);
+    cfg.cache_dtype = "bf16";
+    TEST_ASSERT_ERR(ops->stream_open(m, &cfg, batch, 0, &b, &ck, &sb), SR_ERR_ARG,
+                    "stream.cache_dtype: bf16, the batch context's caches are f32");
+    sr_stream_config_init(&cfg);
+    CU_ASSERT_EQUAL_FATAL(ops->stream_open(m, &cfg, batch, 0, &b, &ck, &sb), SR_OK);
+    /* closing frees the slot for another stream */
+    ops->stream_close(a);
+    CU_ASSERT_EQUAL_FATAL(ops->stream_open(m, &cfg, batch, 1, &a, &ck, &sa), SR_OK);
+    void *solo = NULL;
+    CU_ASSERT_EQUAL_FATAL(open_solo(m, &cfg, &solo, &other, &ck, &sc), SR_OK);
+    /* one call: distinct streams of this context */
+    float z[VX_STEP_SAMPLES * 6] = {0};
+    const float *pcm[2] = {z, z};
+    size_t n[2] = {SR_ARRAY_LEN(z), SR_ARRAY_LEN(z)};
+    int fin[2] = {0, 0};
+    void *dup[2] = {a, a}, *mix[2] = {a, other}, *ab[2] = {a, b};
+    TEST_ASSERT_ERR(ops->process_batch(batch, dup, pcm, n, fin, 2), SR_ERR_ARG,
+                    "streams 0 and 1 are the same");
+    TEST_ASSERT_ERR(ops->process_batch(batch, mix, pcm, n, fin, 2), SR_ERR_ARG,
+                    "stream 1 is in another batch context");
+    CU_ASSERT_EQUAL(ops->process_batch(batch, ab, pcm, n, fin, 2), SR_OK);
+    CU_ASSERT_EQUAL(ops->process(other, z, SR_ARRAY_LEN(z), 0), SR_OK);
+    CU_ASSERT(sa.sync_frames(a) > 0 && sb.sync_frames(b) > 0);
+    float *lg = malloc(2 * (size_t)sa.vocab * sizeof(float));
+    sr_sync_req r[2] = {{.ctx = a, .t = 0, .prev = -1, .logits = lg},
+                        {.ctx = a, .t = 0, .prev = -1, .logits = lg + sa.vocab}};
+    TEST_ASSERT_ERR(sa.sync_step_batch(r, 2), SR_ERR_ARG, "requests 0 and 1 are the same stream");
+    r[1].ctx = other;
+    TEST_ASSERT_ERR(sa.sync_step_batch(r, 2), SR_ERR_ARG, "request 1's stream is in another");
+    r[1].ctx = b;
+    r[1].t = 1;
+    TEST_ASSERT_ERR(sa.sync_step_batch(r, 2), SR_ERR_ARG, "step 1 requested");
+    r[1].t = 0;
+    CU_ASSERT_EQUAL(sa.sync_step_batch(r, 2), SR_OK);
+    /* the same audio and steps in two slots: the same logits */
+    CU_ASSERT(!memcmp(lg, lg + sa.vocab, (size_t)sa.vocab * sizeof(float)));
+    free(lg);
+    ops->stream_close(a);
+    ops->stream_close(b);
+    ops->batch_close(batch);
+    close_solo(m, solo, other);
+    sr_model_free(m);
+}
+
 /* ---- bad input ---- */
 
 static void test_bad_config(void)
@@ -535,11 +954,11 @@ static void test_bad_config(void)
     /* a different delay is accepted and changes the prompt length */
     sr_stream_config_init(&cfg);
     cfg.delay_tokens = 6;
-    void *state = NULL;
+    void *state = NULL, *batch = NULL;
     sr_chunking ck;
     sr_scorer sc;
-    CU_ASSERT_EQUAL_FATAL(m->ops->stream_open(m, &cfg, NULL, 0, &state, &ck, &sc), SR_OK);
-    CU_ASSERT_EQUAL(((vx_stream *)state)->prompt_len, 1 + 2 + 6);
+    CU_ASSERT_EQUAL_FATAL(open_solo(m, &cfg, &batch, &state, &ck, &sc), SR_OK);
+    CU_ASSERT_EQUAL(((vx_stream *)state)->b->prompt_len, 1 + 2 + 6);
     /* scorer misuse: a step that does not exist yet, out-of-order steps, bad previous token */
     float *logits = malloc((size_t)sc.vocab * sizeof(float));
     TEST_ASSERT_ERR(sc.sync_step(sc.ctx, 0, -1, logits), SR_ERR_ARG, "sync_step");
@@ -550,7 +969,7 @@ static void test_bad_config(void)
     TEST_ASSERT_ERR(sc.sync_step(sc.ctx, 0, sc.vocab, logits), SR_ERR_ARG, "prev token");
     CU_ASSERT_EQUAL(sc.sync_step(sc.ctx, 0, -1, logits), SR_OK);
     free(logits);
-    m->ops->stream_close(state);
+    close_solo(m, batch, state);
     sr_model_free(m);
 }
 
@@ -725,6 +1144,8 @@ void test_register_voxtral(void)
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits},
                {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes},
                {"batch_equals_solo", test_batch_f32}, {"batch_equals_solo_kv_bf16", test_batch_bf16});
+    TEST_SUITE("voxtral_batch", {"streams_equal_alone", test_streams_f32},
+               {"streams_equal_alone_kv_bf16", test_streams_bf16}, {"contexts_slots", test_batch_errors});
     TEST_SUITE("voxtral_bad", {"stream_config", test_bad_config}, {"files", test_bad_files});
     TEST_SUITE("voxtral_convert", {"mistral_layout", test_convert_mistral},
                {"hf_layout", test_convert_hf}, {"bad_checkpoints", test_convert_bad});

@@ -14,6 +14,11 @@
  *                    hypothesis for every strategy x decoder while speech is unchanged by the
  *                    gate; whisperrt past 30 s (context reset, text continues); bad model files,
  *                    chunk sizes and scorer arguments
+ *   whisper_batch    batch contexts: streams joining, leaving (slot reuse), resetting and
+ *                    finishing at different calls, stepped by process_batch over changing
+ *                    subsets, scored by aed_logprobs_batch: every row bit-identical to the same
+ *                    stream alone in a batch of one (rand.h5 in every strategy, real tiny.en);
+ *                    bad batch configs, slots and requests
  * Goldens: scripts/gen_golden_whisper.py and scripts/gen_golden_whisper_nospeech.py
  * (openai-whisper 20250625).
  */
@@ -44,10 +49,26 @@ static const char *real_model_path(void)
 
 typedef struct {
     const sr_model *m;
+    void *batch; /* a batch context of one stream */
     void *st;
     sr_chunking ck;
     sr_scorer sc;
 } bstream;
+
+/* A stream alone in its own batch context (max_streams = 1), as core/stream.c opens one. */
+static sr_status bopen_cfg(const sr_model *m, const sr_stream_config *c, bstream *b)
+{
+    memset(b, 0, sizeof *b);
+    b->m = m;
+    sr_status st = sr_whisper_ops.batch_open(m, c, 1, &b->batch);
+    if (st) return st;
+    st = sr_whisper_ops.stream_open(m, c, b->batch, 0, &b->st, &b->ck, &b->sc);
+    if (st) {
+        sr_whisper_ops.batch_close(b->batch);
+        b->batch = NULL;
+    }
+    return st;
+}
 
 static sr_status bopen(const sr_model *m, const char *strategy, int chunk_ms, int first_ms,
                        bstream *b)
@@ -57,9 +78,14 @@ static sr_status bopen(const sr_model *m, const char *strategy, int chunk_ms, in
     c.strategy = strategy;
     c.chunk_ms = chunk_ms;
     c.first_chunk_ms = first_ms;
-    memset(b, 0, sizeof *b);
-    b->m = m;
-    return sr_whisper_ops.stream_open(m, &c, NULL, 0, &b->st, &b->ck, &b->sc);
+    return bopen_cfg(m, &c, b);
+}
+
+static void bclose(bstream *b)
+{
+    sr_whisper_ops.stream_close(b->st);
+    sr_whisper_ops.batch_close(b->batch);
+    b->st = b->batch = NULL;
 }
 
 /* Feed audio in the backend's chunks, as core/stream.c does, then finish. */
@@ -179,11 +205,16 @@ static void test_stream_config_bad(void)
     void *st = NULL;
     sr_chunking ck;
     sr_scorer sc;
-    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, NULL, 0, &st, &ck, &sc), SR_ERR_ARG, "stream.beam");
+    TEST_ASSERT_ERR(sr_whisper_ops.batch_open(m, &c, 1, &st), SR_ERR_ARG, "stream.beam");
+    CU_ASSERT_PTR_NULL(st);
+    TEST_ASSERT_ERR(bopen_cfg(m, &c, &b), SR_ERR_ARG, "stream.beam");
+    sr_stream_config_init(&c);
+    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, NULL, 0, &st, &ck, &sc), SR_ERR_ARG,
+                    "needs a batch context");
     /* offline ignores chunk sizes; whisperrt's first chunk carries the stem's lookahead */
     CU_ASSERT_EQUAL(bopen(m, "offline", 30, 0, &b), SR_OK);
     CU_ASSERT_EQUAL(b.ck.chunk, 48000);
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     CU_ASSERT_EQUAL(bopen(m, NULL, 100, 0, &b), SR_OK);
     CU_ASSERT_EQUAL(b.ck.first_chunk, 3200 + WH_LOOKAHEAD);
     CU_ASSERT_EQUAL(b.ck.chunk, 1600);
@@ -196,7 +227,7 @@ static void test_stream_config_bad(void)
     TEST_ASSERT_ERR(b.sc.aed_logprobs(b.st, 0, p, 1, 2, out), SR_ERR_ARG, "from 2");
     p[0] = 9999;
     TEST_ASSERT_ERR(b.sc.aed_logprobs(b.st, 0, p, 1, 0, out), SR_ERR_ARG, "prefix[0] = 9999");
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     sr_model_free(m);
 }
 
@@ -241,7 +272,7 @@ static void test_parity_rand(void)
     wh_stream *s = b.st;
     CU_ASSERT_EQUAL(s->n_win, 1);
     /* the stream leaves ln_post(encoder) in s->x */
-    double de = test_max_abs_diff(s->x, genc.data, (size_t)150 * 32);
+    double de = test_max_abs_diff(s->b->x, genc.data, (size_t)150 * 32);
     printf(", encoder %.2e", de);
     CU_ASSERT(de <= 2e-5);
 
@@ -257,8 +288,8 @@ static void test_parity_rand(void)
     for (int i = 0; i < steps - 1; i++) in[2 + i] = (int32_t)((int64_t *)gtok.data)[i];
     wh_scratch sc;
     CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 64, 150), SR_OK);
-    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->sk, s->sv, 1, s->xk, s->xv, 0, 150),
-                    SR_OK);
+    wh_dseq dq = {.tok = in, .c0 = 0, .n = 1 + steps, .sslot = 1, .xslot = 0, .enc_len = 150};
+    CU_ASSERT_EQUAL(wh_decode(w, &sc, &dq, 1, s->b->sk, s->b->sv, s->b->xk, s->b->xv), SR_OK);
     float *lg = malloc((size_t)steps * 259 * sizeof(float));
     CU_ASSERT_EQUAL(wh_logits(w, sc.h + 32, steps, lg), SR_OK);
     double dl = test_max_abs_diff(lg, glog.data, (size_t)steps * 259);
@@ -267,7 +298,7 @@ static void test_parity_rand(void)
     free(lg);
     wh_scratch_free(&sc);
     s->slot[1].win = -1;
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     free(pad);
 done:
     sr_tensor_free(&gmel);
@@ -323,7 +354,7 @@ static void test_scorer_cache(void)
     CU_ASSERT(!isinf(full[(size_t)V + b.sc.eot]));
     free(full);
     free(inc);
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     free(audio);
     sr_h5_close(g);
     sr_model_free(m);
@@ -359,7 +390,7 @@ static void test_parity_tiny_en(void)
     double de = 0;
     for (int r = 0; r < rows.shape[0]; r++) {
         int64_t t = ((int64_t *)rows.data)[r];
-        double e = test_max_abs_diff(s->x + t * w->d, (float *)enc.data + (size_t)r * w->d,
+        double e = test_max_abs_diff(s->b->x + t * w->d, (float *)enc.data + (size_t)r * w->d,
                                      (size_t)w->d);
         de = e > de ? e : de;
     }
@@ -373,8 +404,8 @@ static void test_parity_tiny_en(void)
     for (int i = 0; i < steps - 1; i++) in[2 + i] = toks[i];
     wh_scratch sc;
     CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 16, 1500), SR_OK);
-    CU_ASSERT_EQUAL(wh_decode(w, &sc, in, 0, 1 + steps, s->sk, s->sv, 1, s->xk, s->xv, 0, 1500),
-                    SR_OK);
+    wh_dseq dq = {.tok = in, .c0 = 0, .n = 1 + steps, .sslot = 1, .xslot = 0, .enc_len = 1500};
+    CU_ASSERT_EQUAL(wh_decode(w, &sc, &dq, 1, s->b->sk, s->b->sv, s->b->xk, s->b->xv), SR_OK);
     float *L = malloc((size_t)steps * w->n_vocab * sizeof(float));
     CU_ASSERT_EQUAL(wh_logits(w, sc.h + w->d, steps, L), SR_OK);
     double dl = 0, dz = 0;
@@ -398,7 +429,7 @@ static void test_parity_tiny_en(void)
     free(L);
     wh_scratch_free(&sc);
     s->slot[1].win = -1;
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
 done:
     sr_tensor_free(&rows);
     sr_tensor_free(&enc);
@@ -466,7 +497,7 @@ static void test_tokens_tiny_en(void)
             CU_ASSERT(ok);
             sr_tensor_free(&gt);
         }
-        sr_whisper_ops.stream_close(b.st);
+        bclose(&b);
         sr_audio_free(&a);
     }
     /* silence: whatever openai-whisper's decode gives for 5 s of zeros (tiny.en: " you") */
@@ -482,7 +513,7 @@ static void test_tokens_tiny_en(void)
         CU_ASSERT(tokens_equal(toks, nt, &gt, "silence"));
         sr_tensor_free(&gt);
     }
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     free(zero);
     /* 40 s offline: two windows, window 0's text, the break, window 1's text */
     if (concat && cn >= 40 * 16000) {
@@ -503,7 +534,7 @@ static void test_tokens_tiny_en(void)
         }
         sr_tensor_free(&g0);
         sr_tensor_free(&g1);
-        sr_whisper_ops.stream_close(b.st);
+        bclose(&b);
     }
     printf("\n      tiny.en greedy tokens identical to openai-whisper on %d of %d inputs", agree, total);
     free(concat);
@@ -538,7 +569,8 @@ static sr_status one_pass(const wh_model *w, const float *mel, int L, int tau, i
     }
     st = wh_stem(w, &s, mel, L, x);
     for (int i = 0; !st && i < T * w->d; i++) x[i] += w->enc_pos[i];
-    if (!st) st = wh_encode(w, &s, x, T, 0, kc, vc, 0, klim);
+    wh_eseq q = {.n = T, .p0 = 0, .slot = 0};
+    if (!st) st = wh_encode(w, &s, x, &q, 1, kc, vc, klim);
     sr_kpool_free(w->k, kc);
     sr_kpool_free(w->k, vc);
     free(klim);
@@ -581,7 +613,8 @@ static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, in
             float *xb = x + (size_t)done * w->d;
             memcpy(xb, pend, (size_t)bsz * w->d * sizeof(float));
             for (int i = 0; i < bsz * w->d; i++) xb[i] += w->enc_pos[(size_t)done * w->d + i];
-            st = wh_encode(w, &s, xb, bsz, done, kc, vc, 0, NULL);
+            wh_eseq q = {.n = bsz, .p0 = done, .slot = 0};
+            st = wh_encode(w, &s, xb, &q, 1, kc, vc, NULL);
             done += bsz;
             nb++;
             pn -= bsz;
@@ -710,7 +743,9 @@ static void test_stream_cross_kv(void)
         CU_ASSERT_EQUAL_FATAL(sr_kpool_create(w->k, SR_F32, w->n_text_layer, 1, w->n_audio_ctx, w->d, &xv), SR_OK);
         wh_scratch xs;
         CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&xs, w, T, 8), SR_OK);
-        CU_ASSERT_EQUAL(wh_cross_kv(w, &xs, x, T, 0, xk, xv, 0), SR_OK);
+        wh_eseq q = {.n = T, .p0 = 0, .slot = 0};
+        int xslot = 0;
+        CU_ASSERT_EQUAL(wh_cross_kv(w, &xs, x, &q, &xslot, 1, xk, xv), SR_OK);
         wh_scratch_free(&xs);
         bstream b;
         CU_ASSERT_EQUAL_FATAL(bopen(m, "whisperrt", taus_ms[k], 0, &b), SR_OK);
@@ -720,14 +755,14 @@ static void test_stream_cross_kv(void)
         double d = 0;
         for (int l = 0; l < w->n_text_layer; l++) {
             size_t off = sr_kpool_at(xk, l, 0, 0);
-            double e1 = test_max_abs_diff((float *)s->xk->data + off, (float *)xk->data + off, (size_t)T * w->d);
-            double e2 = test_max_abs_diff((float *)s->xv->data + off, (float *)xv->data + off, (size_t)T * w->d);
+            double e1 = test_max_abs_diff((float *)s->b->xk->data + off, (float *)xk->data + off, (size_t)T * w->d);
+            double e2 = test_max_abs_diff((float *)s->b->xv->data + off, (float *)xv->data + off, (size_t)T * w->d);
             d = SR_MAX(d, SR_MAX(e1, e2));
         }
         printf("%s stream tau %d ms: cross K/V vs one pass %.2e", k ? ";" : "\n      ",
                taus_ms[k], d);
         CU_ASSERT(d <= 1e-4);
-        sr_whisper_ops.stream_close(b.st);
+        bclose(&b);
         sr_kpool_free(w->k, xk);
         sr_kpool_free(w->k, xv);
         free(x);
@@ -776,7 +811,7 @@ static void test_context_reset(void)
     CU_ASSERT_EQUAL(b.sc.aed_logprobs(b.st, 0, t, 2 + w->text_cap, 2 + w->text_cap, out), SR_OK);
     CU_ASSERT(out[w->eot] == 0);
     free(out);
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     free(audio);
     sr_model_free(m);
 }
@@ -820,7 +855,7 @@ static void test_strategies(void)
         CU_ASSERT(greedy(&b.sc, again, 64) <= 32);
         free(zero);
         free(lp);
-        sr_whisper_ops.stream_close(b.st);
+        bclose(&b);
     }
     free(audio);
     sr_h5_close(g);
@@ -844,7 +879,7 @@ static void test_decoder_kv_cache(void)
         c.decoder_kv_cache = kv;
         bstream b;
         memset(&b, 0, sizeof b);
-        CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.stream_open(m, &c, NULL, 0, &b.st, &b.ck, &b.sc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(bopen_cfg(m, &c, &b), SR_OK);
         CU_ASSERT_EQUAL(sr_whisper_ops.process(b.st, audio, b.ck.first_chunk, 0), SR_OK);
         int32_t toks[16];
         int nt = greedy(&b.sc, toks, 10);
@@ -861,7 +896,7 @@ static void test_decoder_kv_cache(void)
         CU_ASSERT(kv ? d > 1e-6 : d <= 1e-6);
         free(inc);
         free(full);
-        sr_whisper_ops.stream_close(b.st);
+        bclose(&b);
     }
     free(audio);
     sr_h5_close(g);
@@ -1022,7 +1057,7 @@ static void test_nospeech_golden(void)
         sr_tensor_free(&ga);
         sr_tensor_free(&go);
         sr_tensor_free(&gt);
-        sr_whisper_ops.stream_close(b.st);
+        bclose(&b);
         if (i) free(audio);
     }
     printf("\n      no_speech_prob max abs diff %.2e, avg_logprob (srkit rules) %.2e", dp, da);
@@ -1057,7 +1092,7 @@ static int drive_many(const sr_model *m, const char *strategy, int chunk_ms, con
     cfg.beam = 3; /* slots for the widest decoder */
     bstream b;
     int ok = 0, k = 0;
-    if (sr_whisper_ops.stream_open(m, &cfg, NULL, 0, &b.st, &b.ck, &b.sc)) return 0;
+    if (bopen_cfg(m, &cfg, &b)) return 0;
     for (k = 0; k < nd; k++) {
         memset(&d[k].h, 0, sizeof d[k].h);
         d[k].st = NULL;
@@ -1091,7 +1126,7 @@ done:
     if (!ok) printf("\n      %s %s: %s", strategy, k < nd ? d[k].name : "", sr_last_error());
     for (k = 0; k < nd; k++)
         if (d[k].st) d[k].ops->close(d[k].st);
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     return ok;
 }
 
@@ -1253,6 +1288,281 @@ static void test_whisperrt_long(void)
     sr_model_free(m);
 }
 
+/* ---- whisper_batch: streams stepped together in one batch context ---- */
+
+/* One stream of the batch and its twin: the same calls on a stream alone in its own batch
+ * context of one. */
+typedef struct {
+    int open, done;
+    void *st;
+    sr_scorer sc;
+    bstream twin;
+    const float *a;
+    size_t n, pos;
+    int32_t toks[24];
+    int nt;
+} bstr;
+
+static sr_status bstr_open(const sr_model *m, const sr_stream_config *c, void *batch, int slot,
+                           const float *a, size_t n, bstr *x)
+{
+    memset(x, 0, sizeof *x);
+    sr_chunking ck;
+    sr_status st = sr_whisper_ops.stream_open(m, c, batch, slot, &x->st, &ck, &x->sc);
+    if (st) return st;
+    if ((st = bopen_cfg(m, c, &x->twin))) {
+        sr_whisper_ops.stream_close(x->st);
+        return st;
+    }
+    CU_ASSERT(ck.first_chunk == x->twin.ck.first_chunk && ck.chunk == x->twin.ck.chunk);
+    x->open = 1;
+    x->a = a;
+    x->n = n;
+    return SR_OK;
+}
+
+static void bstr_close(bstr *x)
+{
+    if (!x->open) return;
+    sr_whisper_ops.stream_close(x->st);
+    bclose(&x->twin);
+    x->open = 0;
+}
+
+/* Streams joining at calls 0, 1, 2, 3 of a batch of 4 (audio aud[i]), each call a changing
+ * subset processed by one process_batch, then one aed_logprobs_batch over every open stream
+ * (a slot and a range of positions that change per call, the prefix growing by the batch's
+ * argmax); at call 5 stream 1 closes and a new one (aud[4]) takes its slot, at call 6 stream 2
+ * resets. Every output row is compared bit for bit with the twin's solo calls, and so is the
+ * no-speech probability. Returns the number of rows compared. */
+static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, int beam,
+                       const float *const *aud, const size_t *alen, int calls, int max_tok)
+{
+    const wh_model *w = m->impl;
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = strategy;
+    c.chunk_ms = chunk_ms;
+    c.beam = beam;
+    void *B = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.batch_open(m, &c, 4, &B), SR_OK);
+    int V = w->n_vocab, slots = beam > 1 ? 2 * beam : 2;
+    long rows_cmp = 0, mism = 0;
+    bstr S[4];
+    memset(S, 0, sizeof S);
+    float *out = malloc((size_t)4 * (max_tok + 1) * V * sizeof(float));
+    float *ref = malloc((size_t)(max_tok + 1) * V * sizeof(float));
+    size_t bytes = sr_whisper_ops.batch_bytes(B);
+    CU_ASSERT(bytes > 0);
+    for (int call = 0; call < calls; call++) {
+        if (call < 4)
+            CU_ASSERT_EQUAL_FATAL(bstr_open(m, &c, B, call, aud[call], alen[call], &S[call]),
+                                  SR_OK);
+        if (call == 5) { /* a new stream in a freed slot: nothing reallocated, nothing left */
+            bytes = sr_whisper_ops.batch_bytes(B);
+            bstr_close(&S[1]);
+            CU_ASSERT_EQUAL_FATAL(bstr_open(m, &c, B, 1, aud[4], alen[4], &S[1]), SR_OK);
+            CU_ASSERT_EQUAL(sr_whisper_ops.batch_bytes(B), bytes);
+        }
+        if (call == 6) {
+            sr_whisper_ops.reset(S[2].st);
+            sr_whisper_ops.reset(S[2].twin.st);
+            S[2].pos = 0;
+            S[2].done = 0;
+            S[2].nt = 0;
+        }
+        void *st[4];
+        const float *pcm[4];
+        size_t n[4];
+        int fin[4], cnt = 0;
+        for (int i = 0; i < 4; i++) {
+            bstr *x = &S[i];
+            if (!x->open || x->done || (call * 7 + i) % 5 == 4) continue;
+            size_t need = x->pos ? x->twin.ck.chunk : x->twin.ck.first_chunk, left = x->n - x->pos;
+            int final = left <= need;
+            st[cnt] = x->st;
+            pcm[cnt] = x->a + x->pos;
+            n[cnt] = final ? left : need;
+            fin[cnt] = final;
+            CU_ASSERT_EQUAL(sr_whisper_ops.process(x->twin.st, pcm[cnt], n[cnt], final), SR_OK);
+            x->pos += n[cnt];
+            x->done = final;
+            cnt++;
+        }
+        CU_ASSERT_EQUAL(sr_whisper_ops.process_batch(B, st, pcm, n, fin, cnt), SR_OK);
+        sr_aed_req req[4];
+        int who[4], nr = 0;
+        for (int i = 0; i < 4; i++) {
+            bstr *x = &S[i];
+            if (!x->open) continue;
+            int from = call % 3 == 0 ? 0 : SR_MAX(0, x->nt - 2);
+            req[nr] = (sr_aed_req){.ctx = x->st, .slot = (call + i) % slots, .prefix = x->toks,
+                                   .n = x->nt, .from = from,
+                                   .out = out + (size_t)nr * (max_tok + 1) * V};
+            who[nr++] = i;
+        }
+        CU_ASSERT_EQUAL_FATAL(S[0].sc.aed_logprobs_batch(req, nr), SR_OK);
+        for (int r = 0; r < nr; r++) {
+            bstr *x = &S[who[r]];
+            int rows = req[r].n - req[r].from + 1;
+            CU_ASSERT_EQUAL_FATAL(x->twin.sc.aed_logprobs(x->twin.st, req[r].slot, x->toks,
+                                                          req[r].n, req[r].from, ref), SR_OK);
+            if (memcmp(req[r].out, ref, (size_t)rows * V * sizeof(float))) {
+                if (!mism++)
+                    printf("\n      %s call %d stream %d slot %d [%d, %d]: batched != solo",
+                           strategy, call, who[r], req[r].slot, req[r].from, req[r].n);
+            }
+            rows_cmp += rows;
+            const float *last = req[r].out + (size_t)(rows - 1) * V;
+            int best = sr_aed_argmax(last, V);
+            if (best != w->eot && best != w->brk && x->nt < max_tok) x->toks[x->nt++] = best;
+            float p = -1, q = -2;
+            int s0 = -1, s1 = -2;
+            CU_ASSERT_EQUAL(x->sc.aed_no_speech(x->st, x->toks, x->nt, &s0, &p), SR_OK);
+            CU_ASSERT_EQUAL(x->twin.sc.aed_no_speech(x->twin.st, x->toks, x->nt, &s1, &q), SR_OK);
+            CU_ASSERT(s0 == s1 && !memcmp(&p, &q, sizeof p));
+        }
+    }
+    CU_ASSERT_EQUAL(mism, 0);
+    /* every stream got audio through to its end and some text */
+    for (int i = 0; i < 4; i++) CU_ASSERT(S[i].done && S[i].nt > 0);
+    for (int i = 0; i < 4; i++) bstr_close(&S[i]);
+    sr_whisper_ops.batch_close(B);
+    free(out);
+    free(ref);
+    return rows_cmp;
+}
+
+/* Audio i: the clip rotated and scaled per stream, lengths len[i] (tiled as needed). */
+static float **batch_audio(const float *a, size_t n, const size_t *len, int k)
+{
+    float **o = malloc((size_t)k * sizeof(float *));
+    for (int i = 0; i < k; i++) {
+        o[i] = malloc(len[i] * sizeof(float));
+        for (size_t t = 0; t < len[i]; t++)
+            o[i][t] = a[(t + (size_t)i * 2711) % n] * (1.0f - 0.15f * (float)i);
+    }
+    return o;
+}
+
+static void test_batch_rand(void)
+{
+    sr_model *m = test_load_model("whisper/rand.h5");
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    size_t n = 0;
+    float *audio = test_golden_audio(g, &n);
+    CU_ASSERT_FATAL(audio != NULL);
+    /* rand.h5 has a 3 s window: offline audio of up to 2 windows grows the cross K/V pools */
+    static const struct { const char *strategy; int chunk_ms, beam, calls; size_t len[5]; } cs[] = {
+        {"whisperrt", 100, 2, 30, {16000, 24000, 14000, 20000, 12000}},
+        {"whisperrt", 200, 0, 30, {60000, 36000, 56000, 50000, 26000}}, /* context resets */
+        {"reencode", 200, 0, 24, {20000, 28000, 14000, 22000, 12000}},
+        {"offline", 0, 3, 12, {30000, 90000, 40000, 60000, 20000}},
+    };
+    for (size_t k = 0; k < SR_ARRAY_LEN(cs); k++) {
+        float **a = batch_audio(audio, n, cs[k].len, 5);
+        long rows = batch_case(m, cs[k].strategy, cs[k].chunk_ms, cs[k].beam,
+                               (const float *const *)a, cs[k].len, cs[k].calls, 14);
+        printf("%s %s %d ms: %ld rows compared", k ? ";" : "\n      ", cs[k].strategy,
+               cs[k].chunk_ms, rows);
+        CU_ASSERT(rows > 100);
+        for (int i = 0; i < 5; i++) free(a[i]);
+        free(a);
+    }
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
+static void test_batch_tiny_en(void)
+{
+    const char *jfk = test_shared("speech-samples/jfk.wav");
+    sr_model *m = jfk ? load_real() : NULL;
+    if (!m) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
+        return;
+    }
+    sr_audio au;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &au), SR_OK);
+    size_t len[5] = {48000, 40000, 56000, 32000, 36000};
+    float **a = batch_audio(au.samples, au.n, len, 5);
+    long rows = batch_case(m, "whisperrt", 500, 2, (const float *const *)a, len, 14, 10);
+    printf("\n      tiny.en whisperrt 500 ms: %ld rows compared", rows);
+    CU_ASSERT(rows > 50);
+    for (int i = 0; i < 5; i++) free(a[i]);
+    free(a);
+    sr_audio_free(&au);
+    sr_model_free(m);
+}
+
+/* Batch contexts: configs checked as stream_open checks them, slots in range and free, the
+ * streams of a batched call distinct and of one context. */
+static void test_batch_bad(void)
+{
+    sr_model *m = test_load_model("whisper/rand.h5");
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    void *B = NULL, *B2 = NULL;
+    c.chunk_ms = 30;
+    TEST_ASSERT_ERR(sr_whisper_ops.batch_open(m, &c, 2, &B), SR_ERR_ARG, "stream.chunk_ms");
+    c.chunk_ms = 100;
+    c.first_chunk_ms = 3020;
+    TEST_ASSERT_ERR(sr_whisper_ops.batch_open(m, &c, 2, &B), SR_ERR_ARG, "stream.first_chunk_ms");
+    c.first_chunk_ms = 0;
+    c.strategy = "bogus";
+    TEST_ASSERT_ERR(sr_whisper_ops.batch_open(m, &c, 2, &B), SR_ERR_ARG, "stream.strategy");
+    c.strategy = NULL;
+    c.decoder_kv_cache = 2;
+    TEST_ASSERT_ERR(sr_whisper_ops.batch_open(m, &c, 2, &B), SR_ERR_ARG, "stream.decoder_kv_cache");
+    c.decoder_kv_cache = 0;
+    TEST_ASSERT_ERR(sr_whisper_ops.batch_open(m, &c, 0, &B), SR_ERR_ARG, "max_streams");
+    CU_ASSERT_PTR_NULL(B);
+    CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.batch_open(m, &c, 2, &B), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.batch_open(m, &c, 1, &B2), SR_OK);
+    /* a bigger batch holds more */
+    CU_ASSERT(sr_whisper_ops.batch_bytes(B) > sr_whisper_ops.batch_bytes(B2));
+    void *s0 = NULL, *s1 = NULL, *s2 = NULL, *x = NULL;
+    sr_chunking ck;
+    sr_scorer sc0, sc1, sc2;
+    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, B, 2, &x, &ck, &sc0), SR_ERR_ARG, "slot 2");
+    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, B, -1, &x, &ck, &sc0), SR_ERR_ARG, "slot -1");
+    c.beam = 3;
+    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, B, 0, &x, &ck, &sc0), SR_ERR_ARG, "stream.beam");
+    c.beam = 0;
+    CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.stream_open(m, &c, B, 0, &s0, &ck, &sc0), SR_OK);
+    TEST_ASSERT_ERR(sr_whisper_ops.stream_open(m, &c, B, 0, &x, &ck, &sc0), SR_ERR_ARG, "in use");
+    CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.stream_open(m, &c, B, 1, &s1, &ck, &sc1), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.stream_open(m, &c, B2, 0, &s2, &ck, &sc2), SR_OK);
+    CU_ASSERT(sr_whisper_ops.state_bytes(s0) < sr_whisper_ops.batch_bytes(B));
+    float out[2 * 259];
+    sr_aed_req r[3] = {{.ctx = s0, .out = out}, {.ctx = s0, .out = out + 259}, {.ctx = s1, .out = out}};
+    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 2), SR_ERR_ARG, "same stream");
+    r[1].ctx = s2;
+    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 2), SR_ERR_ARG, "batch context");
+    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 3), SR_ERR_ARG, "3 requests");
+    r[1].ctx = s1;
+    r[1].slot = 5;
+    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 2), SR_ERR_ARG, "slot 5");
+    r[1].slot = 0;
+    CU_ASSERT_EQUAL(sc0.aed_logprobs_batch(r, 2), SR_OK); /* no audio yet: EOT certain */
+    CU_ASSERT(out[sc0.eot] == 0 && out[259 + sc0.eot] == 0);
+    void *st[2] = {s0, s2};
+    const float *pcm[2] = {out, out};
+    size_t n[2] = {0, 0};
+    int fin[2] = {0, 0};
+    TEST_ASSERT_ERR(sr_whisper_ops.process_batch(B, st, pcm, n, fin, 2), SR_ERR_ARG,
+                    "not of this batch context");
+    st[1] = s0;
+    TEST_ASSERT_ERR(sr_whisper_ops.process_batch(B, st, pcm, n, fin, 2), SR_ERR_ARG, "same");
+    sr_whisper_ops.stream_close(s0);
+    sr_whisper_ops.stream_close(s1);
+    sr_whisper_ops.stream_close(s2);
+    sr_whisper_ops.batch_close(B);
+    sr_whisper_ops.batch_close(B2);
+    sr_model_free(m);
+}
+
 /* Model files that are missing or corrupt; stream configs and scorer calls out of range. */
 static void test_silence_bad_input(void)
 {
@@ -1287,7 +1597,7 @@ static void test_silence_bad_input(void)
     TEST_ASSERT_ERR(bopen(m, "whisperrt", 100, 610, &b), SR_ERR_ARG, "stream.first_chunk_ms");
     TEST_ASSERT_ERR(bopen(m, "whisperrt", 100, 3020, &b), SR_ERR_ARG, "stream.first_chunk_ms");
     CU_ASSERT_EQUAL(bopen(m, "whisperrt", 300, 300, &b), SR_OK);
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     /* aed_no_speech: before audio nothing is claimed; bad arguments name themselves */
     CU_ASSERT_EQUAL_FATAL(bopen(m, "whisperrt", 100, 0, &b), SR_OK);
     float p = -1;
@@ -1305,7 +1615,7 @@ static void test_silence_bad_input(void)
     CU_ASSERT_EQUAL(b.sc.aed_no_speech(b.st, q, 1, &start, &p), SR_OK);
     CU_ASSERT(p > 0 && p < 1 && start == 0);
     free(zero);
-    sr_whisper_ops.stream_close(b.st);
+    bclose(&b);
     sr_model_free(m);
 }
 
@@ -1326,4 +1636,6 @@ void test_register_whisper(void)
                {"silence_every_decoder", test_silence_every_decoder},
                {"speech_unaffected", test_speech_unaffected},
                {"whisperrt_past_30s", test_whisperrt_long});
+    TEST_SUITE("whisper_batch", {"batch_bad", test_batch_bad}, {"batch_vs_solo_rand", test_batch_rand},
+               {"batch_vs_solo_tiny_en", test_batch_tiny_en});
 }

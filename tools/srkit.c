@@ -1509,7 +1509,6 @@ static int bench_parse(int argc, char **argv, bench_args *b)
         if (!strcmp(a, "--per-chunk")) { b->per_chunk = 1; continue; }
         if (!strcmp(a, "--loop")) { b->loop = 1; continue; }
         if (!strcmp(a, "--separate")) { b->separate = 1; continue; }
-        if (!strcmp(a, "--realtime")) { b->realtime = 1; continue; }
         if (!strcmp(a, "--model") || !strcmp(a, "--audio") || !strcmp(a, "--stream") ||
             !strcmp(a, "--repeat") || !strcmp(a, "--max-ms") || !strcmp(a, "--streams")) {
             if (!v) { fprintf(stderr, "srkit bench: %s needs a value\n", a); return -1; }
@@ -1564,6 +1563,7 @@ static int bench_stream(int argc, char **argv)
         fprintf(stderr, "srkit bench: --loop needs --max-ms (how much audio to feed)\n");
         r = -1;
     }
+    b.realtime = b.o.realtime; /* parse_run_opt's flag (srkit stream's pacing) */
     if (!r && (b.separate || b.realtime) && !b.streams) {
         fprintf(stderr, "srkit bench: --separate and --realtime go with --streams N\n");
         r = -1;

@@ -2,8 +2,20 @@
  * voxtral.c — the voxtral_realtime backend's streams (arch "voxtral_realtime", docs/voxtral.md):
  * audio in 80 ms steps through the streaming log-mel, the causal conv stem with carried
  * state, the encoder with per-layer ring K/V caches, the adapter, and a SYNC scorer that runs
- * one decoder step per audio embedding. The stream holds its caches as kernel-table pools
- * (one slot each) and drives the forward functions of vx_model.c as a batch of one.
+ * one decoder step per audio embedding.
+ *
+ * Batch context (vx_batch, batch_open): every stream lives in one, on a slot. The context owns
+ * the caches of all its streams as kernel-table pools with one slot per stream (stem states,
+ * encoder and decoder K/V rings in the config's cache dtype), the scratch of one forward call
+ * over all of them, and what depends only on the config (prompt, adaptive scales). A stream
+ * keeps only its private state: mel front-end and pending mel frames, the ring of audio
+ * embeddings the decoder has not consumed, positions and counters. process_batch runs the
+ * streams' mel front-ends on the host, then rounds of ONE stem + encoder + adapter call over
+ * every stream holding a whole step of mel frames (each stream's rows at its own positions in
+ * its own slot); sync_step_batch runs the decoder steps of several streams as ONE decoder
+ * pass. Every op is row-independent (kernels/kernels.h), and how a stream's work is cut into
+ * calls depends only on that stream, so each stream computes bit for bit what it computes
+ * alone. process and sync_step are the batched forms with one stream.
  *
  * Signal: n_left_pad_tokens * 1280 zero samples, the audio, and at finish zeros up to a whole
  * 80 ms step plus n_right_pad_tokens * 1280 zeros. Mel frame f (centre f * 160) is complete
@@ -15,9 +27,9 @@
  * result is bit for bit that of one step at a time, with fewer passes over the weights.
  *
  * Stem (transformers' causal convs, zero left padding): conv1 (k 3, s 1) output t reads mel
- * t-2..t; conv2 (k 3, s 2) output j reads conv1 outputs 2j-1..2j+1. The stream carries the
- * last two mel frames and the last conv1 output (pools c1, c2), so 8 mel frames always give
- * 4 outputs.
+ * t-2..t; conv2 (k 3, s 2) output j reads conv1 outputs 2j-1..2j+1. The stream's slot carries
+ * the last two mel frames and the last conv1 output (pools c1, c2), so 8 mel frames always
+ * give 4 outputs.
  *
  * Decoder: the prompt x = [BOS] + [PAD] * (n_left + delay) (L tokens) fills positions 0..L-2
  * with embed(x[p]) + a[p], in the same call as the first sync step (position L - 1) when the
@@ -32,237 +44,15 @@
 #include <math.h>
 #include <string.h>
 
-static void stream_close(void *state);
-
 static sr_status load(sr_model *m, sr_h5 *f) { return vx_load(m, f); }
 
-static int vx_frames(void *ctx)
+/* The stream config of a context and of each of its streams (one rule for both): strategy
+ * "realtime", 80 ms chunks, a delay in the model's range, f32 or bf16 caches. SR_ERR_ARG
+ * naming the field. */
+static sr_status check_config(const vx_model *w, const sr_stream_config *cfg, int *delay,
+                              sr_dtype *kv)
 {
-    const vx_stream *s = ctx;
-    int64_t audio = s->n_emb - (s->prompt_len - 1);
-    if (audio < 0) audio = 0;
-    return (int)(audio + s->flush_avail);
-}
-
-/* A batch of one: the stream's n rows from position p0 in its slot. */
-typedef struct {
-    int row0[2], slot[1];
-    int64_t pos[1];
-    sr_kbatch b;
-} solo_batch;
-
-static const sr_kbatch *solo(solo_batch *sb, int slot, int64_t p0, int n)
-{
-    sb->row0[0] = 0;
-    sb->row0[1] = n;
-    sb->slot[0] = slot;
-    sb->pos[0] = p0;
-    sb->b = (sr_kbatch){.n_seq = 1, .row0 = sb->row0, .slot = sb->slot, .pos = sb->pos};
-    return &sb->b;
-}
-
-/* Decoder over the tokens s->ids[0 .. n) at positions p0 .., each input embed(token) + a[p]
- * where the audio embedding a[p] exists (the prompt and audio steps; flush steps have none).
- * logits (host, may be NULL): the last row's. */
-static sr_status decode_rows(vx_stream *s, int64_t p0, int n, float *logits)
-{
-    const vx_model *w = s->w;
-    const sr_kernels *k = s->m->k;
-    int d = w->dim;
-    float *x = s->s.x;
-    sr_status st = k->gather(w->embed, s->ids, n, x, d);
-    for (int64_t p = p0, end = SR_MIN(p0 + n, s->n_emb); !st && p < end;) { /* <= 2 ring runs */
-        int at = (int)(p % s->emb_cap), run = (int)SR_MIN(end - p, (int64_t)(s->emb_cap - at));
-        st = k->add(run, d, s->emb + (size_t)at * d, d, 1.0f, x + (size_t)(p - p0) * d, d);
-        p += run;
-    }
-    solo_batch sb;
-    if (st || (st = vx_decode(w, &s->s, s->dk, s->dv, solo(&sb, s->slot, p0, n), s->ada, 0, x,
-                              logits ? s->logits : NULL, w->vocab)))
-        return st;
-    s->dec_pos = p0 + n;
-    return logits ? k->download(logits, s->logits, (size_t)w->vocab * sizeof(float)) : SR_OK;
-}
-
-static sr_status vx_step(void *ctx, int t, int32_t prev, float *logits)
-{
-    vx_stream *s = ctx;
-    const vx_model *w = s->w;
-    if (t != s->n_steps || t >= vx_frames(s))
-        return sr_error(SR_ERR_ARG, "voxtral sync_step: step %d requested, next is %lld of %d "
-                        "available", t, (long long)s->n_steps, vx_frames(s));
-    if (prev < -1 || prev >= w->vocab)
-        return sr_error(SR_ERR_ARG, "voxtral sync_step: prev token %d outside the vocabulary "
-                        "(%d)", (int)prev, w->vocab);
-    int L = s->prompt_len;
-    int64_t p = L - 1 + (int64_t)t;
-    if (p >= s->n_emb) {
-        if (p - s->n_emb >= 1 && prev == w->eos) s->stopped = 1;
-        if (s->stopped) { /* text ended: nothing more to compute */
-            for (int v = 0; v < w->vocab; v++) logits[v] = -INFINITY;
-            logits[w->pad] = 0.0f;
-            s->n_steps++;
-            return SR_OK;
-        }
-    }
-    sr_status st;
-    if (t == 0) {
-        /* the prompt: positions 0 .. L-2 (prefill) and L-1 (the first step, on the prompt's
-         * last token) in one call when the cache holds all L rows, else the prefill first */
-        memcpy(s->ids, s->prompt, (size_t)L * sizeof(int32_t));
-        if (L <= s->dk->rows) {
-            st = decode_rows(s, 0, L, logits);
-        } else if (!(st = decode_rows(s, 0, L - 1, NULL))) {
-            s->ids[0] = s->prompt[L - 1];
-            st = decode_rows(s, L - 1, 1, logits);
-        }
-    } else {
-        s->ids[0] = prev < 0 ? w->pad : prev;
-        st = decode_rows(s, p, 1, logits);
-    }
-    if (st) return st;
-    s->n_steps++;
-    return SR_OK;
-}
-
-/* `steps` 80 ms steps of one stream in one call: 8 mel frames each -> conv stem -> 4 encoder
- * frames -> 1 audio embedding, appended to the embedding ring. */
-static sr_status encode_steps(vx_stream *s, const float *mel, int steps)
-{
-    const vx_model *w = s->w;
-    const sr_kernels *k = s->m->k;
-    vx_scratch *sc = &s->s;
-    int C = w->n_mels, E = w->enc_dim, d = w->dim, n = steps * VX_ENC_PER_STEP;
-    solo_batch sb;
-    const sr_kbatch *b = solo(&sb, s->slot, s->enc_pos, n);
-    sr_status st;
-    if ((st = k->upload(sc->mel, mel, (size_t)steps * VX_MEL_PER_STEP * C * sizeof(float))) ||
-        (st = vx_stem(w, sc, s->c1, s->c2, b, sc->mel, sc->x)) ||
-        (st = vx_encode(w, sc, s->ek, s->ev, b, sc->x)))
-        return st;
-    s->enc_pos += n;
-    if (s->cap_enc) {
-        int c = SR_MIN(n, s->cap_enc_max - s->cap_enc_n);
-        if ((st = k->download(s->cap_enc + (size_t)s->cap_enc_n * E, sc->x,
-                              (size_t)c * E * sizeof(float))))
-            return st;
-        s->cap_enc_n += c;
-    }
-    if ((st = vx_adapter(w, sc, sc->x, n, sc->h))) return st;
-    for (int i = 0; i < steps; i++) {
-        float *a = s->emb + (size_t)((s->n_emb + i) % s->emb_cap) * d;
-        if ((st = k->copy2d(1, d, sc->h + (size_t)i * d, d, a, d))) return st;
-        if (s->cap_ada && s->cap_ada_n < s->cap_ada_max &&
-            (st = k->download(s->cap_ada + (size_t)s->cap_ada_n++ * d, a, (size_t)d * sizeof(float))))
-            return st;
-    }
-    s->n_emb += steps;
-    return SR_OK;
-}
-
-/* Take the new mel frames at s->mel[mel_n .. mel_n + got) and run every complete step, up to
- * enc_steps of them per encoder call. */
-static sr_status take_frames(vx_stream *s, int got)
-{
-    int C = s->w->n_mels;
-    if (s->cap_mel)
-        for (int i = 0; i < got && s->cap_mel_n < s->cap_mel_max; i++, s->cap_mel_n++)
-            memcpy(s->cap_mel + (size_t)s->cap_mel_n * C, s->mel + (size_t)(s->mel_n + i) * C,
-                   (size_t)C * sizeof(float));
-    s->mel_n += got;
-    int used = 0;
-    while (s->mel_n - used >= VX_MEL_PER_STEP) {
-        /* the decoder consumes a[p] at position p; an unconsumed ring entry must not be
-         * overwritten */
-        int64_t room = s->emb_cap - (s->n_emb - s->dec_pos);
-        if (room <= 0)
-            return sr_error(SR_ERR_ARG, "voxtral: %lld audio embeddings wait for the decoder "
-                            "(ring of %d): sync_step is not being called",
-                            (long long)(s->n_emb - s->dec_pos), s->emb_cap);
-        int steps = SR_MIN((s->mel_n - used) / VX_MEL_PER_STEP, s->enc_steps);
-        steps = (int)SR_MIN((int64_t)steps, room);
-        sr_status st = encode_steps(s, s->mel + (size_t)used * C, steps);
-        if (st) return st;
-        used += steps * VX_MEL_PER_STEP;
-    }
-    if (used) {
-        memmove(s->mel, s->mel + (size_t)used * C, (size_t)(s->mel_n - used) * C * sizeof(float));
-        s->mel_n -= used;
-    }
-    return SR_OK;
-}
-
-/* Feed samples (NULL = zeros) to the mel stream, at most enc_steps steps of samples at a time
- * so the pending mel buffer stays bounded. */
-static sr_status feed(vx_stream *s, const float *pcm, size_t n)
-{
-    static const float zeros[VX_ENC_STEPS_MAX * VX_STEP_SAMPLES];
-    size_t most = (size_t)s->enc_steps * VX_STEP_SAMPLES;
-    while (n) {
-        size_t take = n < most ? n : most;
-        int room = s->mel_cap - s->mel_n, got = 0;
-        if (sr_mel_stream_pending(s->ms, take) > room)
-            return sr_error(SR_ERR_ARG, "voxtral: mel buffer of %d frames too small", s->mel_cap);
-        sr_status st = sr_mel_stream_feed(s->ms, pcm ? pcm : zeros, take,
-                                          s->mel + (size_t)s->mel_n * s->w->n_mels, room, &got);
-        if (st || (st = take_frames(s, got))) return st;
-        if (pcm) pcm += take;
-        n -= take;
-    }
-    return SR_OK;
-}
-
-static sr_status process(void *state, const float *pcm, size_t n, int final)
-{
-    vx_stream *s = state;
-    const vx_model *w = s->w;
-    sr_status st;
-    if (s->final) return sr_error(SR_ERR_ARG, "voxtral: stream already flushed (reset it)");
-    if (!s->started) {
-        s->started = 1;
-        if ((st = feed(s, NULL, (size_t)w->n_left * VX_STEP_SAMPLES))) return st;
-    }
-    if ((st = feed(s, pcm, n))) return st;
-    s->samples += (int64_t)n;
-    if (!final) return SR_OK;
-    int64_t rem = s->samples % VX_STEP_SAMPLES;
-    size_t pad = (size_t)(rem ? VX_STEP_SAMPLES - rem : 0) + (size_t)w->n_right * VX_STEP_SAMPLES;
-    if ((st = feed(s, NULL, pad))) return st;
-    int room = s->mel_cap - s->mel_n, got = 0;
-    if (sr_mel_stream_pending(s->ms, 0) > room)
-        return sr_error(SR_ERR_ARG, "voxtral: mel buffer of %d frames too small", s->mel_cap);
-    if ((st = sr_mel_stream_finish(s->ms, s->mel + (size_t)s->mel_n * w->n_mels, room, &got)) ||
-        (st = take_frames(s, got)))
-        return st;
-    s->mel_n = 0; /* the padded signal is whole steps: nothing is left over */
-    s->final = 1;
-    s->flush_avail = w->flush_tokens;
-    return SR_OK;
-}
-
-static void reset(void *state)
-{
-    vx_stream *s = state;
-    sr_mel_stream_reset(s->ms);
-    s->mel_n = 0;
-    /* the conv states are read as left context: zero again. The K/V pools are not cleared: a
-     * query reads only positions written since the reset. */
-    sr_kpool_clear(s->m->k, s->c1, s->slot);
-    sr_kpool_clear(s->m->k, s->c2, s->slot);
-    s->enc_pos = s->dec_pos = 0;
-    s->n_emb = s->n_steps = s->samples = 0;
-    s->started = s->final = s->stopped = s->flush_avail = 0;
-    s->cap_enc_n = s->cap_ada_n = s->cap_mel_n = 0;
-}
-
-static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch, int slot,
-                             void **state,
-                             sr_chunking *ck, sr_scorer *sc)
-{
-    (void)batch;
-    (void)slot;
-    const vx_model *w = m->impl;
-    const sr_kernels *k = m->k;
+    if (!cfg) return sr_error(SR_ERR_ARG, "voxtral: stream config missing");
     if (cfg->strategy && strcmp(cfg->strategy, "realtime"))
         return sr_error(SR_ERR_ARG, "stream.strategy: \"%s\" unknown for voxtral_realtime "
                         "(known: realtime)", cfg->strategy);
@@ -272,54 +62,522 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
     if (cfg->first_chunk_ms && cfg->first_chunk_ms != 80)
         return sr_error(SR_ERR_ARG, "stream.first_chunk_ms: %d, voxtral_realtime steps 80 ms at "
                         "a time", cfg->first_chunk_ms);
-    int delay = cfg->delay_tokens ? cfg->delay_tokens : w->delay_def;
-    if (delay < w->delay_min || delay > w->delay_max)
+    *delay = cfg->delay_tokens ? cfg->delay_tokens : w->delay_def;
+    if (*delay < w->delay_min || *delay > w->delay_max)
         return sr_error(SR_ERR_ARG, "stream.delay_tokens: %d outside the model's supported range "
-                        "%d..%d (80 ms each)", delay, w->delay_min, w->delay_max);
-    sr_dtype kv = SR_F32;
+                        "%d..%d (80 ms each)", *delay, w->delay_min, w->delay_max);
+    *kv = SR_F32;
     if (cfg->cache_dtype && strcmp(cfg->cache_dtype, "f32")) {
         if (strcmp(cfg->cache_dtype, "bf16"))
             return sr_error(SR_ERR_ARG, "stream.cache_dtype: \"%s\" unknown for voxtral_realtime "
                             "(known: f32, bf16)", cfg->cache_dtype);
-        kv = SR_BF16;
+        *kv = SR_BF16;
     }
+    return SR_OK;
+}
+
+static int vx_frames(void *ctx)
+{
+    const vx_stream *s = ctx;
+    int64_t audio = s->n_emb - (s->b->prompt_len - 1);
+    if (audio < 0) audio = 0;
+    return (int)(audio + s->flush_avail);
+}
+
+/* Zero a stream's slot in every pool of its context (opening, reset). The conv states are read
+ * as left context; the K/V rows are cleared so that a reused slot holds nothing of the stream
+ * before (a query reads only positions written since, either way). */
+static sr_status slot_clear(vx_batch *B, int slot)
+{
+    sr_kpool *pools[] = {B->c1, B->c2, B->ek, B->ev, B->dk, B->dv};
+    sr_status st = SR_OK;
+    for (size_t i = 0; i < SR_ARRAY_LEN(pools) && !st; i++)
+        st = sr_kpool_clear(B->m->k, pools[i], slot);
+    return st;
+}
+
+/* ---- decoder ------------------------------------------------------------------------------- */
+
+/* One decoder pass over the sequences B->seq[0 .. n_seq) of the kbatch in B->row0 / slot / pos
+ * with the tokens B->ids[0 .. rows): each row's input is embed(token) + a[p] where the stream's
+ * audio embedding a[p] exists (the prompt and audio steps; flush steps have none). logits != 0:
+ * sequence i's last row's logits go to row i of B->logits. Each stream's dec_pos advances. */
+static sr_status decode_pass(vx_batch *B, int n_seq, int logits)
+{
+    const vx_model *w = B->w;
+    const sr_kernels *k = B->m->k;
+    int d = w->dim;
+    float *x = B->s.x;
+    sr_kbatch kb = {.n_seq = n_seq, .row0 = B->row0, .slot = B->slot, .pos = B->pos};
+    sr_status st = k->gather(w->embed, B->ids, B->row0[n_seq], x, d);
+    for (int i = 0; i < n_seq && !st; i++) {
+        const vx_stream *s = B->seq[i];
+        int64_t p0 = B->pos[i];
+        float *xs = x + (size_t)B->row0[i] * d;
+        int64_t end = SR_MIN(p0 + (B->row0[i + 1] - B->row0[i]), s->n_emb);
+        for (int64_t p = p0; !st && p < end;) { /* <= 2 ring runs */
+            int at = (int)(p % s->emb_cap), run = (int)SR_MIN(end - p, (int64_t)(s->emb_cap - at));
+            st = k->add(run, d, s->emb + (size_t)at * d, d, 1.0f, xs + (size_t)(p - p0) * d, d);
+            p += run;
+        }
+    }
+    if (st || (st = vx_decode(w, &B->s, B->dk, B->dv, &kb, B->ada, 0, x,
+                              logits ? B->logits : NULL, w->vocab)))
+        return st;
+    for (int i = 0; i < n_seq; i++) B->seq[i]->dec_pos = B->pos[i] + (B->row0[i + 1] - B->row0[i]);
+    return SR_OK;
+}
+
+/* Sequence i of the call being built in B (row0[0 .. i] set): stream s's n rows from position
+ * p0 in its slot. */
+static void add_seq(vx_batch *B, int i, vx_stream *s, int64_t p0, int n)
+{
+    B->seq[i] = s;
+    B->slot[i] = s->slot;
+    B->pos[i] = p0;
+    B->row0[i + 1] = B->row0[i] + n;
+}
+
+/* Steps of `count` distinct streams of one context as one decoder pass (plus one prefill pass
+ * for streams at step 0 whose prompt does not fit the cache ring in one call). */
+static sr_status sync_step_batch(const sr_sync_req *r, int count)
+{
+    if (!r || count < 1)
+        return sr_error(SR_ERR_ARG, "voxtral sync_step_batch: %d requests%s", count,
+                        r ? "" : " (NULL)");
+    vx_batch *B = NULL;
+    for (int i = 0; i < count; i++) {
+        vx_stream *s = r[i].ctx;
+        if (!s || !r[i].logits)
+            return sr_error(SR_ERR_ARG, "voxtral sync_step: request %d: %s is NULL", i,
+                            s ? "logits" : "ctx");
+        if (!B) B = s->b;
+        if (s->b != B)
+            return sr_error(SR_ERR_ARG, "voxtral sync_step_batch: request %d's stream is in "
+                            "another batch context than request 0's", i);
+        for (int j = 0; j < i; j++)
+            if (r[j].ctx == s)
+                return sr_error(SR_ERR_ARG, "voxtral sync_step_batch: requests %d and %d are "
+                                "the same stream", j, i);
+        int t = r[i].t;
+        if (t != s->n_steps || t >= vx_frames(s))
+            return sr_error(SR_ERR_ARG, "voxtral sync_step: step %d requested, next is %lld of "
+                            "%d available", t, (long long)s->n_steps, vx_frames(s));
+        if (r[i].prev < -1 || r[i].prev >= s->w->vocab)
+            return sr_error(SR_ERR_ARG, "voxtral sync_step: prev token %d outside the "
+                            "vocabulary (%d)", (int)r[i].prev, s->w->vocab);
+    }
+    const vx_model *w = B->w;
+    const sr_kernels *k = B->m->k;
+    int L = B->prompt_len, V = w->vocab, n_act = 0, n_pre = 0;
+    /* requests that compute (their indices in B->aux); ended streams answer the pad */
+    for (int i = 0; i < count; i++) {
+        vx_stream *s = r[i].ctx;
+        int64_t p = L - 1 + (int64_t)r[i].t;
+        if (p >= s->n_emb && p - s->n_emb >= 1 && r[i].prev == w->eos) s->stopped = 1;
+        if (s->stopped) { /* text ended: nothing more to compute */
+            for (int v = 0; v < V; v++) r[i].logits[v] = -INFINITY;
+            r[i].logits[w->pad] = 0.0f;
+            continue;
+        }
+        B->aux[n_act++] = i;
+        n_pre += r[i].t == 0 && L > B->dk->rows;
+    }
+    sr_status st = SR_OK;
+    if (n_pre) { /* the prompt's positions 0 .. L-2 first where all L rows do not fit at once */
+        int n = 0;
+        B->row0[0] = 0;
+        for (int a = 0; a < n_act; a++) {
+            const sr_sync_req *q = &r[B->aux[a]];
+            if (q->t != 0) continue;
+            add_seq(B, n, q->ctx, 0, L - 1);
+            memcpy(B->ids + B->row0[n], B->prompt, (size_t)(L - 1) * sizeof(int32_t));
+            n++;
+        }
+        st = decode_pass(B, n, 0);
+    }
+    if (!st && n_act) {
+        /* step t at position L - 1 + t: the whole prompt at t = 0 when it fits, else one row */
+        B->row0[0] = 0;
+        for (int a = 0; a < n_act; a++) {
+            const sr_sync_req *q = &r[B->aux[a]];
+            int32_t *ids = B->ids + B->row0[a];
+            if (q->t == 0 && L <= B->dk->rows) {
+                add_seq(B, a, q->ctx, 0, L);
+                memcpy(ids, B->prompt, (size_t)L * sizeof(int32_t));
+            } else {
+                add_seq(B, a, q->ctx, L - 1 + (int64_t)q->t, 1);
+                ids[0] = q->t == 0 ? B->prompt[L - 1] : q->prev < 0 ? w->pad : q->prev;
+            }
+        }
+        st = decode_pass(B, n_act, 1);
+        for (int a = 0; a < n_act && !st; a++)
+            st = k->download(r[B->aux[a]].logits, B->logits + (size_t)a * V,
+                             (size_t)V * sizeof(float));
+    }
+    if (st) return st;
+    for (int i = 0; i < count; i++) ((vx_stream *)r[i].ctx)->n_steps++;
+    return SR_OK;
+}
+
+static sr_status sync_step(void *ctx, int t, int32_t prev, float *logits)
+{
+    sr_sync_req r = {.ctx = ctx, .t = t, .prev = prev, .logits = logits};
+    return sync_step_batch(&r, 1);
+}
+
+/* ---- encoder ------------------------------------------------------------------------------- */
+
+static int has_input(const vx_stream *s) { return s->lead || s->in_n || s->tail || s->finishing; }
+
+/* The next piece of a stream's input into its pending mel frames: up to enc_steps steps of
+ * samples of the current part (lead zeros, pcm, tail zeros), or, once those are fed and the
+ * stream is finishing, the mel front-end's flush. */
+static sr_status feed_piece(vx_stream *s)
+{
+    static const float zeros[VX_ENC_STEPS_MAX * VX_STEP_SAMPLES];
+    int C = s->w->n_mels, room = s->mel_cap - s->mel_n, got = 0;
+    float *dst = s->mel + (size_t)s->mel_n * C;
+    sr_status st;
+    if (s->lead || s->in_n || s->tail) {
+        size_t *left = s->lead ? &s->lead : s->in_n ? &s->in_n : &s->tail;
+        size_t most = (size_t)s->b->enc_steps * VX_STEP_SAMPLES, take = SR_MIN(*left, most);
+        if (sr_mel_stream_pending(s->ms, take) > room)
+            return sr_error(SR_ERR_ARG, "voxtral: mel buffer of %d frames too small", s->mel_cap);
+        st = sr_mel_stream_feed(s->ms, left == &s->in_n ? s->in : zeros, take, dst, room, &got);
+        if (left == &s->in_n) s->in += take;
+        *left -= take;
+    } else {
+        if (sr_mel_stream_pending(s->ms, 0) > room)
+            return sr_error(SR_ERR_ARG, "voxtral: mel buffer of %d frames too small", s->mel_cap);
+        st = sr_mel_stream_finish(s->ms, dst, room, &got);
+        s->finishing = 0;
+    }
+    if (st) return st;
+    if (s->cap_mel)
+        for (int i = 0; i < got && s->cap_mel_n < s->cap_mel_max; i++, s->cap_mel_n++)
+            memcpy(s->cap_mel + (size_t)s->cap_mel_n * C, dst + (size_t)i * C,
+                   (size_t)C * sizeof(float));
+    s->mel_n += got;
+    return SR_OK;
+}
+
+/* One encoder call over every stream of states[0 .. count) holding a whole step of mel frames:
+ * up to enc_steps steps each (no more than its embedding ring has room for) through the stem,
+ * the encoder and the adapter, each called once over all of them; each stream's embeddings go
+ * to its ring and its mel frames are consumed. *ran = 0 when no stream had a step. */
+static sr_status encode_round(vx_batch *B, void *const *states, int count, int *ran)
+{
+    const vx_model *w = B->w;
+    const sr_kernels *k = B->m->k;
+    vx_scratch *sc = &B->s;
+    int C = w->n_mels, E = w->enc_dim, d = w->dim, n_seq = 0;
+    sr_status st = SR_OK;
+    B->row0[0] = 0;
+    for (int i = 0; i < count; i++) {
+        vx_stream *s = states[i];
+        if (s->mel_n < VX_MEL_PER_STEP) continue;
+        /* the decoder consumes a[p] at position p; an unconsumed ring entry must not be
+         * overwritten */
+        int64_t room = s->emb_cap - (s->n_emb - s->dec_pos);
+        if (room <= 0)
+            return sr_error(SR_ERR_ARG, "voxtral: %lld audio embeddings wait for the decoder "
+                            "(ring of %d): sync_step is not being called",
+                            (long long)(s->n_emb - s->dec_pos), s->emb_cap);
+        int steps = SR_MIN(s->mel_n / VX_MEL_PER_STEP, B->enc_steps);
+        steps = (int)SR_MIN((int64_t)steps, room);
+        B->aux[n_seq] = steps;
+        add_seq(B, n_seq, s, s->enc_pos, steps * VX_ENC_PER_STEP);
+        /* 2 mel frames per encoder row: the sequence's frames start at mel row 2 row0 */
+        if ((st = k->upload(sc->mel + (size_t)2 * B->row0[n_seq] * C, s->mel,
+                            (size_t)steps * VX_MEL_PER_STEP * C * sizeof(float))))
+            return st;
+        n_seq++;
+    }
+    *ran = n_seq > 0;
+    if (!n_seq) return SR_OK;
+    int n = B->row0[n_seq];
+    sr_kbatch kb = {.n_seq = n_seq, .row0 = B->row0, .slot = B->slot, .pos = B->pos};
+    if ((st = vx_stem(w, sc, B->c1, B->c2, &kb, sc->mel, sc->x)) ||
+        (st = vx_encode(w, sc, B->ek, B->ev, &kb, sc->x)))
+        return st;
+    for (int i = 0; i < n_seq; i++) {
+        vx_stream *s = B->seq[i];
+        int rows = B->row0[i + 1] - B->row0[i];
+        s->enc_pos += rows;
+        if (s->cap_enc) {
+            int c = SR_MIN(rows, s->cap_enc_max - s->cap_enc_n);
+            if ((st = k->download(s->cap_enc + (size_t)s->cap_enc_n * E,
+                                  sc->x + (size_t)B->row0[i] * E, (size_t)c * E * sizeof(float))))
+                return st;
+            s->cap_enc_n += c;
+        }
+    }
+    if ((st = vx_adapter(w, sc, sc->x, n, sc->h))) return st;
+    for (int i = 0; i < n_seq; i++) {
+        vx_stream *s = B->seq[i];
+        int steps = B->aux[i];
+        const float *a_in = sc->h + (size_t)(B->row0[i] / VX_ENC_PER_STEP) * d;
+        for (int j = 0; j < steps; j++) {
+            float *a = s->emb + (size_t)((s->n_emb + j) % s->emb_cap) * d;
+            if ((st = k->copy2d(1, d, a_in + (size_t)j * d, d, a, d))) return st;
+            if (s->cap_ada && s->cap_ada_n < s->cap_ada_max &&
+                (st = k->download(s->cap_ada + (size_t)s->cap_ada_n++ * d, a,
+                                  (size_t)d * sizeof(float))))
+                return st;
+        }
+        s->n_emb += steps;
+        int used = steps * VX_MEL_PER_STEP;
+        memmove(s->mel, s->mel + (size_t)used * C, (size_t)(s->mel_n - used) * C * sizeof(float));
+        s->mel_n -= used;
+    }
+    return SR_OK;
+}
+
+/* One chunk of each of `count` distinct streams of context `batch`: each stream's input (left
+ * padding on its first chunk, its pcm, the right padding and the mel flush when final) goes
+ * piece by piece through its mel front-end; rounds of encode_round run every whole step. A
+ * stream feeds its next piece only when it holds less than a step, so its pieces and encoder
+ * calls are the same whichever streams share the call. */
+static sr_status process_batch(void *batch, void *const *states, const float *const *pcm,
+                               const size_t *n, const int *final, int count)
+{
+    vx_batch *B = batch;
+    if (!B || !states || !pcm || !n || !final || count < 1)
+        return sr_error(SR_ERR_ARG, "voxtral process_batch: %s", count < 1 ? "no streams" :
+                        "batch context, states, pcm, n or final is NULL");
+    const vx_model *w = B->w;
+    for (int i = 0; i < count; i++) {
+        const vx_stream *s = states[i];
+        if (!s || s->b != B)
+            return sr_error(SR_ERR_ARG, "voxtral process_batch: stream %d is %s", i,
+                            s ? "in another batch context" : "NULL");
+        for (int j = 0; j < i; j++)
+            if (states[j] == s)
+                return sr_error(SR_ERR_ARG, "voxtral process_batch: streams %d and %d are the "
+                                "same", j, i);
+        if (s->final) return sr_error(SR_ERR_ARG, "voxtral: stream already flushed (reset it)");
+        if (!pcm[i] && n[i])
+            return sr_error(SR_ERR_ARG, "voxtral process: pcm is NULL with n = %zu", n[i]);
+    }
+    for (int i = 0; i < count; i++) {
+        vx_stream *s = states[i];
+        s->lead = s->started ? 0 : (size_t)w->n_left * VX_STEP_SAMPLES;
+        s->started = 1;
+        s->in = pcm[i];
+        s->in_n = n[i];
+        s->samples += (int64_t)n[i];
+        s->tail = 0;
+        s->finishing = final[i] != 0;
+        if (final[i]) {
+            int64_t rem = s->samples % VX_STEP_SAMPLES;
+            s->tail = (size_t)(rem ? VX_STEP_SAMPLES - rem : 0) + (size_t)w->n_right * VX_STEP_SAMPLES;
+        }
+    }
+    sr_status st = SR_OK;
+    for (int ran = 1, more = 1; !st && (ran || more);) {
+        more = 0;
+        for (int i = 0; i < count && !st; i++) {
+            vx_stream *s = states[i];
+            if (s->mel_n < VX_MEL_PER_STEP && has_input(s)) st = feed_piece(s);
+            more |= has_input(s);
+        }
+        if (!st) st = encode_round(B, states, count, &ran);
+    }
+    for (int i = 0; i < count; i++) { /* no input is kept past the call */
+        vx_stream *s = states[i];
+        s->in = NULL;
+        s->lead = s->in_n = s->tail = 0;
+        s->finishing = 0;
+        if (!st && final[i]) {
+            s->mel_n = 0; /* the padded signal is whole steps: nothing is left over */
+            s->final = 1;
+            s->flush_avail = w->flush_tokens;
+        }
+    }
+    return st;
+}
+
+static sr_status process(void *state, const float *pcm, size_t n, int final)
+{
+    vx_stream *s = state;
+    void *states[1] = {state};
+    const float *p[1] = {pcm};
+    size_t nn[1] = {n};
+    int f[1] = {final};
+    return process_batch(s->b, states, p, nn, f, 1);
+}
+
+/* ---- batch context ------------------------------------------------------------------------- */
+
+/* Frees the context: its streams are closed first (they point into it). */
+static void batch_close(void *batch)
+{
+    vx_batch *B = batch;
+    if (!B) return;
+    const sr_kernels *k = B->m->k;
+    sr_kpool *pools[] = {B->c1, B->c2, B->ek, B->ev, B->dk, B->dv};
+    for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) sr_kpool_free(k, pools[i]);
+    k->free(B->ada);
+    k->free(B->logits);
+    vx_scratch_free(&B->s);
+    free(B->prompt);
+    free(B->ids);
+    free(B->row0);
+    free(B->slot);
+    free(B->pos);
+    free(B->aux);
+    free(B->seq);
+    free(B->owner);
+    free(B);
+}
+
+/* A context of max_streams slots for streams of config cfg (checked by check_config, as each
+ * stream's is): pools, scratch of max_streams streams' rows, prompt and adaptive scales. */
+static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int max_streams,
+                            void **batch)
+{
+    if (!m || !batch) return sr_error(SR_ERR_ARG, "voxtral batch_open: model or batch is NULL");
+    *batch = NULL;
+    const vx_model *w = m->impl;
+    const sr_kernels *k = m->k;
+    int delay;
+    sr_dtype kv;
+    sr_status st = check_config(w, cfg, &delay, &kv);
+    if (st) return st;
+    if (max_streams < 1 || max_streams > 65536)
+        return sr_error(SR_ERR_ARG, "voxtral batch_open: max_streams %d outside 1..65536",
+                        max_streams);
+    vx_batch *B = sr_calloc(1, sizeof *B, "voxtral batch context");
+    if (!B) return SR_ERR_NOMEM;
+    int S = max_streams;
+    B->m = m;
+    B->w = w;
+    B->max_streams = S;
+    B->delay = delay;
+    B->kv = kv;
+    B->prompt_len = 1 + w->n_left + delay;
+    int L = B->prompt_len;
+    /* encoder ring: two windows (at least a window + one step's rows); a call of n rows needs
+     * window + n - 1 of them, so enc_steps steps of 4 rows fit */
+    int er_rows = SR_MAX(2 * w->enc_window, w->enc_window + VX_ENC_PER_STEP - 1);
+    B->enc_steps = SR_MIN(VX_ENC_STEPS_MAX, (er_rows - w->enc_window + 1) / VX_ENC_PER_STEP);
+    int dr_rows = w->window + SR_MAX(L - 1, 1) - 1;
+    /* one call's rows per stream: its encoder steps, or its prompt */
+    int rows = SR_MAX(B->enc_steps * VX_ENC_PER_STEP, L);
+    size_t s1 = (size_t)S + 1, all = (size_t)S * rows;
+    st = SR_ERR_NOMEM;
+    if (!(B->prompt = sr_malloc((size_t)L * sizeof(int32_t), "voxtral prompt")) ||
+        !(B->ids = sr_malloc(all * sizeof(int32_t), "voxtral decoder tokens")) ||
+        !(B->row0 = sr_calloc(s1, sizeof(int), "voxtral batch rows")) ||
+        !(B->slot = sr_calloc((size_t)S, sizeof(int), "voxtral batch slots")) ||
+        !(B->pos = sr_calloc((size_t)S, sizeof(int64_t), "voxtral batch positions")) ||
+        !(B->aux = sr_calloc((size_t)S, sizeof(int), "voxtral batch steps")) ||
+        !(B->seq = sr_calloc((size_t)S, sizeof *B->seq, "voxtral batch streams")) ||
+        !(B->owner = sr_calloc((size_t)S, sizeof *B->owner, "voxtral batch slots")))
+        goto fail;
+    B->bytes = sizeof *B + ((size_t)L + all) * sizeof(int32_t) +
+               (s1 + 2 * (size_t)S) * sizeof(int) + (size_t)S * sizeof(int64_t) +
+               2 * (size_t)S * sizeof(vx_stream *);
+    if (!(B->ada = k->alloc((size_t)w->n_layers * w->dim * sizeof(float))) ||
+        !(B->logits = k->alloc((size_t)S * w->vocab * sizeof(float)))) {
+        st = sr_error(SR_ERR_NOMEM, "voxtral batch context: out of %s memory", k->name);
+        goto fail;
+    }
+    B->bytes += ((size_t)w->n_layers * w->dim + (size_t)S * w->vocab) * sizeof(float);
+    if ((st = sr_kpool_create(k, SR_F32, 1, S, 2, w->n_mels, &B->c1)) ||
+        (st = sr_kpool_create(k, SR_F32, 1, S, 1, w->enc_dim, &B->c2)) ||
+        (st = sr_kpool_create(k, kv, w->enc_layers, S, er_rows, w->enc_heads * w->enc_hd, &B->ek)) ||
+        (st = sr_kpool_create(k, kv, w->enc_layers, S, er_rows, w->enc_heads * w->enc_hd, &B->ev)) ||
+        (st = sr_kpool_create(k, kv, w->n_layers, S, dr_rows, w->n_kv * w->hd, &B->dk)) ||
+        (st = sr_kpool_create(k, kv, w->n_layers, S, dr_rows, w->n_kv * w->hd, &B->dv)) ||
+        (st = vx_scratch_init(&B->s, k, w, (int)all)))
+        goto fail;
+    B->bytes += B->c1->bytes + B->c2->bytes + B->ek->bytes + B->ev->bytes + B->dk->bytes +
+                B->dv->bytes + vx_scratch_bytes(&B->s);
+    B->prompt[0] = w->bos;
+    for (int i = 1; i < L; i++) B->prompt[i] = w->pad;
+    if ((st = vx_ada_scales(w, &B->s, delay, B->ada))) goto fail;
+    *batch = B;
+    return SR_OK;
+fail:
+    batch_close(B);
+    return st;
+}
+
+static size_t batch_bytes(const void *batch) { return ((const vx_batch *)batch)->bytes; }
+
+/* ---- streams ------------------------------------------------------------------------------- */
+
+static void reset(void *state)
+{
+    vx_stream *s = state;
+    sr_mel_stream_reset(s->ms);
+    s->mel_n = 0;
+    (void)slot_clear(s->b, s->slot); /* valid slot: cannot fail */
+    s->enc_pos = s->dec_pos = 0;
+    s->n_emb = s->n_steps = s->samples = 0;
+    s->started = s->final = s->stopped = s->flush_avail = 0;
+    s->in = NULL;
+    s->lead = s->in_n = s->tail = 0;
+    s->finishing = 0;
+    s->cap_enc_n = s->cap_ada_n = s->cap_mel_n = 0;
+}
+
+static void stream_close(void *state)
+{
+    vx_stream *s = state;
+    if (!s) return;
+    if (s->b->owner[s->slot] == s) s->b->owner[s->slot] = NULL; /* the slot is free again */
+    free(s->mel);
+    s->m->k->free(s->emb);
+    sr_mel_stream_close(s->ms);
+    free(s);
+}
+
+/* A stream on a free slot of its context (cleared here); its config must be the context's. */
+static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch, int slot,
+                             void **state, sr_chunking *ck, sr_scorer *sc)
+{
+    const vx_model *w = m->impl;
+    const sr_kernels *k = m->k;
+    int delay;
+    sr_dtype kv;
+    sr_status st = check_config(w, cfg, &delay, &kv);
+    if (st) return st;
+    vx_batch *B = batch;
+    if (!B) return sr_error(SR_ERR_ARG, "voxtral: stream_open needs a batch context");
+    if (B->m != m)
+        return sr_error(SR_ERR_ARG, "voxtral stream_open: the batch context is another model's");
+    if (slot < 0 || slot >= B->max_streams)
+        return sr_error(SR_ERR_ARG, "voxtral stream_open: slot %d outside the batch context's "
+                        "%d", slot, B->max_streams);
+    if (B->owner[slot])
+        return sr_error(SR_ERR_ARG, "voxtral stream_open: slot %d of the batch context holds "
+                        "an open stream", slot);
+    if (delay != B->delay)
+        return sr_error(SR_ERR_ARG, "stream.delay_tokens: %d, the batch context's streams use %d",
+                        delay, B->delay);
+    if (kv != B->kv)
+        return sr_error(SR_ERR_ARG, "stream.cache_dtype: %s, the batch context's caches are %s",
+                        sr_dtype_name(kv), sr_dtype_name(B->kv));
     vx_stream *s = sr_calloc(1, sizeof *s, "voxtral stream");
     if (!s) return SR_ERR_NOMEM;
     s->m = m;
     s->w = w;
-    s->delay = delay;
-    s->prompt_len = 1 + w->n_left + delay;
-    int L = s->prompt_len;
-    /* encoder ring: two windows (at least a window + one step's rows); a call of n rows needs
-     * window + n - 1 of them, so enc_steps steps of 4 rows fit */
-    int er_rows = SR_MAX(2 * w->enc_window, w->enc_window + VX_ENC_PER_STEP - 1);
-    s->enc_steps = SR_MIN(VX_ENC_STEPS_MAX, (er_rows - w->enc_window + 1) / VX_ENC_PER_STEP);
-    int dr_rows = w->window + SR_MAX(L - 1, 1) - 1;
-    int rows = SR_MAX(s->enc_steps * VX_ENC_PER_STEP, L);
-    sr_status st = SR_ERR_NOMEM;
-    s->mel_cap = (s->enc_steps + 2) * VX_MEL_PER_STEP;
-    s->emb_cap = L + w->n_left + w->n_right + 4;
-    if (!(s->prompt = sr_malloc((size_t)L * sizeof(int32_t), "voxtral prompt")) ||
-        !(s->ids = sr_malloc((size_t)rows * sizeof(int32_t), "voxtral decoder tokens")) ||
-        !(s->mel = sr_malloc((size_t)s->mel_cap * w->n_mels * sizeof(float), "voxtral mel")))
+    s->b = B;
+    s->slot = slot;
+    s->mel_cap = (B->enc_steps + 2) * VX_MEL_PER_STEP;
+    s->emb_cap = B->prompt_len + w->n_left + w->n_right + 4;
+    st = SR_ERR_NOMEM;
+    if (!(s->mel = sr_malloc((size_t)s->mel_cap * w->n_mels * sizeof(float), "voxtral mel")))
         goto fail;
-    if (!(s->ada = k->alloc((size_t)w->n_layers * w->dim * sizeof(float))) ||
-        !(s->emb = k->alloc((size_t)s->emb_cap * w->dim * sizeof(float))) ||
-        !(s->logits = k->alloc((size_t)w->vocab * sizeof(float)))) {
+    if (!(s->emb = k->alloc((size_t)s->emb_cap * w->dim * sizeof(float)))) {
         st = sr_error(SR_ERR_NOMEM, "voxtral stream: out of %s memory", k->name);
         goto fail;
     }
-    if ((st = sr_kpool_create(k, SR_F32, 1, 1, 2, w->n_mels, &s->c1)) ||
-        (st = sr_kpool_create(k, SR_F32, 1, 1, 1, w->enc_dim, &s->c2)) ||
-        (st = sr_kpool_create(k, kv, w->enc_layers, 1, er_rows, w->enc_heads * w->enc_hd, &s->ek)) ||
-        (st = sr_kpool_create(k, kv, w->enc_layers, 1, er_rows, w->enc_heads * w->enc_hd, &s->ev)) ||
-        (st = sr_kpool_create(k, kv, w->n_layers, 1, dr_rows, w->n_kv * w->hd, &s->dk)) ||
-        (st = sr_kpool_create(k, kv, w->n_layers, 1, dr_rows, w->n_kv * w->hd, &s->dv)) ||
-        (st = vx_scratch_init(&s->s, k, w, rows)) || (st = sr_mel_stream_open(w->mel, &s->ms)))
-        goto fail;
-    s->prompt[0] = w->bos;
-    for (int i = 1; i < L; i++) s->prompt[i] = w->pad;
-    if ((st = vx_ada_scales(w, &s->s, delay, s->ada))) goto fail;
+    if ((st = sr_mel_stream_open(w->mel, &s->ms)) || (st = slot_clear(B, slot))) goto fail;
+    B->owner[slot] = s;
     ck->first_chunk = VX_STEP_SAMPLES + VX_LOOKAHEAD;
     ck->chunk = VX_STEP_SAMPLES;
     memset(sc, 0, sizeof *sc);
@@ -329,7 +587,8 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
     sc->blank = w->pad;
     sc->eot = -1;
     sc->sync_frames = vx_frames;
-    sc->sync_step = vx_step;
+    sc->sync_step = sync_step;
+    sc->sync_step_batch = sync_step_batch;
     *state = s;
     return SR_OK;
 fail:
@@ -337,34 +596,12 @@ fail:
     return st;
 }
 
-static void stream_close(void *state)
-{
-    vx_stream *s = state;
-    if (!s) return;
-    const sr_kernels *k = s->m->k;
-    free(s->prompt);
-    free(s->ids);
-    free(s->mel);
-    k->free(s->ada);
-    k->free(s->emb);
-    k->free(s->logits);
-    sr_kpool *pools[] = {s->c1, s->c2, s->ek, s->ev, s->dk, s->dv};
-    for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) sr_kpool_free(k, pools[i]);
-    vx_scratch_free(&s->s);
-    sr_mel_stream_close(s->ms);
-    free(s);
-}
-
+/* The stream's own bytes; the caches it uses are its context's (batch_bytes). */
 static size_t state_bytes(const void *state)
 {
     const vx_stream *s = state;
     const vx_model *w = s->w;
-    size_t pools = s->c1->bytes + s->c2->bytes + s->ek->bytes + s->ev->bytes + s->dk->bytes +
-                   s->dv->bytes;
-    return sizeof *s + pools + vx_scratch_bytes(&s->s) +
-           ((size_t)s->prompt_len + (size_t)s->s.rows) * sizeof(int32_t) +
-           ((size_t)w->n_layers * w->dim + (size_t)s->mel_cap * w->n_mels +
-            (size_t)s->emb_cap * w->dim + (size_t)w->vocab) * sizeof(float);
+    return sizeof *s + ((size_t)s->mel_cap * w->n_mels + (size_t)s->emb_cap * w->dim) * sizeof(float);
 }
 
 const sr_model_ops sr_voxtral_ops = {
@@ -374,8 +611,12 @@ const sr_model_ops sr_voxtral_ops = {
     .default_decoder = "sync_greedy",
     .load = load,
     .unload = vx_unload,
+    .batch_open = batch_open,
+    .batch_close = batch_close,
+    .batch_bytes = batch_bytes,
     .stream_open = stream_open,
     .process = process,
+    .process_batch = process_batch,
     .reset = reset,
     .stream_close = stream_close,
     .state_bytes = state_bytes,

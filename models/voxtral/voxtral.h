@@ -1,7 +1,8 @@
 /*
  * voxtral.h — private header of the voxtral_realtime backend (models/voxtral/): the weights
- * view, the per-stream state and the internal entry points the tests call directly. Not
- * installed; only the .c files of models/voxtral/ and tests/test_voxtral.c include it.
+ * view, the batch context (the caches of all its streams), the per-stream state and the
+ * internal entry points the tests call directly. Not installed; only the .c files of
+ * models/voxtral/ and tests/test_voxtral.c include it.
  *
  * Names and shapes follow transformers' VoxtralRealtimeForConditionalGeneration: every Linear
  * weight is [out, in] (products are x · W^T), activations are row-major [rows, width]. Every
@@ -10,6 +11,9 @@
  * directly), caches are sr_kpool. The forward functions take the pools and an sr_kbatch, so the
  * rows of one call may belong to several streams (sequence s: rows row0[s] .. row0[s+1], cache
  * slot slot[s], first position pos[s]); a solo stream is a batch of one through the same code.
+ * The streams of a batch context (vx_batch) are stepped together that way: process_batch runs
+ * the stem, encoder and adapter once over every stream with rows, sync_step_batch one decoder
+ * pass over every request.
  */
 #ifndef SR_VOXTRAL_H
 #define SR_VOXTRAL_H
@@ -78,31 +82,56 @@ typedef struct {
     size_t bytes;                            /* all of the above */
 } vx_scratch;
 
-/* Per-stream state: the stream owns its pools (one slot each) and keeps positions. */
+/* Batch context (model_ops.batch_open): what the streams stepped together share. Every stream
+ * lives in one, in its own slot of each pool; a lone stream in a context of one slot. All
+ * streams of a context use its stream config (delay, cache dtype). S = max_streams. */
+typedef struct vx_batch {
+    const sr_model *m;
+    const vx_model *w;
+    int max_streams;               /* S: slots of every pool */
+    int delay, prompt_len;         /* the config's delay; L = 1 + n_left + delay */
+    sr_dtype kv;                   /* K/V cache dtype (SR_F32 or SR_BF16) */
+    int enc_steps;                 /* 80 ms steps per stream per encoder call (<= VX_ENC_STEPS_MAX) */
+    int32_t *prompt;               /* [L] BOS, PAD x (n_left + delay) (host) */
+    sr_kpool *c1, *c2;             /* stem state (f32): [1][S][2][n_mels] last two mel frames,
+                                      [1][S][1][enc_dim] last conv1 output */
+    sr_kpool *ek, *ev;             /* encoder K / V: [enc_layers][S][max(2 enc_window,
+                                      enc_window + 3)][enc_heads enc_hd] */
+    sr_kpool *dk, *dv;             /* decoder K / V: [n_layers][S][window + L - 2][n_kv hd] */
+    float *ada;                    /* [n_layers][dim] 1 + AdaRMSNorm MLP(t_cond of the delay) */
+    float *logits;                 /* [S][vocab] a decoder pass's logits before download */
+    vx_scratch s;                  /* S x max(4 enc_steps, L) rows: one call over every stream */
+    int32_t *ids;                  /* [s.rows] decoder input tokens (host) */
+    int *row0, *slot;              /* [S + 1], [S] the sr_kbatch of the call being built (host) */
+    int64_t *pos;                  /* [S] */
+    int *aux;                      /* [S] encoder call: each sequence's 80 ms steps; decoder
+                                      step: the index of each request that computes */
+    struct vx_stream **seq;        /* [S] the stream of each sequence of the call being built */
+    struct vx_stream **owner;      /* [S] the open stream in each slot (NULL: free) */
+    size_t bytes;                  /* all of the above: pools, scratch, host arrays */
+} vx_batch;
+
+/* Per-stream state: the stream's slot in its batch context's pools, and what is private to it
+ * (mel front-end, pending mel frames, unconsumed audio embeddings, positions). */
 typedef struct vx_stream {
     const sr_model *m;
     const vx_model *w;
-    int delay, prompt_len;
-    int32_t *prompt;               /* [prompt_len] BOS, PAD x (n_left + delay) (host) */
-    int32_t *ids;                  /* [scratch rows] decoder input tokens (host) */
-    float *ada;                    /* [n_layers][dim] 1 + AdaRMSNorm MLP(t_cond) */
+    vx_batch *b;                   /* the context holding the caches */
+    int slot;                      /* the stream's slot in b's pools */
     sr_mel_stream *ms;
     float *mel;  int mel_n, mel_cap;   /* pending mel frames [mel_cap][n_mels] (host) */
-    sr_kpool *c1, *c2;             /* stem state: last 2 mel frames, last conv1 output (f32) */
-    sr_kpool *ek, *ev;             /* encoder K / V: enc_layers x 1 slot x ring of 2 windows */
-    sr_kpool *dk, *dv;             /* decoder K / V: n_layers x 1 slot x (window + L - 2) */
-    int slot;                      /* the stream's slot in its pools (0) */
-    int enc_steps;                 /* 80 ms steps per encoder call (<= VX_ENC_STEPS_MAX) */
     int64_t enc_pos, dec_pos;      /* positions written to the encoder / decoder caches */
-    float *emb; int emb_cap;       /* audio embeddings not yet consumed, ring [emb_cap][dim] */
-    float *logits;                 /* [vocab] the step's logits before download */
+    float *emb; int emb_cap;       /* audio embeddings not yet consumed, ring [emb_cap][dim]
+                                      (table memory) */
     int64_t n_emb;                 /* audio embeddings produced */
     int64_t n_steps;               /* sync steps done */
     int64_t samples;               /* real audio samples consumed */
     int started, final, stopped;
     int flush_avail;               /* flush steps offered after the audio (0 before finish) */
-    vx_scratch s;
-    /* test capture (NULL = off, host memory): encoder output rows and audio embeddings */
+    /* the input of the process call under way: lead zeros (left padding), pcm, tail zeros
+     * (right padding), then the mel flush when finishing */
+    const float *in; size_t in_n, lead, tail; int finishing;
+    /* test capture (NULL = off, host memory): mel frames, encoder output rows, audio embeddings */
     float *cap_enc; int cap_enc_max, cap_enc_n;
     float *cap_ada; int cap_ada_max, cap_ada_n;
     float *cap_mel; int cap_mel_max, cap_mel_n;

@@ -3,79 +3,103 @@
  * (masked self-attention with a K/V cache, cross-attention over the encoder output, MLP), final
  * LayerNorm, logits tied to the token embedding (h · E^T).
  *
- * Positions [c0, n) are computed in one batch: each layer appends their self-attention K/V to
- * the cache rows c0.. and row r attends to keys [0, c0 + r] (causal). Cross-attention K/V are
- * computed once per encoder frame (wh_cross_kv) and only read here.
+ * One pass computes positions [c0, n) of several sequences (streams, or beams of one stream)
+ * whose rows sit one after another: one gemm per Linear over all rows, one k->attn per
+ * attention over all sequences (an sr_kbatch: each sequence reads its own pool slot). Each
+ * layer appends a sequence's self-attention K/V to its slot's rows c0.. and row r attends to
+ * keys [0, c0 + r] (causal). Cross-attention K/V are computed once per encoder frame
+ * (wh_cross_kv) and only read here.
  */
 #include "whisper.h"
 
 #include <string.h>
 
-sr_status wh_cross_kv(const wh_model *w, wh_scratch *s, const float *enc, int n, int p0,
-                      sr_kpool *xk, sr_kpool *xv, int xslot)
+sr_status wh_cross_kv(const wh_model *w, wh_scratch *s, const float *enc, const wh_eseq *q,
+                      const int *xslot, int n_seq, sr_kpool *xk, sr_kpool *xv)
 {
-    int ctx = w->n_audio_ctx;
-    if (p0 < 0 || p0 + n > ctx)
-        return sr_error(SR_ERR_ARG, "whisper cross K/V: frames [%d, %d) outside the %d-frame "
-                        "context", p0, p0 + n, ctx);
-    if (n > s->rows)
-        return sr_error(SR_ERR_ARG, "whisper cross K/V: %d frames exceed the scratch (%d rows)",
-                        n, s->rows);
+    int ctx = w->n_audio_ctx, nb = 0;
+    for (int i = 0; i < n_seq; i++) {
+        if (q[i].n < 0 || q[i].p0 < 0 || q[i].p0 + q[i].n > ctx)
+            return sr_error(SR_ERR_ARG, "whisper cross K/V: frames [%d, %d) outside the %d-frame "
+                            "context", q[i].p0, q[i].p0 + q[i].n, ctx);
+        if (q[i].n == 0) continue;
+        sr_status st = wh_kbatch_add(s, &nb, q[i].n, xslot[i], xslot[i], q[i].p0);
+        if (st) return sr_error_prefix(st, "whisper cross K/V");
+    }
+    int rows = s->row0[nb];
+    if (!rows) return SR_OK;
+    sr_kbatch b = {.n_seq = nb, .row0 = s->row0, .slot = s->slot, .pos = s->pos};
     const sr_kernels *k = w->k;
     for (int l = 0; l < w->n_text_layer; l++) {
         const wh_block *B = &w->dec[l];
         sr_status st;
-        if ((st = wh_linear(k, enc, n, B->ck, SR_ACT_NONE, 0.0f, s->kv)) ||
-            (st = wh_kv_put(k, xk, l, xslot, p0, s->kv, n)) ||
-            (st = wh_linear(k, enc, n, B->cv, SR_ACT_NONE, 0.0f, s->kv)) ||
-            (st = wh_kv_put(k, xv, l, xslot, p0, s->kv, n)))
+        if ((st = wh_linear(k, enc, rows, B->ck, SR_ACT_NONE, 0.0f, s->kv)) ||
+            (st = wh_kv_put(k, xk, l, &b, s->kv)) ||
+            (st = wh_linear(k, enc, rows, B->cv, SR_ACT_NONE, 0.0f, s->kv)) ||
+            (st = wh_kv_put(k, xv, l, &b, s->kv)))
             return st;
     }
     return SR_OK;
 }
 
-sr_status wh_decode(const wh_model *w, wh_scratch *s, const int32_t *tok, int c0, int n,
-                    sr_kpool *sk, sr_kpool *sv, int sslot, const sr_kpool *xk,
-                    const sr_kpool *xv, int xslot, int enc_len)
+sr_status wh_decode(const wh_model *w, wh_scratch *s, const wh_dseq *q, int n_seq, sr_kpool *sk,
+                    sr_kpool *sv, const sr_kpool *xk, const sr_kpool *xv)
 {
-    int d = w->d, tctx = w->n_text_ctx;
-    int rows = n - c0;
-    if (rows <= 0) return SR_OK;
-    if (c0 < 0 || n > tctx || n > sk->rows || rows > s->rows || enc_len > xk->rows)
-        return sr_error(SR_ERR_ARG, "whisper decoder: positions [%d, %d) exceed the text context "
-                        "(%d), the K/V cache (%d rows) or the scratch", c0, n, tctx, sk->rows);
-    if (enc_len <= 0)
-        return sr_error(SR_ERR_ARG, "whisper decoder: no encoder frames to attend to");
+    int d = w->d, tctx = w->n_text_ctx, nb = 0;
     const sr_kernels *k = w->k;
-    float *x = s->kv;
-    for (int r = 0; r < rows; r++) {
-        int32_t t = tok[c0 + r];
-        if (t < 0 || t >= w->n_vocab)
-            return sr_error(SR_ERR_ARG, "whisper decoder: token %d at position %d outside the "
-                            "vocabulary (%d)", (int)t, c0 + r, w->n_vocab);
-    }
-    /* the self-attention's causal ranges: position c0 + r sees [0, c0 + r] */
-    int *klim = s->klim;
-    for (int r = 0; r < rows; r++) klim[r] = c0 + r + 1;
     sr_status st;
-    if ((st = k->gather(w->tok_emb, tok + c0, rows, x, d)) ||
-        (st = k->add(rows, d, w->dec_pos + (size_t)c0 * d, d, 1.0f, x, d)))
-        return st;
+    for (int i = 0; i < n_seq; i++) {
+        const wh_dseq *e = &q[i];
+        int c0 = e->c0, n = e->n;
+        if (n - c0 <= 0) continue;
+        if (c0 < 0 || n > tctx || n > sk->rows)
+            return sr_error(SR_ERR_ARG, "whisper decoder: positions [%d, %d) exceed the text "
+                            "context (%d) or the K/V cache (%d rows)", c0, n, tctx, sk->rows);
+        if (e->enc_len <= 0 || e->enc_len > xk->rows)
+            return sr_error(SR_ERR_ARG, "whisper decoder: %d encoder frames to attend to (the "
+                            "cross K/V hold %d)", e->enc_len, xk->rows);
+        for (int j = c0; j < n; j++)
+            if (e->tok[j] < 0 || e->tok[j] >= w->n_vocab)
+                return sr_error(SR_ERR_ARG, "whisper decoder: token %d at position %d outside the "
+                                "vocabulary (%d)", (int)e->tok[j], j, w->n_vocab);
+        int r0 = s->row0[nb];
+        if ((st = wh_kbatch_add(s, &nb, n - c0, e->sslot, e->xslot, c0)))
+            return sr_error_prefix(st, "whisper decoder");
+        /* the self-attention's causal ranges: position c0 + r sees [0, c0 + r]; the cross
+         * attention sees the enc_len frames */
+        for (int r = 0; r < n - c0; r++) {
+            s->lo[r0 + r] = 0;
+            s->hi[r0 + r] = c0 + r + 1;
+            s->hi2[r0 + r] = e->enc_len;
+        }
+    }
+    int rows = s->row0[nb];
+    if (!rows) return SR_OK;
+    sr_kbatch bs = {.n_seq = nb, .row0 = s->row0, .slot = s->slot, .pos = s->pos};
+    sr_kbatch bx = {.n_seq = nb, .row0 = s->row0, .slot = s->slot2, .pos = s->pos};
+    float *x = s->kv;
+    for (int i = 0, sq = 0; i < n_seq; i++) { /* embeddings + learned positions */
+        const wh_dseq *e = &q[i];
+        if (e->n - e->c0 <= 0) continue;
+        float *xr = x + (size_t)s->row0[sq++] * d;
+        if ((st = k->gather(w->tok_emb, e->tok + e->c0, e->n - e->c0, xr, d)) ||
+            (st = k->add(e->n - e->c0, d, w->dec_pos + (size_t)e->c0 * d, d, 1.0f, xr, d)))
+            return st;
+    }
+    st = SR_OK;
     for (int l = 0; l < w->n_text_layer && !st; l++) {
         const wh_block *B = &w->dec[l];
         if ((st = wh_layernorm(k, x, rows, d, B->attn_ln, s->h)) ||
             (st = wh_linear(k, s->h, rows, B->q, SR_ACT_NONE, 0.0f, s->q)) ||
             (st = wh_linear(k, s->h, rows, B->k, SR_ACT_NONE, 0.0f, s->a)) ||
-            (st = wh_kv_put(k, sk, l, sslot, c0, s->a, rows)) ||
+            (st = wh_kv_put(k, sk, l, &bs, s->a)) ||
             (st = wh_linear(k, s->h, rows, B->v, SR_ACT_NONE, 0.0f, s->a)) ||
-            (st = wh_kv_put(k, sv, l, sslot, c0, s->a, rows)) ||
-            (st = wh_attend(k, s, w->n_text_head, d, s->q, rows, c0, sk, sv, l, sslot, n, klim,
-                            s->a)) ||
+            (st = wh_kv_put(k, sv, l, &bs, s->a)) ||
+            (st = wh_attend(k, w->n_text_head, d, s->q, &bs, s->lo, s->hi, sk, sv, l, s->a)) ||
             (st = wh_linear(k, s->a, rows, B->o, SR_ACT_NONE, 1.0f, x)) ||
             (st = wh_layernorm(k, x, rows, d, B->cross_ln, s->h)) ||
             (st = wh_linear(k, s->h, rows, B->cq, SR_ACT_NONE, 0.0f, s->q)) ||
-            (st = wh_attend(k, s, w->n_text_head, d, s->q, rows, 0, xk, xv, l, xslot, enc_len,
-                            NULL, s->a)) ||
+            (st = wh_attend(k, w->n_text_head, d, s->q, &bx, s->lo, s->hi2, xk, xv, l, s->a)) ||
             (st = wh_linear(k, s->a, rows, B->co, SR_ACT_NONE, 1.0f, x)) ||
             (st = wh_layernorm(k, x, rows, d, B->mlp_ln, s->h)) ||
             (st = wh_linear(k, s->h, rows, B->fc1, SR_ACT_GELU, 0.0f, s->mlp)))

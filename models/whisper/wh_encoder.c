@@ -16,7 +16,9 @@
  *
  * Cached encoder: new frames at positions p0.. compute Q/K/V for themselves only, write K and
  * V into the layer's cache pool and attend over [0, p0 + n) (or a per-row limit, which the
- * one-pass block-causal reference of the tests uses). Every step is an op of the kernel table.
+ * one-pass block-causal reference of the tests uses). One pass covers the new frames of several
+ * streams (an sr_kbatch, each stream in its own pool slot): one gemm per Linear over all rows,
+ * one k->attn per layer. Every step is an op of the kernel table.
  */
 #include "whisper.h"
 
@@ -166,14 +168,27 @@ sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch 
     return SR_OK;
 }
 
-sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, sr_kpool *kc,
-                    sr_kpool *vc, int slot, const int *klim)
+sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, const wh_eseq *q, int n_seq,
+                    sr_kpool *kc, sr_kpool *vc, const int *klim)
 {
+    int d = w->d, ctx = w->n_audio_ctx, nb = 0;
+    for (int i = 0; i < n_seq; i++) {
+        int n = q[i].n, p0 = q[i].p0;
+        if (n < 0 || p0 < 0 || p0 + n > ctx)
+            return sr_error(SR_ERR_ARG, "whisper encoder: %d frames at position %d exceed the "
+                            "context (%d)", n, p0, ctx);
+        if (n == 0) continue;
+        int r0 = s->row0[nb];
+        sr_status st = wh_kbatch_add(s, &nb, n, q[i].slot, q[i].slot, p0);
+        if (st) return sr_error_prefix(st, "whisper encoder");
+        for (int r = 0; r < n; r++) {
+            s->lo[r0 + r] = 0;
+            s->hi[r0 + r] = klim ? klim[r0 + r] : p0 + n;
+        }
+    }
+    int n = s->row0[nb];
     if (n <= 0) return SR_OK;
-    int d = w->d, ctx = w->n_audio_ctx;
-    if (n > s->rows || p0 < 0 || p0 + n > ctx)
-        return sr_error(SR_ERR_ARG, "whisper encoder: %d frames at position %d exceed the "
-                        "context (%d) or the scratch (%d rows)", n, p0, ctx, s->rows);
+    sr_kbatch b = {.n_seq = nb, .row0 = s->row0, .slot = s->slot, .pos = s->pos};
     const sr_kernels *k = w->k;
     sr_status st = SR_OK;
     for (int l = 0; l < w->n_audio_layer && !st; l++) {
@@ -181,11 +196,10 @@ sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, s
         if ((st = wh_layernorm(k, x, n, d, B->attn_ln, s->h)) ||
             (st = wh_linear(k, s->h, n, B->q, SR_ACT_NONE, 0.0f, s->q)) ||
             (st = wh_linear(k, s->h, n, B->k, SR_ACT_NONE, 0.0f, s->kv)) ||
-            (st = wh_kv_put(k, kc, l, slot, p0, s->kv, n)) ||
+            (st = wh_kv_put(k, kc, l, &b, s->kv)) ||
             (st = wh_linear(k, s->h, n, B->v, SR_ACT_NONE, 0.0f, s->kv)) ||
-            (st = wh_kv_put(k, vc, l, slot, p0, s->kv, n)) ||
-            (st = wh_attend(k, s, w->n_audio_head, d, s->q, n, p0, kc, vc, l, slot, p0 + n, klim,
-                            s->a)) ||
+            (st = wh_kv_put(k, vc, l, &b, s->kv)) ||
+            (st = wh_attend(k, w->n_audio_head, d, s->q, &b, s->lo, s->hi, kc, vc, l, s->a)) ||
             (st = wh_linear(k, s->a, n, B->o, SR_ACT_NONE, 1.0f, x)) ||
             (st = wh_layernorm(k, x, n, d, B->mlp_ln, s->h)) ||
             (st = wh_linear(k, s->h, n, B->fc1, SR_ACT_GELU, 0.0f, s->mlp)))

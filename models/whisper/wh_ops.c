@@ -5,8 +5,9 @@
  *
  *   LayerNorm   y = (x - mean) / sqrt(var + 1e-5) * g + b, mean and biased variance per row
  *   attention   per head h (width dh = d / H): S = Q_h K_h^T / sqrt(dh) (openai scales q and k
- *               by dh^-1/4 each: the same product), softmax over the allowed keys [0, klim[i]),
- *               O_h = P V_h, read by k->attn from the cache pool where the keys lie.
+ *               by dh^-1/4 each: the same product), softmax over each row's allowed keys
+ *               [lo, hi), O_h = P V_h, read by k->attn from the cache pool where the keys lie;
+ *               one call covers every sequence of an sr_kbatch (each in its own pool slot).
  */
 #include "whisper.h"
 
@@ -24,31 +25,32 @@ sr_status wh_linear(const sr_kernels *k, const float *x, int n, wh_lin L, sr_act
     return k->gemm(n, x, L.w->k, L.w, L.b, act, 1.0f, beta, y, L.w->n);
 }
 
-sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, int slot, int64_t p0, const float *x,
-                    int n)
+sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, const sr_kbatch *b, const float *x)
 {
-    int row0[2] = {0, n};
-    sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = &slot, .pos = &p0};
-    return k->kv_write(P, l, &b, x, P->width);
+    return k->kv_write(P, l, b, x, P->width);
 }
 
-sr_status wh_attend(const sr_kernels *k, wh_scratch *s, int n_head, int d, const float *q, int n,
-                    int64_t p0, const sr_kpool *K, const sr_kpool *V, int l, int slot, int nk,
-                    const int *klim, float *out)
+sr_status wh_attend(const sr_kernels *k, int n_head, int d, const float *q, const sr_kbatch *b,
+                    const int64_t *lo, const int64_t *hi, const sr_kpool *K, const sr_kpool *V,
+                    int l, float *out)
 {
-    if (n <= 0) return SR_OK;
-    if (n > s->rows)
-        return sr_error(SR_ERR_ARG, "whisper attention: %d query rows exceed the scratch (%d)", n,
-                        s->rows);
-    for (int i = 0; i < n; i++) {
-        s->lo[i] = 0;
-        s->hi[i] = klim ? klim[i] : nk;
-    }
-    int row0[2] = {0, n};
-    sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = &slot, .pos = &p0};
     sr_kattn a = {.n_head = n_head, .n_kv_head = n_head, .head_dim = d / n_head,
-                  .scale = 1.0f / sqrtf((float)(d / n_head)), .lo = s->lo, .hi = s->hi};
-    return k->attn(&a, &b, q, d, K, V, l, out, d);
+                  .scale = 1.0f / sqrtf((float)(d / n_head)), .lo = lo, .hi = hi};
+    return k->attn(&a, b, q, d, K, V, l, out, d);
+}
+
+sr_status wh_kbatch_add(wh_scratch *s, int *n_seq, int rows, int slot, int slot2, int64_t pos)
+{
+    int i = *n_seq;
+    if (i >= s->rows || s->row0[i] + rows > s->rows)
+        return sr_error(SR_ERR_ARG, "whisper: %d sequences / %d rows exceed the scratch (%d rows)",
+                        i + 1, s->row0[i] + rows, s->rows);
+    s->slot[i] = slot;
+    s->slot2[i] = slot2;
+    s->pos[i] = pos;
+    s->row0[i + 1] = s->row0[i] + rows;
+    *n_seq = i + 1;
+    return SR_OK;
 }
 
 sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
@@ -72,12 +74,17 @@ sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
     s->edge = sr_malloc(3 * cin * sizeof(float), "whisper scratch stem edge");
     s->lo = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
     s->hi = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
-    s->klim = sr_malloc(r * sizeof(int), "whisper scratch key limits");
+    s->hi2 = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
+    s->pos = sr_malloc(r * sizeof(int64_t), "whisper scratch positions");
+    s->row0 = sr_malloc((r + 1) * sizeof(int), "whisper scratch sequence rows");
+    s->slot = sr_malloc(r * sizeof(int), "whisper scratch slots");
+    s->slot2 = sr_malloc(r * sizeof(int), "whisper scratch slots");
     if (!s->h || !s->q || !s->a || !s->kv || !s->mlp || !s->col || !s->edge || !s->lo || !s->hi ||
-        !s->klim) {
+        !s->hi2 || !s->pos || !s->row0 || !s->slot || !s->slot2) {
         wh_scratch_free(s);
         return SR_ERR_NOMEM;
     }
+    s->row0[0] = 0;
     return SR_OK;
 }
 
@@ -92,7 +99,11 @@ void wh_scratch_free(wh_scratch *s)
     free(s->edge);
     free(s->lo);
     free(s->hi);
-    free(s->klim);
+    free(s->hi2);
+    free(s->pos);
+    free(s->row0);
+    free(s->slot);
+    free(s->slot2);
     memset(s, 0, sizeof *s);
 }
 
@@ -102,5 +113,5 @@ size_t wh_scratch_bytes(const wh_scratch *s)
     size_t r = (size_t)s->rows, d = (size_t)s->d;
     size_t colw = (size_t)s->colw;
     return (r * d * 4 + r * 4 * d + (size_t)s->col_rows * colw + colw) * sizeof(float) +
-           2 * r * sizeof(int64_t) + r * sizeof(int);
+           4 * r * sizeof(int64_t) + (3 * r + 1) * sizeof(int);
 }

@@ -27,6 +27,15 @@
  * a prefix as a certain brk. Each window's text restarts the decoder context (prompt + that
  * window's tokens) and is capped at n_text_ctx / 2 tokens, after which EOT (or brk) is
  * certain.
+ *
+ * Batching: every stream lives in a batch context (wh_batch) that owns the cache pools of its
+ * streams (one slot range per stream) and the scratch they share. aed_logprobs_batch plans each
+ * request of distinct streams as the solo call would (windows, slot-cache reuse, audio
+ * versions) and computes all their new decoder positions in one pass (one gemm per Linear, one
+ * k->attn per attention, one logits gemm while the staged rows fit); process_batch encodes the
+ * new whisperrt blocks of all its streams in one encoder pass. The solo forms are these with
+ * count = 1. Rows are independent in every op, so a stream's numbers do not depend on its
+ * batch.
  */
 #include "whisper.h"
 
@@ -40,427 +49,12 @@ static const char *strategy_at(size_t i)
     return i < SR_ARRAY_LEN(strategy_names) ? strategy_names[i] : NULL;
 }
 
-/* Cross-attention K/V pools with one slot per held window (win_cap = n). */
-static sr_status cross_pools(wh_stream *s, int n)
+/* ---- stream config (batch_open and stream_open validate it here) ---- */
+
+static sr_status check_cfg(const wh_model *w, const sr_stream_config *cfg, wh_cfg *c)
 {
-    const wh_model *w = s->w;
-    sr_status st = sr_kpool_create(w->k, SR_F32, w->n_text_layer, n, w->n_audio_ctx, w->d, &s->xk);
-    if (!st) st = sr_kpool_create(w->k, SR_F32, w->n_text_layer, n, w->n_audio_ctx, w->d, &s->xv);
-    if (!st) s->win_cap = n;
-    return st;
-}
-
-/* ---- rows of log-probabilities ---- */
-
-static void one_hot(float *row, int V, int t)
-{
-    for (int v = 0; v < V; v++) row[v] = -INFINITY;
-    row[t] = 0.0f;
-}
-
-/* Logit rules at window-local text position L, then log-softmax in place (k->logsoftmax). */
-static sr_status apply_rules(const wh_model *w, float *row, int L, int closed)
-{
-    int V = w->n_vocab;
-    for (int v = 0; v < V; v++)
-        if (w->suppress[v] || (L == 0 && w->suppress_begin[v])) row[v] = -INFINITY;
-    if (closed) { /* an older window ends with brk where the newest would end with EOT */
-        row[w->brk] = row[w->eot];
-        row[w->eot] = -INFINITY;
-    }
-    return w->k->logsoftmax(1, V, row, V, row, V);
-}
-
-/* Decoder rows for window wj, local text positions L0..Lmax, from window text txt[0..Lmax). */
-static sr_status window_rows(wh_stream *s, int slot, int wj, const int32_t *txt, int L0, int Lmax,
-                             float *out)
-{
-    const wh_model *w = s->w;
-    int P = w->prompt_len, N = P + Lmax;
-    memcpy(s->tok, w->prompt, (size_t)P * sizeof(int32_t));
-    memcpy(s->tok + P, txt, (size_t)Lmax * sizeof(int32_t));
-    int i_from = P - 1 + L0; /* the input whose output predicts local position L0 */
-    wh_slot *sl = &s->slot[slot];
-    int common = 0;
-    if (sl->win == wj && (sl->ver == s->ver || s->kv_keep))
-        while (common < sl->n && common < N && sl->tok[common] == s->tok[common]) common++;
-    int c0 = common < i_from ? common : i_from;
-    int hw = wj - s->win_first;
-    sr_status st = wh_decode(w, &s->ds, s->tok, c0, N, s->sk, s->sv, slot, s->xk, s->xv, hw,
-                             s->win_len[hw]);
-    if (st) {
-        sl->win = -1;
-        return st;
-    }
-    memcpy(sl->tok, s->tok, (size_t)N * sizeof(int32_t));
-    sl->n = N;
-    sl->win = wj;
-    sl->ver = s->ver;
-    int rows = Lmax - L0 + 1;
-    if ((st = wh_logits(w, s->ds.h + (size_t)(i_from - c0) * w->d, rows, out))) return st;
-    int closed = wj < s->n_win - 1;
-    for (int r = 0; r < rows && !st; r++)
-        st = apply_rules(w, out + (size_t)r * w->n_vocab, L0 + r, closed);
-    return st;
-}
-
-static sr_status wh_aed_logprobs(void *ctx, int slot, const int32_t *prefix, int n, int from,
-                                 float *out)
-{
-    wh_stream *s = ctx;
-    const wh_model *w = s->w;
-    int V = w->n_vocab;
-    if (slot < 0 || slot >= s->n_slots)
-        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: slot %d outside 0..%d", slot,
-                        s->n_slots - 1);
-    if (n < 0 || from < 0 || from > n)
-        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: from %d, n %d: need 0 <= from <= n",
-                        from, n);
-    if ((n && !prefix) || !out)
-        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: %s is NULL", out ? "prefix" : "out");
-    if (n + 1 > s->pcap) {
-        int cap = 2 * (n + 1);
-        int *a = realloc(s->pwin, (size_t)cap * sizeof(int)), *b = NULL;
-        if (a) s->pwin = a;
-        if (a) b = realloc(s->ploc, (size_t)cap * sizeof(int));
-        if (!a || !b)
-            return sr_error(SR_ERR_NOMEM, "whisper aed_logprobs: out of memory for a %d-token "
-                            "prefix", n);
-        s->ploc = b;
-        s->pcap = cap;
-    }
-    int win = 0, loc = 0;
-    for (int j = 0; j <= n; j++) {
-        s->pwin[j] = win;
-        s->ploc[j] = loc;
-        if (j == n) break;
-        if (prefix[j] < 0 || prefix[j] >= V)
-            return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix[%d] = %d outside the "
-                            "vocabulary (%d)", j, (int)prefix[j], V);
-        if (prefix[j] == w->brk) {
-            win++;
-            loc = 0;
-        } else {
-            loc++;
-        }
-    }
-    for (int j = from; j <= n;) {
-        int wj = s->pwin[j];
-        float *row = out + (size_t)(j - from) * V;
-        if (s->n_win == 0 || wj < s->win_first) { /* no audio yet, or a finished window */
-            one_hot(row, V, j < n ? prefix[j] : (s->n_win == 0 ? w->eot : w->brk));
-            j++;
-            continue;
-        }
-        if (wj >= s->n_win)
-            return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix[%d] starts window %d, the "
-                            "audio has %d window(s)", j - 1, wj, s->n_win);
-        int jb = j;
-        while (jb < n && s->pwin[jb + 1] == wj) jb++;
-        int L0 = s->ploc[j], Lend = s->ploc[jb];
-        if (Lend > w->text_cap)
-            return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix holds %d text tokens in "
-                            "window %d, the cap is %d (aed_max_len per window)", Lend, wj,
-                            w->text_cap);
-        int Lmax = Lend < w->text_cap ? Lend : w->text_cap - 1;
-        if (L0 <= Lmax) {
-            sr_status st = window_rows(s, slot, wj, prefix + (j - L0), L0, Lmax, row);
-            if (st) return st;
-        }
-        if (Lend == w->text_cap)
-            one_hot(out + (size_t)(jb - from) * V, V, wj < s->n_win - 1 ? w->brk : w->eot);
-        j = jb + 1;
-    }
-    return SR_OK;
-}
-
-/* No-speech probability of the window that position n of prefix falls in: one decoder position
- * (SOT alone: causal attention makes it independent of the rest of the prompt, as openai's
- * logits at sot_index are) over that window's cross K/V, softmax of the raw logits, probability
- * of the no_speech token. Its own one-row K/V keeps the slot caches untouched; the value is
- * cached per (window, audio version). */
-static sr_status wh_aed_no_speech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
-{
-    wh_stream *s = ctx;
-    const wh_model *w = s->w;
-    if (n < 0 || (n && !prefix) || !start || !p)
-        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: n %d with prefix %s, start %s, p %s",
-                        n, prefix ? "set" : "NULL", start ? "set" : "NULL", p ? "set" : "NULL");
-    int win = 0, st0 = 0;
-    for (int j = 0; j < n; j++) {
-        if (prefix[j] < 0 || prefix[j] >= w->n_vocab)
-            return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] = %d outside the "
-                            "vocabulary (%d)", j, (int)prefix[j], w->n_vocab);
-        if (prefix[j] == w->brk) {
-            win++;
-            st0 = j + 1;
-        }
-    }
-    *start = st0;
-    *p = 0.0f;
-    if (s->n_win == 0 || win < s->win_first) return SR_OK; /* no audio of it held */
-    if (win >= s->n_win)
-        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] starts window %d, the "
-                        "audio has %d window(s)", st0 - 1, win, s->n_win);
-    if (s->ns_win == win && s->ns_ver == s->ver) {
-        *p = s->ns_p;
-        return SR_OK;
-    }
-    int hw = win - s->win_first;
-    sr_status st = wh_decode(w, &s->ds, w->prompt, 0, 1, s->ns_k, s->ns_v, 0, s->xk, s->xv, hw,
-                             s->win_len[hw]);
-    if (!st) st = wh_logits(w, s->ds.h, 1, s->ns_row);
-    if (st) return sr_error_prefix(st, "whisper aed_no_speech");
-    const float *r = s->ns_row;
-    float mx = r[0];
-    for (int v = 1; v < w->n_vocab; v++) mx = r[v] > mx ? r[v] : mx;
-    double sum = 0;
-    for (int v = 0; v < w->n_vocab; v++) sum += exp((double)r[v] - mx);
-    s->ns_p = (float)(exp((double)r[w->no_speech] - mx) / sum);
-    s->ns_win = win;
-    s->ns_ver = s->ver;
-    *p = s->ns_p;
-    return SR_OK;
-}
-
-/* ---- encoding ---- */
-
-/* Add the positional embedding of positions p0.. to rows x[0, n). */
-static sr_status add_positions(const wh_model *w, float *x, int n, int p0)
-{
-    return w->k->add(n, w->d, w->enc_pos + (size_t)p0 * w->d, w->d, 1.0f, x, w->d);
-}
-
-/* Full non-causal encoder of one window of W samples (zero-padded already) into held window hw. */
-static sr_status encode_window(wh_stream *s, const float *pcm, int hw)
-{
-    const wh_model *w = s->w;
-    float *mel = NULL;
-    int L = 0;
-    sr_status st = sr_mel_compute(w->mel, pcm, (size_t)w->window_samples, &mel, &L);
-    if (st) return st;
-    if (L != 2 * w->n_audio_ctx) {
-        free(mel);
-        return sr_error(SR_ERR_FORMAT, "whisper: %d mel frames in a window, expected %d", L,
-                        2 * w->n_audio_ctx);
-    }
-    st = wh_stem(w, &s->es, mel, L, s->x);
-    free(mel);
-    if (st) return st;
-    if ((st = add_positions(w, s->x, w->n_audio_ctx, 0)) ||
-        (st = wh_encode(w, &s->es, s->x, w->n_audio_ctx, 0, s->ek, s->ev, 0, NULL)))
-        return st;
-    st = wh_cross_kv(w, &s->es, s->x, w->n_audio_ctx, 0, s->xk, s->xv, hw);
-    if (st) return st;
-    s->win_len[hw] = w->n_audio_ctx;
-    s->ver++;
-    return SR_OK;
-}
-
-/* whisperrt: encode the first b pending stem frames as one block. */
-static sr_status encode_block(wh_stream *s, int b)
-{
-    const wh_model *w = s->w;
-    if (s->n_win == 0) {
-        s->n_win = 1;
-        s->win_first = 0;
-        s->enc_len = 0;
-    } else if (s->enc_len + b > w->n_audio_ctx) { /* context full: a new window */
-        s->n_win++;
-        s->win_first = s->n_win - 1;
-        s->enc_len = 0;
-    }
-    sr_status st = w->k->copy2d(b, w->d, s->pend, w->d, s->x, w->d);
-    if (!st) st = add_positions(w, s->x, b, s->enc_len);
-    if (!st) st = wh_encode(w, &s->es, s->x, b, s->enc_len, s->ek, s->ev, 0, NULL);
-    if (!st) st = wh_cross_kv(w, &s->es, s->x, b, s->enc_len, s->xk, s->xv, 0);
-    if (st) return st;
-    s->enc_len += b;
-    s->win_len[0] = s->enc_len;
-    s->n_blocks++;
-    s->ver++;
-    s->pend_n -= b;
-    memmove(s->pend, s->pend + (size_t)b * w->d, (size_t)s->pend_n * w->d * sizeof(float));
-    return SR_OK;
-}
-
-static sr_status process_rt(wh_stream *s, const float *pcm, size_t n, int final)
-{
-    const wh_model *w = s->w;
-    int nm = 0, nf = 0, nx = 0;
-    if (sr_mel_stream_pending(s->ms, n) > s->mel_cap)
-        return sr_error(SR_ERR_ARG, "whisper: %zu samples in one chunk exceed the mel buffer", n);
-    sr_status st = sr_mel_stream_feed(s->ms, pcm, n, s->mel_new, s->mel_cap, &nm);
-    if (!st && final)
-        st = sr_mel_stream_finish(s->ms, s->mel_new + (size_t)nm * w->n_mels, s->mel_cap - nm, &nf);
-    if (st) return st;
-    nm += nf;
-    if (s->pend_n + nm / 2 + 2 > s->pend_cap)
-        return sr_error(SR_ERR_ARG, "whisper: pending encoder frames overflow");
-    st = wh_stem_stream_feed(&s->stem, w, &s->es, s->mel_new, nm, final,
-                             s->pend + (size_t)s->pend_n * w->d, &nx);
-    if (st) return st;
-    s->pend_n += nx;
-    while (s->pend_n > 0) {
-        int need = s->n_blocks == 0 ? s->tau0 : s->tau;
-        if (s->pend_n < need && !final) break;
-        if ((st = encode_block(s, s->pend_n < need ? s->pend_n : need))) return st;
-    }
-    return SR_OK;
-}
-
-static sr_status grow_audio(wh_stream *s, size_t need)
-{
-    if (need <= s->audio_cap) return SR_OK;
-    size_t cap = s->audio_cap ? s->audio_cap : 16000;
-    while (cap < need) cap *= 2;
-    float *a = realloc(s->audio, cap * sizeof(float));
-    if (!a) return sr_error(SR_ERR_NOMEM, "whisper: out of memory buffering %zu samples", need);
-    s->audio = a;
-    s->audio_cap = cap;
-    return SR_OK;
-}
-
-static sr_status process_offline(wh_stream *s, const float *pcm, size_t n, int final)
-{
-    const wh_model *w = s->w;
-    size_t W = (size_t)w->window_samples;
-    sr_status st = grow_audio(s, s->audio_n + n);
-    if (st) return st;
-    if (n) memcpy(s->audio + s->audio_n, pcm, n * sizeof(float));
-    s->audio_n += n;
-    if (!final || !s->audio_n) return SR_OK;
-    int nw = (int)((s->audio_n + W - 1) / W);
-    if ((st = grow_audio(s, (size_t)nw * W))) return st;
-    memset(s->audio + s->audio_n, 0, ((size_t)nw * W - s->audio_n) * sizeof(float));
-    if (nw > s->win_cap) { /* one cross K/V slot per window (all are encoded below) */
-        int *l = realloc(s->win_len, (size_t)nw * sizeof(int));
-        if (!l) return sr_error(SR_ERR_NOMEM, "whisper: out of memory for %d windows", nw);
-        s->win_len = l;
-        sr_kpool_free(w->k, s->xk);
-        sr_kpool_free(w->k, s->xv);
-        s->xk = s->xv = NULL;
-        s->win_cap = 0;
-        if ((st = cross_pools(s, nw))) return st;
-    }
-    for (int i = 0; i < nw; i++)
-        if ((st = encode_window(s, s->audio + (size_t)i * W, i))) return st;
-    s->win_first = 0;
-    s->n_win = nw;
-    return SR_OK;
-}
-
-static sr_status process_reencode(wh_stream *s, const float *pcm, size_t n, int final)
-{
-    const wh_model *w = s->w;
-    size_t W = (size_t)w->window_samples;
-    if (!n) return SR_OK; /* nothing new: the last encoding stands */
-    if (s->n_win == 0) {
-        s->n_win = 1;
-        s->win_first = 0;
-    } else if (s->audio_n + n > W) { /* window full: it is final, a new one starts */
-        s->n_win++;
-        s->win_first = s->n_win - 1;
-        s->audio_n = 0;
-    }
-    memcpy(s->audio + s->audio_n, pcm, n * sizeof(float));
-    s->audio_n += n;
-    memset(s->audio + s->audio_n, 0, (W - s->audio_n) * sizeof(float));
-    return encode_window(s, s->audio, 0);
-}
-
-static int64_t wh_audio_ms(void *ctx) { return ((wh_stream *)ctx)->samples_in * 1000 / 16000; }
-
-static sr_status wh_process(void *state, const float *pcm, size_t n, int final)
-{
-    wh_stream *s = state;
-    s->samples_in += (int64_t)n;
-    switch (s->strategy) {
-    case WH_OFFLINE: return process_offline(s, pcm, n, final);
-    case WH_REENCODE: return process_reencode(s, pcm, n, final);
-    default: return process_rt(s, pcm, n, final);
-    }
-}
-
-/* ---- stream lifecycle ---- */
-
-static void wh_reset(void *state)
-{
-    wh_stream *s = state;
-    if (s->ms) sr_mel_stream_reset(s->ms);
-    wh_stem_stream_reset(&s->stem);
-    s->pend_n = 0;
-    s->n_blocks = 0;
-    s->enc_len = 0;
-    s->win_first = s->n_win = 0;
-    s->ver = 0;
-    s->audio_n = 0;
-    s->samples_in = 0;
-    s->ns_win = -1;
-    for (int i = 0; i < s->n_slots; i++) {
-        s->slot[i].n = 0;
-        s->slot[i].win = -1;
-    }
-}
-
-static void wh_stream_close(void *state)
-{
-    wh_stream *s = state;
-    if (!s) return;
-    sr_mel_stream_close(s->ms);
-    free(s->mel_new);
-    wh_stem_stream_free(&s->stem);
-    free(s->pend);
-    const sr_kernels *k = s->w->k;
-    sr_kpool_free(k, s->ek);
-    sr_kpool_free(k, s->ev);
-    free(s->x);
-    sr_kpool_free(k, s->xk);
-    sr_kpool_free(k, s->xv);
-    free(s->win_len);
-    free(s->audio);
-    for (int i = 0; i < WH_MAX_SLOTS; i++) free(s->slot[i].tok);
-    sr_kpool_free(k, s->sk);
-    sr_kpool_free(k, s->sv);
-    wh_scratch_free(&s->es);
-    wh_scratch_free(&s->ds);
-    free(s->tok);
-    free(s->pwin);
-    free(s->ploc);
-    sr_kpool_free(k, s->ns_k);
-    sr_kpool_free(k, s->ns_v);
-    free(s->ns_row);
-    free(s);
-}
-
-static size_t wh_state_bytes(const void *state)
-{
-    const wh_stream *s = state;
-    const wh_model *w = s->w;
-    size_t d = (size_t)w->d, f = sizeof(float);
-    size_t b = sizeof *s;
-    b += (size_t)s->mel_cap * w->n_mels * f;
-    if (s->stem.mel) b += (size_t)s->stem.cap * (w->n_mels + d) * f;
-    b += (size_t)s->pend_cap * d * f;
-    const sr_kpool *pools[] = {s->ek, s->ev, s->xk, s->xv, s->sk, s->sv, s->ns_k, s->ns_v};
-    for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) b += pools[i] ? pools[i]->bytes : 0;
-    b += (size_t)s->es.rows * d * f;
-    b += (size_t)s->win_cap * sizeof(int);
-    b += s->audio_cap * f;
-    b += (size_t)s->n_slots * (size_t)w->n_text_ctx * sizeof(int32_t);
-    b += wh_scratch_bytes(&s->es) + wh_scratch_bytes(&s->ds);
-    b += (size_t)w->n_text_ctx * sizeof(int32_t) + 2 * (size_t)s->pcap * sizeof(int);
-    b += (size_t)w->n_vocab * f; /* no-speech row */
-    return b;
-}
-
-static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch,
-                                int slot, void **state,
-                                sr_chunking *ck, sr_scorer *sc)
-{
-    (void)batch;
-    (void)slot;
-    const wh_model *w = m->impl;
+    if (!cfg) return sr_error(SR_ERR_ARG, "whisper: stream config is NULL");
+    memset(c, 0, sizeof *c);
     int strategy = WH_WHISPERRT;
     if (cfg->strategy) {
         size_t i = 0;
@@ -490,48 +84,719 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     if (cfg->decoder_kv_cache != 0 && cfg->decoder_kv_cache != 1)
         return sr_error(SR_ERR_ARG, "stream.decoder_kv_cache: %d; expected 0 or 1",
                         cfg->decoder_kv_cache);
+    c->strategy = strategy;
+    c->kv_keep = cfg->decoder_kv_cache;
+    c->tau = chunk_ms / 20;
+    c->tau0 = first_ms / 20;
+    c->n_slots = cfg->beam > 1 ? 2 * cfg->beam : 2;
+    if (strategy == WH_WHISPERRT) {
+        c->ck.first_chunk = (size_t)c->tau0 * 320 + WH_LOOKAHEAD;
+        c->ck.chunk = (size_t)c->tau * 320;
+    } else if (strategy == WH_REENCODE) {
+        c->ck.first_chunk = (size_t)c->tau0 * 320;
+        c->ck.chunk = (size_t)c->tau * 320;
+    } else {
+        c->ck.first_chunk = c->ck.chunk = (size_t)w->window_samples;
+    }
+    return SR_OK;
+}
+
+/* ---- rows of log-probabilities ---- */
+
+static void one_hot(float *row, int V, int t)
+{
+    for (int v = 0; v < V; v++) row[v] = -INFINITY;
+    row[t] = 0.0f;
+}
+
+/* Logit rules at window-local text position L, then log-softmax in place (k->logsoftmax). */
+static sr_status apply_rules(const wh_model *w, float *row, int L, int closed)
+{
+    int V = w->n_vocab;
+    for (int v = 0; v < V; v++)
+        if (w->suppress[v] || (L == 0 && w->suppress_begin[v])) row[v] = -INFINITY;
+    if (closed) { /* an older window ends with brk where the newest would end with EOT */
+        row[w->brk] = row[w->eot];
+        row[w->eot] = -INFINITY;
+    }
+    return w->k->logsoftmax(1, V, row, V, row, V);
+}
+
+/* ---- the AED scorer: requests planned per stream, computed as one batch ---- */
+
+/* One request's progress: positions [from, j) are written; the current segment (active) is
+ * window wj's local text positions L0..Lmax from its text txt[0..Lmax), written to row.. */
+typedef struct {
+    wh_stream *s;
+    const sr_aed_req *r;
+    int j;
+    int active, wj, L0, Lmax;
+    const int32_t *txt;
+    float *row;
+    int N, c0, i_from;  /* decoder inputs [0, N), computed from c0, first output row i_from */
+} aed_plan;
+
+/* Check a request and map each position of its prefix to (window, local index). */
+static sr_status aed_prepare(wh_stream *s, const sr_aed_req *r)
+{
+    const wh_model *w = s->w;
+    int V = w->n_vocab, n = r->n;
+    if (r->slot < 0 || r->slot >= s->n_slots)
+        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: slot %d outside 0..%d", r->slot,
+                        s->n_slots - 1);
+    if (n < 0 || r->from < 0 || r->from > n)
+        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: from %d, n %d: need 0 <= from <= n",
+                        r->from, n);
+    if ((n && !r->prefix) || !r->out)
+        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: %s is NULL", r->out ? "prefix" : "out");
+    if (n + 1 > s->pcap) {
+        int cap = 2 * (n + 1);
+        int *a = realloc(s->pwin, (size_t)cap * sizeof(int)), *b = NULL;
+        if (a) s->pwin = a;
+        if (a) b = realloc(s->ploc, (size_t)cap * sizeof(int));
+        if (!a || !b)
+            return sr_error(SR_ERR_NOMEM, "whisper aed_logprobs: out of memory for a %d-token "
+                            "prefix", n);
+        s->ploc = b;
+        s->pcap = cap;
+    }
+    int win = 0, loc = 0;
+    for (int j = 0; j <= n; j++) {
+        s->pwin[j] = win;
+        s->ploc[j] = loc;
+        if (j == n) break;
+        if (r->prefix[j] < 0 || r->prefix[j] >= V)
+            return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix[%d] = %d outside the "
+                            "vocabulary (%d)", j, (int)r->prefix[j], V);
+        if (r->prefix[j] == w->brk) {
+            win++;
+            loc = 0;
+        } else {
+            loc++;
+        }
+    }
+    return SR_OK;
+}
+
+/* Advance a request to its next segment that needs the decoder (active = 1), writing the rows
+ * that need none (no audio yet, finished windows, a window's capped end) on the way. */
+static sr_status aed_next(aed_plan *p)
+{
+    wh_stream *s = p->s;
+    const wh_model *w = s->w;
+    const sr_aed_req *r = p->r;
+    int V = w->n_vocab, n = r->n;
+    p->active = 0;
+    while (p->j <= n) {
+        int j = p->j, wj = s->pwin[j];
+        float *row = r->out + (size_t)(j - r->from) * V;
+        if (s->n_win == 0 || wj < s->win_first) { /* no audio yet, or a finished window */
+            one_hot(row, V, j < n ? r->prefix[j] : (s->n_win == 0 ? w->eot : w->brk));
+            p->j++;
+            continue;
+        }
+        if (wj >= s->n_win)
+            return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix[%d] starts window %d, the "
+                            "audio has %d window(s)", j - 1, wj, s->n_win);
+        int jb = j;
+        while (jb < n && s->pwin[jb + 1] == wj) jb++;
+        int L0 = s->ploc[j], Lend = s->ploc[jb];
+        if (Lend > w->text_cap)
+            return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix holds %d text tokens in "
+                            "window %d, the cap is %d (aed_max_len per window)", Lend, wj,
+                            w->text_cap);
+        int Lmax = Lend < w->text_cap ? Lend : w->text_cap - 1;
+        if (Lend == w->text_cap) /* the row after the computed ones */
+            one_hot(r->out + (size_t)(jb - r->from) * V, V, wj < s->n_win - 1 ? w->brk : w->eot);
+        p->j = jb + 1;
+        if (L0 <= Lmax) {
+            p->active = 1;
+            p->wj = wj;
+            p->L0 = L0;
+            p->Lmax = Lmax;
+            p->txt = r->prefix + (j - L0);
+            p->row = row;
+            return SR_OK;
+        }
+    }
+    return SR_OK;
+}
+
+/* Decoder inputs of an active segment into tok (prompt + window text) and its sequence: the
+ * positions its slot already holds for the same window and audio are reused. */
+static void aed_seq(aed_plan *p, int32_t *tok, wh_dseq *q)
+{
+    wh_stream *s = p->s;
+    const wh_model *w = s->w;
+    int P = w->prompt_len, N = P + p->Lmax;
+    memcpy(tok, w->prompt, (size_t)P * sizeof(int32_t));
+    memcpy(tok + P, p->txt, (size_t)p->Lmax * sizeof(int32_t));
+    int i_from = P - 1 + p->L0; /* the input whose output predicts local position L0 */
+    const wh_slot *sl = &s->slot[p->r->slot];
+    int common = 0;
+    if (sl->win == p->wj && (sl->ver == s->ver || s->kv_keep))
+        while (common < sl->n && common < N && sl->tok[common] == tok[common]) common++;
+    p->N = N;
+    p->c0 = common < i_from ? common : i_from;
+    p->i_from = i_from;
+    int hw = p->wj - s->win_first;
+    q->tok = tok;
+    q->c0 = p->c0;
+    q->n = N;
+    q->sslot = s->bslot * s->b->cfg.n_slots + p->r->slot;
+    q->xslot = s->bslot * s->b->win_cap + hw;
+    q->enc_len = s->win_len[hw];
+}
+
+/* Logits of the staged rows (one gemm), the logit rules, and each row to its place. */
+static sr_status aed_flush(wh_batch *b, int *ln)
+{
+    const wh_model *w = b->w;
+    int V = w->n_vocab;
+    sr_status st = *ln ? wh_logits(w, b->lh, *ln, b->logits) : SR_OK;
+    for (int r = 0; r < *ln && !st; r++) {
+        float *row = b->logits + (size_t)r * V;
+        st = apply_rules(w, row, b->lpos[r], b->lclosed[r]);
+        if (!st) memcpy(b->ldst[r], row, (size_t)V * sizeof(float));
+    }
+    *ln = 0;
+    return st;
+}
+
+/* One decoder pass over the active segments of every request (in groups that fit the
+ * scratch), then their logits (in groups of lrows rows). */
+static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
+{
+    const wh_model *w = b->w;
+    int nq = 0;
+    for (int i = 0; i < count; i++)
+        if (pl[i].active) {
+            aed_seq(&pl[i], b->tok + (size_t)nq * w->n_text_ctx, &b->dq[nq]);
+            b->idx[nq++] = i;
+        }
+    int ln = 0;
+    sr_status st = SR_OK;
+    for (int g0 = 0, g1; g0 < nq && !st; g0 = g1) {
+        int rows = 0;
+        for (g1 = g0; g1 < nq && rows + (b->dq[g1].n - b->dq[g1].c0) <= b->ds.rows; g1++)
+            rows += b->dq[g1].n - b->dq[g1].c0;
+        if (g1 == g0) g1++; /* wh_decode reports a sequence larger than the scratch */
+        st = wh_decode(w, &b->ds, b->dq + g0, g1 - g0, b->sk, b->sv, b->xk, b->xv);
+        int off = 0;
+        for (int q = g0; q < g1; q++) {
+            aed_plan *p = &pl[b->idx[q]];
+            wh_stream *s = p->s;
+            wh_slot *sl = &s->slot[p->r->slot];
+            if (st) {
+                sl->win = -1;
+                continue;
+            }
+            memcpy(sl->tok, b->dq[q].tok, (size_t)p->N * sizeof(int32_t));
+            sl->n = p->N;
+            sl->win = p->wj;
+            sl->ver = s->ver;
+            int closed = p->wj < s->n_win - 1;
+            int hr = off + p->i_from - p->c0, nr = p->Lmax - p->L0 + 1;
+            off += p->N - p->c0;
+            for (int r = 0; r < nr && !st;) {
+                int take = SR_MIN(nr - r, b->lrows - ln);
+                st = w->k->copy2d(take, w->d, b->ds.h + (size_t)(hr + r) * w->d, w->d,
+                                  b->lh + (size_t)ln * w->d, w->d);
+                for (int t = 0; t < take && !st; t++) {
+                    b->ldst[ln + t] = p->row + (size_t)(r + t) * w->n_vocab;
+                    b->lpos[ln + t] = p->L0 + r + t;
+                    b->lclosed[ln + t] = (uint8_t)closed;
+                }
+                ln += take;
+                r += take;
+                if (!st && ln == b->lrows) st = aed_flush(b, &ln);
+            }
+        }
+    }
+    if (!st) st = aed_flush(b, &ln);
+    return st;
+}
+
+static sr_status wh_aed_logprobs_batch(const sr_aed_req *r, int count)
+{
+    if (count < 0 || (count && !r))
+        return sr_error(SR_ERR_ARG, "whisper aed_logprobs_batch: %d requests at %s", count,
+                        r ? "r" : "NULL");
+    if (!count) return SR_OK;
+    const wh_stream *s0 = r[0].ctx;
+    if (!s0) return sr_error(SR_ERR_ARG, "whisper aed_logprobs: request 0: ctx is NULL");
+    wh_batch *b = s0->b;
+    if (count > b->max_streams)
+        return sr_error(SR_ERR_ARG, "whisper aed_logprobs_batch: %d requests, the batch context "
+                        "holds %d streams", count, b->max_streams);
+    aed_plan *pl = b->plan;
+    for (int i = 0; i < count; i++) {
+        wh_stream *s = r[i].ctx;
+        if (!s || s->b != b)
+            return sr_error(SR_ERR_ARG, "whisper aed_logprobs_batch: request %d: %s", i,
+                            s ? "its stream is not of request 0's batch context" : "ctx is NULL");
+        for (int j = 0; j < i; j++)
+            if (r[j].ctx == s)
+                return sr_error(SR_ERR_ARG, "whisper aed_logprobs_batch: requests %d and %d are "
+                                "of the same stream", j, i);
+        sr_status st = aed_prepare(s, &r[i]);
+        if (st) return count > 1 ? sr_error_prefix(st, "request %d", i) : st;
+        memset(&pl[i], 0, sizeof pl[i]);
+        pl[i].s = s;
+        pl[i].r = &r[i];
+        pl[i].j = r[i].from;
+    }
+    for (;;) { /* each round: every request's next segment (windows in order, as solo) */
+        int na = 0;
+        for (int i = 0; i < count; i++) {
+            sr_status st = aed_next(&pl[i]);
+            if (st) return count > 1 ? sr_error_prefix(st, "request %d", i) : st;
+            na += pl[i].active;
+        }
+        if (!na) return SR_OK;
+        sr_status st = aed_pass(b, pl, count);
+        if (st) return sr_error_prefix(st, "whisper aed_logprobs");
+    }
+}
+
+static sr_status wh_aed_logprobs(void *ctx, int slot, const int32_t *prefix, int n, int from,
+                                 float *out)
+{
+    sr_aed_req r = {.ctx = ctx, .slot = slot, .prefix = prefix, .n = n, .from = from, .out = out};
+    return wh_aed_logprobs_batch(&r, 1);
+}
+
+/* No-speech probability of the window that position n of prefix falls in: one decoder position
+ * (SOT alone: causal attention makes it independent of the rest of the prompt, as openai's
+ * logits at sot_index are) over that window's cross K/V, softmax of the raw logits, probability
+ * of the no_speech token. Its own one-row K/V keeps the slot caches untouched; the value is
+ * cached per (window, audio version). */
+static sr_status wh_aed_no_speech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
+{
+    wh_stream *s = ctx;
+    if (!s) return sr_error(SR_ERR_ARG, "whisper aed_no_speech: ctx is NULL");
+    const wh_model *w = s->w;
+    wh_batch *b = s->b;
+    if (n < 0 || (n && !prefix) || !start || !p)
+        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: n %d with prefix %s, start %s, p %s",
+                        n, prefix ? "set" : "NULL", start ? "set" : "NULL", p ? "set" : "NULL");
+    int win = 0, st0 = 0;
+    for (int j = 0; j < n; j++) {
+        if (prefix[j] < 0 || prefix[j] >= w->n_vocab)
+            return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] = %d outside the "
+                            "vocabulary (%d)", j, (int)prefix[j], w->n_vocab);
+        if (prefix[j] == w->brk) {
+            win++;
+            st0 = j + 1;
+        }
+    }
+    *start = st0;
+    *p = 0.0f;
+    if (s->n_win == 0 || win < s->win_first) return SR_OK; /* no audio of it held */
+    if (win >= s->n_win)
+        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] starts window %d, the "
+                        "audio has %d window(s)", st0 - 1, win, s->n_win);
+    if (s->ns_win == win && s->ns_ver == s->ver) {
+        *p = s->ns_p;
+        return SR_OK;
+    }
+    int hw = win - s->win_first;
+    wh_dseq q = {.tok = w->prompt, .c0 = 0, .n = 1, .sslot = s->bslot,
+                 .xslot = s->bslot * b->win_cap + hw, .enc_len = s->win_len[hw]};
+    sr_status st = wh_decode(w, &s->ns_s, &q, 1, b->ns_k, b->ns_v, b->xk, b->xv);
+    if (!st) st = wh_logits(w, s->ns_s.h, 1, s->ns_row);
+    if (st) return sr_error_prefix(st, "whisper aed_no_speech");
+    const float *r = s->ns_row;
+    float mx = r[0];
+    for (int v = 1; v < w->n_vocab; v++) mx = r[v] > mx ? r[v] : mx;
+    double sum = 0;
+    for (int v = 0; v < w->n_vocab; v++) sum += exp((double)r[v] - mx);
+    s->ns_p = (float)(exp((double)r[w->no_speech] - mx) / sum);
+    s->ns_win = win;
+    s->ns_ver = s->ver;
+    *p = s->ns_p;
+    return SR_OK;
+}
+
+/* ---- encoding ---- */
+
+/* Add the positional embedding of positions p0.. to rows x[0, n). */
+static sr_status add_positions(const wh_model *w, float *x, int n, int p0)
+{
+    return w->k->add(n, w->d, w->enc_pos + (size_t)p0 * w->d, w->d, 1.0f, x, w->d);
+}
+
+/* Cross K/V pools of the batch with `cap` window slots per stream (offline streams that end
+ * with more windows grow it; the held windows of every stream are copied over). */
+static sr_status batch_windows(wh_batch *b, int cap)
+{
+    if (cap <= b->win_cap) return SR_OK;
+    const wh_model *w = b->w;
+    const sr_kernels *k = w->k;
+    sr_kpool *nk = NULL, *nv = NULL;
+    int slots = b->max_streams * cap, tl = w->n_text_layer;
+    sr_status st = sr_kpool_create(k, SR_F32, tl, slots, w->n_audio_ctx, w->d, &nk);
+    if (!st) st = sr_kpool_create(k, SR_F32, tl, slots, w->n_audio_ctx, w->d, &nv);
+    for (int l = 0; l < tl && !st && b->xk; l++)
+        for (int i = 0; i < b->max_streams && !st; i++) {
+            int M = b->win_cap * w->n_audio_ctx;
+            st = k->copy2d(M, w->d, (const float *)b->xk->data + sr_kpool_at(b->xk, l, i * b->win_cap, 0),
+                           w->d, (float *)nk->data + sr_kpool_at(nk, l, i * cap, 0), w->d);
+            if (!st)
+                st = k->copy2d(M, w->d,
+                               (const float *)b->xv->data + sr_kpool_at(b->xv, l, i * b->win_cap, 0),
+                               w->d, (float *)nv->data + sr_kpool_at(nv, l, i * cap, 0), w->d);
+        }
+    if (st) {
+        sr_kpool_free(k, nk);
+        sr_kpool_free(k, nv);
+        return st;
+    }
+    sr_kpool_free(k, b->xk);
+    sr_kpool_free(k, b->xv);
+    b->xk = nk;
+    b->xv = nv;
+    b->win_cap = cap;
+    return SR_OK;
+}
+
+/* Full non-causal encoder of one window of W samples (zero-padded already) into held window hw. */
+static sr_status encode_window(wh_stream *s, const float *pcm, int hw)
+{
+    const wh_model *w = s->w;
+    wh_batch *b = s->b;
+    float *mel = NULL;
+    int L = 0;
+    sr_status st = sr_mel_compute(w->mel, pcm, (size_t)w->window_samples, &mel, &L);
+    if (st) return st;
+    if (L != 2 * w->n_audio_ctx) {
+        free(mel);
+        return sr_error(SR_ERR_FORMAT, "whisper: %d mel frames in a window, expected %d", L,
+                        2 * w->n_audio_ctx);
+    }
+    st = wh_stem(w, &b->es, mel, L, b->x);
+    free(mel);
+    if (st) return st;
+    wh_eseq q = {.n = w->n_audio_ctx, .p0 = 0, .slot = s->bslot};
+    int xslot = s->bslot * b->win_cap + hw;
+    if ((st = add_positions(w, b->x, w->n_audio_ctx, 0)) ||
+        (st = wh_encode(w, &b->es, b->x, &q, 1, b->ek, b->ev, NULL)) ||
+        (st = wh_cross_kv(w, &b->es, b->x, &q, &xslot, 1, b->xk, b->xv)))
+        return st;
+    s->win_len[hw] = w->n_audio_ctx;
+    s->ver++;
+    return SR_OK;
+}
+
+/* whisperrt front-end of one chunk: log-mel and stem frames appended to s->pend. */
+static sr_status rt_frontend(wh_stream *s, const float *pcm, size_t n, int final)
+{
+    const wh_model *w = s->w;
+    int nm = 0, nf = 0, nx = 0;
+    if (sr_mel_stream_pending(s->ms, n) > s->mel_cap)
+        return sr_error(SR_ERR_ARG, "whisper: %zu samples in one chunk exceed the mel buffer", n);
+    sr_status st = sr_mel_stream_feed(s->ms, pcm, n, s->mel_new, s->mel_cap, &nm);
+    if (!st && final)
+        st = sr_mel_stream_finish(s->ms, s->mel_new + (size_t)nm * w->n_mels, s->mel_cap - nm, &nf);
+    if (st) return st;
+    nm += nf;
+    if (s->pend_n + nm / 2 + 2 > s->pend_cap)
+        return sr_error(SR_ERR_ARG, "whisper: pending encoder frames overflow");
+    st = wh_stem_stream_feed(&s->stem, w, &s->b->es, s->mel_new, nm, final,
+                             s->pend + (size_t)s->pend_n * w->d, &nx);
+    if (st) return st;
+    s->pend_n += nx;
+    return SR_OK;
+}
+
+/* whisperrt: the next block of every stream that has one (tau0 frames first, then tau; the
+ * remainder at final) through one encoder pass and one cross K/V pass, repeated until none is
+ * left. */
+static sr_status rt_blocks(wh_batch *b, wh_stream *const *ss, const int *final, int count)
+{
+    const wh_model *w = b->w;
+    size_t d = (size_t)w->d;
+    for (;;) {
+        int nq = 0, rows = 0;
+        for (int i = 0; i < count; i++) {
+            wh_stream *s = ss[i];
+            int need = s->n_blocks == 0 ? s->tau0 : s->tau;
+            if (s->pend_n == 0 || (s->pend_n < need && !final[i])) continue;
+            int bsz = s->pend_n < need ? s->pend_n : need;
+            if (s->n_win == 0) {
+                s->n_win = 1;
+                s->win_first = 0;
+                s->enc_len = 0;
+            } else if (s->enc_len + bsz > w->n_audio_ctx) { /* context full: a new window */
+                s->n_win++;
+                s->win_first = s->n_win - 1;
+                s->enc_len = 0;
+            }
+            if (rows + bsz > b->es.rows)
+                return sr_error(SR_ERR_ARG, "whisper: %d encoder rows exceed the batch scratch "
+                                "(%d)", rows + bsz, b->es.rows);
+            float *x = b->x + (size_t)rows * d;
+            sr_status st = w->k->copy2d(bsz, w->d, s->pend, w->d, x, w->d);
+            if (!st) st = add_positions(w, x, bsz, s->enc_len);
+            if (st) return st;
+            b->eq[nq] = (wh_eseq){.n = bsz, .p0 = s->enc_len, .slot = s->bslot};
+            b->exslot[nq] = s->bslot * b->win_cap;
+            b->idx[nq++] = i;
+            rows += bsz;
+        }
+        if (!nq) return SR_OK;
+        sr_status st = wh_encode(w, &b->es, b->x, b->eq, nq, b->ek, b->ev, NULL);
+        if (!st) st = wh_cross_kv(w, &b->es, b->x, b->eq, b->exslot, nq, b->xk, b->xv);
+        if (st) return st;
+        for (int q = 0; q < nq; q++) {
+            wh_stream *s = ss[b->idx[q]];
+            int bsz = b->eq[q].n;
+            s->enc_len += bsz;
+            s->win_len[0] = s->enc_len;
+            s->n_blocks++;
+            s->ver++;
+            s->pend_n -= bsz;
+            memmove(s->pend, s->pend + (size_t)bsz * d, (size_t)s->pend_n * d * sizeof(float));
+        }
+    }
+}
+
+static sr_status grow_audio(wh_stream *s, size_t need)
+{
+    if (need <= s->audio_cap) return SR_OK;
+    size_t cap = s->audio_cap ? s->audio_cap : 16000;
+    while (cap < need) cap *= 2;
+    float *a = realloc(s->audio, cap * sizeof(float));
+    if (!a) return sr_error(SR_ERR_NOMEM, "whisper: out of memory buffering %zu samples", need);
+    s->audio = a;
+    s->audio_cap = cap;
+    return SR_OK;
+}
+
+static sr_status process_offline(wh_stream *s, const float *pcm, size_t n, int final)
+{
+    size_t W = (size_t)s->w->window_samples;
+    sr_status st = grow_audio(s, s->audio_n + n);
+    if (st) return st;
+    if (n) memcpy(s->audio + s->audio_n, pcm, n * sizeof(float));
+    s->audio_n += n;
+    if (!final || !s->audio_n) return SR_OK;
+    int nw = (int)((s->audio_n + W - 1) / W);
+    if ((st = grow_audio(s, (size_t)nw * W))) return st;
+    memset(s->audio + s->audio_n, 0, ((size_t)nw * W - s->audio_n) * sizeof(float));
+    if (nw > s->win_cap) { /* one cross K/V slot per window (all are encoded below) */
+        int *l = realloc(s->win_len, (size_t)nw * sizeof(int));
+        if (!l) return sr_error(SR_ERR_NOMEM, "whisper: out of memory for %d windows", nw);
+        s->win_len = l;
+        s->win_cap = nw;
+    }
+    if ((st = batch_windows(s->b, nw))) return st;
+    for (int i = 0; i < nw; i++)
+        if ((st = encode_window(s, s->audio + (size_t)i * W, i))) return st;
+    s->win_first = 0;
+    s->n_win = nw;
+    return SR_OK;
+}
+
+static sr_status process_reencode(wh_stream *s, const float *pcm, size_t n)
+{
+    size_t W = (size_t)s->w->window_samples;
+    if (!n) return SR_OK; /* nothing new: the last encoding stands */
+    if (s->n_win == 0) {
+        s->n_win = 1;
+        s->win_first = 0;
+    } else if (s->audio_n + n > W) { /* window full: it is final, a new one starts */
+        s->n_win++;
+        s->win_first = s->n_win - 1;
+        s->audio_n = 0;
+    }
+    memcpy(s->audio + s->audio_n, pcm, n * sizeof(float));
+    s->audio_n += n;
+    memset(s->audio + s->audio_n, 0, (W - s->audio_n) * sizeof(float));
+    return encode_window(s, s->audio, 0);
+}
+
+static int64_t wh_audio_ms(void *ctx) { return ((wh_stream *)ctx)->samples_in * 1000 / 16000; }
+
+static sr_status wh_process_batch(void *batch, void *const *states, const float *const *pcm,
+                                  const size_t *n, const int *final, int count)
+{
+    wh_batch *b = batch;
+    if (!b || count < 0 || (count && (!states || !pcm || !n || !final)))
+        return sr_error(SR_ERR_ARG, "whisper process_batch: batch, states, pcm, n or final is "
+                        "NULL");
+    if (count > b->max_streams)
+        return sr_error(SR_ERR_ARG, "whisper process_batch: %d streams, the batch context "
+                        "holds %d", count, b->max_streams);
+    wh_stream *const *ss = (wh_stream *const *)states;
+    for (int i = 0; i < count; i++) {
+        if (!ss[i] || ss[i]->b != b)
+            return sr_error(SR_ERR_ARG, "whisper process_batch: stream %d %s", i,
+                            ss[i] ? "is not of this batch context" : "is NULL");
+        if (n[i] && !pcm[i])
+            return sr_error(SR_ERR_ARG, "whisper process_batch: stream %d: pcm is NULL", i);
+        for (int j = 0; j < i; j++)
+            if (ss[j] == ss[i])
+                return sr_error(SR_ERR_ARG, "whisper process_batch: streams %d and %d are the "
+                                "same", j, i);
+    }
+    sr_status st = SR_OK;
+    for (int i = 0; i < count && !st; i++) {
+        wh_stream *s = ss[i];
+        s->samples_in += (int64_t)n[i];
+        switch (s->strategy) {
+        case WH_OFFLINE: st = process_offline(s, pcm[i], n[i], final[i]); break;
+        case WH_REENCODE: st = process_reencode(s, pcm[i], n[i]); break;
+        default: st = rt_frontend(s, pcm[i], n[i], final[i]); break;
+        }
+    }
+    if (!st && b->cfg.strategy == WH_WHISPERRT) st = rt_blocks(b, ss, final, count);
+    return st;
+}
+
+static sr_status wh_process(void *state, const float *pcm, size_t n, int final)
+{
+    if (!state) return sr_error(SR_ERR_ARG, "whisper process: state is NULL");
+    return wh_process_batch(((wh_stream *)state)->b, &state, &pcm, &n, &final, 1);
+}
+
+/* ---- stream lifecycle ---- */
+
+/* Zero the stream's slots of every pool of its batch context. */
+static sr_status clear_slots(wh_stream *s)
+{
+    wh_batch *b = s->b;
+    const sr_kernels *k = s->w->k;
+    int i = s->bslot;
+    sr_status st = sr_kpool_clear(k, b->ek, i);
+    if (!st) st = sr_kpool_clear(k, b->ev, i);
+    if (!st) st = sr_kpool_clear(k, b->ns_k, i);
+    if (!st) st = sr_kpool_clear(k, b->ns_v, i);
+    for (int j = 0; j < b->win_cap && !st; j++) {
+        st = sr_kpool_clear(k, b->xk, i * b->win_cap + j);
+        if (!st) st = sr_kpool_clear(k, b->xv, i * b->win_cap + j);
+    }
+    for (int j = 0; j < b->cfg.n_slots && !st; j++) {
+        st = sr_kpool_clear(k, b->sk, i * b->cfg.n_slots + j);
+        if (!st) st = sr_kpool_clear(k, b->sv, i * b->cfg.n_slots + j);
+    }
+    return st;
+}
+
+static void wh_reset(void *state)
+{
+    wh_stream *s = state;
+    if (s->ms) sr_mel_stream_reset(s->ms);
+    wh_stem_stream_reset(&s->stem);
+    s->pend_n = 0;
+    s->n_blocks = 0;
+    s->enc_len = 0;
+    s->win_first = s->n_win = 0;
+    s->ver = 0;
+    s->audio_n = 0;
+    s->samples_in = 0;
+    s->ns_win = -1;
+    for (int i = 0; i < s->n_slots; i++) {
+        s->slot[i].n = 0;
+        s->slot[i].win = -1;
+    }
+    (void)clear_slots(s); /* the bookkeeping above already invalidates every cached row */
+}
+
+static void wh_stream_close(void *state)
+{
+    wh_stream *s = state;
+    if (!s) return;
+    if (s->b && s->b->owner[s->bslot] == s) s->b->owner[s->bslot] = NULL;
+    sr_mel_stream_close(s->ms);
+    free(s->mel_new);
+    wh_stem_stream_free(&s->stem);
+    free(s->pend);
+    free(s->win_len);
+    free(s->audio);
+    for (int i = 0; i < WH_MAX_SLOTS; i++) free(s->slot[i].tok);
+    free(s->pwin);
+    free(s->ploc);
+    wh_scratch_free(&s->ns_s);
+    free(s->ns_row);
+    free(s);
+}
+
+static size_t wh_state_bytes(const void *state)
+{
+    const wh_stream *s = state;
+    const wh_model *w = s->w;
+    size_t d = (size_t)w->d, f = sizeof(float);
+    size_t b = sizeof *s;
+    b += (size_t)s->mel_cap * w->n_mels * f;
+    if (s->stem.mel) b += (size_t)s->stem.cap * (w->n_mels + d) * f;
+    b += (size_t)s->pend_cap * d * f;
+    b += (size_t)s->win_cap * sizeof(int);
+    b += s->audio_cap * f;
+    b += (size_t)s->n_slots * (size_t)w->n_text_ctx * sizeof(int32_t);
+    b += 2 * (size_t)s->pcap * sizeof(int);
+    b += wh_scratch_bytes(&s->ns_s) + (size_t)w->n_vocab * f; /* no-speech */
+    return b;
+}
+
+static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, void *batch,
+                                int slot, void **state, sr_chunking *ck, sr_scorer *sc)
+{
+    const wh_model *w = m->impl;
+    wh_batch *b = batch;
+    if (!b) return sr_error(SR_ERR_ARG, "whisper: stream_open needs a batch context");
+    if (!state || !ck || !sc)
+        return sr_error(SR_ERR_ARG, "whisper stream_open: state, ck or sc is NULL");
+    wh_cfg c;
+    sr_status st = check_cfg(w, cfg, &c);
+    if (st) return st;
+    if (b->w != w)
+        return sr_error(SR_ERR_ARG, "whisper stream_open: the batch context is of another model");
+    if (c.strategy != b->cfg.strategy || c.kv_keep != b->cfg.kv_keep || c.tau != b->cfg.tau ||
+        c.tau0 != b->cfg.tau0 || c.n_slots != b->cfg.n_slots)
+        return sr_error(SR_ERR_ARG, "whisper stream_open: stream.%s differs from the batch "
+                        "context's config",
+                        c.strategy != b->cfg.strategy ? "strategy"
+                        : c.kv_keep != b->cfg.kv_keep ? "decoder_kv_cache"
+                        : c.n_slots != b->cfg.n_slots ? "beam"
+                        : c.tau != b->cfg.tau         ? "chunk_ms"
+                                                      : "first_chunk_ms");
+    if (slot < 0 || slot >= b->max_streams)
+        return sr_error(SR_ERR_ARG, "whisper stream_open: slot %d outside 0..%d of the batch "
+                        "context", slot, b->max_streams - 1);
+    if (b->owner[slot])
+        return sr_error(SR_ERR_ARG, "whisper stream_open: slot %d of the batch context is in use",
+                        slot);
 
     wh_stream *s = sr_calloc(1, sizeof *s, "whisper stream");
     if (!s) return SR_ERR_NOMEM;
     s->m = m;
     s->w = w;
-    s->strategy = strategy;
-    s->kv_keep = cfg->decoder_kv_cache;
-    s->tau = chunk_ms / 20;
-    s->tau0 = first_ms / 20;
-    size_t d = (size_t)w->d, f = sizeof(float);
-    int rows = strategy == WH_WHISPERRT ? SR_MAX(s->tau, s->tau0) : w->n_audio_ctx;
-    sr_status st = wh_scratch_init(&s->es, w, rows, w->n_audio_ctx);
-    if (!st) st = wh_scratch_init(&s->ds, w, w->n_text_ctx, SR_MAX(w->n_text_ctx, w->n_audio_ctx));
-    if (st) goto fail;
-    st = SR_ERR_NOMEM;
-    s->n_slots = cfg->beam > 1 ? 2 * cfg->beam : 2;
+    s->b = b;
+    s->bslot = slot;
+    s->strategy = c.strategy;
+    s->kv_keep = c.kv_keep;
+    s->tau = c.tau;
+    s->tau0 = c.tau0;
+    s->n_slots = c.n_slots;
     s->pcap = 4 * w->text_cap;
-    const sr_kernels *k = w->k;
-    int tl = w->n_text_layer;
-    if ((st = sr_kpool_create(k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &s->ek)) ||
-        (st = sr_kpool_create(k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &s->ev)) ||
-        (st = cross_pools(s, 1)) ||
-        (st = sr_kpool_create(k, SR_F32, tl, s->n_slots, w->n_text_ctx, w->d, &s->sk)) ||
-        (st = sr_kpool_create(k, SR_F32, tl, s->n_slots, w->n_text_ctx, w->d, &s->sv)) ||
-        (st = sr_kpool_create(k, SR_F32, tl, 1, 1, w->d, &s->ns_k)) ||
-        (st = sr_kpool_create(k, SR_F32, tl, 1, 1, w->d, &s->ns_v)))
-        goto fail;
+    s->win_cap = 1;
+    size_t d = (size_t)w->d, f = sizeof(float);
     st = SR_ERR_NOMEM;
-    if (!(s->x = sr_malloc((size_t)rows * d * f, "whisper encoder rows")) ||
-        !(s->win_len = sr_calloc(1, sizeof(int), "whisper window lengths")) ||
-        !(s->tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||
+    if (!(s->win_len = sr_calloc(1, sizeof(int), "whisper window lengths")) ||
         !(s->pwin = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix windows")) ||
         !(s->ploc = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix positions")) ||
         !(s->ns_row = sr_malloc((size_t)w->n_vocab * f, "whisper no-speech logits")))
         goto fail;
+    if ((st = wh_scratch_init(&s->ns_s, w, 1, w->n_audio_ctx))) goto fail;
+    st = SR_ERR_NOMEM;
     s->ns_win = -1;
     for (int i = 0; i < s->n_slots; i++) {
         if (!(s->slot[i].tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper slot tokens")))
             goto fail;
         s->slot[i].win = -1;
     }
-    if (strategy == WH_WHISPERRT) {
+    if (c.strategy == WH_WHISPERRT) {
         size_t max_chunk = (size_t)SR_MAX(s->tau0 * 320 + WH_LOOKAHEAD, s->tau * 320);
         s->mel_cap = (int)((max_chunk + 400) / 160) + 8;
         s->pend_cap = s->tau0 + s->mel_cap / 2 + 8;
@@ -542,15 +807,11 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
         if (!(s->mel_new = sr_malloc((size_t)s->mel_cap * w->n_mels * f, "whisper mel frames")) ||
             !(s->pend = sr_malloc((size_t)s->pend_cap * d * f, "whisper pending frames")))
             goto fail;
-        ck->first_chunk = (size_t)s->tau0 * 320 + WH_LOOKAHEAD;
-        ck->chunk = (size_t)s->tau * 320;
-    } else if (strategy == WH_REENCODE) {
+    } else if (c.strategy == WH_REENCODE) {
         if ((st = grow_audio(s, (size_t)w->window_samples))) goto fail;
-        ck->first_chunk = (size_t)s->tau0 * 320;
-        ck->chunk = (size_t)s->tau * 320;
-    } else {
-        ck->first_chunk = ck->chunk = (size_t)w->window_samples;
     }
+    if ((st = clear_slots(s))) goto fail;
+    *ck = c.ck;
     memset(sc, 0, sizeof *sc);
     sc->kind = SR_SCORER_AED;
     sc->ctx = s;
@@ -562,12 +823,114 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
      * the cap on a whole hypothesis is the scorer's forced EOT rather than this number */
     sc->aed_max_len = 1 << 16;
     sc->aed_logprobs = wh_aed_logprobs;
+    sc->aed_logprobs_batch = wh_aed_logprobs_batch;
     sc->aed_audio_ms = wh_audio_ms;
     sc->aed_no_speech = wh_aed_no_speech;
+    b->owner[slot] = s;
     *state = s;
     return SR_OK;
 fail:
+    s->b = NULL; /* the slot was never taken */
     wh_stream_close(s);
+    return st;
+}
+
+/* ---- batch contexts ---- */
+
+static void wh_batch_close(void *batch)
+{
+    wh_batch *b = batch;
+    if (!b) return;
+    const sr_kernels *k = b->w->k;
+    sr_kpool *pools[] = {b->ek, b->ev, b->xk, b->xv, b->sk, b->sv, b->ns_k, b->ns_v};
+    for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) sr_kpool_free(k, pools[i]);
+    wh_scratch_free(&b->es);
+    wh_scratch_free(&b->ds);
+    free(b->x);
+    free(b->eq);
+    free(b->exslot);
+    free(b->lh);
+    free(b->logits);
+    free(b->ldst);
+    free(b->lpos);
+    free(b->lclosed);
+    free(b->tok);
+    free(b->dq);
+    free(b->plan);
+    free(b->idx);
+    free(b->owner);
+    free(b);
+}
+
+static size_t wh_batch_bytes(const void *batch)
+{
+    const wh_batch *b = batch;
+    const wh_model *w = b->w;
+    size_t ms = (size_t)b->max_streams, d = (size_t)w->d, f = sizeof(float);
+    size_t n = sizeof *b;
+    const sr_kpool *pools[] = {b->ek, b->ev, b->xk, b->xv, b->sk, b->sv, b->ns_k, b->ns_v};
+    for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) n += pools[i] ? pools[i]->bytes : 0;
+    n += wh_scratch_bytes(&b->es) + wh_scratch_bytes(&b->ds);
+    n += (size_t)b->es.rows * d * f;
+    n += ms * (sizeof(wh_eseq) + 2 * sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) +
+               sizeof(void *) + (size_t)w->n_text_ctx * sizeof(int32_t));
+    n += (size_t)b->lrows * ((d + (size_t)w->n_vocab) * f + sizeof(float *) + sizeof(int) + 1);
+    return n;
+}
+
+static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, int max_streams,
+                               void **batch)
+{
+    if (!m || !batch)
+        return sr_error(SR_ERR_ARG, "whisper batch_open: %s is NULL", m ? "batch" : "model");
+    const wh_model *w = m->impl;
+    wh_cfg c;
+    sr_status st = check_cfg(w, cfg, &c);
+    if (st) return st;
+    if (max_streams < 1)
+        return sr_error(SR_ERR_ARG, "whisper batch_open: max_streams = %d; needs >= 1",
+                        max_streams);
+    wh_batch *b = sr_calloc(1, sizeof *b, "whisper batch context");
+    if (!b) return SR_ERR_NOMEM;
+    b->m = m;
+    b->w = w;
+    b->cfg = c;
+    b->max_streams = max_streams;
+    const sr_kernels *k = w->k;
+    int tl = w->n_text_layer, al = w->n_audio_layer, ms = max_streams;
+    int erows = c.strategy == WH_WHISPERRT ? ms * SR_MAX(c.tau, c.tau0) : w->n_audio_ctx;
+    b->lrows = ms * WH_BATCH_ROWS;
+    int drows = SR_MAX(w->n_text_ctx, b->lrows);
+    size_t d = (size_t)w->d, f = sizeof(float), lr = (size_t)b->lrows;
+    if ((st = sr_kpool_create(k, SR_F32, al, ms, w->n_audio_ctx, w->d, &b->ek)) ||
+        (st = sr_kpool_create(k, SR_F32, al, ms, w->n_audio_ctx, w->d, &b->ev)) ||
+        (st = batch_windows(b, 1)) ||
+        (st = sr_kpool_create(k, SR_F32, tl, ms * c.n_slots, w->n_text_ctx, w->d, &b->sk)) ||
+        (st = sr_kpool_create(k, SR_F32, tl, ms * c.n_slots, w->n_text_ctx, w->d, &b->sv)) ||
+        (st = sr_kpool_create(k, SR_F32, tl, ms, 1, w->d, &b->ns_k)) ||
+        (st = sr_kpool_create(k, SR_F32, tl, ms, 1, w->d, &b->ns_v)) ||
+        (st = wh_scratch_init(&b->es, w, erows, w->n_audio_ctx)) ||
+        (st = wh_scratch_init(&b->ds, w, drows, SR_MAX(w->n_text_ctx, w->n_audio_ctx))))
+        goto fail;
+    st = SR_ERR_NOMEM;
+    if (!(b->x = sr_malloc((size_t)erows * d * f, "whisper encoder rows")) ||
+        !(b->eq = sr_malloc((size_t)ms * sizeof(wh_eseq), "whisper encoder sequences")) ||
+        !(b->exslot = sr_malloc((size_t)ms * sizeof(int), "whisper encoder sequences")) ||
+        !(b->lh = sr_malloc(lr * d * f, "whisper logits inputs")) ||
+        !(b->logits = sr_malloc(lr * (size_t)w->n_vocab * f, "whisper logits")) ||
+        !(b->ldst = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
+        !(b->lpos = sr_malloc(lr * sizeof(int), "whisper logits rows")) ||
+        !(b->lclosed = sr_malloc(lr, "whisper logits rows")) ||
+        !(b->tok = sr_malloc((size_t)ms * w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||
+        !(b->dq = sr_malloc((size_t)ms * sizeof(wh_dseq), "whisper decoder sequences")) ||
+        !(b->plan = sr_malloc((size_t)ms * sizeof(aed_plan), "whisper scorer requests")) ||
+        !(b->idx = sr_malloc((size_t)ms * sizeof(int), "whisper batch index")) ||
+        !(b->owner = sr_calloc((size_t)ms, sizeof(void *), "whisper batch slots")))
+        goto fail;
+    *batch = b;
+    return SR_OK;
+fail:
+    wh_batch_close(b);
     return st;
 }
 
@@ -578,8 +941,12 @@ const sr_model_ops sr_whisper_ops = {
     .default_decoder = "stable_greedy",
     .load = wh_model_load,
     .unload = wh_model_unload,
+    .batch_open = wh_batch_open,
+    .batch_close = wh_batch_close,
+    .batch_bytes = wh_batch_bytes,
     .stream_open = wh_stream_open,
     .process = wh_process,
+    .process_batch = wh_process_batch,
     .reset = wh_reset,
     .stream_close = wh_stream_close,
     .state_bytes = wh_state_bytes,

@@ -1,7 +1,8 @@
 /*
  * whisper.h — private header of the Whisper backend (models/whisper/): the weights view, the
- * per-stream state and the internal entry points the tests call directly (encoder over mel
- * frames, streaming conv stem, decoder logits). Not installed; only the .c files of models/whisper/ and
+ * batch context (cache pools and scratch shared by the streams stepped together), the per-stream
+ * state and the internal entry points the tests call directly (encoder over mel frames,
+ * streaming conv stem, decoder logits, all over batches of sequences). Not installed; only the .c files of models/whisper/ and
  * tests/test_whisper.c include it.
  *
  * Shapes follow openai-whisper: every Linear weight is [out, in] (so products are x · W^T),
@@ -60,14 +61,17 @@ typedef struct wh_model {
     const sr_kernels *k;
 } wh_model;
 
-/* Scratch for one forward pass of up to `rows` query rows over up to `keys` keys. */
+/* Scratch for one forward pass of up to `rows` query rows (of all sequences together) over up
+ * to `keys` keys, with the sr_kbatch arrays of up to `rows` sequences. */
 typedef struct {
     int rows, keys, d, colw, col_rows;
     float *h, *q, *a, *kv, *mlp; /* [rows, d] x4 (kv: new K/V rows), [rows, 4d] */
     float *col;                  /* [col_rows = 2 rows + 16, 3 max(n_mels, d)] stem im2col */
     float *edge;                 /* [3, max(n_mels, d)] a stem row's inputs with zero padding */
-    int64_t *lo, *hi;            /* [rows] key range of each query row (attention) */
-    int *klim;                   /* [rows] the decoder's causal key limits */
+    int64_t *lo, *hi, *hi2;      /* [rows] key ranges of each query row (attention) */
+    int *row0;                   /* [rows + 1] first row of each sequence (sr_kbatch) */
+    int *slot, *slot2;           /* [rows] each sequence's slot in two pools (self, cross) */
+    int64_t *pos;                /* [rows] each sequence's first position */
 } wh_scratch;
 
 sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys);
@@ -85,14 +89,19 @@ sr_status wh_layernorm(const sr_kernels *k, const float *x, int n, int d, wh_ln 
 /* y[n, out] = act(x[n, in] · W^T + b); beta 0 overwrites y, 1 accumulates (k->gemm). */
 sr_status wh_linear(const sr_kernels *k, const float *x, int n, wh_lin L, sr_act act, float beta,
                     float *y);
-/* Projected K or V rows x [n, d] written to positions p0.. of `slot` in layer l of pool P. */
-sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, int slot, int64_t p0, const float *x,
-                    int n);
-/* Multi-head attention (k->attn) of q [n, d] at positions p0.. over slot `slot` of layer l of
- * pools K / V: row i attends to key positions [0, klim[i]) (klim NULL: [0, nk)). out [n, d]. */
-sr_status wh_attend(const sr_kernels *k, wh_scratch *s, int n_head, int d, const float *q, int n,
-                    int64_t p0, const sr_kpool *K, const sr_kpool *V, int l, int slot, int nk,
-                    const int *klim, float *out);
+/* Projected K or V rows x [rows of b, d] written to layer l of pool P: sequence s's rows go to
+ * slot b->slot[s] at positions b->pos[s].. (k->kv_write). */
+sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, const sr_kbatch *b, const float *x);
+/* Multi-head attention (one k->attn for every sequence of b) of q [rows of b, d] over layer l
+ * of pools K / V: query row r of sequence s attends to key positions [lo[r], hi[r]) of slot
+ * b->slot[s]. out [rows of b, d]. */
+sr_status wh_attend(const sr_kernels *k, int n_head, int d, const float *q, const sr_kbatch *b,
+                    const int64_t *lo, const int64_t *hi, const sr_kpool *K, const sr_kpool *V,
+                    int l, float *out);
+/* Append a sequence of `rows` rows to the scratch's sr_kbatch arrays (*n_seq sequences so far,
+ * row0[0] = 0 always): slot / slot2 its slots in two pools, pos its first position.
+ * SR_ERR_ARG when the rows or sequences exceed the scratch. */
+sr_status wh_kbatch_add(wh_scratch *s, int *n_seq, int rows, int slot, int slot2, int64_t pos);
 
 /* ---- wh_encoder.c ---- */
 /* Whole-signal conv stem: mel [L, n_mels] -> x [ceil(L/2), d] (GELU applied, no positions). */
@@ -118,43 +127,111 @@ void wh_stem_stream_free(wh_stem_stream *st);
 sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch *s,
                               const float *mel, int n, int final, float *x, int *n_out);
 
-/* Encoder blocks over n new frames x [n, d] (stem output + positions already added) at
- * positions p0 .. p0 + n - 1 of a context whose K/V for [0, p0) are in slot `slot` of the
- * pools kc / vc ([n_audio_layer] layers of n_audio_ctx rows of width d); the new K/V are
- * written there. klim: per-row key limit (NULL: every row sees [0, p0 + n)). x is overwritten
- * with ln_post(output). */
-sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, int n, int p0, sr_kpool *kc,
-                    sr_kpool *vc, int slot, const int *klim);
+/* One sequence of new encoder frames: n frames at positions p0 .. p0 + n - 1 of the context
+ * held in slot `slot` of the encoder pools (its K/V for [0, p0) already there). */
+typedef struct { int n, p0, slot; } wh_eseq;
+
+/* Encoder blocks over the new frames of n_seq sequences, x [sum of n, d] (sequence after
+ * sequence; stem output + positions already added), one gemm per Linear and one k->attn per
+ * layer over all of them. K/V pools kc / vc: [n_audio_layer] layers of slots of n_audio_ctx
+ * rows of width d; each sequence's new K/V are written to its slot. klim: per-row absolute
+ * key limit (NULL: every row of a sequence sees [0, p0 + n)). x is overwritten with
+ * ln_post(output). */
+sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, const wh_eseq *q, int n_seq,
+                    sr_kpool *kc, sr_kpool *vc, const int *klim);
 
 /* ---- wh_decoder.c ---- */
-/* Decoder over tokens tok[c0 .. n) with self-attention K/V for [0, c0) in slot sslot of the
- * pools sk / sv ([n_text_layer] layers of >= n rows: n_text_ctx for a beam slot, 1 for the
- * lone SOT position of the no-speech probability; positions c0.. are written), cross-attention
- * K/V in slot xslot of the pools xk / xv ([n_text_layer] layers of n_audio_ctx rows) over
- * enc_len frames. Hidden rows after the final LayerNorm of positions [c0, n) go to s->h. */
-sr_status wh_decode(const wh_model *w, wh_scratch *s, const int32_t *tok, int c0, int n,
-                    sr_kpool *sk, sr_kpool *sv, int sslot, const sr_kpool *xk,
-                    const sr_kpool *xv, int xslot, int enc_len);
-/* logits[r, vocab] = h[r, d] · token_embedding^T for r < rows. */
-sr_status wh_logits(const wh_model *w, const float *h, int rows, float *logits);
-/* Cross-attention K/V of encoder frames enc [n, d] at positions p0.. of slot xslot of the
- * pools xk / xv (every layer); s->kv is the staging scratch (s->rows >= n). */
-sr_status wh_cross_kv(const wh_model *w, wh_scratch *s, const float *enc, int n, int p0,
-                      sr_kpool *xk, sr_kpool *xv, int xslot);
+/* One decoder sequence: inputs tok[c0 .. n) at positions c0.., its self-attention K/V for
+ * [0, c0) held in slot sslot of the self pools (positions c0.. are written there), its
+ * cross-attention K/V in slot xslot of the cross pools over enc_len encoder frames. */
+typedef struct {
+    const int32_t *tok;
+    int c0, n;
+    int sslot, xslot, enc_len;
+} wh_dseq;
 
-/* ---- whisper.c: streams and the AED scorer ---- */
+/* Decoder over n_seq sequences at once: one gemm per Linear over the rows of all of them, one
+ * k->attn per attention. Self pools sk / sv: [n_text_layer] layers of >= n rows (n_text_ctx
+ * for a beam slot, 1 for the lone SOT position of the no-speech probability); cross pools
+ * xk / xv: [n_text_layer] layers of n_audio_ctx rows. Hidden rows after the final LayerNorm of
+ * positions [c0, n) of each sequence, sequence after sequence, go to s->h (sequences with
+ * c0 == n contribute none). */
+sr_status wh_decode(const wh_model *w, wh_scratch *s, const wh_dseq *q, int n_seq, sr_kpool *sk,
+                    sr_kpool *sv, const sr_kpool *xk, const sr_kpool *xv);
+/* logits[r, vocab] = h[r, d] · token_embedding^T for r < rows (one gemm). */
+sr_status wh_logits(const wh_model *w, const float *h, int rows, float *logits);
+/* Cross-attention K/V of the encoder frames of n_seq sequences, enc [sum of n, d]: sequence i's
+ * frames go to positions q[i].p0.. of slot xslot[i] of the pools xk / xv (every layer; one gemm
+ * per projection over all rows); s->kv is the staging scratch (s->rows >= the rows). */
+sr_status wh_cross_kv(const wh_model *w, wh_scratch *s, const float *enc, const wh_eseq *q,
+                      const int *xslot, int n_seq, sr_kpool *xk, sr_kpool *xv);
+
+/* ---- whisper.c: batch contexts, streams and the AED scorer ---- */
 enum { WH_OFFLINE = 0, WH_WHISPERRT = 1, WH_REENCODE = 2 };
+
+#define WH_BATCH_ROWS 4    /* decoder / logits rows per stream the batch scratch holds at once */
+
+/* A validated stream config (one per batch context; every stream of it uses the same). */
+typedef struct {
+    int strategy, kv_keep;
+    int tau, tau0;          /* whisperrt / reencode block sizes in encoder frames */
+    int n_slots;            /* AED decoder caches per stream */
+    sr_chunking ck;
+} wh_cfg;
+
+/* Batch context: the cache pools of up to max_streams streams (stream slot i owns pool slots
+ * i * per-stream count + j) and the scratch they share. Calls that use the shared scratch
+ * (process / process_batch, aed_logprobs / aed_logprobs_batch, reset, stream_open) on streams of
+ * one context must not overlap; aed_no_speech and aed_audio_ms use only the stream's own state
+ * and its own pool slots. Streams are closed before their context. */
+typedef struct wh_batch {
+    const sr_model *m;
+    const wh_model *w;
+    wh_cfg cfg;
+    int max_streams;
+    /* encoder context of each stream's current window: slot i */
+    sr_kpool *ek, *ev;          /* [n_audio_layer] x max_streams x [n_audio_ctx][d] */
+    /* cross K/V of the held windows: stream i's window hw in slot i * win_cap + hw */
+    sr_kpool *xk, *xv;          /* [n_text_layer] x max_streams * win_cap x [n_audio_ctx][d] */
+    int win_cap;                /* 1, grown by offline streams that end with more windows */
+    /* decoder self-attention: stream i's scorer slot j in pool slot i * n_slots + j */
+    sr_kpool *sk, *sv;          /* [n_text_layer] x max_streams * n_slots x [n_text_ctx][d] */
+    /* no-speech: SOT's one-row self-attention K/V of stream i in slot i */
+    sr_kpool *ns_k, *ns_v;      /* [n_text_layer] x max_streams x 1 row x d */
+    /* encoder scratch: whisperrt max_streams * max(tau, tau0) rows (all streams' blocks),
+     * offline / reencode n_audio_ctx rows (one window at a time) */
+    wh_scratch es;
+    float *x;                   /* [es.rows, d] encoder rows being computed */
+    wh_eseq *eq;                /* [max_streams] blocks of one encoder pass */
+    int *exslot;                /* [max_streams] their cross K/V slots */
+    /* decoder scratch: max(n_text_ctx, max_streams * WH_BATCH_ROWS) rows of all sequences */
+    wh_scratch ds;
+    int lrows;                  /* max_streams * WH_BATCH_ROWS: logits rows of one gemm */
+    float *lh;                  /* [lrows, d] hidden rows staged for the logits gemm */
+    float *logits;              /* [lrows, n_vocab] */
+    float **ldst;               /* [lrows] where each staged row's log-probabilities go */
+    int *lpos;                  /* [lrows] its window-local text position */
+    uint8_t *lclosed;           /* [lrows] 1: its window is not the newest */
+    int32_t *tok;               /* [max_streams, n_text_ctx] decoder inputs being built */
+    wh_dseq *dq;                /* [max_streams] sequences of one decoder pass */
+    void *plan;                 /* [max_streams] per-request plans (whisper.c) */
+    int *idx;                   /* [max_streams] the stream of each sequence of a pass */
+    void **owner;               /* [max_streams] the stream in each slot (NULL: free) */
+} wh_batch;
 
 typedef struct {
     int32_t *tok;   /* [n_text_ctx] decoder inputs (prompt + window text) whose K/V are held */
     int n;          /* valid cached positions */
     int win;        /* window of the held K/V (-1: none) */
     uint64_t ver;   /* audio version they were computed under */
-} wh_slot;       /* its K/V: slot i of the stream's sk / sv pools */
+} wh_slot;       /* its K/V: pool slot bslot * n_slots + i of the batch's sk / sv */
 
+/* A stream: its private state; its caches are slot `bslot` of batch context b. */
 typedef struct wh_stream {
     const sr_model *m;
     const wh_model *w;
+    wh_batch *b;
+    int bslot;
     int strategy, kv_keep;
     int64_t samples_in;         /* audio consumed, for the scorer's aed_audio_ms */
     int tau, tau0;              /* whisperrt block sizes in encoder frames */
@@ -164,12 +241,8 @@ typedef struct wh_stream {
     wh_stem_stream stem;
     float *pend; int pend_n, pend_cap; /* stem frames waiting for their block */
     int64_t n_blocks;           /* blocks encoded in the stream */
-    /* encoder context of the current window */
-    sr_kpool *ek, *ev;          /* [n_audio_layer] x 1 slot x [n_audio_ctx][d] */
-    int enc_len;
-    float *x;                   /* [rows, d] encoder rows being computed */
-    /* windows: cross K/V of the held ones [win_first, n_win) */
-    sr_kpool *xk, *xv;          /* [n_text_layer] x win_cap slots x [n_audio_ctx][d] */
+    int enc_len;                /* encoder frames of the current window (in b->ek / b->ev) */
+    /* windows: cross K/V of the held ones [win_first, n_win) in b->xk / b->xv */
     int *win_len;               /* [win_cap] encoder frames of each held window */
     int win_cap, win_first, n_win;
     uint64_t ver;               /* bumped whenever held cross K/V change */
@@ -177,15 +250,14 @@ typedef struct wh_stream {
     float *audio; size_t audio_n, audio_cap;
     wh_slot slot[WH_MAX_SLOTS];
     int n_slots;
-    sr_kpool *sk, *sv;          /* decoder self-attention: [n_text_layer] x n_slots x n_text_ctx */
-    wh_scratch es, ds;          /* encoder and decoder scratch */
-    int32_t *tok;               /* [n_text_ctx] decoder input being built */
     int *pwin, *ploc;           /* [max prefix + 1] window / local index of each position */
     int pcap;
-    /* no-speech probability: SOT's one-row self-attention K/V [n_text_layer][1][d], its logits
-     * [n_vocab], and the last value with the window and audio version it was computed for */
-    sr_kpool *ns_k, *ns_v;      /* [n_text_layer] x 1 slot x 1 row */
-    float *ns_row;
+    /* no-speech probability (computed on the stream's own one-row scratch, so streams of
+     * one context may ask for it from different threads): SOT's K/V in slot bslot of
+     * b->ns_k / b->ns_v, its logits, and the last value with the window and audio version it
+     * was computed for */
+    wh_scratch ns_s;            /* 1 row */
+    float *ns_row;              /* [n_vocab] */
     int ns_win;                 /* -1: none cached */
     uint64_t ns_ver;
     float ns_p;
