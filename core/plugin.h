@@ -49,6 +49,13 @@ typedef struct sr_tr_joint_req {
     const float *pred_out;
     float *logits;
 } sr_tr_joint_req;
+typedef struct sr_aed_ns_req {
+    void *ctx;
+    const int32_t *prefix;
+    int n;
+    int *start;
+    float *p;
+} sr_aed_ns_req;
 typedef struct sr_sync_req {
     void *ctx;
     int t;
@@ -120,6 +127,7 @@ typedef struct sr_scorer {
      * errors as the solo forms; a failure may leave any request's outputs written or not.
      * A solo call is the batched form with count = 1 (one implementation). */
     sr_status (*aed_logprobs_batch)(const sr_aed_req *r, int count);
+    sr_status (*aed_no_speech_batch)(const sr_aed_ns_req *r, int count);
     sr_status (*tr_predict_batch)(const sr_tr_predict_req *r, int count);
     sr_status (*tr_joint_batch)(const sr_tr_joint_req *r, int count);
     sr_status (*sync_step_batch)(const sr_sync_req *r, int count);

@@ -13,7 +13,8 @@
  *      engine's batcher: with more than one stream in the step, each decoder runs on its slot's
  *      worker thread and blocks in its scorer calls; when every running decoder is blocked or
  *      done, the step's thread computes all pending calls of one kind as one batched backend
- *      call (aed_logprobs_batch, tr_predict_batch, tr_joint_batch, sync_step_batch; the solo
+ *      call (aed_logprobs_batch, aed_no_speech_batch, tr_predict_batch, tr_joint_batch,
+ *      sync_step_batch; the solo
  *      form per request where a backend has no batched one) and wakes them. With one stream the
  *      decoder runs inline and each call is a batch of one. Backend calls therefore all happen
  *      on the stepping thread; the workers run only the decoders' host-side search.
@@ -37,13 +38,6 @@
 
 /* scorer calls routed through the batcher */
 enum { REQ_NONE = 0, REQ_AED, REQ_NOSPEECH, REQ_PREDICT, REQ_JOINT, REQ_SYNC, REQ_KINDS };
-
-typedef struct {
-    const int32_t *prefix;
-    int n;
-    int *start;
-    float *p;
-} nospeech_req;
 
 struct sr_stream {
     const sr_model *m;
@@ -80,7 +74,7 @@ struct sr_stream {
     char *req_msg;
     union {
         sr_aed_req aed;
-        nospeech_req ns;
+        sr_aed_ns_req ns;
         sr_tr_predict_req pred;
         sr_tr_joint_req joint;
         sr_sync_req sync;
@@ -121,7 +115,8 @@ struct sr_engine {
     sr_stream **jobs;         /* [max_streams] the stream whose update slot i's worker runs */
     int sync_made;
     pthread_mutex_t mu;
-    pthread_cond_t cv_main, cv_work;
+    pthread_cond_t cv_main;   /* the stepping thread waits here */
+    pthread_cond_t *cv_slot;  /* [max_streams] slot i's worker waits here (made with it) */
     int threaded;             /* the current step runs its decoders on the workers */
     int n_busy, n_wait, quit;
 };
@@ -245,6 +240,7 @@ static sr_status stream_err(const sr_stream *s)
 static size_t req_size(void)
 {
     size_t z = sizeof(sr_aed_req);
+    z = SR_MAX(z, sizeof(sr_aed_ns_req));
     z = SR_MAX(z, sizeof(sr_tr_predict_req));
     z = SR_MAX(z, sizeof(sr_tr_joint_req));
     return SR_MAX(z, sizeof(sr_sync_req));
@@ -263,6 +259,13 @@ static void run_kind(sr_engine *e, int kind, sr_stream **rs, int count)
             sr_aed_req *r = e->reqs;
             for (int i = 0; i < count; i++) r[i] = rs[i]->req.aed;
             st = b->aed_logprobs_batch(r, count);
+        } else batched = 0;
+        break;
+    case REQ_NOSPEECH:
+        if (b->aed_no_speech_batch) {
+            sr_aed_ns_req *r = e->reqs;
+            for (int i = 0; i < count; i++) r[i] = rs[i]->req.ns;
+            st = b->aed_no_speech_batch(r, count);
         } else batched = 0;
         break;
     case REQ_PREDICT:
@@ -341,7 +344,7 @@ static sr_status engine_call(sr_stream *s, int kind)
     s->req_done = 0;
     e->n_wait++;
     pthread_cond_signal(&e->cv_main);
-    while (!s->req_done) pthread_cond_wait(&e->cv_work, &e->mu);
+    while (!s->req_done) pthread_cond_wait(&e->cv_slot[s->slot], &e->mu);
     s->req_kind = REQ_NONE;
     sr_status st = s->req_st;
     pthread_mutex_unlock(&e->mu);
@@ -374,7 +377,7 @@ static sr_status fw_aed(void *ctx, int slot, const int32_t *prefix, int n, int f
 static sr_status fw_nospeech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
 {
     sr_stream *s = ctx;
-    s->req.ns = (nospeech_req){.prefix = prefix, .n = n, .start = start, .p = p};
+    s->req.ns = (sr_aed_ns_req){.ctx = s->bsc.ctx, .prefix = prefix, .n = n, .start = start, .p = p};
     return engine_call(s, REQ_NOSPEECH);
 }
 static sr_status fw_predict(void *ctx, const float *state_in, int32_t token, float *state_out,
@@ -412,6 +415,7 @@ static void make_view(sr_stream *s)
     v.tr_predict = b->tr_predict ? fw_predict : NULL;
     v.tr_joint = b->tr_joint ? fw_joint : NULL;
     v.aed_logprobs_batch = NULL;
+    v.aed_no_speech_batch = NULL;
     v.tr_predict_batch = NULL;
     v.tr_joint_batch = NULL;
     v.sync_step_batch = NULL;
@@ -439,7 +443,7 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&e->mu);
     for (;;) {
         sr_stream *s;
-        while (!e->quit && !(s = e->jobs[a.slot])) pthread_cond_wait(&e->cv_work, &e->mu);
+        while (!e->quit && !(s = e->jobs[a.slot])) pthread_cond_wait(&e->cv_slot[a.slot], &e->mu);
         if (e->quit) break;
         e->jobs[a.slot] = NULL;
         pthread_mutex_unlock(&e->mu);
@@ -460,11 +464,6 @@ static sr_status ensure_workers(sr_engine *e, sr_stream **sel, int count)
             pthread_mutex_destroy(&e->mu);
             return sr_error(SR_ERR_NOMEM, "engine: condition variable");
         }
-        if (pthread_cond_init(&e->cv_work, NULL)) {
-            pthread_cond_destroy(&e->cv_main);
-            pthread_mutex_destroy(&e->mu);
-            return sr_error(SR_ERR_NOMEM, "engine: condition variable");
-        }
         e->sync_made = 1;
     }
     for (int i = 0; i < count; i++) {
@@ -474,7 +473,12 @@ static sr_status ensure_workers(sr_engine *e, sr_stream **sel, int count)
         if (!a) return sr_error(SR_ERR_NOMEM, "engine: decoder thread of slot %d", k);
         a->e = e;
         a->slot = k;
+        if (pthread_cond_init(&e->cv_slot[k], NULL)) {
+            free(a);
+            return sr_error(SR_ERR_NOMEM, "engine: condition variable of slot %d", k);
+        }
         if (pthread_create(&e->thr[k], NULL, worker_main, a)) {
+            pthread_cond_destroy(&e->cv_slot[k]);
             free(a);
             return sr_error(SR_ERR_NOMEM, "engine: cannot start the decoder thread of slot %d", k);
         }
@@ -500,8 +504,10 @@ static void run_decoders(sr_engine *e, sr_stream **sel, int count)
     e->threaded = 1;
     e->n_busy = count;
     e->n_wait = 0;
-    for (int i = 0; i < count; i++) e->jobs[sel[i]->slot] = sel[i];
-    pthread_cond_broadcast(&e->cv_work);
+    for (int i = 0; i < count; i++) {
+        e->jobs[sel[i]->slot] = sel[i];
+        pthread_cond_signal(&e->cv_slot[sel[i]->slot]);
+    }
     for (;;) {
         while (e->n_busy > 0 && e->n_wait < e->n_busy) pthread_cond_wait(&e->cv_main, &e->mu);
         if (e->n_busy == 0) break;
@@ -518,9 +524,11 @@ static void run_decoders(sr_engine *e, sr_stream **sel, int count)
             if (m) run_kind(e, kind, grp, m);
         }
         pthread_mutex_lock(&e->mu);
-        for (int i = 0; i < nr; i++) e->rs[i]->req_done = 1;
+        for (int i = 0; i < nr; i++) {
+            e->rs[i]->req_done = 1;
+            pthread_cond_signal(&e->cv_slot[e->rs[i]->slot]);
+        }
         e->n_wait -= nr;
-        pthread_cond_broadcast(&e->cv_work);
     }
     e->threaded = 0;
     pthread_mutex_unlock(&e->mu);
@@ -689,7 +697,8 @@ sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int m
         !(e->reqs = sr_calloc(M, req_size(), "engine batcher")) ||
         !(e->thr = sr_calloc(M, sizeof *e->thr, "engine threads")) ||
         !(e->thr_made = sr_calloc(M, sizeof *e->thr_made, "engine threads")) ||
-        !(e->jobs = sr_calloc(M, sizeof *e->jobs, "engine threads")))
+        !(e->jobs = sr_calloc(M, sizeof *e->jobs, "engine threads")) ||
+        !(e->cv_slot = sr_calloc(M, sizeof *e->cv_slot, "engine threads")))
         goto fail;
     if (m->ops->batch_open && (st = m->ops->batch_open(m, &e->cfg, max_streams, &e->batch))) goto fail;
     *out = e;
@@ -711,11 +720,14 @@ void sr_engine_free(sr_engine *e)
     if (e->sync_made) {
         pthread_mutex_lock(&e->mu);
         e->quit = 1;
-        pthread_cond_broadcast(&e->cv_work);
+        for (int i = 0; i < e->max_streams; i++)
+            if (e->thr_made[i]) pthread_cond_signal(&e->cv_slot[i]);
         pthread_mutex_unlock(&e->mu);
         for (int i = 0; i < e->max_streams; i++)
-            if (e->thr_made[i]) pthread_join(e->thr[i], NULL);
-        pthread_cond_destroy(&e->cv_work);
+            if (e->thr_made[i]) {
+                pthread_join(e->thr[i], NULL);
+                pthread_cond_destroy(&e->cv_slot[i]);
+            }
         pthread_cond_destroy(&e->cv_main);
         pthread_mutex_destroy(&e->mu);
     }
@@ -731,6 +743,7 @@ void sr_engine_free(sr_engine *e)
     free(e->thr);
     free(e->thr_made);
     free(e->jobs);
+    free(e->cv_slot);
     free(e->strategy);
     free(e->decoder);
     free(e->cache_dtype);

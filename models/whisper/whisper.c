@@ -109,8 +109,8 @@ static void one_hot(float *row, int V, int t)
     row[t] = 0.0f;
 }
 
-/* Logit rules at window-local text position L, then log-softmax in place (k->logsoftmax). */
-static sr_status apply_rules(const wh_model *w, float *row, int L, int closed)
+/* Logit rules at window-local text position L (log-softmax follows, over all staged rows). */
+static void apply_rules(const wh_model *w, float *row, int L, int closed)
 {
     int V = w->n_vocab;
     for (int v = 0; v < V; v++)
@@ -119,7 +119,6 @@ static sr_status apply_rules(const wh_model *w, float *row, int L, int closed)
         row[w->brk] = row[w->eot];
         row[w->eot] = -INFINITY;
     }
-    return w->k->logsoftmax(1, V, row, V, row, V);
 }
 
 /* ---- the AED scorer: requests planned per stream, computed as one batch ---- */
@@ -254,11 +253,11 @@ static sr_status aed_flush(wh_batch *b, int *ln)
     const wh_model *w = b->w;
     int V = w->n_vocab;
     sr_status st = *ln ? wh_logits(w, b->lh, *ln, b->logits) : SR_OK;
-    for (int r = 0; r < *ln && !st; r++) {
-        float *row = b->logits + (size_t)r * V;
-        st = apply_rules(w, row, b->lpos[r], b->lclosed[r]);
-        if (!st) memcpy(b->ldst[r], row, (size_t)V * sizeof(float));
-    }
+    if (!st)
+        for (int r = 0; r < *ln; r++) apply_rules(w, b->logits + (size_t)r * V, b->lpos[r], b->lclosed[r]);
+    /* one log-softmax over every staged row (rows are independent: the same bits as per row) */
+    if (!st && *ln) st = w->k->logsoftmax(*ln, V, b->logits, V, b->logits, V);
+    for (int r = 0; r < *ln && !st; r++) memcpy(b->ldst[r], b->logits + (size_t)r * V, (size_t)V * sizeof(float));
     *ln = 0;
     return st;
 }
@@ -371,51 +370,90 @@ static sr_status wh_aed_logprobs(void *ctx, int slot, const int32_t *prefix, int
  * logits at sot_index are) over that window's cross K/V, softmax of the raw logits, probability
  * of the no_speech token. Its own one-row K/V keeps the slot caches untouched; the value is
  * cached per (window, audio version). */
+/* No-speech probabilities of `count` requests of distinct streams of one batch: each planned
+ * (window of its last position, the cached value when that window's audio is unchanged), the
+ * SOT position of every window still to compute in one decoder pass (batch scratch, the
+ * streams' no-speech pools) and one logits gemm, then each row's softmax at the no-speech
+ * token. */
+static sr_status wh_aed_no_speech_batch(const sr_aed_ns_req *r, int count)
+{
+    if (count <= 0) return SR_OK;
+    if (!r) return sr_error(SR_ERR_ARG, "whisper aed_no_speech: requests are NULL");
+    wh_stream *s0 = r[0].ctx;
+    if (!s0) return sr_error(SR_ERR_ARG, "whisper aed_no_speech: request 0: ctx is NULL");
+    wh_batch *b = s0->b;
+    const wh_model *w = s0->w;
+    if (count > b->max_streams)
+        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: %d requests, the batch holds %d streams",
+                        count, b->max_streams);
+    int nq = 0;
+    for (int i = 0; i < count; i++) {
+        wh_stream *s = r[i].ctx;
+        const int32_t *prefix = r[i].prefix;
+        int n = r[i].n;
+        if (!s || s->b != b)
+            return sr_error(SR_ERR_ARG, "whisper aed_no_speech: request %d: %s", i,
+                            s ? "a stream of another batch" : "ctx is NULL");
+        for (int j = 0; j < i; j++)
+            if (r[j].ctx == s)
+                return sr_error(SR_ERR_ARG, "whisper aed_no_speech: requests %d and %d are the same stream", j, i);
+        if (n < 0 || (n && !prefix) || !r[i].start || !r[i].p)
+            return sr_error(SR_ERR_ARG, "whisper aed_no_speech: n %d with prefix %s, start %s, p %s",
+                            n, prefix ? "set" : "NULL", r[i].start ? "set" : "NULL", r[i].p ? "set" : "NULL");
+        int win = 0, st0 = 0;
+        for (int j = 0; j < n; j++) {
+            if (prefix[j] < 0 || prefix[j] >= w->n_vocab)
+                return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] = %d outside the "
+                                "vocabulary (%d)", j, (int)prefix[j], w->n_vocab);
+            if (prefix[j] == w->brk) {
+                win++;
+                st0 = j + 1;
+            }
+        }
+        *r[i].start = st0;
+        *r[i].p = 0.0f;
+        if (s->n_win == 0 || win < s->win_first) continue; /* no audio of it held */
+        if (win >= s->n_win)
+            return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] starts window %d, the "
+                            "audio has %d window(s)", st0 - 1, win, s->n_win);
+        if (s->ns_win == win && s->ns_ver == s->ver) {
+            *r[i].p = s->ns_p;
+            continue;
+        }
+        int hw = win - s->win_first;
+        b->dq[nq] = (wh_dseq){.tok = w->prompt, .c0 = 0, .n = 1, .sslot = s->bslot,
+                              .xslot = s->bslot * b->win_cap + hw, .enc_len = s->win_len[hw]};
+        b->idx[nq] = i;
+        s->ns_win = win; /* set with its value below */
+        nq++;
+    }
+    if (!nq) return SR_OK;
+    /* one row per sequence: the decoder scratch holds max(n_text_ctx, 4 max_streams) rows and
+     * the logits buffer 4 max_streams */
+    sr_status st = wh_decode(w, &b->ds, b->dq, nq, b->ns_k, b->ns_v, b->xk, b->xv);
+    if (!st) st = wh_logits(w, b->ds.h, nq, b->logits);
+    if (st) {
+        for (int q = 0; q < nq; q++) ((wh_stream *)r[b->idx[q]].ctx)->ns_win = -1;
+        return sr_error_prefix(st, "whisper aed_no_speech");
+    }
+    for (int q = 0; q < nq; q++) {
+        wh_stream *s = r[b->idx[q]].ctx;
+        const float *row = b->logits + (size_t)q * w->n_vocab;
+        float mx = row[0];
+        for (int v = 1; v < w->n_vocab; v++) mx = row[v] > mx ? row[v] : mx;
+        double sum = 0;
+        for (int v = 0; v < w->n_vocab; v++) sum += exp((double)row[v] - mx);
+        s->ns_p = (float)(exp((double)row[w->no_speech] - mx) / sum);
+        s->ns_ver = s->ver;
+        *r[b->idx[q]].p = s->ns_p;
+    }
+    return SR_OK;
+}
+
 static sr_status wh_aed_no_speech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
 {
-    wh_stream *s = ctx;
-    if (!s) return sr_error(SR_ERR_ARG, "whisper aed_no_speech: ctx is NULL");
-    const wh_model *w = s->w;
-    wh_batch *b = s->b;
-    if (n < 0 || (n && !prefix) || !start || !p)
-        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: n %d with prefix %s, start %s, p %s",
-                        n, prefix ? "set" : "NULL", start ? "set" : "NULL", p ? "set" : "NULL");
-    int win = 0, st0 = 0;
-    for (int j = 0; j < n; j++) {
-        if (prefix[j] < 0 || prefix[j] >= w->n_vocab)
-            return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] = %d outside the "
-                            "vocabulary (%d)", j, (int)prefix[j], w->n_vocab);
-        if (prefix[j] == w->brk) {
-            win++;
-            st0 = j + 1;
-        }
-    }
-    *start = st0;
-    *p = 0.0f;
-    if (s->n_win == 0 || win < s->win_first) return SR_OK; /* no audio of it held */
-    if (win >= s->n_win)
-        return sr_error(SR_ERR_ARG, "whisper aed_no_speech: prefix[%d] starts window %d, the "
-                        "audio has %d window(s)", st0 - 1, win, s->n_win);
-    if (s->ns_win == win && s->ns_ver == s->ver) {
-        *p = s->ns_p;
-        return SR_OK;
-    }
-    int hw = win - s->win_first;
-    wh_dseq q = {.tok = w->prompt, .c0 = 0, .n = 1, .sslot = s->bslot,
-                 .xslot = s->bslot * b->win_cap + hw, .enc_len = s->win_len[hw]};
-    sr_status st = wh_decode(w, &s->ns_s, &q, 1, b->ns_k, b->ns_v, b->xk, b->xv);
-    if (!st) st = wh_logits(w, s->ns_s.h, 1, s->ns_row);
-    if (st) return sr_error_prefix(st, "whisper aed_no_speech");
-    const float *r = s->ns_row;
-    float mx = r[0];
-    for (int v = 1; v < w->n_vocab; v++) mx = r[v] > mx ? r[v] : mx;
-    double sum = 0;
-    for (int v = 0; v < w->n_vocab; v++) sum += exp((double)r[v] - mx);
-    s->ns_p = (float)(exp((double)r[w->no_speech] - mx) / sum);
-    s->ns_win = win;
-    s->ns_ver = s->ver;
-    *p = s->ns_p;
-    return SR_OK;
+    sr_aed_ns_req r = {.ctx = ctx, .prefix = prefix, .n = n, .start = start, .p = p};
+    return wh_aed_no_speech_batch(&r, 1);
 }
 
 /* ---- encoding ---- */
@@ -717,8 +755,6 @@ static void wh_stream_close(void *state)
     for (int i = 0; i < WH_MAX_SLOTS; i++) free(s->slot[i].tok);
     free(s->pwin);
     free(s->ploc);
-    wh_scratch_free(&s->ns_s);
-    free(s->ns_row);
     free(s);
 }
 
@@ -735,7 +771,6 @@ static size_t wh_state_bytes(const void *state)
     b += s->audio_cap * f;
     b += (size_t)s->n_slots * (size_t)w->n_text_ctx * sizeof(int32_t);
     b += 2 * (size_t)s->pcap * sizeof(int);
-    b += wh_scratch_bytes(&s->ns_s) + (size_t)w->n_vocab * f; /* no-speech */
     return b;
 }
 
@@ -785,11 +820,8 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     st = SR_ERR_NOMEM;
     if (!(s->win_len = sr_calloc(1, sizeof(int), "whisper window lengths")) ||
         !(s->pwin = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix windows")) ||
-        !(s->ploc = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix positions")) ||
-        !(s->ns_row = sr_malloc((size_t)w->n_vocab * f, "whisper no-speech logits")))
+        !(s->ploc = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix positions")))
         goto fail;
-    if ((st = wh_scratch_init(&s->ns_s, w, 1, w->n_audio_ctx))) goto fail;
-    st = SR_ERR_NOMEM;
     s->ns_win = -1;
     for (int i = 0; i < s->n_slots; i++) {
         if (!(s->slot[i].tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper slot tokens")))
@@ -826,6 +858,7 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     sc->aed_logprobs_batch = wh_aed_logprobs_batch;
     sc->aed_audio_ms = wh_audio_ms;
     sc->aed_no_speech = wh_aed_no_speech;
+    sc->aed_no_speech_batch = wh_aed_no_speech_batch;
     b->owner[slot] = s;
     *state = s;
     return SR_OK;

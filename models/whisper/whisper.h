@@ -252,12 +252,9 @@ typedef struct wh_stream {
     int n_slots;
     int *pwin, *ploc;           /* [max prefix + 1] window / local index of each position */
     int pcap;
-    /* no-speech probability (computed on the stream's own one-row scratch, so streams of
-     * one context may ask for it from different threads): SOT's K/V in slot bslot of
-     * b->ns_k / b->ns_v, its logits, and the last value with the window and audio version it
-     * was computed for */
-    wh_scratch ns_s;            /* 1 row */
-    float *ns_row;              /* [n_vocab] */
+    /* no-speech probability (computed on the batch's decoder scratch, like every scorer
+     * call: one thread at a time per batch): SOT's K/V in slot bslot of b->ns_k / b->ns_v,
+     * and the last value with the window and audio version it was computed for */
     int ns_win;                 /* -1: none cached */
     uint64_t ns_ver;
     float ns_p;
