@@ -2,7 +2,8 @@
  * pool.c — the worker pool of the CPU op set (cpu_impl.h): a job is n_parts calls of one
  * function; the caller and up to threads - 1 workers take parts from an atomic counter until
  * none is left, so a worker delayed by another process leaves its share to the others. Workers
- * start on first use and sleep on a condition variable between jobs; one job runs at a time (a
+ * start on first use; between jobs they poll for the next one for POOL_SPIN_NS, then sleep on a
+ * condition variable (woken only when some worker sleeps); one job runs at a time (a
  * caller that finds the pool busy runs its parts alone). Once the caller finds every part taken
  * it withdraws the job and waits only for the workers inside a part, never for one that has not
  * woken up yet (on a loaded machine that wait would cost a scheduler slice per job).
@@ -16,6 +17,14 @@
 #include <unistd.h>
 
 #define POOL_MAX_THREADS 64
+#define POOL_SPIN_NS 50000 /* how long an idle worker polls for the next job before sleeping */
+
+static inline void pool_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 typedef struct {
     void (*fn)(void *ctx, int part);
@@ -32,6 +41,8 @@ static unsigned long pool_gen; /* incremented per job */
 static pool_job *pool_cur;
 static int pool_want;          /* workers 0 .. want-1 may take part in the current job */
 static int pool_inside;        /* workers inside the current job's parts */
+static int pool_sleepers;      /* workers waiting on pool_go (the rest are spinning or busy) */
+static atomic_ulong pool_gen_seen; /* pool_gen, readable without the lock (the spin) */
 static atomic_int cpu_threads; /* 0 = default */
 
 /* OPENBLAS_NUM_THREADS when set (> 0), else the online CPUs: the count the CPU table's OpenBLAS
@@ -71,7 +82,21 @@ static void *worker(void *arg)
     unsigned long seen = 0;
     pthread_mutex_lock(&pool_mu);
     for (;;) {
-        while (pool_gen == seen) pthread_cond_wait(&pool_go, &pool_mu);
+        if (pool_gen == seen) {
+            /* A batched step issues many small jobs back to back: poll for the next one for a
+             * few tens of microseconds before sleeping, so the worker joins it at once instead
+             * of a futex wake-up later (by which time the caller has often done every part). */
+            pthread_mutex_unlock(&pool_mu);
+            int64_t t0 = sr_now_ns();
+            for (int i = 1; atomic_load_explicit(&pool_gen_seen, memory_order_acquire) == seen; i++) {
+                pool_relax();
+                if (!(i & 63) && sr_now_ns() - t0 > POOL_SPIN_NS) break;
+            }
+            pthread_mutex_lock(&pool_mu);
+            pool_sleepers++;
+            while (pool_gen == seen) pthread_cond_wait(&pool_go, &pool_mu);
+            pool_sleepers--;
+        }
         seen = pool_gen;
         pool_job *j = pool_cur;
         if (!j || id >= pool_want) continue; /* none, or the caller already took every part */
@@ -106,7 +131,8 @@ void sr_cpu_parallel(int threads, int n_parts, void (*fn)(void *ctx, int part), 
         pool_cur = &j;
         pool_want = SR_MIN(helpers, pool_started);
         pool_gen++;
-        pthread_cond_broadcast(&pool_go);
+        atomic_store_explicit(&pool_gen_seen, pool_gen, memory_order_release);
+        if (pool_sleepers) pthread_cond_broadcast(&pool_go);
         pthread_mutex_unlock(&pool_mu);
         run_parts(&j);
         pthread_mutex_lock(&pool_mu);
