@@ -256,8 +256,12 @@ void sr_memory(const sr_model *m, const sr_stream *s, sr_memstats *out);
  * one slot per stream: opening and closing streams reuses slots without reallocating.
  * Decoder searches run on engine-owned threads (one per stream slot that is in a batched step),
  * each blocking in its scorer calls until the step's batcher has computed them all together.
- * cfg may be NULL (backend defaults); it is copied. max_streams >= 1. Thread-safety: an engine
- * and its streams are driven from one thread at a time. Free with sr_engine_free. */
+ * cfg may be NULL (backend defaults); it is copied. max_streams 1..65536. Thread-safety:
+ * sr_stream_feed and sr_stream_finish of an engine's streams may be called from any threads,
+ * also while another thread steps the engine (each stream from one thread at a time); every
+ * other call on the engine or its streams (open, step, drain, ready, reset, close,
+ * hypothesis, timeline, memory) comes from one thread at a time, the stepping thread. Free
+ * with sr_engine_free. */
 typedef struct sr_engine sr_engine;
 
 sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int max_streams,

@@ -52,8 +52,9 @@ struct sr_stream {
     const sr_decoder_ops *dec;
     void *dstate;
 
-    float *q;                 /* [q_cap] queued samples; [q_r, q_n) not yet stepped */
+    float *q;                 /* [q_cap] queued samples; [q_r, q_n) not yet stepped (e->qmu) */
     size_t q_r, q_n, q_cap;
+    float *chunk;             /* [max(chunk, first_chunk)] the chunk a step is running */
     int64_t samples_in;       /* samples fed so far */
     int64_t consumed;         /* samples of the chunks stepped so far */
     int64_t chunks;           /* chunks processed */
@@ -97,6 +98,10 @@ struct sr_engine {
     int max_streams, n_open;
     int solo;                 /* made by sr_stream_open for its one stream */
     void *batch;              /* the backend's batch context (NULL: it has none) */
+    /* guards every stream's queue, finish_req and err: feed / finish may come from other
+     * threads while a step runs */
+    pthread_mutex_t qmu;
+    int qmu_made;
     sr_stream **slots;        /* [max_streams] open streams, NULL where free */
 
     /* step scratch [max_streams] */
@@ -560,8 +565,11 @@ int sr_engine_ready(const sr_engine *e)
     int c = 0;
     size_t n;
     int f;
+    pthread_mutex_t *mu = (pthread_mutex_t *)&e->qmu; /* the streams' queues, not e itself */
+    pthread_mutex_lock(mu);
     for (int i = 0; i < e->max_streams; i++)
         if (e->slots[i] && chunk_ready(e->slots[i], &n, &f)) c++;
+    pthread_mutex_unlock(mu);
     return c;
 }
 
@@ -570,21 +578,32 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks)
     if (n_chunks) *n_chunks = 0;
     if (!e) return sr_error(SR_ERR_ARG, "sr_engine_step: engine is NULL");
     int count = 0;
+    pthread_mutex_lock(&e->qmu);
     for (int i = 0; i < e->max_streams; i++) {
         sr_stream *s = e->slots[i];
         size_t n;
         int final;
         if (!s || !chunk_ready(s, &n, &final)) continue;
+        /* the chunk leaves the queue now, so feeds may go on while it runs */
+        memcpy(s->chunk, s->q + s->q_r, n * sizeof(float));
+        s->q_r += n;
+        if (s->q_r == s->q_n) s->q_r = s->q_n = 0;
+        else if (s->q_r > s->q_cap / 2) { /* drop what was stepped once it is most of the buffer */
+            memmove(s->q, s->q + s->q_r, (s->q_n - s->q_r) * sizeof(float));
+            s->q_n -= s->q_r;
+            s->q_r = 0;
+        }
         s->step_n = n;
         s->step_final = final;
         s->step_st = SR_OK;
         e->sel[count] = s;
         e->states[count] = s->bstate;
-        e->pcm[count] = s->q + s->q_r;
+        e->pcm[count] = s->chunk;
         e->n[count] = n;
         e->final[count] = final;
         count++;
     }
+    pthread_mutex_unlock(&e->qmu);
     if (!count) return SR_OK;
     const sr_model_ops *ops = e->m->ops;
     int64_t t0 = sr_now_ns();
@@ -619,7 +638,6 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks)
     int first_slot = -1;
     for (int i = 0; i < count; i++) {
         sr_stream *s = e->sel[i];
-        s->q_r += s->step_n;
         s->consumed += (int64_t)s->step_n;
         if (s->step_final) s->finished = 1;
         sr_status st = s->step_st;
@@ -629,7 +647,9 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks)
             st = timeline_append(s, dt, t1 - t0, s->step_final);
         if (st) {
             sr_error_prefix(st, "%s: chunk %lld", e->m->path, (long long)s->chunks);
+            pthread_mutex_lock(&e->qmu);
             stream_fail(s, st, NULL);
+            pthread_mutex_unlock(&e->qmu);
             if (!first) {
                 first = st;
                 first_slot = s->slot;
@@ -637,13 +657,6 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks)
             }
         }
         s->chunks++;
-        /* the queue: drop what was stepped once it is most of the buffer */
-        if (s->q_r == s->q_n) s->q_r = s->q_n = 0;
-        else if (s->q_r > s->q_cap / 2) {
-            memmove(s->q, s->q + s->q_r, (s->q_n - s->q_r) * sizeof(float));
-            s->q_n -= s->q_r;
-            s->q_r = 0;
-        }
     }
     if (n_chunks) *n_chunks = count;
     if (first) {
@@ -700,6 +713,11 @@ sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int m
         !(e->jobs = sr_calloc(M, sizeof *e->jobs, "engine threads")) ||
         !(e->cv_slot = sr_calloc(M, sizeof *e->cv_slot, "engine threads")))
         goto fail;
+    if (pthread_mutex_init(&e->qmu, NULL)) {
+        st = sr_error(SR_ERR_NOMEM, "engine: mutex");
+        goto fail;
+    }
+    e->qmu_made = 1;
     if (m->ops->batch_open && (st = m->ops->batch_open(m, &e->cfg, max_streams, &e->batch))) goto fail;
     *out = e;
     return SR_OK;
@@ -732,6 +750,7 @@ void sr_engine_free(sr_engine *e)
         pthread_mutex_destroy(&e->mu);
     }
     if (e->batch) e->m->ops->batch_close(e->batch);
+    if (e->qmu_made) pthread_mutex_destroy(&e->qmu);
     free(e->slots);
     free(e->sel);
     free(e->states);
@@ -758,7 +777,8 @@ int sr_engine_max_streams(const sr_engine *e) { return e ? e->max_streams : 0; }
 /* The backend's and decoder's part of a stream's state and the stream's own arrays. */
 static size_t stream_own_bytes(const sr_stream *s)
 {
-    size_t b = sizeof *s + s->q_cap * sizeof(float) + (size_t)s->hyp.cap * sizeof(int32_t) +
+    size_t b = sizeof *s + s->q_cap * sizeof(float) +
+               SR_MAX(s->ck.chunk, s->ck.first_chunk) * sizeof(float) + (size_t)s->hyp.cap * sizeof(int32_t) +
                s->text.cap + s->m->ops->state_bytes(s->bstate);
     if (s->dec->state_bytes) b += s->dec->state_bytes(s->dstate);
     return b;
@@ -776,6 +796,7 @@ static void stream_free(sr_stream *s)
     timeline_drop(s, 0);
     free(s->tl);
     free(s->q);
+    free(s->chunk);
     free(s->hyp.tokens);
     sr_strbuf_free(&s->text);
     free(s->err_msg);
@@ -816,7 +837,8 @@ sr_status sr_engine_open(sr_engine *e, sr_stream **out)
     make_view(s);
     if (s->dec->open && (st = s->dec->open(&s->cfg, &s->sc, &s->dstate))) goto fail;
     s->q_cap = SR_MAX(s->ck.chunk, s->ck.first_chunk);
-    if (!(s->q = sr_malloc(s->q_cap * sizeof(float), "stream audio queue"))) {
+    if (!(s->q = sr_malloc(s->q_cap * sizeof(float), "stream audio queue")) ||
+        !(s->chunk = sr_malloc(s->q_cap * sizeof(float), "stream chunk buffer"))) {
         st = SR_ERR_NOMEM;
         goto fail;
     }
@@ -871,20 +893,25 @@ static sr_status queue_push(sr_stream *s, const float *pcm, size_t n)
 sr_status sr_stream_feed(sr_stream *s, const float *pcm, size_t n)
 {
     if (!s) return sr_error(SR_ERR_ARG, "sr_stream_feed: stream is NULL");
-    if (s->err) return stream_err(s);
-    if (s->finish_req) return sr_error(SR_ERR_ARG, "sr_stream_feed: stream already finished (reset it first)");
     if (n && !pcm) return sr_error(SR_ERR_ARG, "sr_stream_feed: samples are NULL");
     for (size_t i = 0; i < n; i++)
         if (!isfinite(pcm[i]))
             return sr_error(SR_ERR_ARG, "sr_stream_feed: sample %zu of this call is %s", i,
                             isnan(pcm[i]) ? "NaN" : "infinite");
-    if (!s->e->solo) return queue_push(s, pcm, n);
+    sr_engine *e = s->e;
+    sr_status st = SR_OK;
+    pthread_mutex_lock(&e->qmu);
+    if (s->err) st = stream_err(s);
+    else if (s->finish_req) st = sr_error(SR_ERR_ARG, "sr_stream_feed: stream already finished (reset it first)");
+    else if (!e->solo) st = queue_push(s, pcm, n);
+    pthread_mutex_unlock(&e->qmu);
+    if (st || !e->solo) return st;
     /* solo: run each chunk as soon as it is complete, so the queue holds at most one */
     while (n) {
         size_t have = s->q_n - s->q_r, need = chunk_need(s);
         size_t take = SR_MIN(need - have, n);
-        sr_status st = queue_push(s, pcm, take);
-        if (!st && have + take == need) st = sr_engine_step(s->e, NULL);
+        st = queue_push(s, pcm, take); /* one thread drives a solo stream: no lock needed */
+        if (!st && have + take == need) st = sr_engine_step(e, NULL);
         if (st) return st;
         pcm += take;
         n -= take;
@@ -895,10 +922,15 @@ sr_status sr_stream_feed(sr_stream *s, const float *pcm, size_t n)
 sr_status sr_stream_finish(sr_stream *s)
 {
     if (!s) return sr_error(SR_ERR_ARG, "sr_stream_finish: stream is NULL");
-    if (s->err) return stream_err(s);
-    if (s->finish_req) return sr_error(SR_ERR_ARG, "sr_stream_finish: stream already finished");
-    s->finish_req = 1;
-    return s->e->solo ? sr_engine_drain(s->e) : SR_OK;
+    sr_engine *e = s->e;
+    sr_status st = SR_OK;
+    pthread_mutex_lock(&e->qmu);
+    if (s->err) st = stream_err(s);
+    else if (s->finish_req) st = sr_error(SR_ERR_ARG, "sr_stream_finish: stream already finished");
+    else s->finish_req = 1;
+    pthread_mutex_unlock(&e->qmu);
+    if (st) return st;
+    return e->solo ? sr_engine_drain(e) : SR_OK;
 }
 
 const sr_hypothesis *sr_stream_hypothesis(const sr_stream *s) { return s ? &s->pub : NULL; }
@@ -909,11 +941,14 @@ void sr_stream_reset(sr_stream *s)
     if (!s) return;
     s->m->ops->reset(s->bstate);
     if (s->dec->reset) s->dec->reset(s->dstate);
+    pthread_mutex_lock(&s->e->qmu);
     s->q_r = s->q_n = 0;
+    s->finish_req = 0;
+    s->err = SR_OK;
+    pthread_mutex_unlock(&s->e->qmu);
     s->samples_in = s->consumed = 0;
     s->chunks = 0;
-    s->finish_req = s->finished = 0;
-    s->err = SR_OK;
+    s->finished = 0;
     s->hyp.n = s->hyp.n_stable = 0;
     timeline_drop(s, 0);
     update_text(s); /* cannot fail: the text buffer only shrinks */

@@ -9,12 +9,18 @@
  *                       (f32 and f16 caches, greedy and beam), Whisper (whisperrt with
  *                       stable_greedy / stable_beam, offline), Voxtral; real tiny.en on
  *                       generated speech when both are present.
+ *   engine_threads      streams fed (and finished) from several threads while the test's thread
+ *                       steps the engine: each stream equals its solo run (`make tsan` runs it
+ *                       under ThreadSanitizer).
  *   engine_api          arguments, slot limits, queued audio, errors of engine streams, memory.
  */
 #include "test.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,6 +300,125 @@ static void test_tiny_en(void)
     sr_model_free(m);
 }
 
+/* ---- streams fed from several threads ---- */
+
+typedef struct {
+    sr_stream **s;
+    float **audio;
+    size_t *n;
+    int first, count; /* the streams this feeder owns */
+    uint64_t seed;
+    sr_status st;
+    char msg[256];
+    atomic_int *running;
+} feeder;
+
+static void *feeder_main(void *arg)
+{
+    feeder *f = arg;
+    uint64_t r = f->seed;
+    size_t *fed = calloc((size_t)f->count, sizeof *fed);
+    int left = f->count;
+    while (fed && left && !f->st) {
+        for (int k = 0; k < f->count && !f->st; k++) {
+            int i = f->first + k;
+            if (fed[k] > f->n[i]) continue; /* finished */
+            size_t want = (size_t)(rng_next(&r) % 3000);
+            size_t take = MIN_SZ(want, f->n[i] - fed[k]);
+            f->st = sr_stream_feed(f->s[i], f->audio[i] + fed[k], take);
+            fed[k] += take;
+            if (!f->st && fed[k] == f->n[i]) {
+                f->st = sr_stream_finish(f->s[i]);
+                fed[k]++; /* marks it finished */
+                left--;
+            }
+        }
+        struct timespec ts = {0, (long)(rng_next(&r) % 2000000)};
+        nanosleep(&ts, NULL);
+    }
+    if (f->st) snprintf(f->msg, sizeof f->msg, "%s", sr_last_error());
+    free(fed);
+    atomic_fetch_sub(f->running, 1);
+    return NULL;
+}
+
+static void threads_vs_solo(const sr_model *m, const sr_stream_config *cfg, int n_streams,
+                            int n_threads, uint64_t seed, const char *what)
+{
+    sr_engine *e = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_engine_create(m, cfg, n_streams, &e), SR_OK);
+    sr_stream **s = calloc((size_t)n_streams, sizeof *s);
+    float **audio = calloc((size_t)n_streams, sizeof *audio);
+    size_t *n = calloc((size_t)n_streams, sizeof *n);
+    feeder *f = calloc((size_t)n_threads, sizeof *f);
+    pthread_t *th = calloc((size_t)n_threads, sizeof *th);
+    CU_ASSERT_FATAL(s && audio && n && f && th);
+    uint64_t r = seed;
+    for (int i = 0; i < n_streams; i++) {
+        n[i] = (size_t)(8000 + rng_next(&r) % 24000);
+        audio[i] = make_audio(seed * 977 + (uint64_t)i, n[i]);
+        CU_ASSERT_EQUAL_FATAL(sr_engine_open(e, &s[i]), SR_OK);
+    }
+    atomic_int running = n_threads;
+    int per = n_streams / n_threads;
+    for (int t = 0; t < n_threads; t++) {
+        f[t] = (feeder){.s = s, .audio = audio, .n = n, .first = t * per,
+                        .count = t == n_threads - 1 ? n_streams - t * per : per,
+                        .seed = seed * 31 + (uint64_t)t, .running = &running};
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[t], NULL, feeder_main, &f[t]), 0);
+    }
+    sr_status st = SR_OK;
+    while (!st && atomic_load(&running) > 0) {
+        int k = 0;
+        st = sr_engine_step(e, &k);
+        if (!k) {
+            struct timespec ts = {0, 500000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    for (int t = 0; t < n_threads; t++) {
+        pthread_join(th[t], NULL);
+        if (f[t].st) printf("\n      %s feeder %d: %s\n", what, t, f[t].msg);
+        CU_ASSERT_EQUAL(f[t].st, SR_OK);
+    }
+    if (!st) st = sr_engine_drain(e);
+    if (st) printf("\n      %s: step: %s\n", what, sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    for (int i = 0; i < n_streams && !st; i++) {
+        sr_stream *solo = solo_run(m, cfg, audio[i], n[i]);
+        if (!solo) continue;
+        const sr_timeline *tl = sr_stream_timeline(s[i]);
+        CU_ASSERT(tl->n && tl->entries[tl->n - 1].is_final);
+        CU_ASSERT(same_timeline(tl, sr_stream_timeline(solo), what, i));
+        sr_stream_close(solo);
+    }
+    sr_engine_free(e);
+    for (int i = 0; i < n_streams; i++) free(audio[i]);
+    free(s);
+    free(audio);
+    free(n);
+    free(f);
+    free(th);
+}
+
+static void test_threads(void)
+{
+    sr_model *m = test_load_model("fastconformer/rand.h5");
+    threads_vs_solo(m, NULL, 6, 3, 21, "fastconformer, 3 feeding threads");
+    sr_model_free(m);
+    m = test_load_model("whisper/rand.h5");
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = "whisperrt";
+    c.chunk_ms = 100;
+    c.decoder = "stable_greedy";
+    threads_vs_solo(m, &c, 4, 2, 22, "whisper whisperrt, 2 feeding threads");
+    sr_model_free(m);
+    m = test_load_model("voxtral/model.h5");
+    threads_vs_solo(m, NULL, 4, 4, 23, "voxtral, 4 feeding threads");
+    sr_model_free(m);
+}
+
 /* ---- API ---- */
 
 static void test_api(void)
@@ -374,5 +499,6 @@ void test_register_engine(void)
     TEST_SUITE("engine_equals_solo", {"test_linear_32_streams", test_linear_32},
                {"fastconformer", test_fastconformer}, {"whisper", test_whisper},
                {"voxtral", test_voxtral}, {"tiny_en", test_tiny_en});
+    TEST_SUITE("engine_threads", {"fed_from_threads", test_threads});
     TEST_SUITE("engine_api", {"api", test_api});
 }
