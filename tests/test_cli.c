@@ -180,6 +180,49 @@ static void test_bench_gemm(void)
     expect(runf("bench gemm --device tpu"), 1, "tpu", "bench on an unknown device");
 }
 
+/* bench --streams: the batched engine's figures as JSON, and its usage errors. */
+static void test_bench_streams(void)
+{
+    const char *wav = test_tmppath("bench.wav");
+    float *x = malloc(16000 * sizeof *x);
+    for (int i = 0; i < 16000; i++) x[i] = (float)(0.3 * ((i * 7919 % 200) / 100.0 - 1.0));
+    CU_ASSERT_EQUAL_FATAL(sr_audio_write_wav(wav, x, 16000, 16000), SR_OK);
+    free(x);
+    const char *mdl = test_fixture("test_linear.h5");
+    char a[2048];
+    const char *modes[2] = {"", "--separate"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(a, sizeof a, "bench --streams 3 %s --model %s --audio %s --json", modes[k], mdl, wav);
+        CU_ASSERT_EQUAL(runf(a), 0);
+        cJSON *j = cJSON_Parse(out);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "streams")), 3);
+        CU_ASSERT_EQUAL(cJSON_IsTrue(cJSON_GetObjectItem(j, "batched")), k == 0);
+        CU_ASSERT_DOUBLE_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "audio_s")), 3.0, 1e-9);
+        double wall = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "wall_s"));
+        CU_ASSERT(wall > 0);
+        CU_ASSERT_DOUBLE_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "rtfx")), 3.0 / wall, 1e-6 * 3.0 / wall);
+        CU_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(j, "chunk_ms_p99")));
+        CU_ASSERT_PTR_NULL(cJSON_GetObjectItem(j, "realtime_ok"));
+        cJSON_Delete(j);
+    }
+    /* real time: 1 s of audio at its own pace */
+    snprintf(a, sizeof a, "bench --streams 2 --realtime --model %s --audio %s --json", mdl, wav);
+    CU_ASSERT_EQUAL(runf(a), 0);
+    cJSON *j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "wall_s")) >= 1.0);
+    CU_ASSERT(cJSON_IsBool(cJSON_GetObjectItem(j, "realtime_ok")));
+    CU_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(j, "latency_ms_p90")));
+    cJSON_Delete(j);
+    snprintf(a, sizeof a, "bench --separate --model %s --audio %s", mdl, wav);
+    expect(runf(a), 2, "--streams", "--separate without --streams");
+    snprintf(a, sizeof a, "bench --streams 2 --separate --realtime --model %s --audio %s", mdl, wav);
+    expect(runf(a), 2, "drop --separate", "--separate with --realtime");
+    snprintf(a, sizeof a, "bench --streams 0 --model %s --audio %s", mdl, wav);
+    expect(runf(a), 2, "1..4096", "--streams 0");
+}
+
 void test_register_cli(void)
 {
     TEST_SUITE("cli_srkit",
@@ -189,5 +232,6 @@ void test_register_cli(void)
                {"Python writer -> srkit info", test_python_writer_roundtrip},
                {"transcribe and stream agree", test_transcribe_and_stream},
                {"eval --list-runs expands sweeps", test_eval_list_runs},
-               {"bench gemm runs", test_bench_gemm});
+               {"bench gemm runs", test_bench_gemm},
+               {"bench --streams (batched, separate, real time)", test_bench_streams});
 }
