@@ -282,6 +282,11 @@ sr_status sr_engine_open(sr_engine *e, sr_stream **out);
  * first failure naming the stream's slot, and the other streams' chunks still complete. A
  * failed stream answers feed / finish with its error until reset. */
 sr_status sr_engine_step(sr_engine *e, int *n_chunks);
+/* Whether stream s has failed in a step (SR_OK: not failed); *msg (may be NULL) gets the
+ * detail, valid until the stream's next reset or close. */
+sr_status sr_stream_failed(const sr_stream *s, const char **msg);
+/* Whether stream s has run its final chunk (its timeline's last entry is final). */
+int sr_stream_done(const sr_stream *s);
 /* Steps until no stream has a ready chunk (stops at the first failing step). */
 sr_status sr_engine_drain(sr_engine *e);
 /* Streams with a chunk ready now. */

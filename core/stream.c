@@ -933,6 +933,20 @@ sr_status sr_stream_finish(sr_stream *s)
     return e->solo ? sr_engine_drain(e) : SR_OK;
 }
 
+sr_status sr_stream_failed(const sr_stream *s, const char **msg)
+{
+    if (msg) *msg = "";
+    if (!s) return SR_OK;
+    pthread_mutex_t *mu = (pthread_mutex_t *)&s->e->qmu; /* err is written under it */
+    pthread_mutex_lock(mu);
+    sr_status st = s->err;
+    if (st && msg) *msg = s->err_msg ? s->err_msg : sr_strerror(st);
+    pthread_mutex_unlock(mu);
+    return st;
+}
+
+int sr_stream_done(const sr_stream *s) { return s ? s->finished : 0; }
+
 const sr_hypothesis *sr_stream_hypothesis(const sr_stream *s) { return s ? &s->pub : NULL; }
 const sr_timeline *sr_stream_timeline(const sr_stream *s) { return s ? &s->tl_pub : NULL; }
 

@@ -345,30 +345,36 @@ static void notify(progress_ctx *pc, const char *notice)
     pc->p.notice = NULL;
 }
 
-/* Stream one utterance; fills r (id and ref set by the caller). Audio and stream errors go
- * into r->error; only memory errors are returned. */
-static sr_status run_utt(const sr_model *m, sr_stream *s, const sr_utt *u, sr_record *r)
+/* The audio of utterance u (its segment) in *a / [*b, *e): 1 when it is there; 0 with r->error
+ * set when it cannot be run (missing audio, unreadable file). Memory errors are returned in *st. */
+static int utt_audio(const sr_utt *u, sr_record *r, sr_audio *a, size_t *b, size_t *e, sr_status *st)
 {
     char msg[1200];
-    if (u->problem) return (r->error = sr_strdup(u->problem)) ? SR_OK : SR_ERR_NOMEM;
-    sr_audio a = {0};
-    sr_status st = sr_audio_load(u->audio, 16000, &a);
-    if (st) {
-        snprintf(msg, sizeof msg, "%s: %s", u->where, sr_last_error());
-        return (r->error = sr_strdup(msg)) ? SR_OK : SR_ERR_NOMEM;
+    *st = SR_OK;
+    memset(a, 0, sizeof *a);
+    if (u->problem) {
+        if (!(r->error = sr_strdup(u->problem))) *st = SR_ERR_NOMEM;
+        return 0;
     }
-    size_t b = (size_t)llround(u->offset_s * 16000.0), e = a.n;
-    if (u->duration_s > 0) e = SR_MIN(a.n, b + (size_t)llround(u->duration_s * 16000.0));
-    if (b > a.n) b = a.n;
-    sr_stream_reset(s);
-    st = sr_stream_feed(s, a.samples + b, e - b);
-    if (!st) st = sr_stream_finish(s);
-    r->audio_ms = (double)(e - b) * 1000.0 / 16000.0;
-    sr_audio_free(&a);
-    if (st) {
+    sr_status ls = sr_audio_load(u->audio, 16000, a);
+    if (ls) {
         snprintf(msg, sizeof msg, "%s: %s", u->where, sr_last_error());
-        return (r->error = sr_strdup(msg)) ? SR_OK : SR_ERR_NOMEM;
+        if (!(r->error = sr_strdup(msg))) *st = SR_ERR_NOMEM;
+        return 0;
     }
+    *b = (size_t)llround(u->offset_s * 16000.0);
+    *e = a->n;
+    if (u->duration_s > 0) *e = SR_MIN(a->n, *b + (size_t)llround(u->duration_s * 16000.0));
+    if (*b > a->n) *b = a->n;
+    r->audio_ms = (double)(*e - *b) * 1000.0 / 16000.0;
+    return 1;
+}
+
+/* r from the finished stream s: final text, timeline points with committed word counts, memory.
+ * Only memory errors are returned. */
+static sr_status utt_result(const sr_model *m, sr_stream *s, sr_record *r)
+{
+    sr_status st;
     const sr_timeline *tl = sr_stream_timeline(s);
     const sr_hypothesis *h = sr_stream_hypothesis(s);
     if (!(r->hyp = sr_strdup(h->text))) return SR_ERR_NOMEM;
@@ -397,6 +403,29 @@ static sr_status run_utt(const sr_model *m, sr_stream *s, const sr_utt *u, sr_re
     return SR_OK;
 }
 
+static sr_status stream_error_record(const sr_utt *u, sr_record *r)
+{
+    char msg[1200];
+    snprintf(msg, sizeof msg, "%s: %s", u->where, sr_last_error());
+    return (r->error = sr_strdup(msg)) ? SR_OK : SR_ERR_NOMEM;
+}
+
+/* Stream one utterance; fills r (id and ref set by the caller). Audio and stream errors go
+ * into r->error; only memory errors are returned. */
+static sr_status run_utt(const sr_model *m, sr_stream *s, const sr_utt *u, sr_record *r)
+{
+    sr_audio a;
+    size_t b = 0, e = 0;
+    sr_status st;
+    if (!utt_audio(u, r, &a, &b, &e, &st)) return st;
+    sr_stream_reset(s);
+    st = sr_stream_feed(s, a.samples + b, e - b);
+    if (!st) st = sr_stream_finish(s);
+    sr_audio_free(&a);
+    if (st) return stream_error_record(u, r);
+    return utt_result(m, s, r);
+}
+
 static sr_status append_record(const char *path, const sr_record *r)
 {
     sr_strbuf b = {0};
@@ -413,6 +442,118 @@ static sr_status append_record(const char *path, const sr_record *r)
     return st;
 }
 
+/* The utterances of d not in rec[0, *n_rec) (done[i] = 1 for those), P at a time through one
+ * engine on m: each is opened on a free slot with all its audio queued, the engine steps them
+ * together, and a finished stream's record goes out (utts.jsonl, running score, progress) in
+ * dataset order, as soon as it and every utterance before it are complete — the same files a
+ * sequential run writes, timings aside. */
+static sr_status run_parallel(const sr_model *m, const sr_run_config *r, int P, const sr_dataset *d,
+                              const uint8_t *done, sr_record *rec, size_t *n_rec, const char *utts_path,
+                              const sr_score_setup *setup, sr_corpus *running, progress_ctx *pc)
+{
+    sr_engine *e = NULL;
+    sr_status st = sr_engine_create(m, &r->stream, P, &e);
+    if (st) return st;
+    size_t n = d->n;
+    sr_record *res = sr_calloc(n ? n : 1, sizeof *res, "parallel records");
+    uint8_t *ready = sr_calloc(n ? n : 1, 1, "parallel records");  /* 1: res[i] complete */
+    sr_stream **act = sr_calloc((size_t)P, sizeof *act, "parallel streams");
+    size_t *act_i = sr_calloc((size_t)P, sizeof *act_i, "parallel streams");
+    if (!res || !ready || !act || !act_i) {
+        st = SR_ERR_NOMEM;
+        goto out;
+    }
+    size_t next = 0, flushed = 0;
+    int n_act = 0;
+    while (!st && flushed < n) {
+        /* start utterances on free slots */
+        while (!st && next < n && n_act < P) {
+            size_t i = next++;
+            if (done[i]) continue;
+            const sr_utt *u = &d->utts[i];
+            sr_record *nr = &res[i];
+            if (!(nr->id = sr_strdup(u->id)) || !(nr->ref = sr_strdup(u->text))) { st = SR_ERR_NOMEM; break; }
+            nr->audio_ms = -1;
+            sr_audio a;
+            size_t b = 0, en = 0;
+            if (!utt_audio(u, nr, &a, &b, &en, &st)) {
+                ready[i] = 1;
+                continue;
+            }
+            sr_stream *s = NULL;
+            if ((st = sr_engine_open(e, &s))) {
+                sr_audio_free(&a);
+                break;
+            }
+            sr_status fs = sr_stream_feed(s, a.samples + b, en - b);
+            if (!fs) fs = sr_stream_finish(s);
+            sr_audio_free(&a);
+            if (fs) {
+                st = stream_error_record(u, nr);
+                sr_stream_close(s);
+                ready[i] = 1;
+                continue;
+            }
+            act[n_act] = s;
+            act_i[n_act] = i;
+            n_act++;
+        }
+        if (st) break;
+        /* one step of every running utterance (a stream's failure is its record's error) */
+        if (n_act) sr_engine_step(e, NULL);
+        for (int k = 0; k < n_act && !st;) {
+            sr_stream *s = act[k];
+            size_t i = act_i[k];
+            const char *msg;
+            if (sr_stream_failed(s, &msg)) {
+                char line[1200];
+                snprintf(line, sizeof line, "%s: %s", d->utts[i].where, msg);
+                if (!(res[i].error = sr_strdup(line))) st = SR_ERR_NOMEM;
+            } else if (sr_stream_done(s)) {
+                st = utt_result(m, s, &res[i]);
+            } else {
+                k++;
+                continue;
+            }
+            sr_stream_close(s);
+            ready[i] = 1;
+            act[k] = act[n_act - 1];
+            act_i[k] = act_i[n_act - 1];
+            n_act--;
+        }
+        /* records out in dataset order */
+        while (!st && flushed < n && (done[flushed] || ready[flushed])) {
+            size_t i = flushed++;
+            const sr_utt *u = &d->utts[i];
+            if (!done[i]) {
+                sr_record *nr = &rec[*n_rec];
+                *nr = res[i];
+                memset(&res[i], 0, sizeof res[i]);
+                if (!nr->hyp && !(nr->hyp = sr_strdup(""))) { st = SR_ERR_NOMEM; break; }
+                (*n_rec)++;
+                if ((st = append_record(utts_path, nr))) break;
+                if (nr->error) notify(pc, nr->error);
+                size_t nf;
+                if ((st = sr_records_score(nr, 1, setup, running, &nf, NULL))) break;
+            }
+            pc->p.done = i + 1;
+            pc->p.audio_s_done += u->duration_s > 0 ? u->duration_s : 0;
+            sr_corpus_metrics cm;
+            if (!sr_corpus_result(running, &cm)) pc->p.wer = cm.wer_rate;
+            notify(pc, NULL);
+        }
+    }
+out:
+    sr_engine_free(e); /* closes the streams still running after an error */
+    if (res)
+        for (size_t i = 0; i < n; i++) sr_record_clear(&res[i]);
+    free(res);
+    free(ready);
+    free(act);
+    free(act_i);
+    return st;
+}
+
 /* The record set of one run: resumed records plus the ones streamed now. */
 static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, const char *run_dir,
                           sr_model **model, char **model_key, progress_ctx *pc, cJSON **run_obj,
@@ -422,6 +563,7 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
     sr_record *rec = NULL;
     size_t n_rec = 0, n_dropped = 0;
     sr_stream *s = NULL;
+    uint8_t *done = NULL; /* --parallel: [d->n] 1 = resumed */
     sr_corpus *running = NULL;
     sr_normalizer *norm = NULL;
     char *utts_path = sr_path_join(run_dir, "utts.jsonl"), *id_path = sr_path_join(run_dir, "run.json");
@@ -484,7 +626,8 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
         if ((st = sr_model_load(r->model.path, &o, model))) goto out;
         if (!(*model_key = sr_strdup(key))) { st = SR_ERR_NOMEM; goto out; }
     }
-    if ((st = sr_stream_open(*model, &r->stream, &s))) goto out;
+    int P = pc->opt->parallel > 1 ? pc->opt->parallel : 1;
+    if (P == 1 && (st = sr_stream_open(*model, &r->stream, &s))) goto out;
     if ((st = sr_normalizer_create(r->normalizer, NULL, &norm)) || (st = sr_corpus_create(&running))) goto out;
 
     pc->p = (sr_eval_progress){.run_name = r->name, .run_index = ri, .n_runs = n_runs, .total = d->n,
@@ -501,11 +644,17 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
         notify(pc, note);
     }
     sr_score_setup setup = {norm, NULL};
-    for (size_t i = 0; i < d->n; i++) {
+    if (P > 1) {
+        if (!(done = sr_calloc(d->n ? d->n : 1, 1, "done utterances"))) { st = SR_ERR_NOMEM; goto out; }
+        for (size_t i = 0; i < d->n; i++)
+            for (size_t k = 0; k < n_rec && !done[i]; k++) done[i] = !strcmp(rec[k].id, d->utts[i].id);
+        if ((st = run_parallel(*model, r, P, d, done, rec, &n_rec, utts_path, &setup, running, pc))) goto out;
+    }
+    for (size_t i = 0; P == 1 && i < d->n; i++) {
         const sr_utt *u = &d->utts[i];
-        int done = 0;
-        for (size_t k = 0; k < n_rec && !done; k++) done = !strcmp(rec[k].id, u->id);
-        if (!done) {
+        int had = 0;
+        for (size_t k = 0; k < n_rec && !had; k++) had = !strcmp(rec[k].id, u->id);
+        if (!had) {
             sr_record *nr = &rec[n_rec];
             memset(nr, 0, sizeof *nr);
             if (!(nr->id = sr_strdup(u->id)) || !(nr->ref = sr_strdup(u->text))) { st = SR_ERR_NOMEM; goto out; }
@@ -525,6 +674,7 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
         notify(pc, NULL);
     }
     if ((st = finish_run(r, rec, n_rec, run_dir, sr_model_arch(*model), run_obj))) goto out;
+    cJSON_AddNumberToObject(*run_obj, "parallel", P);
     cJSON *agg = cJSON_GetObjectItem(*run_obj, "aggregate");
     *n_failed += (size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "n_failed"));
     cJSON *da = cJSON_GetObjectItem(*run_obj, "data");
@@ -541,6 +691,7 @@ out:
     sr_normalizer_free(norm);
     sr_corpus_free(running);
     sr_stream_close(s);
+    free(done);
     sr_records_free(rec, n_rec);
     sr_dataset_free(d);
     free(ident);

@@ -34,6 +34,8 @@ typedef void (*sr_eval_progress_fn)(const sr_eval_progress *p, void *user);
 typedef struct sr_eval_options {
     int restart;                  /* drop completed utterances and start over */
     size_t shard_k, shard_n;      /* shard_n == 0: no sharding */
+    int parallel;                 /* > 1: that many utterances at once through one batched engine
+                                     (results equal a sequential run's, timings aside) */
     const char *output;           /* NULL: the config's output */
     const char *config_path;      /* echoed into results.json */
     const char *git_rev;          /* echoed into results.json */

@@ -136,6 +136,77 @@ static sr_status run_cfg(sr_config *c, int restart, size_t k, size_t n, sr_eval_
     return sr_eval_run(c, &opt, o);
 }
 
+/* --parallel N: the same records, files and scores as a sequential run (timings aside), also
+ * when it resumes a cut-off log. */
+static void test_parallel(void)
+{
+    char seq[1024], par[1024], p[2048];
+    snprintf(seq, sizeof seq, "%s/seq", test_tmpdir());
+    snprintf(par, sizeof par, "%s/par", test_tmpdir());
+    sr_config *cs = make_config(seq, NULL, 0), *cp = make_config(par, NULL, 0);
+    sr_eval_outcome o;
+    CU_ASSERT_EQUAL_FATAL(run_cfg(cs, 0, 0, 0, &o), SR_OK);
+    sr_eval_outcome_clear(&o);
+    for (int pass = 0; pass < 2; pass++) {
+        sr_eval_options opt = {.parallel = 3, .git_rev = "test", .progress = count_notices};
+        if (pass == 1) { /* cut the log after two records and resume in parallel */
+            snprintf(p, sizeof p, "%s/utts.jsonl", par);
+            char *log = slurp(p);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+            char *cut = log;
+            for (int i = 0; i < 2; i++) cut = strchr(cut, '\n') + 1;
+            FILE *f = fopen(p, "w");
+            fwrite(log, 1, (size_t)(cut - log), f);
+            fclose(f);
+            free(log);
+        }
+        CU_ASSERT_EQUAL_FATAL(sr_eval_run(cp, &opt, &o), SR_OK);
+        sr_eval_outcome_clear(&o);
+        const char *files[] = {"hyp.trn", "ref.trn"};
+        for (int k = 0; k < 2; k++) {
+            char a[2048], b[2048];
+            snprintf(a, sizeof a, "%s/%s", seq, files[k]);
+            snprintf(b, sizeof b, "%s/%s", par, files[k]);
+            char *ha = slurp(a), *hb = slurp(b);
+            CU_ASSERT(ha && hb && !strcmp(ha, hb));
+            free(ha);
+            free(hb);
+        }
+        cJSON *ra = load_results(seq), *rb = load_results(par);
+        const char *keys[] = {"wer", "cer", "rwer", "arwer", "rwer_stable", "n_utts"};
+        for (int i = 0; i < 6; i++) CU_ASSERT_DOUBLE_EQUAL(agg(ra, 0, keys[i]), agg(rb, 0, keys[i]), 1e-12);
+        const cJSON *run_b = cJSON_GetArrayItem(cJSON_GetObjectItem(rb, "runs"), 0);
+        CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(run_b, "parallel")), 3);
+        cJSON_Delete(ra);
+        cJSON_Delete(rb);
+        /* every record equal but for compute times and memory */
+        sr_record *x = NULL, *y = NULL;
+        size_t nx = 0, ny = 0, dx = 0, dy = 0;
+        snprintf(p, sizeof p, "%s/utts.jsonl", seq);
+        CU_ASSERT_EQUAL_FATAL(sr_records_read(p, &x, &nx, &dx), SR_OK);
+        snprintf(p, sizeof p, "%s/utts.jsonl", par);
+        CU_ASSERT_EQUAL_FATAL(sr_records_read(p, &y, &ny, &dy), SR_OK);
+        CU_ASSERT_EQUAL(nx, ny);
+        CU_ASSERT(nx >= 4);
+        for (size_t i = 0; i < nx && i < ny; i++) {
+            CU_ASSERT_STRING_EQUAL(x[i].id, y[i].id);
+            CU_ASSERT_STRING_EQUAL(x[i].hyp, y[i].hyp);
+            CU_ASSERT_DOUBLE_EQUAL(x[i].audio_ms, y[i].audio_ms, 0);
+            CU_ASSERT_EQUAL_FATAL(x[i].n_points, y[i].n_points);
+            for (size_t k = 0; k < x[i].n_points; k++) {
+                CU_ASSERT_DOUBLE_EQUAL(x[i].points[k].t_ms, y[i].points[k].t_ms, 0);
+                CU_ASSERT_STRING_EQUAL(x[i].points[k].text, y[i].points[k].text);
+                CU_ASSERT_EQUAL(x[i].points[k].n_stable, y[i].points[k].n_stable);
+                CU_ASSERT_EQUAL(x[i].points[k].is_final, y[i].points[k].is_final);
+            }
+        }
+        sr_records_free(x, nx);
+        sr_records_free(y, ny);
+    }
+    sr_config_free(cs);
+    sr_config_free(cp);
+}
+
 static void test_sweep_outputs(void)
 {
     char out[1024];
@@ -489,6 +560,7 @@ void test_register_eval_run(void)
     TEST_SUITE("eval_run",
                {"sweep writes results, report, trn, timeline", test_sweep_outputs},
                {"a killed run resumes to the same result", test_resume},
+               {"--parallel equals a sequential run (and resumes)", test_parallel},
                {"shards merged equal one run", test_shard_merge},
                {"baseline gate and compare", test_baseline_and_compare},
                {"missing audio is counted, named", test_missing_audio_counted},
