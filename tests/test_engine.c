@@ -5,10 +5,11 @@
  *                       finishes at different steps, a reset mid-way, a stream closed early and
  *                       its slot reused by a new one — give every stream exactly the timeline
  *                       (tokens, stable counts, audio positions, text) of the same audio in a
- *                       solo stream. Every backend: test_linear (32 streams), FastConformer
- *                       (f32 and f16 caches, greedy and beam), Whisper (whisperrt with
- *                       stable_greedy / stable_beam, offline), Voxtral; real tiny.en on
- *                       generated speech when both are present.
+ *                       solo stream. Every backend: test_linear (1 and 32 streams),
+ *                       FastConformer (f32 and f16 caches, greedy and beam, offline; 3..24
+ *                       streams), Whisper (whisperrt with stable_greedy / stable_beam,
+ *                       reencode, offline; 3..16 streams), Voxtral (f32 and bf16 caches; 3..12
+ *                       streams); real tiny.en on generated speech when it is present.
  *   engine_threads      streams fed (and finished) from several threads while the test's thread
  *                       steps the engine: each stream equals its solo run (`make tsan` runs it
  *                       under ThreadSanitizer).
@@ -229,6 +230,7 @@ static void test_fastconformer(void)
     sr_stream_config c;
     sr_stream_config_init(&c);
     engine_vs_solo(m, &c, 6, 0.5, 2.5, 3, "fastconformer greedy");
+    engine_vs_solo(m, &c, 24, 0.3, 1.5, 14, "fastconformer greedy, 24 streams");
     c.cache_dtype = "f16";
     engine_vs_solo(m, &c, 4, 0.5, 2.0, 4, "fastconformer f16 caches");
     c.cache_dtype = NULL;
@@ -251,6 +253,7 @@ static void test_whisper(void)
     c.chunk_ms = 100;
     c.decoder = "stable_greedy";
     engine_vs_solo(m, &c, 5, 0.5, 2.0, 7, "whisper whisperrt stable_greedy");
+    engine_vs_solo(m, &c, 16, 0.3, 1.2, 15, "whisper whisperrt stable_greedy, 16 streams");
     c.decoder = "stable_beam";
     c.beam = 3;
     engine_vs_solo(m, &c, 3, 0.5, 1.5, 8, "whisper whisperrt stable_beam");
@@ -269,6 +272,7 @@ static void test_voxtral(void)
 {
     sr_model *m = test_load_model("voxtral/model.h5");
     engine_vs_solo(m, NULL, 4, 0.5, 2.0, 11, "voxtral");
+    engine_vs_solo(m, NULL, 12, 0.3, 1.2, 16, "voxtral, 12 streams");
     sr_stream_config c;
     sr_stream_config_init(&c);
     c.cache_dtype = "bf16";
