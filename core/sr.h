@@ -7,8 +7,9 @@
  * sr_status; sr_last_error() gives the detail text (naming the file, tensor or field) of the
  * last failure on the calling thread. Library code never prints and never exits.
  *
- * Thread-safety: distinct streams may be used from distinct threads at once, also when they
- * share one model. One stream must not be used from two threads at once.
+ * Thread-safety: distinct solo streams (sr_stream_open) may be used from distinct threads at
+ * once, also when they share one model. One stream must not be used from two threads at once.
+ * Streams of one engine share its batch: see sr_engine_create for what may run concurrently.
  *
  * Matrix layout convention: row-major, time-major features ([T, n_mels]) throughout.
  */
