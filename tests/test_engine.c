@@ -13,7 +13,9 @@
  *   engine_threads      streams fed (and finished) from several threads while the test's thread
  *                       steps the engine: each stream equals its solo run (`make tsan` runs it
  *                       under ThreadSanitizer).
- *   engine_api          arguments, slot limits, queued audio, errors of engine streams, memory.
+ *   engine_api          arguments, slot limits, queued audio, errors of engine streams, memory;
+ *                       a stream whose chunk fails in a step (test_linear's failure sample) is
+ *                       marked failed, the others finish as solo, and a reset revives it.
  */
 #include "test.h"
 
@@ -498,11 +500,79 @@ static void test_api(void)
     sr_model_free(m);
 }
 
+/* One stream's chunk fails inside a step: only that stream is failed (and says so until it is
+ * reset); the others' timelines equal their solo runs. */
+static void test_failure(void)
+{
+    sr_model *m = test_load_model("test_linear.h5");
+    sr_engine *e = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_engine_create(m, NULL, 3, &e), SR_OK);
+    sr_stream *s[3];
+    float *a[3];
+    size_t n = 16000;
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL_FATAL(sr_engine_open(e, &s[i]), SR_OK);
+        a[i] = make_audio(300 + (uint64_t)i, n);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a[i]);
+    }
+    /* stream 1's fourth chunk starts with the failure sample (the chunk size from a solo run) */
+    sr_stream *probe = solo_run(m, NULL, a[0], n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(probe);
+    size_t chunk = (size_t)sr_stream_timeline(probe)->entries[0].audio_ms * 16;
+    sr_stream_close(probe);
+    CU_ASSERT_FATAL(chunk > 0 && 4 * chunk < n);
+    float *bad = malloc(n * sizeof *bad);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+    memcpy(bad, a[1], n * sizeof *bad);
+    bad[3 * chunk] = 0.123456789f;
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(sr_stream_feed(s[i], i == 1 ? bad : a[i], n), SR_OK);
+        CU_ASSERT_EQUAL(sr_stream_finish(s[i]), SR_OK);
+    }
+    sr_status st = sr_engine_drain(e);
+    CU_ASSERT_EQUAL(st, SR_ERR_ARG);
+    CU_ASSERT(strstr(sr_last_error(), "slot 1") && strstr(sr_last_error(), "failure sample"));
+    const char *msg = NULL;
+    CU_ASSERT_EQUAL(sr_stream_failed(s[1], &msg), SR_ERR_ARG);
+    CU_ASSERT(msg && strstr(msg, "chunk 3"));
+    CU_ASSERT_EQUAL(sr_stream_failed(s[0], NULL), SR_OK);
+    TEST_ASSERT_ERR(sr_stream_feed(s[1], a[1], 10), SR_ERR_ARG, "failure sample");
+    CU_ASSERT_EQUAL(sr_stream_timeline(s[1])->n, 3); /* the chunks before the failing one */
+    /* the rest run to the end once the failure is out of the way */
+    CU_ASSERT_EQUAL(sr_engine_drain(e), SR_OK);
+    for (int i = 0; i < 3; i += 2) {
+        CU_ASSERT(sr_stream_done(s[i]));
+        sr_stream *solo = solo_run(m, NULL, a[i], n);
+        if (solo) CU_ASSERT(same_timeline(sr_stream_timeline(s[i]), sr_stream_timeline(solo), "failure", i));
+        sr_stream_close(solo);
+    }
+    CU_ASSERT(!sr_stream_done(s[1]));
+    /* a reset revives it */
+    sr_stream_reset(s[1]);
+    CU_ASSERT_EQUAL(sr_stream_failed(s[1], NULL), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_feed(s[1], a[1], n), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s[1]), SR_OK);
+    CU_ASSERT_EQUAL(sr_engine_drain(e), SR_OK);
+    sr_stream *solo = solo_run(m, NULL, a[1], n);
+    if (solo) CU_ASSERT(same_timeline(sr_stream_timeline(s[1]), sr_stream_timeline(solo), "failure, reset", 1));
+    sr_stream_close(solo);
+    /* a solo stream reports the same failure from its feed */
+    sr_stream *one = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &one), SR_OK);
+    TEST_ASSERT_ERR(sr_stream_feed(one, bad, n), SR_ERR_ARG, "failure sample");
+    TEST_ASSERT_ERR(sr_stream_finish(one), SR_ERR_ARG, "failure sample");
+    sr_stream_close(one);
+    sr_engine_free(e);
+    for (int i = 0; i < 3; i++) free(a[i]);
+    free(bad);
+    sr_model_free(m);
+}
+
 void test_register_engine(void)
 {
     TEST_SUITE("engine_equals_solo", {"test_linear_32_streams", test_linear_32},
                {"fastconformer", test_fastconformer}, {"whisper", test_whisper},
                {"voxtral", test_voxtral}, {"tiny_en", test_tiny_en});
     TEST_SUITE("engine_threads", {"fed_from_threads", test_threads});
-    TEST_SUITE("engine_api", {"api", test_api});
+    TEST_SUITE("engine_api", {"api", test_api}, {"a failing stream", test_failure});
 }

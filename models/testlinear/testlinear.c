@@ -7,11 +7,17 @@
  *   logits = proj.weight [vocab, n_bands] · f + proj.bias [vocab]                     [vocab]
  * scored one frame at a time (SYNC scorer); token `blank` means "no token".
  * A final partial chunk is zero-padded to a whole chunk; an empty one produces no frame.
+ *
+ * Failure hook (for the engine's failure tests; this backend serves tests only): a chunk whose
+ * first sample is exactly TL_FAIL_SAMPLE fails with SR_ERR_ARG. The value is not k / 32768
+ * for any integer k, so no 16-bit recording contains it.
  */
 #include "../../core/plugin.h"
 
 #include <math.h>
 #include <string.h>
+
+#define TL_FAIL_SAMPLE 0.123456789f
 
 typedef struct {
     int chunk;          /* samples per chunk */
@@ -136,6 +142,8 @@ static sr_status tl_process(void *state, const float *pcm, size_t n, int final)
     tl_stream *s = state;
     const tl_model *tm = s->tm;
     if (n == 0) return SR_OK;
+    if (pcm[0] == TL_FAIL_SAMPLE)
+        return sr_error(SR_ERR_ARG, "test_linear: chunk %d starts with the failure sample", s->n_frames);
     if (n < (size_t)tm->chunk) { /* final remainder: zero-pad to a whole chunk */
         memset(s->pad, 0, (size_t)tm->chunk * sizeof(float));
         memcpy(s->pad, pcm, n * sizeof(float));
