@@ -675,6 +675,9 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
     }
     if ((st = finish_run(r, rec, n_rec, run_dir, sr_model_arch(*model), run_obj))) goto out;
     cJSON_AddNumberToObject(*run_obj, "parallel", P);
+    /* wall time of this invocation's utterances (a resumed run counts only the new ones): with
+     * --parallel the per-chunk compute times overlap, so this is the run's real speed */
+    cJSON_AddNumberToObject(*run_obj, "wall_s", now_s() - pc->t0);
     cJSON *agg = cJSON_GetObjectItem(*run_obj, "aggregate");
     *n_failed += (size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "n_failed"));
     cJSON *da = cJSON_GetObjectItem(*run_obj, "data");
