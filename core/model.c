@@ -183,8 +183,9 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
     }
     if ((st = sr_kernels_select(m->opt.device, &m->k))) goto fail;
     if (m->opt.threads > 0) m->k->set_threads(m->opt.threads);
-    if (sr_h5_has_dataset(f, "/tokenizer/pieces_data") &&
-        (st = sr_tokenizer_load(f, &m->tokenizer)))
+    int has_tok = 0;
+    if ((st = sr_h5_has_dataset(f, "/tokenizer/pieces_data", &has_tok)) ||
+        (has_tok && (st = sr_tokenizer_load(f, &m->tokenizer))))
         goto fail;
     if ((st = m->ops->load(m, f))) goto fail;
     if ((st = check_unused(m, f))) {

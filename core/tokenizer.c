@@ -248,7 +248,9 @@ static sr_status load_into(sr_h5 *f, sr_tokenizer *t)
                         "pieces_data (%lld bytes)", path, (long long)t->off[t->n],
                         (long long)n_data);
 
-    if (sr_h5_has_dataset(f, "/tokenizer/special")) {
+    int has_special = 0;
+    if ((st = sr_h5_has_dataset(f, "/tokenizer/special", &has_special))) return st;
+    if (has_special) {
         int64_t n_special = 0;
         if ((st = read_1d(f, "/tokenizer/special", SR_I8, &p, &n_special))) return st;
         t->special = p;

@@ -155,6 +155,14 @@ static int obj_exists(hid_t file, const char *path, H5I_type_t want)
             H5L_info_t li;
             if (H5Lget_info(file, p, &li, H5P_DEFAULT) < 0) res = -1;
             else if (li.type != H5L_TYPE_HARD) res = 0;
+            else if (c == '/') { /* a path goes on only through groups: past a dataset it is absent */
+                hid_t o = H5Oopen(file, p, H5P_DEFAULT);
+                if (o < 0) res = -1;
+                else {
+                    if (H5Iget_type(o) != H5I_GROUP) res = 0;
+                    H5Oclose(o);
+                }
+            }
         }
         p[i] = c;
     }
@@ -869,13 +877,16 @@ sr_status sr_h5_tensor(sr_h5 *f, const char *name, sr_dtype want, int ndim, cons
 
 /* ---- any dataset ---------------------------------------------------------------------------- */
 
-int sr_h5_has_dataset(sr_h5 *f, const char *path)
+sr_status sr_h5_has_dataset(sr_h5 *f, const char *path, int *exists)
 {
-    if (!f || !path) return 0;
+    *exists = 0;
+    if (!f || !path) return sr_error(SR_ERR_ARG, "sr_h5_has_dataset: %s is NULL", f ? "path" : "file");
     h5_lock();
     int e = obj_exists(f->file, path, H5I_DATASET);
     h5_unlock();
-    return e == 1;
+    if (e < 0) return sr_error(SR_ERR_FORMAT, "%s: dataset %s: cannot look it up (file corrupt?)", f->path, path);
+    *exists = e == 1;
+    return SR_OK;
 }
 
 static sr_status load_dataset(sr_h5 *f, const char *path, sr_dtype want, sr_tensor *out)

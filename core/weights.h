@@ -72,7 +72,9 @@ sr_status sr_h5_tensor(sr_h5 *f, const char *name, sr_dtype want, int ndim, cons
  * its stored shape, converted to want (SR_F32, SR_I64, SR_I32 or, for u8/i8 data, SR_I8 as raw
  * bytes). Same NaN/Inf check for floats. Missing: SR_ERR_FORMAT naming the path. */
 sr_status sr_h5_dataset(sr_h5 *f, const char *path, sr_dtype want, sr_tensor *out);
-int sr_h5_has_dataset(sr_h5 *f, const char *path);
+/* *exists = 1 when a dataset is at path, 0 when nothing is; a path that cannot be looked up (a
+ * corrupt group on the way) is SR_ERR_FORMAT naming it, never "absent". */
+sr_status sr_h5_has_dataset(sr_h5 *f, const char *path, int *exists);
 /* String attribute of a group or dataset ("/tokenizer", "type"); NULL if absent. The returned
  * string is owned by f. */
 const char *sr_h5_attr(sr_h5 *f, const char *path, const char *attr);

@@ -92,6 +92,16 @@ def main():
     with h5py.File(path, "r+") as f:
         del f["weights/proj/weight_scale"]
 
+    # the /tokenizer group's object header made unreadable (its first 4 bytes overwritten):
+    # the root still lists the group, but nothing inside it can be looked up (a read error
+    # must not pass for "no tokenizer")
+    path = write("bad_tokenizer_header.h5", t)
+    with h5py.File(path, "r") as f:
+        addr = h5py.h5o.get_info(f["tokenizer"].id).addr
+    with open(path, "r+b") as fh:
+        fh.seek(addr)
+        fh.write(b"XXXX")
+
     # a plain HDF5 file (no srkit root), for sr_h5_open_plain / sr_h5_dataset
     WRITTEN.append("plain.h5")
     with h5py.File(os.path.join(OUT, "plain.h5"), "w") as f:

@@ -21,6 +21,14 @@
 #include "../core/weights.h"
 #include "test.h"
 
+
+/* sr_h5_has_dataset as 1 / 0, or -1 when it fails. */
+static int has_ds(sr_h5 *f, const char *path)
+{
+    int e = 0;
+    return sr_h5_has_dataset(f, path, &e) ? -1 : e;
+}
+
 static const float W_REF[48] = {
     -2.12849498f, -0.460558385f, 0.216233f, -0.372039109f, 0.339085609f, 2.38844085f,
     -2.00348163f, 0.420814693f, -1.13161731f, 0.878262758f, 0.0220744591f, 1.85827708f,
@@ -234,8 +242,8 @@ static void test_open_test_linear(void)
     CU_ASSERT(!sr_h5_has_tensor(f, "proj"));      /* a group */
     CU_ASSERT(!sr_h5_has_tensor(f, "proj.nope"));
     CU_ASSERT(!sr_h5_has_tensor(f, "a..b"));
-    CU_ASSERT(sr_h5_has_dataset(f, "/tokenizer/pieces_data"));
-    CU_ASSERT(!sr_h5_has_dataset(f, "/frontend/window"));
+    CU_ASSERT(has_ds(f, "/tokenizer/pieces_data") == 1);
+    CU_ASSERT(has_ds(f, "/frontend/window") == 0);
     CU_ASSERT_STRING_EQUAL(sr_h5_attr(f, "/tokenizer", "type"), "pieces");
     CU_ASSERT_PTR_NULL(sr_h5_attr(f, "/tokenizer", "nope"));
     CU_ASSERT_PTR_NULL(sr_h5_attr(f, "/nope", "type"));
@@ -781,10 +789,10 @@ static void test_plain(void)
     CU_ASSERT_PTR_NULL(sr_h5_arch(f));
     CU_ASSERT_PTR_NULL(sr_h5_config(f));
     CU_ASSERT_STRING_EQUAL(sr_h5_root_attr(f, "note"), "plain h5py file");
-    CU_ASSERT(sr_h5_has_dataset(f, "/f64"));
-    CU_ASSERT(sr_h5_has_dataset(f, "/group/nested"));
-    CU_ASSERT(!sr_h5_has_dataset(f, "/group"));
-    CU_ASSERT(!sr_h5_has_dataset(f, "/group/nested/deeper"));
+    CU_ASSERT(has_ds(f, "/f64") == 1);
+    CU_ASSERT(has_ds(f, "/group/nested") == 1);
+    CU_ASSERT(has_ds(f, "/group") == 0);
+    CU_ASSERT(has_ds(f, "/group/nested/deeper") == 0);
     CU_ASSERT_STRING_EQUAL(sr_h5_attr(f, "/group/nested", "unit"), "count");
 
     sr_tensor t;
@@ -912,6 +920,26 @@ static void test_threads(void)
     for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(fails[i], 0);
 }
 
+/* A /tokenizer group whose object header is unreadable: a lookup inside it fails, and that is
+ * an error naming the path, not "no tokenizer" (the model used to load without its tokenizer
+ * and print token ids). */
+static void test_tokenizer_unreadable(void)
+{
+    const char *p = test_fixture("bad_tokenizer_header.h5");
+    sr_h5 *f = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open(p, &f), SR_OK);
+    int e = 7;
+    TEST_ASSERT_ERR(sr_h5_has_dataset(f, "/tokenizer/pieces_data", &e), SR_ERR_FORMAT,
+                    "/tokenizer/pieces_data: cannot look it up");
+    CU_ASSERT_EQUAL(e, 0);
+    CU_ASSERT(has_ds(f, "/weights/proj/weight") == 1); /* the rest of the file still reads */
+    sr_h5_close(f);
+    sr_model *m = NULL;
+    TEST_ASSERT_ERR(sr_model_load(p, NULL, &m), SR_ERR_FORMAT, "bad_tokenizer_header.h5");
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT(strstr(sr_last_error(), "corrupt") != NULL);
+}
+
 void test_register_core_hdf5(void)
 {
     TEST_SUITE("core_hdf5",
@@ -931,6 +959,7 @@ void test_register_core_hdf5(void)
                {"truncated", test_truncated},
                {"garbage", test_garbage},
                {"bit_flip", test_bit_flip},
+               {"tokenizer_unreadable", test_tokenizer_unreadable},
                {"plain_file", test_plain},
                {"unused", test_unused},
                {"unused_extra", test_unused_extra},

@@ -207,8 +207,10 @@ static sr_status load_frontend(sr_model *m, sr_h5 *f, wh_model *w)
     sr_tensor t;
     memset(&t, 0, sizeof t);
     const char *path = "/frontend/mel_filters";
-    sr_status st;
-    if (sr_h5_has_dataset(f, path)) {
+    int has = 0;
+    sr_status st = sr_h5_has_dataset(f, path, &has);
+    if (st) return st;
+    if (has) {
         if ((st = sr_h5_dataset(f, path, SR_F32, &t))) return st;
         if (t.ndim != 2 || t.shape[0] != w->n_mels || t.shape[1] != 201) {
             st = sr_error(SR_ERR_FORMAT, "%s: %s: shape [%lld, %lld], config wants [%d, 201]",
