@@ -550,8 +550,51 @@ static void *alloc_elems(int64_t numel, size_t size, const sr_h5 *f, const char 
     return p;
 }
 
+/* Whether every element of dset has storage in the file. Storage that is not there reads back
+ * as the fill value without an error; a corrupt chunk index looks just like that, and no srkit
+ * writer leaves data out. Chunked: every chunk of the extent is in the index (the space status
+ * is no help: with a checksum filter a complete dataset reports "partly allocated");
+ * contiguous: allocated; compact: always. */
+static sr_status check_stored(const sr_h5 *f, hid_t dset, const char *what)
+{
+    hid_t sp = H5Dget_space(dset), pl = H5Dget_create_plist(dset);
+    int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    hsize_t dims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
+    H5D_layout_t lay = pl >= 0 ? H5Pget_layout(pl) : H5D_LAYOUT_ERROR;
+    int ok = nd >= 0 && nd <= H5S_MAX_RANK && lay != H5D_LAYOUT_ERROR &&
+             H5Sget_simple_extent_dims(sp, dims, NULL) == nd;
+    uint64_t want = 1;
+    for (int i = 0; ok && i < nd; i++) want *= dims[i];
+    const char *why = NULL;
+    if (ok && want > 0 && lay == H5D_CHUNKED) {
+        ok = H5Pget_chunk(pl, nd, cdims) == nd;
+        uint64_t nch = 1;
+        for (int i = 0; ok && i < nd; i++) {
+            if (!cdims[i]) ok = 0;
+            else nch *= (dims[i] + cdims[i] - 1) / cdims[i];
+        }
+        hsize_t have = 0;
+        if (ok && H5Dget_num_chunks(dset, sp, &have) < 0) ok = 0;
+        if (ok && have != nch) why = have ? "only partly" : "not";
+    } else if (ok && want > 0 && lay == H5D_CONTIGUOUS) {
+        H5D_space_status_t ss;
+        if (H5Dget_space_status(dset, &ss) < 0) ok = 0;
+        else if (ss != H5D_SPACE_STATUS_ALLOCATED) why = "not";
+    }
+    if (pl >= 0) H5Pclose(pl);
+    if (sp >= 0) H5Sclose(sp);
+    if (!ok) return sr_error(SR_ERR_FORMAT, "%s: %s: cannot read its storage layout (file corrupt?)", f->path, what);
+    if (why) return sr_error(SR_ERR_FORMAT, "%s: %s: its data is %s stored in the file (chunk index corrupt?)",
+                             f->path, what, why);
+    return SR_OK;
+}
+
 static sr_status read_raw(const sr_h5 *f, hid_t dset, hid_t mem, void *buf, const char *what)
 {
+    /* storage that is not (all) there reads back as the fill value without an error: a
+     * corrupt chunk index looks just like that, and no writer of srkit files leaves data out */
+    sr_status st = check_stored(f, dset, what);
+    if (st) return st;
     if (H5Dread(dset, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
         return sr_error(SR_ERR_FORMAT, "%s: %s: cannot read its data (file corrupt or truncated)",
                         f->path, what);

@@ -102,6 +102,18 @@ def main():
         fh.seek(addr)
         fh.write(b"XXXX")
 
+    # proj.weight's storage never allocated (what a corrupt chunk index looks like to libhdf5,
+    # which then reads the fill value, zeros, without an error)
+    path = write("bad_unallocated.h5", t)
+    with h5py.File(path, "r+") as f:
+        old = f["weights/proj/weight"]
+        shape, dtype, attrs = old.shape, old.dtype, dict(old.attrs)
+        del f["weights/proj/weight"]
+        d = f["weights/proj"].create_dataset("weight", shape=shape, dtype=dtype, chunks=shape,
+                                             fletcher32=True, track_times=False)
+        for k, v in attrs.items():
+            d.attrs[k] = v
+
     # a plain HDF5 file (no srkit root), for sr_h5_open_plain / sr_h5_dataset
     WRITTEN.append("plain.h5")
     with h5py.File(os.path.join(OUT, "plain.h5"), "w") as f:

@@ -940,6 +940,19 @@ static void test_tokenizer_unreadable(void)
     CU_ASSERT(strstr(sr_last_error(), "corrupt") != NULL);
 }
 
+/* A tensor whose storage is missing (a corrupt chunk index reads like this: libhdf5 returns the
+ * fill value, zeros, without an error) is refused, naming the tensor. */
+static void test_unallocated(void)
+{
+    sr_model *m = NULL;
+    TEST_ASSERT_ERR(sr_model_load(test_fixture("bad_unallocated.h5"), NULL, &m), SR_ERR_FORMAT,
+                    "proj.weight: its data is not stored");
+    CU_ASSERT_PTR_NULL(m);
+    /* complete single-chunk checksummed datasets (every srkit writer's layout) still load */
+    CU_ASSERT_EQUAL(sr_model_load(test_fixture("test_linear.h5"), NULL, &m), SR_OK);
+    sr_model_free(m);
+}
+
 void test_register_core_hdf5(void)
 {
     TEST_SUITE("core_hdf5",
@@ -960,6 +973,7 @@ void test_register_core_hdf5(void)
                {"garbage", test_garbage},
                {"bit_flip", test_bit_flip},
                {"tokenizer_unreadable", test_tokenizer_unreadable},
+               {"unallocated", test_unallocated},
                {"plain_file", test_plain},
                {"unused", test_unused},
                {"unused_extra", test_unused_extra},
