@@ -76,7 +76,7 @@ typedef struct field_def {
 } field_def;
 
 static const char *const DEVICES[] = {"cpu", "cuda", NULL};
-static const char *const FORMATS[] = {"librispeech", "manifest", "kaldi", "trn", NULL};
+static const char *const FORMATS[] = {"auto", "librispeech", "manifest", "kaldi", "trn", NULL};
 static const char *const NORMALIZERS[] = {"whisper_en", "basic", "none", NULL};
 static const char *const CACHE_DTYPES[] = {"f32", "f16", "bf16", NULL};
 
@@ -808,7 +808,7 @@ static sr_status parse_into(sr_config *c, const char *json)
     base.model.device = "cpu";
     base.model.threads = 0;
     sr_stream_config_init(&base.stream);
-    base.data.format = "librispeech";
+    base.data.format = "auto";
     base.data.limit = 0;
     base.alignments = NULL;
     base.normalizer = "whisper_en";

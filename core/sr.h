@@ -320,7 +320,8 @@ typedef struct sr_run_config {
     } model;
     sr_stream_config stream;
     struct {
-        const char *format;  /* "librispeech" | "manifest" | "kaldi" | "trn" */
+        const char *format;  /* "auto" (default: told from the path) | "librispeech" | "manifest" |
+                                "kaldi" | "trn" */
         const char *path;
         int limit;           /* 0 = all */
     } data;

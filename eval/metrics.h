@@ -196,11 +196,13 @@ typedef struct sr_corpus_metrics {
     sr_stat emission_delay_ms;  /* over words (all utterances pooled) */
     int64_t retracted_words, final_words;
     double revisions_per_word;  /* retracted_words / final_words (utterances with a timeline) */
-    double audio_s, compute_s;  /* over utterances with a complete compute record */
+    double audio_s, compute_s;  /* over utterances with a complete compute record; NaN when
+                                   there is none */
     double rtf;                 /* compute_s / audio_s */
     double rtf_chunk_mean;      /* mean over chunks of compute / chunk audio (t_k - t_{k-1} > 0) */
     double rtfx;                /* 1 / rtf */
-    sr_memstats memory;         /* maxima of what sr_corpus_add_memory saw (0 = never given) */
+    sr_memstats memory;         /* maxima of what sr_corpus_add_memory saw (0 = never given;
+                                   all 0: unknown, null in JSON) */
 } sr_corpus_metrics;
 
 /* Score one utterance without accumulating. Errors name in->id. */

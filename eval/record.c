@@ -411,10 +411,14 @@ cJSON *sr_corpus_to_json(const sr_corpus_metrics *m, size_t n_failed)
     add_rate(o, "rtf_chunk_mean", m->rtf_chunk_mean);
     add_rate(o, "rtfx", m->rtfx);
     cJSON *mem = cJSON_AddObjectToObject(o, "memory");
-    cJSON_AddNumberToObject(mem, "weight_bytes", (double)m->memory.weight_bytes);
-    cJSON_AddNumberToObject(mem, "stream_bytes", (double)m->memory.stream_bytes);
-    cJSON_AddNumberToObject(mem, "peak_rss_bytes", (double)m->memory.peak_rss_bytes);
-    cJSON_AddNumberToObject(mem, "gpu_peak_bytes", (double)m->memory.gpu_peak_bytes);
+    /* a measured run always has a peak RSS; all zero means nothing was measured (scored
+     * from another system's output): unknown, not 0 */
+    const sr_memstats *ms = &m->memory;
+    int known = ms->weight_bytes || ms->stream_bytes || ms->peak_rss_bytes || ms->gpu_peak_bytes;
+    add_rate(mem, "weight_bytes", known ? (double)ms->weight_bytes : NAN);
+    add_rate(mem, "stream_bytes", known ? (double)ms->stream_bytes : NAN);
+    add_rate(mem, "peak_rss_bytes", known ? (double)ms->peak_rss_bytes : NAN);
+    add_rate(mem, "gpu_peak_bytes", known ? (double)ms->gpu_peak_bytes : NAN);
     return o;
 }
 

@@ -133,7 +133,7 @@ sr_status sr_results_load(const char *path, cJSON **out)
 /* ---- per-run identity: a resumed run must be the same run --------------------------------------- */
 
 /* The part of a run's config that decides its records (not output or baseline). */
-static char *run_identity(const sr_run_config *r)
+static char *run_identity(const sr_run_config *r, const char *format)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", r->model.path ? r->model.path : "");
@@ -155,7 +155,7 @@ static char *run_identity(const sr_run_config *r)
     if (c->cache_dtype && strcmp(c->cache_dtype, "f32"))
         cJSON_AddStringToObject(s, "cache_dtype", c->cache_dtype);
     cJSON_AddStringToObject(j, "data", r->data.path ? r->data.path : "");
-    cJSON_AddStringToObject(j, "format", r->data.format ? r->data.format : "");
+    cJSON_AddStringToObject(j, "format", format);
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return txt;
@@ -554,6 +554,38 @@ out:
     return st;
 }
 
+sr_status sr_run_data_format(const sr_run_config *r, sr_data_format *out)
+{
+    sr_status st = sr_data_format_parse(r->data.format ? r->data.format : "auto", out);
+    if (!st && *out == SR_DATA_AUTO && (st = sr_dataset_detect(r->data.path, out)))
+        sr_error_prefix(st, "data.format is auto (not given) and the format of data.path cannot be told");
+    return st;
+}
+
+sr_status sr_run_dataset(const sr_run_config *r, sr_dataset **out)
+{
+    *out = NULL;
+    sr_data_format fmt;
+    sr_status st = sr_run_data_format(r, &fmt);
+    if (st) return st;
+    if ((st = sr_dataset_load(r->data.path, fmt, out))) {
+        /* an explicit format the path does not look like: say so, the reader's own message
+         * ("duplicate utterance id") would not */
+        sr_data_format seen;
+        int explicit_fmt = r->data.format && strcmp(r->data.format, "auto");
+        char *msg = sr_strdup(sr_last_error());
+        if (explicit_fmt && !sr_dataset_detect(r->data.path, &seen) && seen != fmt)
+            st = sr_error(st, "%s (data.format is \"%s\", but %s looks like %s data: is the format right?)",
+                          msg ? msg : sr_strerror(st), r->data.format, r->data.path, sr_data_format_name(seen));
+        else if (msg)
+            sr_error(st, "%s", msg);
+        free(msg);
+        return st;
+    }
+    sr_dataset_limit(*out, (size_t)r->data.limit);
+    return SR_OK;
+}
+
 /* The record set of one run: resumed records plus the ones streamed now. */
 static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, const char *run_dir,
                           sr_model **model, char **model_key, progress_ctx *pc, cJSON **run_obj,
@@ -567,8 +599,12 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
     sr_corpus *running = NULL;
     sr_normalizer *norm = NULL;
     char *utts_path = sr_path_join(run_dir, "utts.jsonl"), *id_path = sr_path_join(run_dir, "run.json");
-    char *ident = run_identity(r);
-    sr_status st = (!utts_path || !id_path || !ident) ? sr_error(SR_ERR_NOMEM, "out of memory") : SR_OK;
+    sr_data_format fmt;
+    char *ident = NULL;
+    sr_status st = sr_run_data_format(r, &fmt);
+    if (st) goto out;
+    ident = run_identity(r, sr_data_format_name(fmt));
+    st = (!utts_path || !id_path || !ident) ? sr_error(SR_ERR_NOMEM, "out of memory") : SR_OK;
     if (st) goto out;
     /* identity: refuse to mix another config's records into this folder */
     if (pc->opt->restart) {
@@ -585,10 +621,7 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
     }
     if ((st = sr_write_file_atomic(id_path, ident, strlen(ident)))) goto out;
     /* dataset */
-    sr_data_format fmt;
-    if ((st = sr_data_format_parse(r->data.format ? r->data.format : "librispeech", &fmt))) goto out;
-    if ((st = sr_dataset_load(r->data.path, fmt, &d))) goto out;
-    sr_dataset_limit(d, (size_t)r->data.limit);
+    if ((st = sr_run_dataset(r, &d))) goto out;
     if (pc->opt->shard_n && (st = sr_dataset_shard(d, pc->opt->shard_k, pc->opt->shard_n))) goto out;
     if ((st = sr_dataset_probe_durations(d))) goto out;
     /* resume */

@@ -31,6 +31,14 @@ typedef struct sr_eval_progress {
 
 typedef void (*sr_eval_progress_fn)(const sr_eval_progress *p, void *user);
 
+/* The data format of run r: data.format, or when it is "auto" / absent the one sr_dataset_detect
+ * sees in data.path (SR_ERR_FORMAT / SR_ERR_IO naming data.path when it cannot tell). */
+sr_status sr_run_data_format(const sr_run_config *r, sr_data_format *out);
+/* Run r's dataset (format as above, data.limit applied); *out owned by the caller
+ * (sr_dataset_free). A load error under an explicit format that the path does not look like
+ * says so. */
+sr_status sr_run_dataset(const sr_run_config *r, sr_dataset **out);
+
 typedef struct sr_eval_options {
     int restart;                  /* drop completed utterances and start over */
     size_t shard_k, shard_n;      /* shard_n == 0: no sharding */

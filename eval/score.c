@@ -78,6 +78,7 @@ struct sr_corpus {
     sr_rwer_result rwer;
     int64_t retracted, final_words;
     double audio_ms, compute_ms; /* utterances with complete compute records */
+    size_t n_timed;              /* how many such utterances */
     samples smp;
     sr_memstats mem;
 };
@@ -250,6 +251,7 @@ sr_status sr_corpus_add(sr_corpus *sc, const sr_utt_input *in, sr_utt_metrics *o
     if (!isnan(m.compute_ms) && !isnan(m.audio_ms)) {
         sc->compute_ms += m.compute_ms;
         sc->audio_ms += m.audio_ms;
+        sc->n_timed++;
     }
     if (out) *out = m;
     return SR_OK;
@@ -289,6 +291,7 @@ sr_status sr_corpus_merge(sr_corpus *dst, const sr_corpus *src)
     dst->final_words += src->final_words;
     dst->audio_ms += src->audio_ms;
     dst->compute_ms += src->compute_ms;
+    dst->n_timed += src->n_timed;
     mem_max(&dst->mem, &src->mem);
     return SR_OK;
 }
@@ -323,8 +326,10 @@ sr_status sr_corpus_result(const sr_corpus *sc, sr_corpus_metrics *out)
     out->retracted_words = sc->retracted;
     out->final_words = sc->final_words;
     out->revisions_per_word = sc->final_words > 0 ? (double)sc->retracted / (double)sc->final_words : NAN;
-    out->audio_s = sc->audio_ms / 1e3;
-    out->compute_s = sc->compute_ms / 1e3;
+    /* unknown (NaN: null in JSON) when no utterance came with compute times (scoring another
+     * system's trn), not 0 */
+    out->audio_s = sc->n_timed ? sc->audio_ms / 1e3 : NAN;
+    out->compute_s = sc->n_timed ? sc->compute_ms / 1e3 : NAN;
     out->rtf = sc->audio_ms > 0 ? sc->compute_ms / sc->audio_ms : NAN;
     out->rtfx = out->rtf > 0 ? 1.0 / out->rtf : NAN;
     double s = 0;

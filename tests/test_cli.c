@@ -158,10 +158,36 @@ static void test_eval_list_runs(void)
     char a[1024];
     snprintf(a, sizeof a, "SRKIT_HOME=/tmp/srkit-home %s eval configs/whisper-chunk-sweep.json --list-runs", bin());
     int rc = run(a, out, sizeof out);
-    CU_ASSERT_EQUAL(rc, 0);
-    int lines = 0;
-    for (char *p = out; (p = strchr(p, '\n')); p++) lines++;
-    CU_ASSERT_EQUAL(lines, 6);
+    if (test_shared("librispeech-sample")) { /* the data block is read: its size is listed */
+        CU_ASSERT_EQUAL(rc, 0);
+        int lines = 0;
+        for (char *p = out; (p = strchr(p, '\n')); p++) lines++;
+        CU_ASSERT_EQUAL(lines, 6);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "(librispeech, 10 utterances)"));
+    } else { /* and a missing one is an error naming it */
+        CU_ASSERT_EQUAL(rc, 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "librispeech-sample"));
+    }
+    /* --list-runs reads the data: a wrong path, or a format the path does not look like */
+    const char *cfg = test_tmppath("list.json");
+    FILE *cf = fopen(cfg, "w");
+    fprintf(cf, "{\"name\": \"x\", \"model\": {\"path\": \"m.h5\"}, \"data\": {\"path\": \"%s\"}}",
+            test_tmppath("no-such-data"));
+    fclose(cf);
+    snprintf(a, sizeof a, "eval %s --list-runs", cfg);
+    expect(runf(a), 1, "no-such-data", "--list-runs on a missing data path");
+    cf = fopen(cfg, "w");
+    fprintf(cf, "{\"name\": \"x\", \"model\": {\"path\": \"m.h5\"}, \"data\": {\"format\": \"manifest\", \"path\": \"%s\"}}",
+            test_fixture("eval/kaldi/segments"));
+    fclose(cf);
+    snprintf(a, sizeof a, "eval %s --list-runs", cfg);
+    expect(runf(a), 1, "looks like kaldi data", "--list-runs with a wrong explicit format");
+    cf = fopen(cfg, "w"); /* format left out: told from the path */
+    fprintf(cf, "{\"name\": \"x\", \"model\": {\"path\": \"m.h5\"}, \"data\": {\"path\": \"%s\"}}",
+            test_fixture("eval/kaldi/segments"));
+    fclose(cf);
+    snprintf(a, sizeof a, "eval %s --list-runs", cfg);
+    expect(runf(a), 0, "(kaldi, ", "--list-runs detects the format");
     snprintf(a, sizeof a, "SRKIT_HOME=/nonexistent/srkit-home %s eval configs/quickstart.json --output %s", bin(),
              test_tmppath("qs-missing"));
     CU_ASSERT_EQUAL(run(a, out, sizeof out), 1); /* no data there: a clear error, not a crash */

@@ -105,7 +105,7 @@ static void test_defaults(void)
     CU_ASSERT_EQUAL(r->stream.decoder_kv_cache, 0);
     CU_ASSERT_EQUAL(r->stream.delay_tokens, 0);
     CU_ASSERT_EQUAL(r->stream.record_timeline, 1);
-    CU_ASSERT_STRING_EQUAL(r->data.format, "librispeech");
+    CU_ASSERT_STRING_EQUAL(r->data.format, "auto");
     CU_ASSERT_STRING_EQUAL(r->data.path, "d");
     CU_ASSERT_EQUAL(r->data.limit, 0);
     CU_ASSERT_PTR_NULL(r->alignments);
@@ -246,7 +246,7 @@ static const schema_case SCHEMA[] = {
     {"", ", \"format\": \"kaldi\"", "", SR_OK, NULL},
     {"", ", \"format\": \"trn\"", "", SR_OK, NULL},
     {"", ", \"format\": \"wav\"", "", SR_ERR_ARG,
-     "data.format: \"wav\" is not one of librispeech, manifest, kaldi, trn"},
+     "data.format: \"wav\" is not one of auto, librispeech, manifest, kaldi, trn"},
     {NULL, NULL, DOC("\"n\"", GOOD_MODEL, "{\"path\": \"\"}"), SR_ERR_ARG, "data.path: must not be empty"},
     {"", ", \"limit\": 10", "", SR_OK, NULL},
     {"", ", \"limit\": -1", "", SR_ERR_ARG, "data.limit: must be >= 0, got -1"},

@@ -507,6 +507,12 @@ static void test_score_external(void)
     CU_ASSERT_DOUBLE_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "wer")), 92.0 / 124, 1e-12);
     CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(j, "arwer")));
     CU_ASSERT_PTR_NOT_NULL(cJSON_GetObjectItem(j, "rwer"));
+    /* what a trn cannot tell is unknown (null), not 0 */
+    const char *unknown[] = {"audio_s", "compute_s", "rtf", "rtfx"};
+    for (int i = 0; i < 4; i++) CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(j, unknown[i])));
+    const char *memk[] = {"weight_bytes", "stream_bytes", "peak_rss_bytes", "gpu_peak_bytes"};
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "memory"), memk[i])));
     cJSON_Delete(j);
     /* a timeline: RWER worked by hand. ref "a b c d"; entries "a" (0 err / 1), "a x" (1 / 2),
      * "a b c d" (0 / 4): RWER = 1 / 7; n_stable 0,1,4 -> committed: "" (0/0), "a" (0/1), all */

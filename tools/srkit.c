@@ -423,7 +423,8 @@ static int cmd_eval(int argc, char **argv)
                    "                 chunks share every step); results equal a sequential run's,\n"
                    "                 timings aside (each chunk's compute time is its step's)\n"
                    "  --output DIR   write here instead of the config's output\n"
-                   "  --list-runs    validate the config and print the runs it expands to\n\n"
+                   "  --list-runs    validate the config, read each run's data (path, format, utterances)\n"
+                   "                 and print the runs it expands to\n\n"
                    "exit status: 0 ok, 1 error or a baseline tolerance exceeded, 2 usage\n");
             return 0;
         }
@@ -452,13 +453,23 @@ static int cmd_eval(int argc, char **argv)
     sr_status st = sr_config_load(path, &c);
     if (st) return fail(st, path);
     for (size_t i = 0; i < sr_config_n_warnings(c); i++) fprintf(stderr, "srkit: warning: %s\n", sr_config_warning(c, i));
-    if (list) {
-        for (size_t i = 0; i < sr_config_n_runs(c); i++) {
+    if (list) { /* every run, with its data read (so a wrong path or format shows now) */
+        int rc = 0;
+        for (size_t i = 0; i < sr_config_n_runs(c) && !rc; i++) {
             const sr_run_config *r = sr_config_run(c, i);
-            printf("%s\tmodel=%s\tdata=%s\toutput=%s\n", r->name, r->model.path, r->data.path, r->output);
+            sr_dataset *d = NULL;
+            st = sr_run_dataset(r, &d);
+            if (st) {
+                rc = fail(st, r->name);
+                break;
+            }
+            printf("%s\tmodel=%s\tdata=%s (%s, %zu utterances%s)\toutput=%s\n", r->name, r->model.path,
+                   r->data.path, sr_data_format_name(d->format), d->n,
+                   d->n_problems ? ", some without audio" : "", r->output);
+            sr_dataset_free(d);
         }
         sr_config_free(c);
-        return 0;
+        return rc;
     }
     int tty = isatty(2);
     eo.progress = eval_progress;
