@@ -273,7 +273,7 @@ static sr_status write_report(const char *dir, const cJSON *results)
                                     cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(results, "machine"), "cpu_model")));
     if (!st)
         st = sr_strbuf_printf(&b, "| run | strategy | chunk ms | decoder | utts | WER %% | RWER %% | ARWER %% | "
-                                  "chunk p50 ms | chunk p90 ms | first hyp ms | RTF | stream bytes |\n"
+                                  "chunk p50 ms | chunk p90 ms | first hyp mean ms | RTF | stream bytes |\n"
                                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const cJSON *run;
     cJSON_ArrayForEach(run, cJSON_GetObjectItem(results, "runs")) {
@@ -293,7 +293,9 @@ static sr_status write_report(const char *dir, const cJSON *results)
         const char *dec = cJSON_GetStringValue(cJSON_GetObjectItem(s, "decoder"));
         char chunk[32];
         double cms = cJSON_GetNumberValue(cJSON_GetObjectItem(s, "chunk_ms"));
-        if (cms > 0) snprintf(chunk, sizeof chunk, "%.0f", cms);
+        /* offline strategies read the whole audio: a chunk size means nothing there */
+        if (strat && !strncmp(strat, "offline", 7)) snprintf(chunk, sizeof chunk, "–");
+        else if (cms > 0) snprintf(chunk, sizeof chunk, "%.0f", cms);
         else snprintf(chunk, sizeof chunk, "default");
         if (!st)
             st = sr_strbuf_printf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
@@ -303,7 +305,9 @@ static sr_status write_report(const char *dir, const cJSON *results)
     }
     if (!st)
         st = sr_strbuf_printf(&b, "\nWER/RWER/ARWER in %% after normalization; ARWER needs word alignments (– "
-                                  "without). Latency is compute per chunk; RTF = compute / audio.\n");
+                                  "without). Chunk latency is the compute time per chunk (p50, p90 over all chunks), first hyp the "
+                                  "audio time of the first non-empty hypothesis (mean over utterances); RTF = compute / "
+                                  "audio; chunk ms – for offline runs (the whole audio at once).\n");
     char *p = st ? NULL : sr_path_join(dir, "report.md");
     if (!st && !p) st = sr_error(SR_ERR_NOMEM, "out of memory");
     if (!st) st = sr_write_file_atomic(p, b.data, b.len);

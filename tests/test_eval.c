@@ -207,6 +207,28 @@ static void test_parallel(void)
     sr_config_free(cp);
 }
 
+/* report.md: an offline run has no chunk size ("–"), whatever chunk_ms the config carries. */
+static void test_report_offline(void)
+{
+    char outd[1024], json[4096], p[2048];
+    snprintf(outd, sizeof outd, "%s/offline", test_tmpdir());
+    snprintf(json, sizeof json,
+             "{\"name\": \"o\", \"model\": {\"path\": \"%s\"}, \"stream\": {\"strategy\": \"offline\","
+             " \"chunk_ms\": 300}, \"data\": {\"path\": \"%s\", \"limit\": 1}, \"normalizer\": \"basic\","
+             " \"output\": \"%s\"}", test_fixture("whisper/rand.h5"), dataset_dir(), outd);
+    sr_config *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_config_parse(json, "offline", &c), SR_OK);
+    sr_eval_outcome o;
+    CU_ASSERT_EQUAL_FATAL(run_cfg(c, 0, 0, 0, &o), SR_OK);
+    sr_eval_outcome_clear(&o);
+    snprintf(p, sizeof p, "%s/report.md", outd);
+    char *rep = slurp(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "| o | offline | – |"));
+    free(rep);
+    sr_config_free(c);
+}
+
 static void test_sweep_outputs(void)
 {
     char out[1024];
@@ -236,6 +258,7 @@ static void test_sweep_outputs(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
     CU_ASSERT_PTR_NOT_NULL(strstr(rep, "t[stream.record_timeline=true]"));
     CU_ASSERT_PTR_NOT_NULL(strstr(rep, "t[stream.record_timeline=false]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "| first hyp mean ms |")); /* the statistic is named */
     free(rep);
     const char *files[] = {"hyp.trn", "ref.trn", "timeline.jsonl", "utts.jsonl"};
     for (int i = 0; i < 4; i++) {
@@ -567,6 +590,7 @@ void test_register_eval_run(void)
                {"sweep writes results, report, trn, timeline", test_sweep_outputs},
                {"a killed run resumes to the same result", test_resume},
                {"--parallel equals a sequential run (and resumes)", test_parallel},
+               {"report.md: offline runs have no chunk size", test_report_offline},
                {"shards merged equal one run", test_shard_merge},
                {"baseline gate and compare", test_baseline_and_compare},
                {"missing audio is counted, named", test_missing_audio_counted},
