@@ -73,6 +73,8 @@ typedef struct field_def {
     int min;
     const char *const *choices; /* K_ENUM: NULL-terminated */
     size_t offset;              /* into sr_run_config */
+    double max;                 /* K_INT / K_PAIR / K_NUM: the largest value (docs/config.md);
+                                   sizes derived from it (chunk_ms x 16 samples) fit an int */
 } field_def;
 
 static const char *const DEVICES[] = {"cpu", "cuda", NULL};
@@ -82,35 +84,35 @@ static const char *const CACHE_DTYPES[] = {"f32", "f16", "bf16", NULL};
 
 #define OFF(m) offsetof(sr_run_config, m)
 static const field_def FIELDS[] = {
-    {"", "name", "name", K_NAME, 0, NULL, OFF(name)},
-    {"model", "path", "model.path", K_STR, 0, NULL, OFF(model.path)},
-    {"model", "device", "model.device", K_ENUM, 0, DEVICES, OFF(model.device)},
-    {"model", "threads", "model.threads", K_INT, 0, NULL, OFF(model.threads)},
-    {"stream", "strategy", "stream.strategy", K_STR_NULL, 0, NULL, OFF(stream.strategy)},
-    {"stream", "decoder", "stream.decoder", K_STR_NULL, 0, NULL, OFF(stream.decoder)},
-    {"stream", "chunk_ms", "stream.chunk_ms", K_INT, 1, NULL, OFF(stream.chunk_ms)},
-    {"stream", "first_chunk_ms", "stream.first_chunk_ms", K_INT, 0, NULL, OFF(stream.first_chunk_ms)},
-    {"stream", "stability_n", "stream.stability_n", K_INT, 1, NULL, OFF(stream.stability_n)},
-    {"stream", "beam", "stream.beam", K_INT, 1, NULL, OFF(stream.beam)},
-    {"stream", "max_symbols", "stream.max_symbols", K_INT, 0, NULL, OFF(stream.max_symbols)},
-    {"stream", "att_context", "stream.att_context", K_PAIR, -1, NULL, OFF(stream.att_context)},
+    {"", "name", "name", K_NAME, 0, NULL, OFF(name), 0},
+    {"model", "path", "model.path", K_STR, 0, NULL, OFF(model.path), 0},
+    {"model", "device", "model.device", K_ENUM, 0, DEVICES, OFF(model.device), 0},
+    {"model", "threads", "model.threads", K_INT, 0, NULL, OFF(model.threads), 1024},
+    {"stream", "strategy", "stream.strategy", K_STR_NULL, 0, NULL, OFF(stream.strategy), 0},
+    {"stream", "decoder", "stream.decoder", K_STR_NULL, 0, NULL, OFF(stream.decoder), 0},
+    {"stream", "chunk_ms", "stream.chunk_ms", K_INT, 1, NULL, OFF(stream.chunk_ms), SR_CHUNK_MS_MAX},
+    {"stream", "first_chunk_ms", "stream.first_chunk_ms", K_INT, 0, NULL, OFF(stream.first_chunk_ms), SR_CHUNK_MS_MAX},
+    {"stream", "stability_n", "stream.stability_n", K_INT, 1, NULL, OFF(stream.stability_n), SR_STABILITY_N_MAX},
+    {"stream", "beam", "stream.beam", K_INT, 1, NULL, OFF(stream.beam), SR_BEAM_MAX},
+    {"stream", "max_symbols", "stream.max_symbols", K_INT, 0, NULL, OFF(stream.max_symbols), SR_MAX_SYMBOLS_MAX},
+    {"stream", "att_context", "stream.att_context", K_PAIR, -1, NULL, OFF(stream.att_context), SR_ATT_CONTEXT_MAX},
     {"stream", "decoder_kv_cache", "stream.decoder_kv_cache", K_BOOL, 0, NULL,
-     OFF(stream.decoder_kv_cache)},
-    {"stream", "delay_tokens", "stream.delay_tokens", K_INT, 0, NULL, OFF(stream.delay_tokens)},
+     OFF(stream.decoder_kv_cache), 0},
+    {"stream", "delay_tokens", "stream.delay_tokens", K_INT, 0, NULL, OFF(stream.delay_tokens), SR_DELAY_TOKENS_MAX},
     {"stream", "record_timeline", "stream.record_timeline", K_BOOL, 0, NULL,
-     OFF(stream.record_timeline)},
-    {"stream", "cache_dtype", "stream.cache_dtype", K_ENUM, 0, CACHE_DTYPES, OFF(stream.cache_dtype)},
-    {"data", "format", "data.format", K_ENUM, 0, FORMATS, OFF(data.format)},
-    {"data", "path", "data.path", K_STR, 0, NULL, OFF(data.path)},
-    {"data", "limit", "data.limit", K_INT, 0, NULL, OFF(data.limit)},
-    {"", "alignments", "alignments", K_STR_NULL, 0, NULL, OFF(alignments)},
-    {"", "normalizer", "normalizer", K_ENUM, 0, NORMALIZERS, OFF(normalizer)},
-    {"", "output", "output", K_STR, 0, NULL, OFF(output)},
-    {"baseline", "path", "baseline.path", K_STR, 0, NULL, OFF(baseline.path)},
+     OFF(stream.record_timeline), 0},
+    {"stream", "cache_dtype", "stream.cache_dtype", K_ENUM, 0, CACHE_DTYPES, OFF(stream.cache_dtype), 0},
+    {"data", "format", "data.format", K_ENUM, 0, FORMATS, OFF(data.format), 0},
+    {"data", "path", "data.path", K_STR, 0, NULL, OFF(data.path), 0},
+    {"data", "limit", "data.limit", K_INT, 0, NULL, OFF(data.limit), 1e9},
+    {"", "alignments", "alignments", K_STR_NULL, 0, NULL, OFF(alignments), 0},
+    {"", "normalizer", "normalizer", K_ENUM, 0, NORMALIZERS, OFF(normalizer), 0},
+    {"", "output", "output", K_STR, 0, NULL, OFF(output), 0},
+    {"baseline", "path", "baseline.path", K_STR, 0, NULL, OFF(baseline.path), 0},
     {"baseline", "max_wer_increase", "baseline.max_wer_increase", K_NUM, 0, NULL,
-     OFF(baseline.max_wer_increase)},
+     OFF(baseline.max_wer_increase), 1e6},
     {"baseline", "max_rtf_increase", "baseline.max_rtf_increase", K_NUM, 0, NULL,
-     OFF(baseline.max_rtf_increase)},
+     OFF(baseline.max_rtf_increase), 1e6},
 };
 #undef OFF
 #define N_FIELDS SR_ARRAY_LEN(FIELDS)
@@ -464,7 +466,8 @@ static sr_status expand_tree(const sr_config *c, cJSON *node, sr_strbuf *path, s
 
 /* ---- typed setters ------------------------------------------------------------------------ */
 
-static sr_status get_int(const sr_config *c, const cJSON *v, const char *where, int min, int *out)
+static sr_status get_int(const sr_config *c, const cJSON *v, const char *where, int min, double max,
+                         int *out)
 {
     if (!cJSON_IsNumber(v))
         return sr_error(SR_ERR_FORMAT, "%s: %s: expected an integer, got %s", c->origin, where,
@@ -476,8 +479,9 @@ static sr_status get_int(const sr_config *c, const cJSON *v, const char *where, 
     if (d < (double)INT_MIN || d > (double)INT_MAX)
         return sr_error(SR_ERR_ARG, "%s: %s: %.15g is out of range for an integer", c->origin,
                         where, d);
-    if (d < (double)min)
-        return sr_error(SR_ERR_ARG, "%s: %s: must be >= %d, got %.15g", c->origin, where, min, d);
+    if (d < (double)min || (max > 0 && d > max))
+        return sr_error(SR_ERR_ARG, "%s: %s: must be in %d .. %.15g, got %.15g", c->origin, where, min,
+                        max, d);
     *out = (int)d;
     return SR_OK;
 }
@@ -533,7 +537,7 @@ static sr_status set_field(const sr_config *c, const field_def *f, const cJSON *
                         v->valuestring, list);
     }
     case K_INT:
-        return get_int(c, v, where, f->min, (int *)dst);
+        return get_int(c, v, where, f->min, f->max, (int *)dst);
     case K_BOOL:
         if (!cJSON_IsBool(v))
             return sr_error(SR_ERR_FORMAT, "%s: %s: expected a boolean (true or false), got %s",
@@ -553,7 +557,7 @@ static sr_status set_field(const sr_config *c, const field_def *f, const cJSON *
         for (int k = 0; k < 2; k++) {
             char sub[320];
             snprintf(sub, sizeof sub, "%s[%d]", where, k);
-            sr_status st = get_int(c, cJSON_GetArrayItem(v, k), sub, f->min, &pair[k]);
+            sr_status st = get_int(c, cJSON_GetArrayItem(v, k), sub, f->min, f->max, &pair[k]);
             if (st) return st;
         }
         memcpy(dst, pair, sizeof pair);
@@ -564,9 +568,9 @@ static sr_status set_field(const sr_config *c, const field_def *f, const cJSON *
             return sr_error(SR_ERR_FORMAT, "%s: %s: expected a number, got %s", c->origin, where,
                             type_name(v));
         double d = v->valuedouble;
-        if (!isfinite(d) || d < 0)
-            return sr_error(SR_ERR_ARG, "%s: %s: must be a finite number >= 0, got %.15g",
-                            c->origin, where, d);
+        if (!isfinite(d) || d < 0 || d > f->max)
+            return sr_error(SR_ERR_ARG, "%s: %s: must be a number in 0 .. %.15g, got %.15g",
+                            c->origin, where, f->max, d);
         *(double *)dst = d;
         return SR_OK;
     }

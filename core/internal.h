@@ -35,6 +35,20 @@ sr_status sr_error_unknown(const char *kind, const char *name, const char *(*nam
 /* Clear the detail message (successful calls that want a clean slate). */
 void sr_error_clear(void);
 
+/* Ranges of the numeric stream settings (sr_stream_config), the same for experiment configs
+ * (core/config.c) and API callers (checked when an engine or stream opens; docs/config.md):
+ * sizes derived from them (chunk samples = ms x 16) fit an int, and no loop runs unbounded. A
+ * backend narrows them further (Whisper: chunk_ms 40..1000). */
+#define SR_CHUNK_MS_MAX 600000      /* chunk_ms, first_chunk_ms: 0 (default) .. 10 minutes */
+#define SR_STABILITY_N_MAX 1000
+#define SR_BEAM_MAX 64
+#define SR_MAX_SYMBOLS_MAX 100      /* transducer symbols per frame (also a model config's) */
+#define SR_ATT_CONTEXT_MAX 100000
+#define SR_DELAY_TOKENS_MAX 10000
+
+/* SR_ERR_ARG naming the field (stream.chunk_ms, ...) when a value of c is outside its range. */
+sr_status sr_stream_config_check(const sr_stream_config *c);
+
 /* Checked allocation helpers: return NULL after recording SR_ERR_NOMEM with what. */
 void *sr_malloc(size_t n, const char *what);
 void *sr_calloc(size_t count, size_t size, const char *what);

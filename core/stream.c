@@ -677,6 +677,24 @@ sr_status sr_engine_drain(sr_engine *e)
 
 /* ---- engines ------------------------------------------------------------------------------- */
 
+sr_status sr_stream_config_check(const sr_stream_config *c)
+{
+    struct { const char *name; int v, lo, hi; } f[] = {
+        {"stream.chunk_ms", c->chunk_ms, 0, SR_CHUNK_MS_MAX},
+        {"stream.first_chunk_ms", c->first_chunk_ms, 0, SR_CHUNK_MS_MAX},
+        {"stream.stability_n", c->stability_n, 0, SR_STABILITY_N_MAX},
+        {"stream.beam", c->beam, 0, SR_BEAM_MAX},
+        {"stream.max_symbols", c->max_symbols, 0, SR_MAX_SYMBOLS_MAX},
+        {"stream.att_context[0]", c->att_context[0], -1, SR_ATT_CONTEXT_MAX},
+        {"stream.att_context[1]", c->att_context[1], -1, SR_ATT_CONTEXT_MAX},
+        {"stream.delay_tokens", c->delay_tokens, 0, SR_DELAY_TOKENS_MAX},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(f); i++)
+        if (f[i].v < f[i].lo || f[i].v > f[i].hi)
+            return sr_error(SR_ERR_ARG, "%s: %d is outside %d .. %d", f[i].name, f[i].v, f[i].lo, f[i].hi);
+    return SR_OK;
+}
+
 sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int max_streams,
                            sr_engine **out)
 {
@@ -699,6 +717,7 @@ sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int m
     e->cfg.strategy = e->strategy;
     e->cfg.decoder = e->decoder;
     e->cfg.cache_dtype = e->cache_dtype;
+    if ((st = sr_stream_config_check(&e->cfg))) goto fail;
     size_t M = (size_t)max_streams;
     if (!(e->slots = sr_calloc(M, sizeof *e->slots, "engine slots")) ||
         !(e->sel = sr_calloc(2 * M, sizeof *e->sel, "engine step")) ||

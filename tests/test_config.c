@@ -188,7 +188,7 @@ static const schema_case SCHEMA[] = {
     {", \"device\": \"gpu\"", "", "", SR_ERR_ARG, "model.device: \"gpu\" is not one of cpu, cuda"},
     {", \"device\": null", "", "", SR_ERR_FORMAT, "model.device: expected a string, got null"},
     {", \"threads\": 4", "", "", SR_OK, NULL},
-    {", \"threads\": -1", "", "", SR_ERR_ARG, "model.threads: must be >= 0, got -1"},
+    {", \"threads\": -1", "", "", SR_ERR_ARG, "model.threads: must be in 0 .. 1024, got -1"},
     {", \"threads\": \"2\"", "", "", SR_ERR_FORMAT, "model.threads: expected an integer, got string"},
     {", \"threads\": 2.5", "", "", SR_ERR_FORMAT, "model.threads: expected an integer, got 2.5"},
     /* stream */
@@ -202,7 +202,15 @@ static const schema_case SCHEMA[] = {
     {"", "", ", \"stream\": {\"decoder\": [\"x\"]}", SR_ERR_FORMAT,
      "stream.decoder: expected a string or null, got array"},
     {"", "", ", \"stream\": {\"chunk_ms\": 1}", SR_OK, NULL},
-    {"", "", ", \"stream\": {\"chunk_ms\": 0}", SR_ERR_ARG, "stream.chunk_ms: must be >= 1, got 0"},
+    {"", "", ", \"stream\": {\"chunk_ms\": 0}", SR_ERR_ARG, "stream.chunk_ms: must be in 1 .. 600000, got 0"},
+    /* upper bounds: sizes derived from them (samples, bytes) fit an int */
+    {"", "", ", \"stream\": {\"chunk_ms\": 2147483647}", SR_ERR_ARG,
+     "stream.chunk_ms: must be in 1 .. 600000, got 2147483647"},
+    {"", "", ", \"stream\": {\"chunk_ms\": 600000}", SR_OK, NULL},
+    {"", "", ", \"stream\": {\"first_chunk_ms\": 600001}", SR_ERR_ARG, "stream.first_chunk_ms: must be in 0 .. 600000"},
+    {"", "", ", \"stream\": {\"max_symbols\": 1000000000}", SR_ERR_ARG, "stream.max_symbols: must be in 0 .. 100"},
+    {"", "", ", \"stream\": {\"beam\": 65}", SR_ERR_ARG, "stream.beam: must be in 1 .. 64, got 65"},
+    {"", "", ", \"stream\": {\"att_context\": [100001, 0]}", SR_ERR_ARG, "stream.att_context[0]: must be in -1 .. 100000"},
     {"", "", ", \"stream\": {\"chunk_ms\": \"300\"}", SR_ERR_FORMAT,
      "t.json: stream.chunk_ms: expected an integer, got string"},
     {"", "", ", \"stream\": {\"chunk_ms\": 300.5}", SR_ERR_FORMAT,
@@ -211,20 +219,20 @@ static const schema_case SCHEMA[] = {
     {"", "", ", \"stream\": {\"chunk_ms\": true}", SR_ERR_FORMAT,
      "stream.chunk_ms: expected an integer, got boolean"},
     {"", "", ", \"stream\": {\"first_chunk_ms\": 0}", SR_OK, NULL},
-    {"", "", ", \"stream\": {\"first_chunk_ms\": -600}", SR_ERR_ARG, "stream.first_chunk_ms: must be >= 0"},
+    {"", "", ", \"stream\": {\"first_chunk_ms\": -600}", SR_ERR_ARG, "stream.first_chunk_ms: must be in 0 .. 600000"},
     {"", "", ", \"stream\": {\"stability_n\": 1}", SR_OK, NULL},
-    {"", "", ", \"stream\": {\"stability_n\": 0}", SR_ERR_ARG, "stream.stability_n: must be >= 1"},
+    {"", "", ", \"stream\": {\"stability_n\": 0}", SR_ERR_ARG, "stream.stability_n: must be in 1 .. 1000"},
     {"", "", ", \"stream\": {\"beam\": 8}", SR_OK, NULL},
-    {"", "", ", \"stream\": {\"beam\": 0}", SR_ERR_ARG, "stream.beam: must be >= 1, got 0"},
+    {"", "", ", \"stream\": {\"beam\": 0}", SR_ERR_ARG, "stream.beam: must be in 1 .. 64, got 0"},
     {"", "", ", \"stream\": {\"beam\": null}", SR_ERR_FORMAT, "stream.beam: expected an integer, got null"},
     {"", "", ", \"stream\": {\"max_symbols\": 0}", SR_OK, NULL},
-    {"", "", ", \"stream\": {\"max_symbols\": -2}", SR_ERR_ARG, "stream.max_symbols: must be >= 0"},
+    {"", "", ", \"stream\": {\"max_symbols\": -2}", SR_ERR_ARG, "stream.max_symbols: must be in 0 .. 100"},
     {"", "", ", \"stream\": {\"att_context\": [0, 0]}", SR_OK, NULL},
     {"", "", ", \"stream\": {\"att_context\": [70]}", SR_ERR_ARG,
      "stream.att_context: expected 2 integers [left, right], got 1"},
     {"", "", ", \"stream\": {\"att_context\": [70, 13, 1]}", SR_ERR_ARG, "stream.att_context: expected 2"},
     {"", "", ", \"stream\": {\"att_context\": [-1, -1]}", SR_OK, NULL}, /* NeMo's "unlimited" */
-    {"", "", ", \"stream\": {\"att_context\": [70, -2]}", SR_ERR_ARG, "stream.att_context[1]: must be >= -1"},
+    {"", "", ", \"stream\": {\"att_context\": [70, -2]}", SR_ERR_ARG, "stream.att_context[1]: must be in -1 .. 100000"},
     {"", "", ", \"stream\": {\"att_context\": [70, \"13\"]}", SR_ERR_FORMAT,
      "stream.att_context[1]: expected an integer, got string"},
     {"", "", ", \"stream\": {\"att_context\": [70.5, 13]}", SR_ERR_FORMAT,
@@ -235,7 +243,7 @@ static const schema_case SCHEMA[] = {
     {"", "", ", \"stream\": {\"decoder_kv_cache\": 1}", SR_ERR_FORMAT,
      "stream.decoder_kv_cache: expected a boolean (true or false), got number"},
     {"", "", ", \"stream\": {\"delay_tokens\": 6}", SR_OK, NULL},
-    {"", "", ", \"stream\": {\"delay_tokens\": -6}", SR_ERR_ARG, "stream.delay_tokens: must be >= 0"},
+    {"", "", ", \"stream\": {\"delay_tokens\": -6}", SR_ERR_ARG, "stream.delay_tokens: must be in 0 .. 10000"},
     {"", "", ", \"stream\": {\"record_timeline\": true}", SR_OK, NULL},
     {"", "", ", \"stream\": {\"record_timeline\": \"yes\"}", SR_ERR_FORMAT,
      "stream.record_timeline: expected a boolean (true or false), got string"},
@@ -249,7 +257,7 @@ static const schema_case SCHEMA[] = {
      "data.format: \"wav\" is not one of auto, librispeech, manifest, kaldi, trn"},
     {NULL, NULL, DOC("\"n\"", GOOD_MODEL, "{\"path\": \"\"}"), SR_ERR_ARG, "data.path: must not be empty"},
     {"", ", \"limit\": 10", "", SR_OK, NULL},
-    {"", ", \"limit\": -1", "", SR_ERR_ARG, "data.limit: must be >= 0, got -1"},
+    {"", ", \"limit\": -1", "", SR_ERR_ARG, "data.limit: must be in 0 .. 1000000000, got -1"},
     {"", ", \"limit\": \"all\"", "", SR_ERR_FORMAT, "data.limit: expected an integer, got string"},
     /* top-level scalars */
     {"", "", ", \"alignments\": \"a.ctm\"", SR_OK, NULL},
@@ -271,12 +279,12 @@ static const schema_case SCHEMA[] = {
     {"", "", ", \"baseline\": {\"path\": 1}", SR_ERR_FORMAT, "baseline.path: expected a string, got number"},
     {"", "", ", \"baseline\": {\"path\": \"b\", \"max_wer_increase\": 0}", SR_OK, NULL},
     {"", "", ", \"baseline\": {\"path\": \"b\", \"max_wer_increase\": -0.1}", SR_ERR_ARG,
-     "baseline.max_wer_increase: must be a finite number >= 0, got -0.1"},
+     "baseline.max_wer_increase: must be a number in 0 .. 1000000, got -0.1"},
     {"", "", ", \"baseline\": {\"path\": \"b\", \"max_wer_increase\": \"0.2\"}", SR_ERR_FORMAT,
      "baseline.max_wer_increase: expected a number, got string"},
     {"", "", ", \"baseline\": {\"path\": \"b\", \"max_rtf_increase\": 0.5}", SR_OK, NULL},
     {"", "", ", \"baseline\": {\"path\": \"b\", \"max_rtf_increase\": -1}", SR_ERR_ARG,
-     "baseline.max_rtf_increase: must be a finite number >= 0"},
+     "baseline.max_rtf_increase: must be a number in 0 .. 1000000"},
     /* sweep shape */
     {"", "", ", \"sweep\": null", SR_OK, NULL},
     {"", "", ", \"sweep\": {}", SR_OK, NULL},
@@ -606,7 +614,7 @@ static void test_int_as_float(void)
     sr_config *c = NULL;
     /* -0.0 is the integer 0, which is below beam's minimum of 1. */
     TEST_ASSERT_ERR(parse_top(", \"stream\": {\"beam\": -0.0e0}", &c), SR_ERR_ARG,
-                    "stream.beam: must be >= 1");
+                    "stream.beam: must be in 1 .. 64");
     CU_ASSERT_EQUAL_FATAL(parse_with(", \"threads\": 2.0", ", \"limit\": 1e2",
                                      ", \"stream\": {\"chunk_ms\": 300.0, \"att_context\": [70.0, 13]},"
                                      " \"baseline\": {\"path\": \"b\", \"max_wer_increase\": 1}",
@@ -626,8 +634,11 @@ static void test_int_as_float(void)
                     "stream.chunk_ms: 2147483648 is out of range");
     TEST_ASSERT_ERR(parse_with(", \"threads\": 1e400", "", "", &c), SR_ERR_FORMAT,
                     "model.threads: expected an integer");
-    CU_ASSERT_EQUAL(parse_top(", \"stream\": {\"chunk_ms\": 2147483647}", &c), SR_OK);
-    CU_ASSERT_EQUAL(sr_config_run(c, 0)->stream.chunk_ms, 2147483647);
+    /* INT_MAX is an integer, but past the field's range (its samples would overflow an int) */
+    TEST_ASSERT_ERR(parse_top(", \"stream\": {\"chunk_ms\": 2147483647}", &c), SR_ERR_ARG,
+                    "stream.chunk_ms: must be in 1 .. 600000, got 2147483647");
+    CU_ASSERT_EQUAL_FATAL(parse_top(", \"stream\": {\"chunk_ms\": 6e5}", &c), SR_OK);
+    CU_ASSERT_EQUAL(sr_config_run(c, 0)->stream.chunk_ms, 600000);
     sr_config_free(c);
 }
 
@@ -726,7 +737,7 @@ static void test_sweep_value_types(void)
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.chunk_ms\": [100, \"200\"]}", &c), SR_ERR_FORMAT,
                     "t.json: sweep.stream.chunk_ms[1]: expected an integer, got string");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.chunk_ms\": [100, 0]}", &c), SR_ERR_ARG,
-                    "sweep.stream.chunk_ms[1]: must be >= 1, got 0");
+                    "sweep.stream.chunk_ms[1]: must be in 1 .. 600000, got 0");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.chunk_ms\": [100.5]}", &c), SR_ERR_FORMAT,
                     "sweep.stream.chunk_ms[0]: expected an integer, got 100.5");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.decoder\": [\"a\", 3]}", &c), SR_ERR_FORMAT,
@@ -736,13 +747,13 @@ static void test_sweep_value_types(void)
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.att_context\": [[70, 13], [70]]}", &c), SR_ERR_ARG,
                     "sweep.stream.att_context[1]: expected 2 integers");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.att_context\": [[70, 13], [70, -2]]}", &c), SR_ERR_ARG,
-                    "sweep.stream.att_context[1][1]: must be >= -1");
+                    "sweep.stream.att_context[1][1]: must be in -1 .. 100000");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.record_timeline\": [0, 1]}", &c), SR_ERR_FORMAT,
                     "sweep.stream.record_timeline[0]: expected a boolean");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"data.format\": [\"kaldi\", \"trn\", \"csv\"]}", &c), SR_ERR_ARG,
                     "sweep.data.format[2]: \"csv\"");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"baseline.max_rtf_increase\": [-1]}", &c), SR_ERR_ARG,
-                    "sweep.baseline.max_rtf_increase[0]: must be a finite number >= 0");
+                    "sweep.baseline.max_rtf_increase[0]: must be a number in 0 .. 1000000");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"stream.beam\": [1, 2], \"stream.bem\": [3]}", &c), SR_ERR_ARG,
                     "sweep: unknown field stream.bem; did you mean stream.beam?");
     TEST_ASSERT_ERR(parse_top(", \"sweep\": {\"totally.unrelated\": [3]}", &c), SR_ERR_ARG,
@@ -833,7 +844,7 @@ static void *parse_worker(void *p)
         sr_status st = sr_config_parse(buf, "mt.json", &c);
         if (it % 2) {
             char want[64];
-            snprintf(want, sizeof want, "must be >= 1, got %d", -(a->id + 1));
+            snprintf(want, sizeof want, "must be in 1 .. 600000, got %d", -(a->id + 1));
             if (st != SR_ERR_ARG || !strstr(sr_last_error(), want)) a->failures++;
         } else {
             char want[64];

@@ -447,6 +447,17 @@ static void test_api(void)
     } else {
         CU_ASSERT(strstr(sr_last_error(), "stream.strategy") != NULL);
     }
+    /* numbers out of their documented range (core/internal.h) are refused for every backend
+     * before any size is computed from them */
+    sr_stream_config_init(&c);
+    c.chunk_ms = 2147483647;
+    TEST_ASSERT_ERR(sr_engine_create(m, &c, 2, &e), SR_ERR_ARG, "stream.chunk_ms: 2147483647 is outside 0 .. 600000");
+    sr_stream_config_init(&c);
+    c.beam = 65;
+    TEST_ASSERT_ERR(sr_stream_open(m, &c, &s), SR_ERR_ARG, "stream.beam: 65 is outside 0 .. 64");
+    sr_stream_config_init(&c);
+    c.att_context[1] = -2;
+    TEST_ASSERT_ERR(sr_stream_open(m, &c, &s), SR_ERR_ARG, "stream.att_context[1]");
     CU_ASSERT_EQUAL_FATAL(sr_engine_create(m, NULL, 2, &e), SR_OK);
     CU_ASSERT_EQUAL(sr_engine_max_streams(e), 2);
     CU_ASSERT_EQUAL_FATAL(sr_engine_open(e, &s), SR_OK);

@@ -1474,6 +1474,11 @@ static void test_bad_files(void)
     p = bad_copy("fc_blank.h5", NULL, cfg);
     TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "config.blank");
     free(cfg);
+    /* a symbol cap that would let a frame emit without end is refused where the file sets it */
+    cfg = config_with(m, "max_symbols", "1000000000");
+    p = bad_copy("fc_maxsym.h5", NULL, cfg);
+    TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "config.max_symbols: 1000000000 is outside 1 .. 100");
+    free(cfg);
     sr_model_free(m);
 }
 

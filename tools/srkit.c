@@ -58,8 +58,12 @@ static int parse_int(const char *flag, const char *v, int *out)
 {
     char *end;
     long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < 0 || x > 1000000) {
+    if (!v || !*v || *end || x < 0) {
         fprintf(stderr, "srkit: %s needs a non-negative integer, got \"%s\"\n", flag, v ? v : "");
+        return -1;
+    }
+    if (x > 1000000) { /* every count or duration option is far below; the library names the exact range */
+        fprintf(stderr, "srkit: %s: %s is too large (at most 1000000)\n", flag, v);
         return -1;
     }
     *out = (int)x;

@@ -131,7 +131,8 @@ static sr_status parse_config(sr_model *m, fc_model *w)
         return sr_error(st, "%s: config.blank: %d, NeMo's blank is vocab_size (%d)", p, w->blank, w->vocab);
     if (pred_hidden <= 0 || w->pred_layers <= 0 || w->joint_hidden <= 0)
         return sr_error(st, "%s: config.pred_hidden / pred_rnn_layers / joint_hidden must be positive", p);
-    if (w->max_symbols <= 0) return sr_error(st, "%s: config.max_symbols: %d must be positive", p, w->max_symbols);
+    if (w->max_symbols <= 0 || w->max_symbols > SR_MAX_SYMBOLS_MAX)
+        return sr_error(st, "%s: config.max_symbols: %d is outside 1 .. %d", p, w->max_symbols, SR_MAX_SYMBOLS_MAX);
     if (strcmp(cnorm, "layer_norm") && strcmp(cnorm, "batch_norm"))
         return sr_error(st, "%s: config.conv_norm_type: \"%s\" unsupported (layer_norm, batch_norm)", p, cnorm);
 
