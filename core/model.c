@@ -6,6 +6,7 @@
 #include "plugin.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 void sr_options_init(sr_options *o)
@@ -154,6 +155,34 @@ static sr_status check_unused(const sr_model *m, sr_h5 *f)
     return st;
 }
 
+/* SR_ERR_FORMAT when an object of the config (at any depth) has a key twice: JSON readers
+ * disagree on which one wins, so the file does not say what the model is. */
+static sr_status check_duplicates(const cJSON *o, const char *path, const char *where)
+{
+    if (cJSON_IsArray(o)) {
+        int i = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, o) {
+            char w[512];
+            snprintf(w, sizeof w, "%s[%d]", where, i++);
+            sr_status st = check_duplicates(c, path, w);
+            if (st) return st;
+        }
+        return SR_OK;
+    }
+    if (!cJSON_IsObject(o)) return SR_OK;
+    for (const cJSON *a = o->child; a; a = a->next) {
+        for (const cJSON *b = a->next; b; b = b->next)
+            if (a->string && b->string && !strcmp(a->string, b->string))
+                return sr_error(SR_ERR_FORMAT, "%s: %s.%s: the key appears more than once", path, where, a->string);
+        char w[512];
+        snprintf(w, sizeof w, "%s.%s", where, a->string ? a->string : "?");
+        sr_status st = check_duplicates(a, path, w);
+        if (st) return st;
+    }
+    return SR_OK;
+}
+
 sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **out)
 {
     if (!out) return sr_error(SR_ERR_ARG, "sr_model_load: out is NULL");
@@ -181,6 +210,7 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
         st = sr_error(SR_ERR_FORMAT, "%s: attribute config is not a JSON object", h5_path);
         goto fail;
     }
+    if ((st = check_duplicates(m->config, h5_path, "config"))) goto fail;
     if ((st = sr_kernels_select(m->opt.device, &m->k))) goto fail;
     if (m->opt.threads > 0) m->k->set_threads(m->opt.threads);
     int has_tok = 0;

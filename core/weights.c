@@ -51,6 +51,7 @@ static void h5_unlock(void) { pthread_mutex_unlock(&h5_mutex); }
 typedef struct {
     char *name;
     char *value; /* NULL when the attribute is not a scalar string */
+    int nul;     /* 1: a fixed-length string with a NUL byte inside its text ("whisper\0junk") */
 } root_attr;
 
 struct sr_h5 {
@@ -183,7 +184,9 @@ static int obj_exists(hid_t file, const char *path, H5I_type_t want)
 /* ---- attributes ----------------------------------------------------------------------------- */
 
 /* Read a string attribute holding one value (fixed or variable length). 0 ok (*out malloc'ed),
- * 1 not a one-element string, -1 unreadable or out of memory. */
+ * 1 not a one-element string, 2 a fixed-length string with a NUL byte inside its text (C would
+ * read only the part before it: "whisper\0junk" must not pass for "whisper"), -1 unreadable or
+ * out of memory. */
 static int read_str_attr(hid_t attr, char **out)
 {
     *out = NULL;
@@ -212,6 +215,12 @@ static int read_str_attr(hid_t attr, char **out)
             free(buf);
             goto done;
         }
+        for (size_t i = strnlen(buf, size); i < size; i++)
+            if (buf[i]) { /* text after a NUL: only NUL padding may follow the text */
+                free(buf);
+                res = 2;
+                goto done;
+            }
         *out = buf;
     }
     res = *out ? 0 : -1;
@@ -242,6 +251,7 @@ static herr_t root_attr_cb(hid_t loc, const char *name, const H5A_info_t *info, 
     }
     root_attr *ra = &f->root[f->n_root];
     ra->value = NULL;
+    ra->nul = 0;
     if (!(ra->name = strdup(name))) { it->failed = SR_ERR_NOMEM; return -1; }
     f->n_root++;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
@@ -249,6 +259,7 @@ static herr_t root_attr_cb(hid_t loc, const char *name, const H5A_info_t *info, 
     int r = read_str_attr(a, &ra->value);
     H5Aclose(a);
     if (r < 0) { it->failed = SR_ERR_FORMAT; return -1; }
+    ra->nul = r == 2;
     return 0;
 }
 
@@ -277,6 +288,8 @@ static sr_status root_string(sr_h5 *f, const char *name, const char **out)
 {
     const root_attr *a = find_root(f, name);
     if (!a) return sr_error(SR_ERR_FORMAT, "%s: root attribute %s is missing", f->path, name);
+    if (a->nul)
+        return sr_error(SR_ERR_FORMAT, "%s: root attribute %s has a NUL byte inside its text", f->path, name);
     if (!a->value)
         return sr_error(SR_ERR_FORMAT, "%s: root attribute %s is not a string", f->path, name);
     *out = a->value;

@@ -17,6 +17,7 @@ on 5-30 % of frames (measured on 103-1240-0000 and 1089-134686-0000).
 bad_*.h5 are each one defect away from test_linear.h5 (see BAD below).
 """
 
+import json
 import os
 import sys
 
@@ -73,8 +74,13 @@ def main():
     write("bad_version.h5", t, raw_attrs={"format_version": np.int64(2)})
     write("bad_no_arch.h5", t, raw_attrs={"arch": None})
     write("bad_unknown_arch.h5", t, arch="no_such_arch")
+    # a fixed-length arch string with a NUL inside its text: C would read "test_linear"
+    write("bad_arch_nul.h5", t, raw_attrs={"arch": np.bytes_(b"test_linear\x00junk")})
     write("bad_config_json.h5", t, raw_attrs={"config": "{sample_rate: 16000"})
     write("bad_config_array.h5", t, raw_attrs={"config": "[16000, 80]"})
+    # a key twice: JSON readers disagree on which wins
+    dup = json.dumps(CONFIG)[:-1] + ', "n_bands": 4}'
+    write("bad_config_dup.h5", t, raw_attrs={"config": dup})
     shape = dict(t, **{"proj.weight": t["proj.weight"][:, :7].copy()})
     write("bad_shape.h5", shape)
     nan = dict(t, **{"proj.weight": t["proj.weight"].copy()})

@@ -953,6 +953,20 @@ static void test_unallocated(void)
     sr_model_free(m);
 }
 
+/* A fixed-length root string with text after a NUL ("test_linear\0junk") is not taken for the
+ * part before the NUL; a config with a duplicate key is refused. */
+static void test_arch_nul(void)
+{
+    sr_model *m = NULL;
+    TEST_ASSERT_ERR(sr_model_load(test_fixture("bad_arch_nul.h5"), NULL, &m), SR_ERR_FORMAT,
+                    "root attribute arch has a NUL byte inside its text");
+    CU_ASSERT_PTR_NULL(m);
+    /* a config key given twice: which value counts is up to the JSON reader, so it is refused */
+    TEST_ASSERT_ERR(sr_model_load(test_fixture("bad_config_dup.h5"), NULL, &m), SR_ERR_FORMAT,
+                    "config.n_bands: the key appears more than once");
+    CU_ASSERT_PTR_NULL(m);
+}
+
 void test_register_core_hdf5(void)
 {
     TEST_SUITE("core_hdf5",
@@ -974,6 +988,7 @@ void test_register_core_hdf5(void)
                {"bit_flip", test_bit_flip},
                {"tokenizer_unreadable", test_tokenizer_unreadable},
                {"unallocated", test_unallocated},
+               {"arch_nul", test_arch_nul},
                {"plain_file", test_plain},
                {"unused", test_unused},
                {"unused_extra", test_unused_extra},
