@@ -7,8 +7,9 @@
  * inside, the three candidates are diag = D[i-1][j-1] + (equal ? 0 : 4), del = D[i-1][j] + 3,
  * ins = D[i][j-1] + 3, and the cell keeps diag when diag <= del and diag <= ins, else del when
  * del < ins, else ins (sclite's order, which decides between equal-cost alignments and hence the
- * split of errors into S/D/I). The path is traced back from D[N][M]. Only two cost rows are kept;
- * the choices take one byte per cell.
+ * split of errors into S/D/I). The path is traced back from D[N][M]. One cost row is kept; the
+ * choices take one byte per cell up to 64 M cells, beyond that the trace recomputes blocks of
+ * rows from checkpoints (align_spans), so a 20,000-word utterance needs megabytes, not 400 MB.
  *
  * Units are spans of bytes: words for WER, UTF-8 code points for CER.
  */
@@ -92,76 +93,119 @@ size_t sr_words_complete_prefix(const char *text, size_t stable_bytes)
 
 static int span_eq(span a, span b) { return a.len == b.len && memcmp(a.s, b.s, a.len) == 0; }
 
-/* The DP of the file comment over two span sequences. */
+/* Largest (n + 1)(m + 1) aligned with the whole back-pointer matrix (one byte per cell); larger
+ * problems use the checkpointed trace below (test hook: sr_align_set_full_limit). */
+static size_t full_limit = (size_t)64 << 20;
+
+void sr_align_set_full_limit(size_t cells) { full_limit = cells ? cells : ((size_t)64 << 20); }
+
+/* One DP cell of the file comment: the cost from its three predecessors and sclite's choice. */
+static inline int64_t cell(int64_t diag_prev, int64_t up, int64_t left, int eq, unsigned char *b)
+{
+    int64_t diag = diag_prev + (eq ? 0 : COST_SUB);
+    int64_t del = up + COST_DEL;
+    int64_t ins = left + COST_INS;
+    if (diag <= del && diag <= ins) {
+        *b = BACK_DIAG;
+        return diag;
+    }
+    if (del < ins) {
+        *b = BACK_DEL;
+        return del;
+    }
+    *b = BACK_INS;
+    return ins;
+}
+
+/* Rows i0 + 1 .. i1 of the DP over columns 0 .. jmax from the cost row of i0 (row: [jmax + 1],
+ * overwritten with the cost row of i1); back pointers of row i go to back[(i - i0 - 1) * w] when
+ * back is not NULL; every save_every-th row (absolute index) is copied to ck[i / save_every]
+ * when ck is not NULL. */
+static void dp_rows(const span *ref, const span *hyp, size_t i0, size_t i1, size_t jmax,
+                    int64_t *row, unsigned char *back, size_t w, int32_t *ck, size_t save_every,
+                    size_t ck_w)
+{
+    unsigned char scratch = 0;
+    for (size_t i = i0 + 1; i <= i1; i++) {
+        unsigned char *brow = back ? back + (i - i0 - 1) * w : NULL;
+        int64_t diag_prev = row[0];
+        row[0] = diag_prev + COST_DEL;
+        if (brow) brow[0] = BACK_DEL;
+        for (size_t j = 1; j <= jmax; j++) {
+            int64_t up = row[j];
+            row[j] = cell(diag_prev, up, row[j - 1], span_eq(ref[i - 1], hyp[j - 1]),
+                          brow ? &brow[j] : &scratch);
+            diag_prev = up;
+        }
+        if (ck && i % save_every == 0) /* costs <= 4 (n + m) < 2^31: checked by the caller */
+            for (size_t j = 0, o = (i / save_every) * ck_w; j <= jmax; j++) ck[o + j] = (int32_t)row[j];
+    }
+}
+
+/* The DP of the file comment over two span sequences. Up to full_limit cells the back pointers
+ * of every cell are kept (one byte each). Beyond, the cost rows of every B-th row are kept (B
+ * about 2 sqrt(n), costs as int32), and the trace recomputes one block of B rows at a time from its checkpoint,
+ * only up to the column the trace has reached: the same arithmetic gives the same costs and
+ * choices, so the path is exactly the full matrix's, in O(m sqrt(n)) memory and twice the time. */
 static sr_status align_spans(const span *ref, size_t n, const span *hyp, size_t m,
                              sr_edit_counts *counts, sr_align_step **path, size_t *n_path)
 {
     if (path) *path = NULL;
     if (n_path) *n_path = 0;
     memset(counts, 0, sizeof *counts);
-    if (n > (size_t)INT64_MAX / 8 || m > (size_t)INT64_MAX / 8 ||
-        (m + 1) > SIZE_MAX / (n + 1))
+    if (n > (size_t)INT64_MAX / 8 || m > (size_t)INT64_MAX / 8 || (m + 1) > SIZE_MAX / (n + 1) ||
+        n + m > SIZE_MAX / sizeof(sr_align_step))
         return sr_error(SR_ERR_ARG, "sr_align: %zu x %zu units is too large to align", n, m);
     size_t w = m + 1;
-    unsigned char *back = sr_malloc((n + 1) * w, "alignment back-pointers");
-    int64_t *prev = back ? sr_malloc(w * sizeof *prev, "alignment cost row") : NULL;
-    int64_t *cur = prev ? sr_malloc(w * sizeof *cur, "alignment cost row") : NULL;
-    if (!cur) {
+    int full = (n + 1) * w <= full_limit;
+    size_t B = n, nck = 0;
+    if (!full) {
+        /* B ~ 2 sqrt(n): the checkpoints ((n / B) rows of 4-byte costs) and one block of back
+         * pointers (B rows of bytes) then take about the same memory */
+        B = 64;
+        while (B * B < 4 * n) B += 64;
+        nck = n / B + 1;
+        if (n + m > (size_t)INT32_MAX / 4 || nck > SIZE_MAX / w / sizeof(int32_t) || B > SIZE_MAX / w)
+            return sr_error(SR_ERR_ARG, "sr_align: %zu x %zu units is too large to align", n, m);
+    }
+    /* back: the whole matrix (full) or one block of B rows; ck: the checkpoint cost rows */
+    unsigned char *back = sr_malloc((full ? n + 1 : B) * w, "alignment back-pointers");
+    int64_t *row = back ? sr_malloc(w * sizeof *row, "alignment cost row") : NULL;
+    int32_t *ck = row && !full ? sr_malloc(nck * w * sizeof *ck, "alignment checkpoints") : NULL;
+    sr_align_step *steps = (row && (full || ck)) ? sr_malloc((n + m + 1) * sizeof *steps, "alignment path") : NULL;
+    if (!steps) {
         free(back);
-        free(prev);
+        free(row);
+        free(ck);
         return SR_ERR_NOMEM;
     }
-    prev[0] = 0;
-    back[0] = BACK_DIAG;
-    for (size_t j = 1; j <= m; j++) {
-        prev[j] = prev[j - 1] + COST_INS;
-        back[j] = BACK_INS;
+    row[0] = 0;
+    for (size_t j = 1; j <= m; j++) row[j] = row[j - 1] + COST_INS;
+    if (full) {
+        back[0] = BACK_DIAG;
+        for (size_t j = 1; j <= m; j++) back[j] = BACK_INS;
+        dp_rows(ref, hyp, 0, n, m, row, back + w, w, NULL, 1, 0);
+    } else {
+        for (size_t j = 0; j <= m; j++) ck[j] = (int32_t)row[j];
+        dp_rows(ref, hyp, 0, n, m, row, NULL, w, ck, B, w);
     }
-    for (size_t i = 1; i <= n; i++) {
-        unsigned char *brow = back + i * w;
-        cur[0] = prev[0] + COST_DEL;
-        brow[0] = BACK_DEL;
-        for (size_t j = 1; j <= m; j++) {
-            int64_t diag = prev[j - 1] + (span_eq(ref[i - 1], hyp[j - 1]) ? 0 : COST_SUB);
-            int64_t del = prev[j] + COST_DEL;
-            int64_t ins = cur[j - 1] + COST_INS;
-            if (diag <= del && diag <= ins) {
-                cur[j] = diag;
-                brow[j] = BACK_DIAG;
-            } else if (del < ins) {
-                cur[j] = del;
-                brow[j] = BACK_DEL;
-            } else {
-                cur[j] = ins;
-                brow[j] = BACK_INS;
+    /* trace back from (n, m), collecting the steps in reverse */
+    size_t ns = 0, bi0 = 0; /* full: back row i at back + i w; else block rows bi0 + 1 .. */
+    size_t i = n, j = m;
+    while (i > 0 || j > 0) {
+        unsigned char b;
+        if (i == 0) b = BACK_INS;
+        else if (full) b = back[i * w + j];
+        else {
+            if (ns == 0 || i <= bi0) {
+                /* the block holding row i: rows bi0 + 1 .. i, columns 0 .. j (the trace only
+                 * moves up and left from here) */
+                bi0 = ((i - 1) / B) * B;
+                for (size_t c = 0; c <= j; c++) row[c] = ck[(bi0 / B) * w + c];
+                dp_rows(ref, hyp, bi0, i, j, row, back, w, NULL, 1, 0);
             }
+            b = back[(i - bi0 - 1) * w + j];
         }
-        int64_t *t = prev;
-        prev = cur;
-        cur = t;
-    }
-    free(prev);
-    free(cur);
-
-    /* trace back twice: once to size the path, once to fill it in order */
-    size_t steps = 0;
-    for (size_t i = n, j = m; i > 0 || j > 0; steps++) {
-        unsigned char b = back[i * w + j];
-        if (i > 0 && j > 0 && b == BACK_DIAG) { i--; j--; }
-        else if (i > 0 && (j == 0 || b == BACK_DEL)) i--;
-        else j--;
-    }
-    sr_align_step *p = NULL;
-    if (path && steps) {
-        p = sr_malloc(steps * sizeof *p, "alignment path");
-        if (!p) {
-            free(back);
-            return SR_ERR_NOMEM;
-        }
-    }
-    size_t k = steps;
-    for (size_t i = n, j = m; i > 0 || j > 0;) {
-        unsigned char b = back[i * w + j];
         sr_align_step st;
         if (i > 0 && j > 0 && b == BACK_DIAG) {
             int eq = span_eq(ref[i - 1], hyp[j - 1]);
@@ -180,13 +224,24 @@ static sr_status align_spans(const span *ref, size_t n, const span *hyp, size_t 
             st.ref = -1;
             st.hyp = (int64_t)--j;
         }
-        if (p) p[--k] = st;
+        steps[ns++] = st;
     }
     free(back);
+    free(row);
+    free(ck);
     counts->n_ref = (int64_t)n;
     counts->n_hyp = (int64_t)m;
-    if (path) *path = p;
-    if (n_path) *n_path = path ? steps : 0;
+    if (!path || !ns) {
+        free(steps);
+        return SR_OK;
+    }
+    for (size_t a = 0, z = ns - 1; a < z; a++, z--) { /* into order */
+        sr_align_step t = steps[a];
+        steps[a] = steps[z];
+        steps[z] = t;
+    }
+    *path = steps;
+    if (n_path) *n_path = ns;
     return SR_OK;
 }
 

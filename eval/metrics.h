@@ -62,9 +62,14 @@ typedef struct sr_edit_counts {
  * substitution 4, deletion 3, insertion 3) and sclite's choice among equal-cost predecessors
  * (diagonal first, then deletion if strictly cheaper than insertion, else insertion), traced
  * back from the end. Fills *counts; when path is non-NULL, *path is a malloc'ed array (free with
- * free(); NULL when empty) of *n_path steps in order. Memory (n_ref+1)*(n_hyp+1) bytes. */
+ * free(); NULL when empty) of *n_path steps in order. Memory (n_ref+1)*(n_hyp+1) bytes up to 64 M
+ * cells; beyond, about 4 (n_hyp+1) sqrt(n_ref) bytes (checkpointed rows, the same path, twice
+ * the time). */
 sr_status sr_align(const char *const *ref, size_t n_ref, const char *const *hyp, size_t n_hyp,
                    sr_edit_counts *counts, sr_align_step **path, size_t *n_path);
+/* Test hook: align with the whole back-pointer matrix up to `cells` (n_ref+1)(n_hyp+1) cells and
+ * with checkpoints beyond (0 restores the default, 64 M). Not thread-safe; tests only. */
+void sr_align_set_full_limit(size_t cells);
 
 /* Word counts of normalized texts (NULL = empty). */
 sr_status sr_wer_counts(const char *ref, const char *hyp, sr_edit_counts *out);

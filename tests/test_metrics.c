@@ -340,6 +340,58 @@ static int check_sclite_expected(const char *dir, const char *expected)
     return checked;
 }
 
+/* The checkpointed alignment (long utterances) traces exactly the path of the full back-pointer
+ * matrix: random word sequences of 0..400 words from small vocabularies (many ties), both ways;
+ * the sclite fixtures again with checkpoints forced. */
+#define SR_TEST_MIN(a, b) ((a) < (b) ? (a) : (b))
+static void test_align_checkpointed(void)
+{
+    static const char *vocab[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+    uint64_t r = 12345;
+    int same = 0, total = 0;
+    for (int it = 0; it < 300; it++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        size_t n = (size_t)(r >> 33) % 401, m;
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        m = it % 5 == 0 ? (size_t)(r >> 33) % 401 : n + (size_t)(r >> 33) % 21 - SR_TEST_MIN(n, 10);
+        int V = 2 + it % 7;
+        const char **a = malloc((n + 1) * sizeof *a), **b = malloc((m + 1) * sizeof *b);
+        CU_ASSERT_FATAL(a && b);
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            a[i] = vocab[(r >> 33) % (uint64_t)V];
+        }
+        for (size_t i = 0; i < m; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            /* mostly the reference with some edits, sometimes unrelated */
+            b[i] = (i < n && (r >> 40) % 5) ? a[i] : vocab[(r >> 33) % (uint64_t)V];
+        }
+        sr_edit_counts c1, c2;
+        sr_align_step *p1 = NULL, *p2 = NULL;
+        size_t n1 = 0, n2 = 0;
+        sr_align_set_full_limit(0);
+        CU_ASSERT_EQUAL_FATAL(sr_align(a, n, b, m, &c1, &p1, &n1), SR_OK);
+        sr_align_set_full_limit(1); /* every problem checkpointed */
+        CU_ASSERT_EQUAL_FATAL(sr_align(a, n, b, m, &c2, &p2, &n2), SR_OK);
+        sr_align_set_full_limit(0);
+        int eq = n1 == n2 && !memcmp(&c1, &c2, sizeof c1);
+        for (size_t k = 0; eq && k < n1; k++) /* field by field: the struct has padding */
+            eq = p1[k].op == p2[k].op && p1[k].ref == p2[k].ref && p1[k].hyp == p2[k].hyp;
+        same += eq;
+        total++;
+        if (!eq) printf("\n      checkpointed alignment differs: %zu x %zu words, vocabulary %d", n, m, V);
+        free(p1);
+        free(p2);
+        free(a);
+        free(b);
+    }
+    CU_ASSERT_EQUAL(same, total);
+    sr_align_set_full_limit(1);
+    int n = check_sclite_expected(test_fixture("sclite"), test_fixture("sclite/expected.txt"));
+    sr_align_set_full_limit(0);
+    CU_ASSERT(n >= 60);
+}
+
 static void test_sclite_stored(void)
 {
     int n = check_sclite_expected(test_fixture("sclite"), test_fixture("sclite/expected.txt"));
@@ -766,7 +818,8 @@ void test_register_eval_metrics(void)
     TEST_SUITE("eval_wer", {"words_split", test_words_split}, {"complete_prefix", test_complete_prefix},
                {"align_hand", test_align_hand}, {"wer_empty", test_wer_empty}, {"cer", test_cer},
                {"align_bad_args", test_align_bad_args}, {"sclite_stored", test_sclite_stored},
-               {"sclite_live", test_sclite_live}, {"sclite_random", test_sclite_random});
+               {"sclite_live", test_sclite_live}, {"sclite_random", test_sclite_random},
+               {"align_checkpointed", test_align_checkpointed});
     TEST_SUITE("eval_rwer", {"hand_worked", test_rwer_hand}, {"availability", test_rwer_availability},
                {"bad_input", test_rwer_bad_input});
     TEST_SUITE("eval_latency", {"percentiles", test_percentiles}, {"emission_delay", test_emission_delay},
