@@ -11,7 +11,8 @@
  * choices take one byte per cell up to 64 M cells, beyond that the trace recomputes blocks of
  * rows from checkpoints (align_spans), so a 20,000-word utterance needs megabytes, not 400 MB.
  *
- * Units are spans of bytes: words for WER, UTF-8 code points for CER.
+ * Units are spans of bytes: words for WER, UTF-8 code points for CER, numbered first (equal
+ * units, equal ids) so that the DP compares integers.
  */
 #include "metrics.h"
 
@@ -121,7 +122,7 @@ static inline int64_t cell(int64_t diag_prev, int64_t up, int64_t left, int eq, 
  * overwritten with the cost row of i1); back pointers of row i go to back[(i - i0 - 1) * w] when
  * back is not NULL; every save_every-th row (absolute index) is copied to ck[i / save_every]
  * when ck is not NULL. */
-static void dp_rows(const span *ref, const span *hyp, size_t i0, size_t i1, size_t jmax,
+static void dp_rows(const uint32_t *ref, const uint32_t *hyp, size_t i0, size_t i1, size_t jmax,
                     int64_t *row, unsigned char *back, size_t w, int32_t *ck, size_t save_every,
                     size_t ck_w)
 {
@@ -133,13 +134,47 @@ static void dp_rows(const span *ref, const span *hyp, size_t i0, size_t i1, size
         if (brow) brow[0] = BACK_DEL;
         for (size_t j = 1; j <= jmax; j++) {
             int64_t up = row[j];
-            row[j] = cell(diag_prev, up, row[j - 1], span_eq(ref[i - 1], hyp[j - 1]),
+            row[j] = cell(diag_prev, up, row[j - 1], ref[i - 1] == hyp[j - 1],
                           brow ? &brow[j] : &scratch);
             diag_prev = up;
         }
         if (ck && i % save_every == 0) /* costs <= 4 (n + m) < 2^31: checked by the caller */
             for (size_t j = 0, o = (i / save_every) * ck_w; j <= jmax; j++) ck[o + j] = (int32_t)row[j];
     }
+}
+
+/* Number the units of both sequences so that equal units get equal ids (an exact hash table
+ * over their bytes): the DP then compares integers. ids: [n + m], ref's first. */
+static sr_status intern(const span *ref, size_t n, const span *hyp, size_t m, uint32_t *ids)
+{
+    size_t total = n + m, cap = 16;
+    while (cap < 2 * total) cap *= 2;
+    int64_t *slot = sr_malloc(cap * sizeof *slot, "alignment unit table"); /* unit index or -1 */
+    if (!slot) return SR_ERR_NOMEM;
+    for (size_t k = 0; k < cap; k++) slot[k] = -1;
+    uint32_t next = 0;
+    for (size_t u = 0; u < total; u++) {
+        const span *a = u < n ? &ref[u] : &hyp[u - n];
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+        for (size_t b = 0; b < a->len; b++) h = (h ^ (unsigned char)a->s[b]) * 1099511628211ULL;
+        size_t k = (size_t)h & (cap - 1);
+        for (;;) {
+            if (slot[k] < 0) {
+                slot[k] = (int64_t)u;
+                ids[u] = next++;
+                break;
+            }
+            size_t v = (size_t)slot[k];
+            const span *b = v < n ? &ref[v] : &hyp[v - n];
+            if (span_eq(*a, *b)) {
+                ids[u] = ids[v];
+                break;
+            }
+            k = (k + 1) & (cap - 1);
+        }
+    }
+    free(slot);
+    return SR_OK;
 }
 
 /* The DP of the file comment over two span sequences. Up to full_limit cells the back pointers
@@ -171,11 +206,18 @@ static sr_status align_spans(const span *ref, size_t n, const span *hyp, size_t 
     /* back: the whole matrix (full) or one block of B rows; ck: the checkpoint cost rows */
     unsigned char *back = sr_malloc((full ? n + 1 : B) * w, "alignment back-pointers");
     int64_t *row = back ? sr_malloc(w * sizeof *row, "alignment cost row") : NULL;
-    int32_t *ck = row && !full ? sr_malloc(nck * w * sizeof *ck, "alignment checkpoints") : NULL;
-    sr_align_step *steps = (row && (full || ck)) ? sr_malloc((n + m + 1) * sizeof *steps, "alignment path") : NULL;
+    uint32_t *ids = row ? sr_malloc((n + m + 1) * sizeof *ids, "alignment unit ids") : NULL;
+    if (ids && intern(ref, n, hyp, m, ids)) {
+        free(ids);
+        ids = NULL;
+    }
+    const uint32_t *ra = ids, *ha = ids ? ids + n : NULL;
+    int32_t *ck = ids && !full ? sr_malloc(nck * w * sizeof *ck, "alignment checkpoints") : NULL;
+    sr_align_step *steps = (ids && (full || ck)) ? sr_malloc((n + m + 1) * sizeof *steps, "alignment path") : NULL;
     if (!steps) {
         free(back);
         free(row);
+        free(ids);
         free(ck);
         return SR_ERR_NOMEM;
     }
@@ -184,10 +226,10 @@ static sr_status align_spans(const span *ref, size_t n, const span *hyp, size_t 
     if (full) {
         back[0] = BACK_DIAG;
         for (size_t j = 1; j <= m; j++) back[j] = BACK_INS;
-        dp_rows(ref, hyp, 0, n, m, row, back + w, w, NULL, 1, 0);
+        dp_rows(ra, ha, 0, n, m, row, back + w, w, NULL, 1, 0);
     } else {
         for (size_t j = 0; j <= m; j++) ck[j] = (int32_t)row[j];
-        dp_rows(ref, hyp, 0, n, m, row, NULL, w, ck, B, w);
+        dp_rows(ra, ha, 0, n, m, row, NULL, w, ck, B, w);
     }
     /* trace back from (n, m), collecting the steps in reverse */
     size_t ns = 0, bi0 = 0; /* full: back row i at back + i w; else block rows bi0 + 1 .. */
@@ -202,13 +244,13 @@ static sr_status align_spans(const span *ref, size_t n, const span *hyp, size_t 
                  * moves up and left from here) */
                 bi0 = ((i - 1) / B) * B;
                 for (size_t c = 0; c <= j; c++) row[c] = ck[(bi0 / B) * w + c];
-                dp_rows(ref, hyp, bi0, i, j, row, back, w, NULL, 1, 0);
+                dp_rows(ra, ha, bi0, i, j, row, back, w, NULL, 1, 0);
             }
             b = back[(i - bi0 - 1) * w + j];
         }
         sr_align_step st;
         if (i > 0 && j > 0 && b == BACK_DIAG) {
-            int eq = span_eq(ref[i - 1], hyp[j - 1]);
+            int eq = ra[i - 1] == ha[j - 1];
             st.op = eq ? SR_EDIT_COR : SR_EDIT_SUB;
             if (eq) counts->cor++; else counts->sub++;
             st.ref = (int64_t)--i;
@@ -228,6 +270,7 @@ static sr_status align_spans(const span *ref, size_t n, const span *hyp, size_t 
     }
     free(back);
     free(row);
+    free(ids);
     free(ck);
     counts->n_ref = (int64_t)n;
     counts->n_hyp = (int64_t)m;
