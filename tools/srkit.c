@@ -987,7 +987,6 @@ typedef struct {
     int loop;           /* feed the concatenated audio again and again until max_ms */
     int streams;        /* > 0: that many concurrent streams (bench_multi) */
     int separate;       /* with streams: solo streams on threads instead of one engine */
-    int realtime;       /* with streams: feed at the pace of real time, measure latency */
     sr_config *stream_cfg; /* owns the strings of o.sc when --stream was given */
 } bench_args;
 
@@ -1059,6 +1058,49 @@ static int bench_load_audio(const bench_args *b, sr_audio *all)
     size_t cap = (size_t)b->max_ms * 16;
     if (b->max_ms > 0 && all->n > cap && !b->loop) all->n = cap;
     return 0;
+}
+
+/* The run's settings at the head of a benchmark's JSON object: model, device, threads, audio
+ * files and the stream config (null / 0: backend default). */
+static void bench_json_run(cJSON *j, const bench_args *b, const sr_model *m)
+{
+    const run_opts *o = &b->o;
+    const sr_stream_config *sc = &o->sc;
+    cJSON_AddStringToObject(j, "model", b->model);
+    cJSON_AddStringToObject(j, "arch", sr_model_arch(m));
+    cJSON_AddStringToObject(j, "device", o->mo.device ? o->mo.device : "cpu");
+    cJSON_AddNumberToObject(j, "threads", bench_threads(o));
+    cJSON *files = cJSON_AddArrayToObject(j, "audio");
+    for (int i = 0; i < b->n_audio; i++) cJSON_AddItemToArray(files, cJSON_CreateString(b->audio[i]));
+    if (sc->strategy) cJSON_AddStringToObject(j, "strategy", sc->strategy);
+    else cJSON_AddNullToObject(j, "strategy");
+    if (sc->decoder) cJSON_AddStringToObject(j, "decoder", sc->decoder);
+    else cJSON_AddNullToObject(j, "decoder");
+    cJSON_AddNumberToObject(j, "chunk_ms", sc->chunk_ms);
+    cJSON_AddNumberToObject(j, "first_chunk_ms", sc->first_chunk_ms);
+    cJSON_AddNumberToObject(j, "beam", sc->beam);
+    cJSON_AddNumberToObject(j, "stability_n", sc->stability_n);
+    cJSON_AddBoolToObject(j, "decoder_kv_cache", sc->decoder_kv_cache);
+    if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
+    else cJSON_AddNullToObject(j, "cache_dtype");
+}
+
+/* The same as the first line of the text output. */
+static void bench_print_run(const bench_args *b, const sr_model *m)
+{
+    const sr_stream_config *sc = &b->o.sc;
+    printf("model %s (%s), strategy %s, decoder %s, chunk %d ms, %d thread(s)\n", b->model,
+           sr_model_arch(m), sc->strategy ? sc->strategy : "(default)",
+           sc->decoder ? sc->decoder : "(default)", sc->chunk_ms, bench_threads(&b->o));
+}
+
+/* Print j as one line and free it. */
+static void bench_print_json(cJSON *j)
+{
+    char *txt = cJSON_PrintUnformatted(j);
+    printf("%s\n", txt ? txt : "{}");
+    free(txt);
+    cJSON_Delete(j);
 }
 
 /* Run the stream b->repeat times over the concatenated audio (the whole signal fed at once:
@@ -1144,26 +1186,9 @@ static int bench_run(const bench_args *b)
             split[part][2] = c[ns - 1] / 1e6;
         }
     }
-    const sr_stream_config *sc = &o->sc;
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "model", b->model);
-        cJSON_AddStringToObject(j, "arch", sr_model_arch(m));
-        cJSON_AddStringToObject(j, "device", o->mo.device ? o->mo.device : "cpu");
-        cJSON_AddNumberToObject(j, "threads", bench_threads(o));
-        cJSON *files = cJSON_AddArrayToObject(j, "audio");
-        for (int i = 0; i < b->n_audio; i++) cJSON_AddItemToArray(files, cJSON_CreateString(b->audio[i]));
-        if (sc->strategy) cJSON_AddStringToObject(j, "strategy", sc->strategy);
-        else cJSON_AddNullToObject(j, "strategy");
-        if (sc->decoder) cJSON_AddStringToObject(j, "decoder", sc->decoder);
-        else cJSON_AddNullToObject(j, "decoder");
-        cJSON_AddNumberToObject(j, "chunk_ms", sc->chunk_ms);
-        cJSON_AddNumberToObject(j, "first_chunk_ms", sc->first_chunk_ms);
-        cJSON_AddNumberToObject(j, "beam", sc->beam);
-        cJSON_AddNumberToObject(j, "stability_n", sc->stability_n);
-        cJSON_AddBoolToObject(j, "decoder_kv_cache", sc->decoder_kv_cache);
-        if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
-        else cJSON_AddNullToObject(j, "cache_dtype");
+        bench_json_run(j, b, m);
         cJSON_AddNumberToObject(j, "audio_s", audio_s);
         cJSON_AddNumberToObject(j, "compute_s", best);
         cJSON_AddNumberToObject(j, "rtf", best / audio_s);
@@ -1201,14 +1226,9 @@ static int bench_run(const bench_args *b)
                 cJSON_AddItemToArray(cm, cJSON_CreateNumber(best_mod[i] / 1e6));
             }
         }
-        char *txt = cJSON_PrintUnformatted(j);
-        printf("%s\n", txt ? txt : "{}");
-        free(txt);
-        cJSON_Delete(j);
+        bench_print_json(j);
     } else {
-        printf("model %s (%s), strategy %s, decoder %s, chunk %d ms, %d thread(s)\n", b->model,
-               sr_model_arch(m), sc->strategy ? sc->strategy : "(default)",
-               sc->decoder ? sc->decoder : "(default)", sc->chunk_ms, bench_threads(o));
+        bench_print_run(b, m);
         printf("audio %.2f s (%d file(s)), %zu chunks, best of %d run(s)\n", audio_s, b->n_audio,
                n_best, b->repeat);
         printf("RTF %.4f (RTFx %.1f); per-chunk compute ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n",
@@ -1317,7 +1337,7 @@ static int bench_multi(const bench_args *b)
         for (int i = 0; i < N; i++)
             if ((st = sr_engine_open(e, &ss[i]))) { rc = fail(st, "stream"); goto out; }
         t0 = now_s();
-        if (!b->realtime) {
+        if (!b->o.realtime) {
             for (int i = 0; i < N && !st; i++) {
                 st = sr_stream_feed(ss[i], aud[i], a.n);
                 if (!st) st = sr_stream_finish(ss[i]);
@@ -1376,7 +1396,7 @@ static int bench_multi(const bench_args *b)
     }
     /* per-chunk figures: compute time of each chunk (its step's wall time for the engine), or
      * in --realtime the latency from the chunk's last sample to its result */
-    if (!b->realtime) {
+    if (!b->o.realtime) {
         size_t cap = 0;
         for (int i = 0; i < N; i++) cap += sr_stream_timeline(ss[i])->n;
         lat = malloc((cap ? cap : 1) * sizeof *lat);
@@ -1390,7 +1410,6 @@ static int bench_multi(const bench_args *b)
     qsort(lat, n_lat, sizeof *lat, cmp_i64);
     double p50 = bench_pct(lat, n_lat, 0.5) / 1e6, p90 = bench_pct(lat, n_lat, 0.9) / 1e6,
            p99 = bench_pct(lat, n_lat, 0.99) / 1e6, mx = lat[n_lat - 1] / 1e6;
-    const sr_stream_config *sc = &o->sc;
     /* the chunk duration the streams used (after the first) */
     int chunk_ms = 0;
     {
@@ -1398,7 +1417,7 @@ static int bench_multi(const bench_args *b)
         if (tl->n >= 3) chunk_ms = (int)(tl->entries[2].audio_ms - tl->entries[1].audio_ms);
         else if (tl->n >= 1) chunk_ms = (int)tl->entries[0].audio_ms;
     }
-    int rt_ok = b->realtime && p99 <= (double)chunk_ms;
+    int rt_ok = b->o.realtime && p99 <= (double)chunk_ms;
     sr_memstats ms;
     if (e) sr_engine_memory(e, &ms);
     else {
@@ -1413,21 +1432,10 @@ static int bench_multi(const bench_args *b)
     double rtfx = N * audio_s / wall;
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "model", b->model);
-        cJSON_AddStringToObject(j, "arch", sr_model_arch(m));
-        cJSON_AddStringToObject(j, "device", o->mo.device ? o->mo.device : "cpu");
-        cJSON_AddNumberToObject(j, "threads", bench_threads(o));
-        if (sc->strategy) cJSON_AddStringToObject(j, "strategy", sc->strategy);
-        else cJSON_AddNullToObject(j, "strategy");
-        if (sc->decoder) cJSON_AddStringToObject(j, "decoder", sc->decoder);
-        else cJSON_AddNullToObject(j, "decoder");
-        cJSON_AddNumberToObject(j, "chunk_ms", sc->chunk_ms);
-        cJSON_AddNumberToObject(j, "beam", sc->beam);
-        if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
-        else cJSON_AddNullToObject(j, "cache_dtype");
+        bench_json_run(j, b, m);
         cJSON_AddNumberToObject(j, "streams", N);
         cJSON_AddBoolToObject(j, "batched", !b->separate);
-        cJSON_AddBoolToObject(j, "realtime", b->realtime);
+        cJSON_AddBoolToObject(j, "realtime", b->o.realtime);
         cJSON_AddNumberToObject(j, "audio_s", N * audio_s);
         cJSON_AddNumberToObject(j, "stream_audio_s", audio_s);
         cJSON_AddNumberToObject(j, "wall_s", wall);
@@ -1440,7 +1448,7 @@ static int bench_multi(const bench_args *b)
         cJSON_AddNumberToObject(j, "chunk_ms_p90", p90);
         cJSON_AddNumberToObject(j, "chunk_ms_p99", p99);
         cJSON_AddNumberToObject(j, "chunk_ms_max", mx);
-        if (b->realtime) {
+        if (b->o.realtime) {
             cJSON_AddNumberToObject(j, "latency_ms_p50", p50);
             cJSON_AddNumberToObject(j, "latency_ms_p90", p90);
             cJSON_AddNumberToObject(j, "latency_ms_p99", p99);
@@ -1452,20 +1460,15 @@ static int bench_multi(const bench_args *b)
         cJSON_AddNumberToObject(j, "streams_state_bytes", (double)ms.stream_bytes);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
         cJSON_AddStringToObject(j, "text_stream0", text0 ? text0 : "");
-        char *txt = cJSON_PrintUnformatted(j);
-        printf("%s\n", txt ? txt : "{}");
-        free(txt);
-        cJSON_Delete(j);
+        bench_print_json(j);
     } else {
-        printf("model %s (%s), strategy %s, decoder %s, chunk %d ms, %d thread(s)\n", b->model,
-               sr_model_arch(m), sc->strategy ? sc->strategy : "(default)",
-               sc->decoder ? sc->decoder : "(default)", sc->chunk_ms, bench_threads(o));
+        bench_print_run(b, m);
         printf("%d %s streams of %.2f s%s: wall %.2f s, RTFx %.2f (audio seconds per wall second, all streams)\n",
-               N, b->separate ? "separate" : "batched", audio_s, b->realtime ? " in real time" : "", wall, rtfx);
+               N, b->separate ? "separate" : "batched", audio_s, b->o.realtime ? " in real time" : "", wall, rtfx);
         printf("per-chunk %s ms p50 %.3f p90 %.3f p99 %.3f max %.3f%s\n",
-               b->realtime ? "latency" : "compute", p50, p90, p99, mx,
-               b->realtime ? (rt_ok ? " (real time kept: p99 <= chunk)" : " (real time NOT kept)") : "");
-        if (b->realtime) printf("final hypotheses at most %.0f ms after the end of the audio\n", end_lag * 1e3);
+               b->o.realtime ? "latency" : "compute", p50, p90, p99, mx,
+               b->o.realtime ? (rt_ok ? " (real time kept: p99 <= chunk)" : " (real time NOT kept)") : "");
+        if (b->o.realtime) printf("final hypotheses at most %.0f ms after the end of the audio\n", end_lag * 1e3);
         printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B\n", ms.weight_bytes,
                ms.stream_bytes, ms.peak_rss_bytes);
     }
@@ -1597,12 +1600,11 @@ static int bench_stream(int argc, char **argv)
         fprintf(stderr, "srkit bench: --loop needs --max-ms (how much audio to feed)\n");
         r = -1;
     }
-    b.realtime = b.o.realtime; /* parse_run_opt's flag (srkit stream's pacing) */
-    if (!r && (b.separate || b.realtime) && !b.streams) {
+    if (!r && (b.separate || b.o.realtime) && !b.streams) {
         fprintf(stderr, "srkit bench: --separate and --realtime go with --streams N\n");
         r = -1;
     }
-    if (!r && b.separate && b.realtime) {
+    if (!r && b.separate && b.o.realtime) {
         fprintf(stderr, "srkit bench: --realtime runs the batched engine; drop --separate\n");
         r = -1;
     }
