@@ -407,11 +407,20 @@ static sr_status utt_result(const sr_model *m, sr_stream *s, sr_record *r)
     return SR_OK;
 }
 
-static sr_status stream_error_record(const sr_utt *u, sr_record *r)
+/* r->error = "<where>: <msg>" (msg NULL: this thread's last error). Only memory errors return. */
+static sr_status stream_error_record(const sr_utt *u, const char *msg, sr_record *r)
 {
-    char msg[1200];
-    snprintf(msg, sizeof msg, "%s: %s", u->where, sr_last_error());
-    return (r->error = sr_strdup(msg)) ? SR_OK : SR_ERR_NOMEM;
+    char line[1200];
+    snprintf(line, sizeof line, "%s: %s", u->where, msg ? msg : sr_last_error());
+    return (r->error = sr_strdup(line)) ? SR_OK : SR_ERR_NOMEM;
+}
+
+/* A new record for utterance u: its id and reference; audio length unknown until read. */
+static sr_status record_start(const sr_utt *u, sr_record *r)
+{
+    memset(r, 0, sizeof *r);
+    r->audio_ms = -1;
+    return (r->id = sr_strdup(u->id)) && (r->ref = sr_strdup(u->text)) ? SR_OK : SR_ERR_NOMEM;
 }
 
 /* Stream one utterance; fills r (id and ref set by the caller). Audio and stream errors go
@@ -426,7 +435,7 @@ static sr_status run_utt(const sr_model *m, sr_stream *s, const sr_utt *u, sr_re
     st = sr_stream_feed(s, a.samples + b, e - b);
     if (!st) st = sr_stream_finish(s);
     sr_audio_free(&a);
-    if (st) return stream_error_record(u, r);
+    if (st) return stream_error_record(u, NULL, r);
     return utt_result(m, s, r);
 }
 
@@ -444,6 +453,31 @@ static sr_status append_record(const char *path, const sr_record *r)
     }
     sr_strbuf_free(&b);
     return st;
+}
+
+/* Utterance i of d is through: its new record (rec[*n_rec], filled; none when it was resumed,
+ * done[i]) goes to utts.jsonl and the running score, and the progress moves past it. */
+static sr_status record_done(const sr_dataset *d, size_t i, const uint8_t *done, sr_record *rec,
+                             size_t *n_rec, const char *utts_path, const sr_score_setup *setup,
+                             sr_corpus *running, progress_ctx *pc)
+{
+    const sr_utt *u = &d->utts[i];
+    if (!done[i]) {
+        sr_record *nr = &rec[*n_rec];
+        if (!nr->hyp && !(nr->hyp = sr_strdup(""))) return SR_ERR_NOMEM;
+        (*n_rec)++;
+        sr_status st = append_record(utts_path, nr);
+        if (st) return st;
+        if (nr->error) notify(pc, nr->error);
+        size_t nf;
+        if ((st = sr_records_score(nr, 1, setup, running, &nf, NULL))) return st;
+    }
+    pc->p.done = i + 1;
+    pc->p.audio_s_done += u->duration_s > 0 ? u->duration_s : 0;
+    sr_corpus_metrics cm;
+    if (!sr_corpus_result(running, &cm)) pc->p.wer = cm.wer_rate;
+    notify(pc, NULL);
+    return SR_OK;
 }
 
 /* The utterances of d not in rec[0, *n_rec) (done[i] = 1 for those), P at a time through one
@@ -476,8 +510,7 @@ static sr_status run_parallel(const sr_model *m, const sr_run_config *r, int P, 
             if (done[i]) continue;
             const sr_utt *u = &d->utts[i];
             sr_record *nr = &res[i];
-            if (!(nr->id = sr_strdup(u->id)) || !(nr->ref = sr_strdup(u->text))) { st = SR_ERR_NOMEM; break; }
-            nr->audio_ms = -1;
+            if ((st = record_start(u, nr))) break;
             sr_audio a;
             size_t b = 0, en = 0;
             if (!utt_audio(u, nr, &a, &b, &en, &st)) {
@@ -493,7 +526,7 @@ static sr_status run_parallel(const sr_model *m, const sr_run_config *r, int P, 
             if (!fs) fs = sr_stream_finish(s);
             sr_audio_free(&a);
             if (fs) {
-                st = stream_error_record(u, nr);
+                st = stream_error_record(u, NULL, nr);
                 sr_stream_close(s);
                 ready[i] = 1;
                 continue;
@@ -510,9 +543,7 @@ static sr_status run_parallel(const sr_model *m, const sr_run_config *r, int P, 
             size_t i = act_i[k];
             const char *msg;
             if (sr_stream_failed(s, &msg)) {
-                char line[1200];
-                snprintf(line, sizeof line, "%s: %s", d->utts[i].where, msg);
-                if (!(res[i].error = sr_strdup(line))) st = SR_ERR_NOMEM;
+                st = stream_error_record(&d->utts[i], msg, &res[i]);
             } else if (sr_stream_done(s)) {
                 st = utt_result(m, s, &res[i]);
             } else {
@@ -528,23 +559,11 @@ static sr_status run_parallel(const sr_model *m, const sr_run_config *r, int P, 
         /* records out in dataset order */
         while (!st && flushed < n && (done[flushed] || ready[flushed])) {
             size_t i = flushed++;
-            const sr_utt *u = &d->utts[i];
-            if (!done[i]) {
-                sr_record *nr = &rec[*n_rec];
-                *nr = res[i];
+            if (!done[i]) { /* the record moves into rec */
+                rec[*n_rec] = res[i];
                 memset(&res[i], 0, sizeof res[i]);
-                if (!nr->hyp && !(nr->hyp = sr_strdup(""))) { st = SR_ERR_NOMEM; break; }
-                (*n_rec)++;
-                if ((st = append_record(utts_path, nr))) break;
-                if (nr->error) notify(pc, nr->error);
-                size_t nf;
-                if ((st = sr_records_score(nr, 1, setup, running, &nf, NULL))) break;
             }
-            pc->p.done = i + 1;
-            pc->p.audio_s_done += u->duration_s > 0 ? u->duration_s : 0;
-            sr_corpus_metrics cm;
-            if (!sr_corpus_result(running, &cm)) pc->p.wer = cm.wer_rate;
-            notify(pc, NULL);
+            st = record_done(d, i, done, rec, n_rec, utts_path, setup, running, pc);
         }
     }
 out:
@@ -599,7 +618,7 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
     sr_record *rec = NULL;
     size_t n_rec = 0, n_dropped = 0;
     sr_stream *s = NULL;
-    uint8_t *done = NULL; /* --parallel: [d->n] 1 = resumed */
+    uint8_t *done = NULL; /* [d->n] 1 = resumed */
     sr_corpus *running = NULL;
     sr_normalizer *norm = NULL;
     char *utts_path = sr_path_join(run_dir, "utts.jsonl"), *id_path = sr_path_join(run_dir, "run.json");
@@ -681,34 +700,16 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
         notify(pc, note);
     }
     sr_score_setup setup = {norm, NULL};
-    if (P > 1) {
-        if (!(done = sr_calloc(d->n ? d->n : 1, 1, "done utterances"))) { st = SR_ERR_NOMEM; goto out; }
-        for (size_t i = 0; i < d->n; i++)
-            for (size_t k = 0; k < n_rec && !done[i]; k++) done[i] = !strcmp(rec[k].id, d->utts[i].id);
-        if ((st = run_parallel(*model, r, P, d, done, rec, &n_rec, utts_path, &setup, running, pc))) goto out;
-    }
+    if (!(done = sr_calloc(d->n ? d->n : 1, 1, "done utterances"))) { st = SR_ERR_NOMEM; goto out; }
+    for (size_t i = 0; i < d->n; i++)
+        for (size_t k = 0; k < n_rec && !done[i]; k++) done[i] = !strcmp(rec[k].id, d->utts[i].id);
+    if (P > 1 && (st = run_parallel(*model, r, P, d, done, rec, &n_rec, utts_path, &setup, running, pc)))
+        goto out;
     for (size_t i = 0; P == 1 && i < d->n; i++) {
-        const sr_utt *u = &d->utts[i];
-        int had = 0;
-        for (size_t k = 0; k < n_rec && !had; k++) had = !strcmp(rec[k].id, u->id);
-        if (!had) {
-            sr_record *nr = &rec[n_rec];
-            memset(nr, 0, sizeof *nr);
-            if (!(nr->id = sr_strdup(u->id)) || !(nr->ref = sr_strdup(u->text))) { st = SR_ERR_NOMEM; goto out; }
-            nr->audio_ms = -1;
-            if ((st = run_utt(*model, s, u, nr))) goto out;
-            if (!nr->hyp && !(nr->hyp = sr_strdup(""))) { st = SR_ERR_NOMEM; goto out; }
-            n_rec++;
-            if ((st = append_record(utts_path, nr))) goto out;
-            if (nr->error) notify(pc, nr->error);
-            size_t nf;
-            if ((st = sr_records_score(nr, 1, &setup, running, &nf, NULL))) goto out;
-        }
-        pc->p.done = i + 1;
-        pc->p.audio_s_done += u->duration_s > 0 ? u->duration_s : 0;
-        sr_corpus_metrics cm;
-        if (!sr_corpus_result(running, &cm)) pc->p.wer = cm.wer_rate;
-        notify(pc, NULL);
+        if (!done[i] && ((st = record_start(&d->utts[i], &rec[n_rec])) ||
+                         (st = run_utt(*model, s, &d->utts[i], &rec[n_rec]))))
+            goto out;
+        if ((st = record_done(d, i, done, rec, &n_rec, utts_path, &setup, running, pc))) goto out;
     }
     if ((st = finish_run(r, rec, n_rec, run_dir, sr_model_arch(*model), run_obj))) goto out;
     cJSON_AddNumberToObject(*run_obj, "parallel", P);
