@@ -71,6 +71,19 @@ static const char *intern(const char *a, const char *b)
 const char *test_tmppath(const char *name) { return intern(test_tmpdir(), name); }
 const char *test_fixture(const char *name) { return intern("tests/fixtures", name); }
 
+const char *test_tiny_en_path(void)
+{
+    static char path[1024];
+    const char *home = getenv("SRKIT_HOME");
+    if (home) snprintf(path, sizeof path, "%s/models/whisper-tiny.en.h5", home);
+    else snprintf(path, sizeof path, "%s/.cache/srkit/models/whisper-tiny.en.h5",
+                  getenv("HOME") ? getenv("HOME") : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fclose(f);
+    return path;
+}
+
 const char *test_shared(const char *rel)
 {
     const char *root = getenv("SRKIT_SHARED");

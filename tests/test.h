@@ -19,6 +19,10 @@ const char *test_fixture(const char *name);
 /* Path of ../shared/data/<rel> when it exists, else NULL (the caller skips with a message). */
 const char *test_shared(const char *rel);
 
+/* Path of the real whisper-tiny.en.h5 ($SRKIT_HOME/models, else ~/.cache/srkit/models) when it
+ * exists (`make models`), else NULL (the caller skips with a message). */
+const char *test_tiny_en_path(void);
+
 /* A fresh per-run temporary directory (created once, removed at exit) and a path inside it. */
 const char *test_tmpdir(void);
 const char *test_tmppath(const char *name);

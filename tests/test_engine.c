@@ -285,16 +285,11 @@ static void test_voxtral(void)
 /* Real tiny.en with generated speech (both optional). */
 static void test_tiny_en(void)
 {
-    char path[1024];
-    const char *home = getenv("SRKIT_HOME");
-    if (home) snprintf(path, sizeof path, "%s/models/whisper-tiny.en.h5", home);
-    else snprintf(path, sizeof path, "%s/.cache/srkit/models/whisper-tiny.en.h5", getenv("HOME") ? getenv("HOME") : ".");
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    const char *path = test_tiny_en_path();
+    if (!path) {
         TEST_SKIP("whisper-tiny.en.h5 not present (make models)");
         return;
     }
-    fclose(f);
     sr_model *m = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_model_load(path, NULL, &m), SR_OK);
     sr_stream_config c;

@@ -585,6 +585,17 @@ static void player_open(const sr_model *m, const sr_stream_config *cfg, void *ba
     s->cap_mel_max = CAP_STEPS * VX_MEL_PER_STEP;
 }
 
+/* The script's reset: the stream starts over on another audio. */
+static void player_reset(const sr_model *m, vx_player *p, const float *a, size_t n)
+{
+    m->ops->reset(p->st);
+    p->a = a;
+    p->n = n;
+    p->pos = 0;
+    p->t = 0;
+    p->prev = -1;
+}
+
 static void player_close(const sr_model *m, vx_player *p)
 {
     const vx_stream *s = p->st;
@@ -718,14 +729,7 @@ static void batch_streams(const char *kv)
             if (p->done) continue; /* finished, waiting to be closed (stream 0) or done */
             all_done = 0;
             if (sits_out(i, c)) continue;
-            if (i == 1 && c == 9) {
-                m->ops->reset(p->st);
-                p->a = after_reset;
-                p->n = after_reset_n;
-                p->pos = 0;
-                p->t = 0;
-                p->prev = -1;
-            }
+            if (i == 1 && c == 9) player_reset(m, p, after_reset, after_reset_n);
             states[count] = p->st;
             player_chunk(p, &pcm[count], &n[count], &final[count]);
             rows_before[count] = ((vx_stream *)p->st)->n_emb;
@@ -759,14 +763,7 @@ static void batch_streams(const char *kv)
         player_open(m, &cfg, solo, 0, p, audio[i], len[i]);
         for (int c = join; !p->done; c++) {
             if (sits_out(i, c)) continue;
-            if (i == 1 && c == 9) {
-                m->ops->reset(p->st);
-                p->a = after_reset;
-                p->n = after_reset_n;
-                p->pos = 0;
-                p->t = 0;
-                p->prev = -1;
-            }
+            if (i == 1 && c == 9) player_reset(m, p, after_reset, after_reset_n);
             const float *pcm;
             size_t n;
             int final;

@@ -34,19 +34,6 @@
 /* ---- helpers ---- */
 
 
-static const char *real_model_path(void)
-{
-    static char path[1024];
-    const char *home = getenv("SRKIT_HOME");
-    if (home) snprintf(path, sizeof path, "%s/models/whisper-tiny.en.h5", home);
-    else snprintf(path, sizeof path, "%s/.cache/srkit/models/whisper-tiny.en.h5",
-                  getenv("HOME") ? getenv("HOME") : ".");
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fclose(f);
-    return path;
-}
-
 typedef struct {
     const sr_model *m;
     void *batch; /* a batch context of one stream */
@@ -364,7 +351,7 @@ static void test_scorer_cache(void)
 
 static void test_parity_tiny_en(void)
 {
-    const char *path = real_model_path();
+    const char *path = test_tiny_en_path();
     const char *gpath = test_fixture("whisper/tiny_en_golden.h5");
     const char *jfk = test_shared("speech-samples/jfk.wav");
     if (!path || !jfk) {
@@ -450,7 +437,7 @@ static const char *const libri[] = {
 
 static void test_tokens_tiny_en(void)
 {
-    const char *path = real_model_path();
+    const char *path = test_tiny_en_path();
     if (!path || !test_shared("librispeech-sample/transcripts.txt")) {
         TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
         return;
@@ -974,7 +961,7 @@ static float *lcg_noise(size_t n, float amp)
 
 static sr_model *load_real(void)
 {
-    const char *path = real_model_path();
+    const char *path = test_tiny_en_path();
     if (!path) return NULL;
     sr_model *m = NULL;
     sr_status st = sr_model_load(path, NULL, &m);
