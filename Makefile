@@ -14,7 +14,7 @@ CC      ?= cc
 NVCC    ?= nvcc
 PREFIX  ?= /usr/local
 BUILD   ?= build
-PKGS    := openblas hdf5 sndfile libcjson fftw3f samplerate
+PKGS    := openblas hdf5 sndfile libcjson fftw3f samplerate libxxhash
 DEBUG   ?= 0
 CUDA    ?= 0
 # Debian's python3 with python3-numpy/h5py (scripts/setup.sh installs them); a pyenv python3

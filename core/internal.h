@@ -53,6 +53,9 @@ sr_status sr_stream_config_check(const sr_stream_config *c);
 void *sr_malloc(size_t n, const char *what);
 void *sr_calloc(size_t count, size_t size, const char *what);
 char *sr_strdup(const char *s);
+/* 1 and *out = d when d is a whole number inside int's range, else 0 (never a cast of an
+ * out-of-range or NaN double, which C leaves undefined). */
+int sr_whole_int(double d, int *out);
 
 /* Monotonic clock in nanoseconds. */
 int64_t sr_now_ns(void);

@@ -17,6 +17,7 @@ void sr_options_init(sr_options *o)
 
 const char *sr_model_arch(const sr_model *m) { return m ? m->arch : NULL; }
 const char *sr_model_config(const sr_model *m) { return m ? m->config_text : NULL; }
+const char *sr_model_warning(const sr_model *m) { return m ? m->warning : NULL; }
 
 sr_status sr_detokenize_into(const sr_model *m, const int32_t *tokens, int n, sr_strbuf *b)
 {
@@ -114,9 +115,8 @@ static sr_status cfg_int(const sr_model *m, const char *key, int required, int *
     double d = 0;
     sr_status st = cfg_number(m, key, required, &d);
     if (st) return st;
-    if (d != (double)(int)d)
+    if (!sr_whole_int(d, out))
         return sr_error(SR_ERR_FORMAT, "%s: config.%s: expected an integer, got %g", m->path, key, d);
-    *out = (int)d;
     return SR_OK;
 }
 
@@ -211,6 +211,7 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
         goto fail;
     }
     if ((st = check_duplicates(m->config, h5_path, "config"))) goto fail;
+    m->warning = sr_h5_warning(f);
     if ((st = sr_kernels_select(m->opt.device, &m->k))) goto fail;
     if (m->opt.threads > 0) m->k->set_threads(m->opt.threads);
     int has_tok = 0;

@@ -235,6 +235,7 @@ struct sr_model {
     sr_kweight **kweights;   /* table weights made by sr_model_weight, freed at sr_model_free */
     size_t n_kweights, cap_kweights;
     void *impl;              /* backend weights view and derived constants */
+    const char *warning;     /* static text about the file (no digest), or NULL */
 };
 
 /* Load /weights/<name> with the exact expected shape into the model's tensor list and return a

@@ -157,6 +157,9 @@ void sr_model_free(sr_model *m); /* NULL is a no-op; no stream of m may be open 
 
 const char *sr_model_arch(const sr_model *m);   /* "whisper", "fastconformer_rnnt", ... */
 const char *sr_model_config(const sr_model *m); /* the config JSON text from the file */
+/* A warning about the loaded file, or NULL: today only "no srkit digest ... integrity not
+ * verified" (docs/model-format.md, "Digest"). Static text; callers print it. */
+const char *sr_model_warning(const sr_model *m);
 
 /* Text of tokens[0..n) as the model's tokenizer prints it (special tokens skipped); *out is
  * malloc'ed (free with free()). Used to map a committed token prefix to words. Thread-safe. */

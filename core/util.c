@@ -5,6 +5,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -119,4 +121,11 @@ size_t sr_peak_rss_bytes(void)
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
+}
+
+int sr_whole_int(double d, int *out)
+{
+    if (!(d >= (double)INT_MIN && d <= (double)INT_MAX) || d != floor(d)) return 0;
+    *out = (int)d;
+    return 1;
 }

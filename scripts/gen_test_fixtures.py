@@ -68,6 +68,10 @@ def main():
         "window": np.hanning(16).astype(np.float32),
         "mel_filters": np.linspace(0, 1, 10, dtype=np.float32).reshape(2, 5)})
 
+    # written as other writers and srkit before the digest wrote files: no user block (loads
+    # with a warning)
+    write("test_linear_nodigest.h5", t, digest=False)
+
     # one defect each
     write("bad_format.h5", t, raw_attrs={"format": "not-srkit"})
     write("bad_no_version.h5", t, raw_attrs={"format_version": None})
@@ -97,16 +101,19 @@ def main():
     path = write("bad_int8_no_scale.h5", t, dtype="int8")
     with h5py.File(path, "r+") as f:
         del f["weights/proj/weight_scale"]
+    srkit_h5.seal(path)  # the defects below are inside sealed files: the digest matches, the
+    # loader's own checks must catch them
 
     # the /tokenizer group's object header made unreadable (its first 4 bytes overwritten):
     # the root still lists the group, but nothing inside it can be looked up (a read error
     # must not pass for "no tokenizer")
     path = write("bad_tokenizer_header.h5", t)
     with h5py.File(path, "r") as f:
-        addr = h5py.h5o.get_info(f["tokenizer"].id).addr
+        addr = h5py.h5o.get_info(f["tokenizer"].id).addr + f.userblock_size  # relative address
     with open(path, "r+b") as fh:
         fh.seek(addr)
         fh.write(b"XXXX")
+    srkit_h5.seal(path)
 
     # proj.weight's storage never allocated (what a corrupt chunk index looks like to libhdf5,
     # which then reads the fill value, zeros, without an error)
@@ -119,6 +126,7 @@ def main():
                                              fletcher32=True, track_times=False)
         for k, v in attrs.items():
             d.attrs[k] = v
+    srkit_h5.seal(path)
 
     # a plain HDF5 file (no srkit root), for sr_h5_open_plain / sr_h5_dataset
     WRITTEN.append("plain.h5")

@@ -269,30 +269,15 @@ def fastconformer_builder(preset, args):
 
 def write_streamed(path, arch, config, lazy, dtype, tokenizer, source, license_):
     """srkit_h5.write_model's file, but each tensor generated, converted and written before the
-    next exists: peak memory is one tensor (plus h5py's buffers), not the model. Written to a
-    temporary name and renamed, as write_model does."""
-    import json
-    import h5py
-    tmp = "%s.tmp%d" % (path, os.getpid())
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = srkit_h5.FORMAT
-            f.attrs["format_version"] = np.int64(srkit_h5.FORMAT_VERSION)
-            f.attrs["arch"] = arch
-            f.attrs["config"] = json.dumps(config, separators=(",", ":"))
-            f.attrs["source"] = source
-            f.attrs["license"] = license_
-            w = srkit_h5._group(f, "weights")
-            for name in lazy:
-                srkit_h5._check_name(name)
-                for dname, data, attrs in srkit_h5._stored(name, lazy.make(name, lazy.shapes[name]),
-                                                           dtype):
-                    srkit_h5._dataset(w, dname, data, attrs, True)
-            srkit_h5.write_tokenizer(f, tokenizer)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    next exists: peak memory is one tensor (plus h5py's buffers), not the model."""
+    with srkit_h5.creating(path, arch, config, source, license_) as f:
+        w = srkit_h5._group(f, "weights")
+        for name in lazy:
+            srkit_h5._check_name(name)
+            for dname, data, attrs in srkit_h5._stored(name, lazy.make(name, lazy.shapes[name]),
+                                                       dtype):
+                srkit_h5._dataset(w, dname, data, attrs, True)
+        srkit_h5.write_tokenizer(f, tokenizer)
 
 
 BUILDERS = {"whisper": (tuple(WHISPER_PRESETS), whisper_builder),

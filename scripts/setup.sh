@@ -6,9 +6,9 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config
   libopenblas-dev libhdf5-dev libsndfile1-dev libcjson-dev libcunit1-dev
-  libfftw3-dev libsamplerate0-dev libunistring-dev
+  libfftw3-dev libsamplerate0-dev libunistring-dev libxxhash-dev
   espeak-ng flac sox sctk
-  python3 python3-numpy python3-h5py python3-venv python3-pip
+  python3 python3-numpy python3-h5py python3-xxhash python3-venv python3-pip
 )
 
 missing=()

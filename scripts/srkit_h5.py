@@ -1,7 +1,7 @@
 """srkit_h5 — write and read srkit HDF5 model files (the format of docs/model-format.md).
 
-Needs only numpy and h5py (Debian's python3-numpy / python3-h5py), so converters and test
-fixture generators run with /usr/bin/python3. Import it from a script next to it:
+Needs numpy, h5py and xxhash (Debian's python3-numpy / python3-h5py / python3-xxhash), so
+converters and test fixture generators run with /usr/bin/python3. Import it from a script next to it:
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import srkit_h5
@@ -13,6 +13,14 @@ creation order, so the same input gives byte-identical files. By default every n
 dataset is one chunk with HDF5's Fletcher-32 checksum filter, so damaged bytes are detected
 when read (checksum=False writes plain contiguous datasets, which load faster).
 
+Digest: every file gets HDF5's 512-byte user block (which libhdf5 skips) holding, as NUL-padded
+ASCII, "srkit-digest 1", "algorithm xxh3-128", "length <file size>" and "digest <XXH3-128 of
+bytes 512..end, hex>" (one line each). srkit checks it before libhdf5 parses the file, so a
+damaged file is refused as corrupt instead of crashing libhdf5. Needs the xxhash module
+(Debian's python3-xxhash); without it the block stays zeroed and srkit warns "no digest".
+`python3 srkit_h5.py seal FILE...` adds or renews the digest of existing files (e.g. after
+editing one with h5py, or files of an older srkit).
+
 Storage rules:
   f32 / f16            stored as IEEE float32 / float16
   bf16                 uint16 bit patterns (upper half of the float32, rounded to nearest even)
@@ -22,14 +30,23 @@ Storage rules:
                        scale stored as the float32 sibling dataset "<name>_scale" [shape[0]]
 """
 
+import contextlib
 import json
 import os
+import sys
 
 import h5py
 import numpy as np
 
+try:
+    import xxhash
+except ImportError:  # files are then written unsealed (zeroed user block); see seal()
+    xxhash = None
+
 FORMAT = "srkit-model"
 FORMAT_VERSION = 1
+USERBLOCK = 512
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 DTYPES = (None, "f32", "f16", "bf16", "int8")
 TOKENIZER_TYPES = ("pieces", "sentencepiece", "bytebpe", "tekken")
 
@@ -161,8 +178,100 @@ def write_tokenizer(h5file, tok, checksum=True):
         _dataset(g, "scores", scores, checksum=checksum)
 
 
+# ---- digest -------------------------------------------------------------------------------
+
+def digest_header(length, digest_hex):
+    """The user block's text (core/digest.c checks exactly this), NUL-padded to 512 bytes."""
+    text = ("srkit-digest 1\nalgorithm xxh3-128\nlength %d\ndigest %s\n"
+            % (length, digest_hex)).encode("ascii")
+    return text + b"\0" * (USERBLOCK - len(text))
+
+
+def seal(path):
+    """Write the digest of an srkit file into its user block. A file without a user block (HDF5
+    signature at byte 0: another writer, or srkit before the digest) first gets one in front:
+    HDF5 finds its superblock at 512 and its addresses are relative to it, so nothing else
+    changes. Returns False (file left unsealed, message on stderr) without the xxhash module."""
+    with open(path, "rb") as fh:
+        head = fh.read(USERBLOCK + len(HDF5_SIGNATURE))
+    if head.startswith(HDF5_SIGNATURE):
+        # superblock version 0 or 1 (h5py's default): 8-byte base and end-of-file addresses at
+        # 24 and 40 (28 and 44 for version 1), both moved by the block as libhdf5 itself writes
+        # them for a file created with a user block; later versions carry a checksum
+        sb = head[8]
+        if sb not in (0, 1) or head[13] != 8:
+            raise ValueError("%s: superblock version %d with %d-byte offsets: rewrite the file "
+                             "with srkit_h5 instead of sealing it" % (path, sb, head[13]))
+        at = 24 if sb == 0 else 28
+        sup = bytearray(head[:at + 24])
+        for off in (at, at + 16):
+            v = int.from_bytes(sup[off:off + 8], "little")
+            sup[off:off + 8] = (v + USERBLOCK).to_bytes(8, "little")
+        tmp = "%s.seal%d" % (path, os.getpid())
+        try:
+            with open(path, "rb") as src, open(tmp, "wb") as dst:
+                dst.write(b"\0" * USERBLOCK)
+                dst.write(bytes(sup))
+                src.seek(len(sup))
+                while True:
+                    b = src.read(1 << 24)
+                    if not b:
+                        break
+                    dst.write(b)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    elif head[USERBLOCK:] != HDF5_SIGNATURE:
+        raise ValueError("%s: not an HDF5 file with a %d-byte user block" % (path, USERBLOCK))
+    if xxhash is None:
+        print("srkit_h5: %s written without a digest: the xxhash module is missing (apt-get "
+              "install python3-xxhash, or pip install xxhash; then `python3 %s seal FILE`)"
+              % (path, os.path.abspath(__file__)), file=sys.stderr)
+        return False
+    h = xxhash.xxh3_128()
+    with open(path, "r+b") as fh:
+        fh.seek(USERBLOCK)
+        while True:
+            b = fh.read(1 << 24)
+            if not b:
+                break
+            h.update(b)
+        length = fh.seek(0, os.SEEK_END)
+        fh.seek(0)
+        fh.write(digest_header(length, h.hexdigest()))
+    return True
+
+
+@contextlib.contextmanager
+def creating(path, arch, config, source="", license="", digest=True):
+    """An h5py.File for a new srkit model: user block reserved, root attributes written; the
+    caller adds /weights, /tokenizer, /frontend. Written under a temporary name, sealed and
+    renamed when the block ends, so a failure never leaves a partial model. Every writer of
+    model files (write_model, make_synthetic.py, convert_voxtral.py) goes through here.
+    digest=False writes no user block, as other writers and srkit before the digest did (for
+    tests of that case)."""
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    try:
+        with h5py.File(tmp, "w", userblock_size=USERBLOCK if digest else 0) as f:
+            f.attrs["format"] = FORMAT
+            f.attrs["format_version"] = np.int64(FORMAT_VERSION)
+            f.attrs["arch"] = arch
+            f.attrs["config"] = config if isinstance(config, str) else \
+                json.dumps(config, separators=(",", ":"))
+            f.attrs["source"] = source
+            f.attrs["license"] = license
+            yield f
+        if digest:
+            seal(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def write_model(path, arch, config, tensors, *, dtype=None, tokenizer=None, frontend=None,
-                source="", license="", raw_attrs=None, checksum=True):
+                source="", license="", raw_attrs=None, checksum=True, digest=True):
     """Write an srkit model file.
 
     path       output file (overwritten)
@@ -177,6 +286,8 @@ def write_model(path, arch, config, tensors, *, dtype=None, tokenizer=None, fron
     source, license   provenance root attributes
     raw_attrs  {root attribute: value} written last, overriding the standard ones; None as a
                value deletes the attribute (tests use it to build malformed files)
+    digest     reserve the user block and write the whole-file digest (module docstring);
+               False only to make files like other writers' (tests)
     checksum   store each dataset as one chunk with HDF5's Fletcher-32 checksum, so damaged
                bytes fail the load instead of giving wrong weights. Verifying runs at about
                0.75 GB/s (a 128 MB model loads in 0.20 s instead of 0.04 s); converters of
@@ -189,27 +300,7 @@ def write_model(path, arch, config, tensors, *, dtype=None, tokenizer=None, fron
     for name in sorted(tensors):
         _check_name(name)
         stored.extend(_stored(name, tensors[name], dtype))
-    config_text = json.dumps(config, separators=(",", ":"))
-    # written under a temporary name and renamed, so a failure never leaves a partial model
-    tmp = "%s.tmp%d" % (path, os.getpid())
-    try:
-        _write(tmp, arch, config_text, stored, tokenizer, frontend, source, license, raw_attrs,
-               checksum)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def _write(path, arch, config_text, stored, tokenizer, frontend, source, license, raw_attrs,
-           checksum):
-    with h5py.File(path, "w") as f:
-        f.attrs["format"] = FORMAT
-        f.attrs["format_version"] = np.int64(FORMAT_VERSION)
-        f.attrs["arch"] = arch
-        f.attrs["config"] = config_text
-        f.attrs["source"] = source
-        f.attrs["license"] = license
+    with creating(path, arch, config, source, license, digest) as f:
         w = _group(f, "weights")
         for dname, data, attrs in stored:
             _dataset(w, dname, data, attrs, checksum)
@@ -260,3 +351,18 @@ def read_model(path):
                 a = a.astype(np.float32) * scale.reshape((-1,) + (1,) * (a.ndim - 1))
             tensors[name.replace("/", ".")] = np.asarray(a, dtype=np.float32)
         return attrs, config, tensors
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] != "seal":
+        print("usage: python3 srkit_h5.py seal FILE...   add or renew the digest of srkit model "
+              "files", file=sys.stderr)
+        sys.exit(2)
+    ok = True
+    for p in sys.argv[2:]:
+        try:
+            ok = seal(p) and ok
+        except (OSError, ValueError) as e:
+            print("srkit_h5: %s" % e, file=sys.stderr)
+            ok = False
+    sys.exit(0 if ok else 1)

@@ -25,7 +25,7 @@ if [ -z "$PY_BASE" ]; then
   exit 1
 fi
 
-CHECK='import torch, whisper, transformers, h5py, numpy, librosa, soundfile
+CHECK='import torch, whisper, transformers, h5py, numpy, xxhash, librosa, soundfile
 import nemo.collections.asr.parts.preprocessing.features'
 
 if [ -x "$VENV/bin/python" ] && [ "${FORCE:-0}" != "1" ] && "$VENV/bin/python" -c "$CHECK" >/dev/null 2>&1; then
@@ -40,7 +40,7 @@ PIP=("$VENV/bin/python" -m pip install --upgrade)
 
 # torch first so the other packages do not pull a different build.
 "${PIP[@]}" torch
-"${PIP[@]}" numpy h5py soundfile librosa transformers openai-whisper
+"${PIP[@]}" numpy h5py xxhash soundfile librosa transformers openai-whisper
 
 if ! "${PIP[@]}" 'nemo_toolkit[asr]'; then
   echo "venv_ref: nemo_toolkit[asr] failed to install; falling back to nemo_toolkit + minimal deps" >&2

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "test.h"
+#include "../core/internal.h"
 
 static const char *bin(void)
 {
@@ -151,6 +152,25 @@ static void test_transcribe_and_stream(void)
     expect(runf(a), 1, "/nonexistent.wav", "missing audio named");
     snprintf(a, sizeof a, "transcribe %s %s --beam x", test_fixture("test_linear.h5"), wav);
     expect(runf(a), 2, "--beam", "bad option value");
+    /* a model without a digest runs, with the warning on stderr; a damaged one stops */
+    snprintf(a, sizeof a, "transcribe %s %s", test_fixture("test_linear_nodigest.h5"), wav);
+    expect(runf(a), 0, "warning: ", "missing digest warned");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "no srkit digest"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    const char *bad = test_tmppath("cli_flipped.h5");
+    char *buf = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL_FATAL(sr_read_file(test_fixture("test_linear.h5"), &buf, &len), SR_OK);
+    buf[len / 2] ^= 0x04;
+    FILE *fp = fopen(bad, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    CU_ASSERT_EQUAL(fwrite(buf, 1, len, fp), len);
+    fclose(fp);
+    free(buf);
+    snprintf(a, sizeof a, "transcribe %s %s", bad, wav);
+    expect(runf(a), 1, "cli_flipped.h5: corrupt", "damaged model refused");
+    snprintf(a, sizeof a, "info %s", bad);
+    expect(runf(a), 1, "corrupt", "info on a damaged model");
 }
 
 static void test_eval_list_runs(void)

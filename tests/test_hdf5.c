@@ -441,6 +441,11 @@ static void test_inspect(void)
     CU_ASSERT_STRING_EQUAL(str(j, "path"), test_fixture("test_linear.h5"));
     CU_ASSERT_STRING_EQUAL(str(j, "arch"), "test_linear");
     CU_ASSERT_EQUAL(num(j, "format_version"), 1);
+    CU_ASSERT_STRING_EQUAL(str(j, "digest"), "xxh3-128 verified");
+    cJSON *nod = inspect("test_linear_nodigest.h5");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(nod);
+    CU_ASSERT_STRING_EQUAL(str(nod, "digest"), "none");
+    cJSON_Delete(nod);
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(j, "config");
     CU_ASSERT(cJSON_IsObject(cfg));
     CU_ASSERT_EQUAL(num(cfg, "vocab"), 6);
@@ -640,7 +645,22 @@ static void test_missing_and_not_hdf5(void)
     ASSERT_ERR_PATH(sr_h5_open(empty, &f), SR_ERR_FORMAT, "not a readable HDF5 file", empty);
 }
 
-/* Copy a fixture into the temp dir, then let edit() damage the bytes. */
+/* Copy a fixture into the temp dir, then let edit() damage the bytes. The copy keeps the
+ * fixture's digest header, so the digest check refuses it ("corrupt"); resealed_copy writes a
+ * matching digest after the damage, so that libhdf5 and the loader's own checks meet it (a file
+ * damaged before it was sealed, or by a writer bug). */
+static const char *damaged_copy(const char *fixture, const char *name,
+                                void (*edit)(unsigned char *buf, size_t *len, void *arg),
+                                void *arg);
+static const char *resealed_copy(const char *fixture, const char *name,
+                                 void (*edit)(unsigned char *buf, size_t *len, void *arg),
+                                 void *arg)
+{
+    const char *p = damaged_copy(fixture, name, edit, arg);
+    sr_h5_seal(p); /* fails only where the damage took the user block: the check then refuses */
+    return p;
+}
+
 static const char *damaged_copy(const char *fixture, const char *name,
                                 void (*edit)(unsigned char *buf, size_t *len, void *arg),
                                 void *arg)
@@ -710,15 +730,22 @@ static void test_truncated(void)
     double half = 0.5;
     const char *p = damaged_copy("test_linear.h5", "truncated.h5", truncate_to, &half);
     sr_h5 *f = NULL;
+    ASSERT_ERR_PATH(sr_h5_open(p, &f), SR_ERR_FORMAT, "corrupt: 11900 bytes, its digest header says 23800 (truncated)", p);
+    ASSERT_ERR_PATH(sr_model_inspect(p, &(char *){NULL}), SR_ERR_FORMAT, "corrupt", p);
+    ASSERT_ERR_PATH(sr_h5_open_plain(p, &f), SR_ERR_FORMAT, "HDF5", p); /* no digest check */
+    /* the same cut sealed again: libhdf5 sees it and fails cleanly */
+    p = resealed_copy("test_linear.h5", "truncated_sealed.h5", truncate_to, &half);
     ASSERT_ERR_PATH(sr_h5_open(p, &f), SR_ERR_FORMAT, "not a readable HDF5 file", p);
     ASSERT_ERR_PATH(sr_model_inspect(p, &(char *){NULL}), SR_ERR_FORMAT, "HDF5", p);
-    ASSERT_ERR_PATH(sr_h5_open_plain(p, &f), SR_ERR_FORMAT, "HDF5", p);
-    /* every cut from 1/16 to 15/16 fails cleanly */
+    /* every cut from 1/16 to 15/16 fails cleanly, sealed or not */
     for (int k = 1; k < 16; k++) {
         double frac = k / 16.0;
         char name[64];
         snprintf(name, sizeof name, "truncated_%02d.h5", k);
         p = damaged_copy("test_linear.h5", name, truncate_to, &frac);
+        ASSERT_ERR_PATH(full_read(p), SR_ERR_FORMAT, "corrupt", p);
+        snprintf(name, sizeof name, "truncated_sealed_%02d.h5", k);
+        p = resealed_copy("test_linear.h5", name, truncate_to, &frac);
         ASSERT_ERR_PATH(full_read(p), SR_ERR_FORMAT, "", p);
     }
 }
@@ -729,7 +756,10 @@ static void test_garbage(void)
      * /tokenizer live there */
     garbage_spec g = {0.5, 1.0 / 6, 12345};
     const char *p = damaged_copy("test_linear.h5", "garbage.h5", garbage, &g);
+    ASSERT_ERR_PATH(full_read(p), SR_ERR_FORMAT, "corrupt", p);
+    p = resealed_copy("test_linear.h5", "garbage_sealed.h5", garbage, &g);
     ASSERT_ERR_PATH(full_read(p), SR_ERR_FORMAT, "", p);
+    /* sealed after the damage (the digest cannot tell), so libhdf5 and the loader meet it: */
     /* smaller blocks of garbage all over the file: each read ends in OK (the damage hit
      * unused bytes) or FORMAT, never another status and never a crash */
     int n_format = 0, n_ok = 0;
@@ -738,6 +768,8 @@ static void test_garbage(void)
         char name[64];
         snprintf(name, sizeof name, "garbage_%02d.h5", k);
         p = damaged_copy("test_linear.h5", name, garbage, &gk);
+        ASSERT_ERR_PATH(full_read(p), SR_ERR_FORMAT, "corrupt", p);
+        p = resealed_copy("test_linear.h5", name, garbage, &gk);
         sr_status st = full_read(p);
         if (st == SR_ERR_FORMAT) {
             n_format++;
@@ -768,8 +800,11 @@ static void flip_weight_bit(unsigned char *buf, size_t *len, void *arg)
  * a plain contiguous dataset would load a slightly wrong weight without complaint. */
 static void test_bit_flip(void)
 {
-    const char *p = damaged_copy("test_linear.h5", "bitflip.h5", flip_weight_bit, NULL);
     sr_h5 *f = NULL;
+    const char *p = damaged_copy("test_linear.h5", "bitflip.h5", flip_weight_bit, NULL);
+    ASSERT_ERR_PATH(sr_h5_open(p, &f), SR_ERR_FORMAT, "corrupt: the content's xxh3-128 digest does not match", p);
+    /* sealed after the flip, the dataset's own checksum still catches it */
+    p = resealed_copy("test_linear.h5", "bitflip_sealed.h5", flip_weight_bit, NULL);
     sr_tensor t;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open(p, &f), SR_OK);
     ASSERT_ERR_PATH(sr_h5_tensor(f, "proj.weight", SR_F32, 2, W_SHAPE, &t), SR_ERR_FORMAT,
@@ -777,6 +812,135 @@ static void test_bit_flip(void)
     CU_ASSERT_EQUAL(sr_h5_tensor(f, "proj.bias", SR_F32, 1, B_SHAPE, &t), SR_OK);
     sr_tensor_free(&t);
     sr_h5_close(f);
+}
+
+/* ---- the whole-file digest (core/digest.c) ---------------------------------------------------- */
+
+typedef struct { size_t at; unsigned char mask; } flip_spec;
+
+static void flip_at(unsigned char *buf, size_t *len, void *arg)
+{
+    const flip_spec *fs = arg;
+    if (fs->at < *len) buf[fs->at] ^= fs->mask;
+}
+
+static void append_byte(unsigned char *buf, size_t *len, void *arg)
+{
+    (void)buf;
+    (void)arg;
+    (*len)++; /* the read buffer has a spare byte: sr_read_file NUL-terminates */
+}
+
+static void upper_hex(unsigned char *buf, size_t *len, void *arg)
+{
+    (void)arg;
+    char *d = strstr((char *)buf, "\ndigest ");
+    for (char *c = d ? d + 8 : NULL; c && *c && *c != '\n'; c++)
+        if (*c >= 'a' && *c <= 'f') *c = (char)(*c - 'a' + 'A');
+    (void)len;
+}
+
+static int digest_of(const char *p, int *has)
+{
+    *has = -1;
+    return sr_h5_check_digest(p, has);
+}
+
+static void test_digest(void)
+{
+    int has = -1;
+    sr_h5 *f = NULL;
+    sr_model *m = NULL;
+    /* every srkit-written fixture carries a matching digest; the model opens without a warning */
+    const char *fixtures[] = {"test_linear.h5", "test_linear_int8.h5", "bad_unallocated.h5",
+                              "whisper/rand.h5", "fastconformer/rand.h5", "voxtral/model.h5"};
+    for (size_t i = 0; i < sizeof fixtures / sizeof *fixtures; i++) {
+        CU_ASSERT_EQUAL(digest_of(test_fixture(fixtures[i]), &has), SR_OK);
+        CU_ASSERT_EQUAL(has, 1);
+    }
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open(test_fixture("test_linear.h5"), &f), SR_OK);
+    CU_ASSERT_PTR_NULL(sr_h5_warning(f));
+    sr_h5_close(f);
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(test_fixture("test_linear.h5"), NULL, &m), SR_OK);
+    CU_ASSERT_PTR_NULL(sr_model_warning(m));
+    sr_model_free(m);
+
+    /* no user block (other writers, srkit before the digest): loads, with a warning */
+    const char *nod = test_fixture("test_linear_nodigest.h5");
+    CU_ASSERT_EQUAL(digest_of(nod, &has), SR_OK);
+    CU_ASSERT_EQUAL(has, 0);
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(nod, NULL, &m), SR_OK);
+    CU_ASSERT_PTR_NOT_NULL(sr_model_warning(m));
+    CU_ASSERT(sr_model_warning(m) && strstr(sr_model_warning(m), "no srkit digest"));
+    sr_model_free(m);
+    CU_ASSERT_EQUAL(digest_of(test_fixture("plain.h5"), &has), SR_OK); /* plain: none either */
+    CU_ASSERT_EQUAL(has, 0);
+    TEST_ASSERT_ERR(sr_h5_seal(test_tmppath("no_such_file.h5")), SR_ERR_IO, "no_such_file.h5");
+
+    /* a zeroed block (written where the writer had no xxhash): a warning, then sealing it */
+    flip_spec zero = {0, 0};
+    const char *p = damaged_copy("test_linear.h5", "unsealed.h5", flip_at, &zero);
+    FILE *fp = fopen(p, "r+b");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    static const unsigned char zeros[512];
+    CU_ASSERT_EQUAL(fwrite(zeros, 1, sizeof zeros, fp), sizeof zeros);
+    fclose(fp);
+    CU_ASSERT_EQUAL(digest_of(p, &has), SR_OK);
+    CU_ASSERT_EQUAL(has, 0);
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(p, NULL, &m), SR_OK);
+    CU_ASSERT_PTR_NOT_NULL(sr_model_warning(m));
+    sr_model_free(m);
+    CU_ASSERT_EQUAL(sr_h5_seal(p), SR_OK);
+    CU_ASSERT_EQUAL(digest_of(p, &has), SR_OK);
+    CU_ASSERT_EQUAL(has, 1);
+    {   /* the C seal writes byte for byte what srkit_h5.py wrote */
+        char *a = NULL, *b = NULL;
+        size_t la = 0, lb = 0;
+        CU_ASSERT_EQUAL_FATAL(sr_read_file(p, &a, &la), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_read_file(test_fixture("test_linear.h5"), &b, &lb), SR_OK);
+        CU_ASSERT(la == lb && !memcmp(a, b, la));
+        free(a);
+        free(b);
+    }
+    /* a file without a user block cannot be sealed in place (srkit_h5.py seal adds one) */
+    TEST_ASSERT_ERR(sr_h5_seal(nod), SR_ERR_FORMAT, "has no 512-byte srkit user block");
+
+    /* one flipped bit anywhere: in the header's text, length, digest, in the HDF5 superblock,
+     * in the data, in the last byte; and the header's magic itself */
+    size_t len = 23800;
+    const struct { size_t at; unsigned char mask; const char *needle; } flips[] = {
+        {0, 0x10, "not a valid srkit digest"},   {3, 0x10, "not a valid srkit digest"},
+        {20, 0x10, "not a valid srkit digest"},  {45, 0x01, "digest header says 23801"},
+        {55, 0x01, "digest does not match"},     /* a hex digit of the digest, still hex */
+        {120, 0x10, "not a valid srkit digest"}, {511, 0x10, "not a valid srkit digest"},
+        {512 + 3, 0x10, "digest does not match"}, {600, 0x10, "digest does not match"},
+        {len / 2, 0x10, "digest does not match"}, {len - 1, 0x10, "digest does not match"},
+    };
+    for (size_t i = 0; i < sizeof flips / sizeof *flips; i++) {
+        flip_spec fs = {flips[i].at, flips[i].mask};
+        char name[64];
+        snprintf(name, sizeof name, "flip_%05zu.h5", flips[i].at);
+        p = damaged_copy("test_linear.h5", name, flip_at, &fs);
+        ASSERT_ERR_PATH(digest_of(p, &has), SR_ERR_FORMAT, flips[i].needle, p);
+        CU_ASSERT_EQUAL(has, 0);
+        ASSERT_ERR_PATH(sr_model_load(p, NULL, &m), SR_ERR_FORMAT, "corrupt", p);
+        CU_ASSERT_PTR_NULL(m);
+        ASSERT_ERR_PATH(sr_model_inspect(p, &(char *){NULL}), SR_ERR_FORMAT, "corrupt", p);
+    }
+    /* a byte appended, one cut off; a header with the same digest in upper-case hex (the
+     * header is checked for exactly the writer's form) */
+    p = damaged_copy("test_linear.h5", "appended.h5", append_byte, NULL);
+    ASSERT_ERR_PATH(digest_of(p, &has), SR_ERR_FORMAT, "corrupt: 23801 bytes, its digest header says 23800 (bytes appended)", p);
+    double cut = (len - 1.0) / len;
+    p = damaged_copy("test_linear.h5", "cut1.h5", truncate_to, &cut);
+    ASSERT_ERR_PATH(digest_of(p, &has), SR_ERR_FORMAT, "(truncated)", p);
+    p = damaged_copy("test_linear.h5", "upper.h5", upper_hex, NULL);
+    ASSERT_ERR_PATH(digest_of(p, &has), SR_ERR_FORMAT, "not a valid srkit digest", p);
+    /* shorter than a block: no digest to check, libhdf5's open refuses it */
+    double tiny = 100.0 / len;
+    p = damaged_copy("test_linear.h5", "tiny.h5", truncate_to, &tiny);
+    ASSERT_ERR_PATH(sr_h5_open(p, &f), SR_ERR_FORMAT, "corrupt", p);
+    TEST_ASSERT_ERR(sr_h5_check_digest(NULL, &has), SR_ERR_ARG, "NULL");
 }
 
 /* ---- plain files, unused tensors, threads ---------------------------------------------------- */
@@ -986,6 +1150,7 @@ void test_register_core_hdf5(void)
                {"truncated", test_truncated},
                {"garbage", test_garbage},
                {"bit_flip", test_bit_flip},
+               {"digest", test_digest},
                {"tokenizer_unreadable", test_tokenizer_unreadable},
                {"unallocated", test_unallocated},
                {"arch_nul", test_arch_nul},

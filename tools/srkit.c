@@ -180,6 +180,9 @@ static int cmd_info(int argc, char **argv)
     const char *lic = cJSON_GetStringValue(cJSON_GetObjectItem(j, "license"));
     if (src && *src) printf("source:     %s\n", src);
     if (lic && *lic) printf("license:    %s\n", lic);
+    const char *dg = cJSON_GetStringValue(cJSON_GetObjectItem(j, "digest"));
+    printf("digest:     %s\n", dg && strcmp(dg, "none") ? dg : "none (integrity not verified; "
+                                                               "scripts/srkit_h5.py seal adds one)");
     printf("tensors:    %.0f\n", cJSON_GetNumberValue(cJSON_GetObjectItem(j, "n_tensors")));
     double np = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "n_params"));
     printf("parameters: %.0f (%.2fM)\n", np, np / 1e6);
@@ -207,7 +210,9 @@ static int cmd_info(int argc, char **argv)
 static int open_model(const char *path, const run_opts *o, sr_model **m)
 {
     sr_status st = sr_model_load(path, &o->mo, m);
-    return st ? fail(st, path) : 0;
+    if (st) return fail(st, path);
+    if (sr_model_warning(*m)) fprintf(stderr, "srkit: warning: %s: %s\n", path, sr_model_warning(*m));
+    return 0;
 }
 
 static int cmd_transcribe(int argc, char **argv)

@@ -72,9 +72,8 @@ static sr_status cfg_ints(const sr_model *m, const cJSON *a, const char *what, i
     int n = 0;
     for (const cJSON *v = a->child; v; v = v->next, n++) {
         if (n >= cap) return sr_error(SR_ERR_FORMAT, "%s: config.%s: more than %d entries", m->path, what, cap);
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+        if (!cJSON_IsNumber(v) || !sr_whole_int(v->valuedouble, &out[n]))
             return sr_error(SR_ERR_FORMAT, "%s: config.%s[%d]: expected an integer", m->path, what, n);
-        out[n] = (int)v->valuedouble;
     }
     *n_out = n;
     return SR_OK;

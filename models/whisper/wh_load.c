@@ -17,10 +17,9 @@ static sr_status cfg_obj_int(const sr_model *m, const cJSON *obj, const char *ob
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v) return sr_error(SR_ERR_FORMAT, "%s: config.%s.%s: missing", m->path, objname, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+    if (!cJSON_IsNumber(v) || !sr_whole_int(v->valuedouble, out))
         return sr_error(SR_ERR_FORMAT, "%s: config.%s.%s: expected an integer", m->path, objname,
                         key);
-    *out = (int)v->valuedouble;
     return SR_OK;
 }
 
@@ -33,9 +32,9 @@ static sr_status cfg_id_list(const sr_model *m, const char *key, int n_vocab, ui
         return sr_error(SR_ERR_FORMAT, "%s: config.%s: expected an array of token ids", m->path, key);
     int i = 0;
     for (const cJSON *v = a->child; v; v = v->next, i++) {
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+        int id = 0;
+        if (!cJSON_IsNumber(v) || !sr_whole_int(v->valuedouble, &id))
             return sr_error(SR_ERR_FORMAT, "%s: config.%s[%d]: expected an integer", m->path, key, i);
-        int id = (int)v->valuedouble;
         if (id < 0 || id >= n_vocab)
             return sr_error(SR_ERR_FORMAT, "%s: config.%s[%d]: token %d outside the vocabulary "
                             "(n_vocab %d)", m->path, key, i, id, n_vocab);
