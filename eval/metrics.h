@@ -62,13 +62,15 @@ typedef struct sr_edit_counts {
  * substitution 4, deletion 3, insertion 3) and sclite's choice among equal-cost predecessors
  * (diagonal first, then deletion if strictly cheaper than insertion, else insertion), traced
  * back from the end. Fills *counts; when path is non-NULL, *path is a malloc'ed array (free with
- * free(); NULL when empty) of *n_path steps in order. Memory (n_ref+1)*(n_hyp+1) bytes up to 64 M
- * cells; beyond, about 4 (n_hyp+1) sqrt(n_ref) bytes (checkpointed rows, the same path, twice
- * the time). */
+ * free(); NULL when empty) of *n_path steps in order. Memory (n_ref+1)*(n_hyp+1) bytes up to 4 M
+ * cells; beyond, linear in n_ref + n_hyp (the same path through a region around it, time
+ * proportional to the region: small for similar texts, up to the whole matrix for unrelated
+ * ones; eval/align.c). */
 sr_status sr_align(const char *const *ref, size_t n_ref, const char *const *hyp, size_t n_hyp,
                    sr_edit_counts *counts, sr_align_step **path, size_t *n_path);
 /* Test hook: align with the whole back-pointer matrix up to `cells` (n_ref+1)(n_hyp+1) cells and
- * with checkpoints beyond (0 restores the default, 64 M). Not thread-safe; tests only. */
+ * with the region method beyond, whose blocks also keep back pointers up to `cells` cells (1: every
+ * problem split down to two rows; 0 restores the default, 4 M). Not thread-safe; tests only. */
 void sr_align_set_full_limit(size_t cells);
 
 /* Word counts of normalized texts (NULL = empty). */

@@ -340,52 +340,241 @@ static int check_sclite_expected(const char *dir, const char *expected)
     return checked;
 }
 
-/* The checkpointed alignment (long utterances) traces exactly the path of the full back-pointer
- * matrix: random word sequences of 0..400 words from small vocabularies (many ties), both ways;
- * the sclite fixtures again with checkpoints forced. */
-#define SR_TEST_MIN(a, b) ((a) < (b) ? (a) : (b))
-static void test_align_checkpointed(void)
+/* ---- the region alignment (long utterances) against a plain reference -------------------- */
+
+/* The plain DP of docs/metrics.md over integer sequences, written independently of eval/align.c:
+ * the whole matrix, one 2-bit choice per cell (sclite's rule spelled out literally), traced back
+ * from (n, m). Writes the path as ops letters ("CSDI") plus indices; returns its length, or -1
+ * when out of memory. */
+#define TEST_LEN(a) (sizeof(a) / sizeof((a)[0]))
+enum { REF_DIAG = 0, REF_DEL = 1, REF_INS = 2 };
+static long ref_align(const int *a, size_t n, const int *b, size_t m, sr_align_step *out)
 {
-    static const char *vocab[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+    size_t rb = (m + 1 + 3) / 4; /* bytes per row: 4 choices a byte */
+    unsigned char *ch = calloc((n + 1) * rb, 1);
+    long *row = malloc((m + 1) * sizeof *row);
+    if (!ch || !row) {
+        free(ch);
+        free(row);
+        return -1;
+    }
+#define REF_SET(i, j, v) (ch[(i) * rb + ((j) >> 2)] |= (unsigned char)((v) << (2 * ((j) & 3))))
+#define REF_GET(i, j) ((ch[(i) * rb + ((j) >> 2)] >> (2 * ((j) & 3))) & 3)
+    for (size_t j = 0; j <= m; j++) {
+        row[j] = 3 * (long)j;
+        if (j) REF_SET(0, j, REF_INS);
+    }
+    for (size_t i = 1; i <= n; i++) {
+        long up_left = row[0];
+        row[0] += 3;
+        REF_SET(i, 0, REF_DEL);
+        unsigned char *cr = ch + i * rb;
+        for (size_t j = 1; j <= m; j++) {
+            long diag = up_left + (a[i - 1] == b[j - 1] ? 0 : 4);
+            long del = row[j] + 3;
+            long ins = row[j - 1] + 3;
+            up_left = row[j];
+            if (diag <= del && diag <= ins) {
+                row[j] = diag;
+            } else if (del < ins) {
+                row[j] = del;
+                cr[j >> 2] |= (unsigned char)(REF_DEL << (2 * (j & 3)));
+            } else {
+                row[j] = ins;
+                cr[j >> 2] |= (unsigned char)(REF_INS << (2 * (j & 3)));
+            }
+        }
+    }
+    long len = 0;
+    size_t i = n, j = m;
+    while (i > 0 || j > 0) {
+        int c = REF_GET(i, j);
+        sr_align_step st;
+        if (c == REF_DIAG) {
+            i--;
+            j--;
+            st = (sr_align_step){a[i] == b[j] ? SR_EDIT_COR : SR_EDIT_SUB, (int64_t)i, (int64_t)j};
+        } else if (c == REF_DEL) {
+            i--;
+            st = (sr_align_step){SR_EDIT_DEL, (int64_t)i, -1};
+        } else {
+            j--;
+            st = (sr_align_step){SR_EDIT_INS, -1, (int64_t)j};
+        }
+        out[len++] = st;
+    }
+#undef REF_SET
+#undef REF_GET
+    for (long x = 0, z = len - 1; x < z; x++, z--) {
+        sr_align_step t = out[x];
+        out[x] = out[z];
+        out[z] = t;
+    }
+    free(ch);
+    free(row);
+    return len;
+}
+
+static uint64_t lcg(uint64_t *r)
+{
+    *r = *r * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *r >> 33;
+}
+
+/* b: a copy of a with edits: each unit substituted or dropped with probability pct_sub, pct_del
+ * percent, and followed by 1..max_ins inserted units with probability pct_ins percent, all drawn
+ * from a vocabulary of V units. Returns m (at most cap). */
+static size_t edited(const int *a, size_t n, int *b, size_t cap, int V, int pct_sub, int pct_del,
+                     int pct_ins, int max_ins, uint64_t *r)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < cap; i++) {
+        int u = (int)(lcg(r) % 100);
+        if (u < pct_sub) b[m++] = (int)(lcg(r) % (uint64_t)V);
+        else if (u >= pct_sub + pct_del) b[m++] = a[i];
+        if ((int)(lcg(r) % 100) < pct_ins)
+            for (int k = 1 + (int)(lcg(r) % (uint64_t)max_ins); k > 0 && m < cap; k--)
+                b[m++] = (int)(lcg(r) % (uint64_t)V);
+    }
+    return m;
+}
+
+/* sr_align of two integer sequences (as words "0", "1", ...) with each block limit in turn
+ * (sr_align_set_full_limit; 0 = the default) against ref_align: the number of limits under which
+ * the counts and every step agree. */
+static int region_agrees(const int *a, size_t n, const int *b, size_t m, const size_t *limits,
+                         size_t n_limits, const char *what)
+{
+    static char names[64][12];
+    static const char *word[64];
+    if (!word[0])
+        for (int v = 0; v < 64; v++) {
+            snprintf(names[v], sizeof names[v], "%d", v);
+            word[v] = names[v];
+        }
+    const char **wa = malloc((n + 1) * sizeof *wa), **wb = malloc((m + 1) * sizeof *wb);
+    sr_align_step *want = malloc((n + m + 1) * sizeof *want);
+    CU_ASSERT_FATAL(wa && wb && want);
+    for (size_t i = 0; i < n; i++) wa[i] = word[a[i]];
+    for (size_t j = 0; j < m; j++) wb[j] = word[b[j]];
+    long nw = ref_align(a, n, b, m, want);
+    CU_ASSERT_FATAL(nw >= 0);
+    sr_edit_counts wc = {0};
+    for (long k = 0; k < nw; k++) {
+        int64_t *slot[] = {&wc.cor, &wc.sub, &wc.del, &wc.ins};
+        (*slot[want[k].op])++;
+    }
+    int agree = 0;
+    for (size_t l = 0; l < n_limits; l++) {
+        sr_edit_counts c;
+        sr_align_step *got = NULL;
+        size_t ng = 0;
+        sr_align_set_full_limit(limits[l]);
+        sr_status st = sr_align(wa, n, wb, m, &c, &got, &ng);
+        sr_align_set_full_limit(0);
+        CU_ASSERT_EQUAL(st, SR_OK);
+        int eq = !st && ng == (size_t)nw && c.cor == wc.cor && c.sub == wc.sub && c.del == wc.del &&
+                 c.ins == wc.ins && c.n_ref == (int64_t)n && c.n_hyp == (int64_t)m;
+        size_t k = 0;
+        for (; eq && k < ng; k++) /* field by field: the struct has padding */
+            eq = got[k].op == want[k].op && got[k].ref == want[k].ref && got[k].hyp == want[k].hyp;
+        if (!eq)
+            printf("\n      %s, block limit %zu: %zu x %zu units: srkit C%lld S%lld D%lld I%lld, reference"
+                   " C%lld S%lld D%lld I%lld, first difference at step %zu", what, limits[l], n, m,
+                   (long long)c.cor, (long long)c.sub, (long long)c.del, (long long)c.ins,
+                   (long long)wc.cor, (long long)wc.sub, (long long)wc.del, (long long)wc.ins,
+                   k ? k - 1 : 0);
+        agree += eq;
+        free(got);
+    }
+    free(want);
+    free(wa);
+    free(wb);
+    return agree;
+}
+
+/* Random pairs of 0..300 units from vocabularies of 2..9 units (many equal-cost alignments, so
+ * the tie order is exercised): edited copies, unrelated pairs (R grows to most of the matrix),
+ * lengths far apart (R's diagonal offset), empty sides. Each pair is aligned with the whole
+ * matrix (the default for small problems) and with the region method forced at several block
+ * sizes: 1 cell (every piece split down to two rows), 40 and 3000 cells. */
+static void test_align_region_random(void)
+{
+    static const size_t limits[] = {0, 1, 40, 3000};
     uint64_t r = 12345;
+    int *a = malloc(1300 * sizeof *a), *b = malloc(1300 * sizeof *b);
+    CU_ASSERT_FATAL(a && b);
     int same = 0, total = 0;
-    for (int it = 0; it < 300; it++) {
-        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-        size_t n = (size_t)(r >> 33) % 401, m;
-        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-        m = it % 5 == 0 ? (size_t)(r >> 33) % 401 : n + (size_t)(r >> 33) % 21 - SR_TEST_MIN(n, 10);
-        int V = 2 + it % 7;
-        const char **a = malloc((n + 1) * sizeof *a), **b = malloc((m + 1) * sizeof *b);
-        CU_ASSERT_FATAL(a && b);
-        for (size_t i = 0; i < n; i++) {
-            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-            a[i] = vocab[(r >> 33) % (uint64_t)V];
+    for (int it = 0; it < 320; it++) {
+        int V = 2 + it % 8, kind = it % 8;
+        size_t n = (size_t)(lcg(&r) % 301), m;
+        for (size_t i = 0; i < n; i++) a[i] = (int)(lcg(&r) % (uint64_t)V);
+        if (kind < 4) { /* similar: 0..30 % edits */
+            int e = (int)(lcg(&r) % 11);
+            m = edited(a, n, b, 1300, V, e, e, e, 1, &r);
+        } else if (kind == 4) { /* unrelated */
+            m = (size_t)(lcg(&r) % 301);
+            for (size_t j = 0; j < m; j++) b[j] = (int)(lcg(&r) % (uint64_t)V);
+        } else if (kind == 5) { /* hypothesis much longer */
+            m = edited(a, n, b, 1300, V, 3, 3, 100, 6, &r);
+        } else if (kind == 6) { /* hypothesis much shorter */
+            m = edited(a, n, b, 1300, V, 3, 70, 0, 1, &r);
+        } else { /* empty hypothesis, empty reference, both empty */
+            int e = (it / 8) % 3;
+            if (e > 0) n = 0;
+            m = e == 1 ? (size_t)(lcg(&r) % 301) : 0;
+            for (size_t j = 0; j < m; j++) b[j] = (int)(lcg(&r) % (uint64_t)V);
         }
-        for (size_t i = 0; i < m; i++) {
-            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-            /* mostly the reference with some edits, sometimes unrelated */
-            b[i] = (i < n && (r >> 40) % 5) ? a[i] : vocab[(r >> 33) % (uint64_t)V];
-        }
-        sr_edit_counts c1, c2;
-        sr_align_step *p1 = NULL, *p2 = NULL;
-        size_t n1 = 0, n2 = 0;
-        sr_align_set_full_limit(0);
-        CU_ASSERT_EQUAL_FATAL(sr_align(a, n, b, m, &c1, &p1, &n1), SR_OK);
-        sr_align_set_full_limit(1); /* every problem checkpointed */
-        CU_ASSERT_EQUAL_FATAL(sr_align(a, n, b, m, &c2, &p2, &n2), SR_OK);
-        sr_align_set_full_limit(0);
-        int eq = n1 == n2 && !memcmp(&c1, &c2, sizeof c1);
-        for (size_t k = 0; eq && k < n1; k++) /* field by field: the struct has padding */
-            eq = p1[k].op == p2[k].op && p1[k].ref == p2[k].ref && p1[k].hyp == p2[k].hyp;
-        same += eq;
-        total++;
-        if (!eq) printf("\n      checkpointed alignment differs: %zu x %zu words, vocabulary %d", n, m, V);
-        free(p1);
-        free(p2);
-        free(a);
-        free(b);
+        char what[32];
+        snprintf(what, sizeof what, "pair %d", it);
+        same += region_agrees(a, n, b, m, limits, TEST_LEN(limits), what);
+        total += (int)TEST_LEN(limits);
     }
     CU_ASSERT_EQUAL(same, total);
+    free(a);
+    free(b);
+}
+
+/* Long pairs (up to 30,000 units) with the default settings, which take the region method and
+ * split the trace, and with 5000-cell blocks (several levels of splitting): a similar pair over 4
+ * units, lengths far apart both ways, unrelated texts, empty sides. */
+static void test_align_region_long(void)
+{
+    static const struct { size_t n; int V, kind; } cases[] = {
+        {7000, 4, 0},  /* similar, ~10 % edits, 4-unit vocabulary */
+        {30000, 6, 1}, /* reference 30,000, hypothesis ~1,200: R far from the main diagonal */
+        {1200, 6, 2},  /* the other way round */
+        {3000, 3, 3},  /* unrelated: R is most of the matrix */
+        {30000, 5, 4}, /* empty hypothesis */
+        {0, 5, 5},     /* empty reference, 30,000 hypothesis units */
+    };
+    static const size_t limits[] = {0, 5000};
+    uint64_t r = 777;
+    int *a = malloc(30001 * sizeof *a), *b = malloc(30001 * sizeof *b);
+    CU_ASSERT_FATAL(a && b);
+    for (size_t t = 0; t < TEST_LEN(cases); t++) {
+        size_t n = cases[t].n, m = 0;
+        int V = cases[t].V;
+        for (size_t i = 0; i < n; i++) a[i] = (int)(lcg(&r) % (uint64_t)V);
+        switch (cases[t].kind) {
+        case 0: m = edited(a, n, b, 30000, V, 6, 2, 2, 1, &r); break;
+        case 1: m = edited(a, n, b, 30000, V, 2, 96, 0, 1, &r); break;
+        case 2: m = edited(a, n, b, 30000, V, 2, 0, 100, 48, &r); break;
+        case 3: m = 3500; for (size_t j = 0; j < m; j++) b[j] = (int)(lcg(&r) % (uint64_t)V); break;
+        case 4: m = 0; break;
+        default: m = 30000; for (size_t j = 0; j < m; j++) b[j] = (int)(lcg(&r) % (uint64_t)V); break;
+        }
+        char what[32];
+        snprintf(what, sizeof what, "long case %zu", t);
+        CU_ASSERT_EQUAL(region_agrees(a, n, b, m, limits, TEST_LEN(limits), what), (int)TEST_LEN(limits));
+    }
+    free(a);
+    free(b);
+}
+
+/* The sclite fixtures again, every problem through the region method. */
+static void test_align_region_sclite(void)
+{
     sr_align_set_full_limit(1);
     int n = check_sclite_expected(test_fixture("sclite"), test_fixture("sclite/expected.txt"));
     sr_align_set_full_limit(0);
@@ -819,7 +1008,8 @@ void test_register_eval_metrics(void)
                {"align_hand", test_align_hand}, {"wer_empty", test_wer_empty}, {"cer", test_cer},
                {"align_bad_args", test_align_bad_args}, {"sclite_stored", test_sclite_stored},
                {"sclite_live", test_sclite_live}, {"sclite_random", test_sclite_random},
-               {"align_checkpointed", test_align_checkpointed});
+               {"align_region_random", test_align_region_random},
+               {"align_region_long", test_align_region_long}, {"align_region_sclite", test_align_region_sclite});
     TEST_SUITE("eval_rwer", {"hand_worked", test_rwer_hand}, {"availability", test_rwer_availability},
                {"bad_input", test_rwer_bad_input});
     TEST_SUITE("eval_latency", {"percentiles", test_percentiles}, {"emission_delay", test_emission_delay},

@@ -6,7 +6,7 @@
  *   srkit stream MODEL AUDIO              partial hypotheses as they change
  *   srkit eval CONFIG                     evaluation runs of an experiment config
  *   srkit score ...                       score hypotheses / timelines of any system
- *   srkit bench [gemm|stream ...|--all]   timings (never part of the tests)
+ *   srkit bench [gemm|stream|align|--all] timings (never part of the tests)
  *   srkit compare A.json B.json           regression gate between two results
  *   srkit merge SHARD... -o OUT           combine the shards of a sharded eval
  *
@@ -1498,12 +1498,91 @@ out:
     return rc;
 }
 
+/* `srkit bench align [--words N] [--seed S]`: one long utterance of N words (default 20,000),
+ * sentences drawn at random from the list below, scored by sr_score_utt (WER and CER alignments)
+ * against a copy with about 10 % word errors: each word substituted (6 %) or dropped (2 %), and
+ * followed by an inserted word (2 %). Prints the time and the process's peak RSS
+ * (docs/metrics.md, long utterances). */
+static uint64_t bench_lcg(uint64_t *r)
+{
+    *r = *r * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *r >> 33;
+}
+
+static int bench_align(int argc, char **argv)
+{
+    static const char *const sentences[] = {
+        "the old man walked slowly down the road toward the little house by the river",
+        "she had never seen so many people gathered in one place before that morning",
+        "it was late in the evening when the letter finally arrived from his brother",
+        "they sat together by the fire and spoke of the years that had passed",
+        "the wind came over the hills and the rain began to fall upon the fields",
+        "he opened the door and found the room exactly as he had left it",
+        "there was nothing more to be said so we went back to our work",
+        "her voice was quiet but every word she spoke carried through the hall",
+        "in the spring the children would run across the meadow to the school",
+        "the captain gave his orders and the men hurried to their places on deck",
+        "i do not think that any of us understood what had happened that night",
+        "after a long silence the doctor rose from his chair and looked out of the window",
+    };
+    enum { NS = sizeof sentences / sizeof *sentences };
+    int words = 20000, seed = 1;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--words") && i + 1 < argc) { if (parse_int("--words", argv[++i], &words)) return EXIT_USAGE; }
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) { if (parse_int("--seed", argv[++i], &seed)) return EXIT_USAGE; }
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf("usage: srkit bench align [--words N] [--seed S]\n"); return 0; }
+        else { fprintf(stderr, "srkit bench align: unknown argument %s\n", argv[i]); return EXIT_USAGE; }
+    }
+    if (words < 1) { fprintf(stderr, "srkit bench align: --words must be positive\n"); return EXIT_USAGE; }
+    sr_words sw[NS] = {{0}};
+    /* every word of the list is shorter than 15 bytes: 16 per reference word, 32 per hypothesis word */
+    char *ref = malloc((size_t)words * 16 + 1), *hyp = malloc((size_t)words * 32 + 1);
+    sr_status st = ref && hyp ? SR_OK : SR_ERR_NOMEM;
+    for (int s = 0; s < NS && !st; s++) st = sr_words_split(sentences[s], &sw[s]);
+    if (!st) {
+        uint64_t r = (uint64_t)seed;
+        size_t nr = 0, nh = 0;
+        for (int k = 0; k < words;) {
+            const sr_words *s = &sw[bench_lcg(&r) % NS];
+            for (size_t i = 0; i < s->n && k < words; i++, k++) {
+                const sr_words *o = &sw[bench_lcg(&r) % NS];
+                const char *w = s->w[i], *other = o->w[bench_lcg(&r) % o->n];
+                unsigned u = (unsigned)(bench_lcg(&r) % 100);
+                nr += (size_t)sprintf(ref + nr, "%s ", w);
+                if (u < 6) nh += (size_t)sprintf(hyp + nh, "%s ", other);
+                else if (u >= 8) nh += (size_t)sprintf(hyp + nh, "%s ", w);
+                if (bench_lcg(&r) % 100 < 2) nh += (size_t)sprintf(hyp + nh, "%s ", s->w[bench_lcg(&r) % s->n]);
+            }
+        }
+        sr_utt_input in = {.id = "bench-align", .ref = ref, .hyp = hyp, .audio_ms = -1};
+        sr_utt_metrics um;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = sr_score_utt(&in, &um);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (!st) {
+            sr_memstats ms;
+            sr_memory(NULL, NULL, &ms);
+            /* ASCII words, one space after each: the CER's units are nr - 1 characters */
+            printf("align: %d words (%zu characters), WER %.2f %%, CER %.2f %%: scored in %.2f s, "
+                   "peak RSS %.1f MB\n", words, nr - 1, 100 * um.wer_rate, 100 * um.cer_rate,
+                   (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+                   (double)ms.peak_rss_bytes / 1e6);
+        }
+    }
+    for (int s = 0; s < NS; s++) sr_words_free(&sw[s]);
+    free(ref);
+    free(hyp);
+    return st ? fail(st, "bench align") : 0;
+}
+
 static const char BENCH_USAGE[] =
     "usage: srkit bench gemm [--device cpu|cuda] [--threads N] [--n N] [--k K]\n"
     "       srkit bench --model MODEL.h5 --audio A [--audio B ...] [--stream JSON] [options]\n"
     "       srkit bench stream MODEL.h5 AUDIO... [options]\n"
     "       srkit bench --streams N [--separate] [--realtime] --model MODEL.h5 --audio A [options]\n"
-    "       srkit bench --all [--model MODEL.h5 --audio A]   (what `make bench` runs)\n\n"
+    "       srkit bench --all [--model MODEL.h5 --audio A]   (what `make bench` runs)\n"
+    "       srkit bench align [--words N] [--seed S]   (one long utterance scored: WER + CER)\n\n"
     "Timings live here, never in the tests. gemm reports the table's sgemm (GFLOP/s and the\n"
     "bandwidth of reading the weight matrix), then the op set's gemm on an N x K weight\n"
     "(--n, --k; default 4096 x 4096) in f32 and bf16 next to sgemm (sgemv at M = 1) for\n"
@@ -1665,6 +1744,7 @@ static int cmd_bench(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[0], "stream")) return bench_stream(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "align")) return bench_align(argc - 1, argv + 1);
     if (!strcmp(argv[0], "--all")) return bench_all(argc - 1, argv + 1);
     if (!strcmp(argv[0], "gemm")) {
         const char *device = "cpu";
