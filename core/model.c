@@ -97,9 +97,21 @@ sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype w
     return SR_OK;
 }
 
+const cJSON *sr_cfg_item(const sr_model *m, const char *key)
+{
+    if (!m || !m->config || !key) return NULL;
+    size_t i = 0;
+    for (const cJSON *c = m->config->child; c; c = c->next, i++)
+        if (c->string && !strcmp(c->string, key)) {
+            if (m->cfg_read) m->cfg_read[i] = 1;
+            return c;
+        }
+    return NULL;
+}
+
 static sr_status cfg_number(const sr_model *m, const char *key, int required, double *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m->config, key);
+    const cJSON *v = sr_cfg_item(m, key);
     if (!v) {
         if (required) return sr_error(SR_ERR_FORMAT, "%s: config.%s: missing", m->path, key);
         return SR_ERR_ARG; /* absent, caller uses its default; no message needed */
@@ -152,6 +164,26 @@ static sr_status check_unused(const sr_model *m, sr_h5 *f)
                       m->path, names[0], n - 1, m->arch);
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
+    return st;
+}
+
+/* SR_ERR_FORMAT for a top-level config key the backend neither read nor lists as information:
+ * a typo ("max_symbol") or a key of another arch would otherwise leave a default in force. */
+static sr_status check_config_keys(const sr_model *m)
+{
+    sr_strbuf b = {0};
+    size_t i = 0, n = 0;
+    sr_status st = SR_OK;
+    for (const cJSON *c = m->config->child; c && !st; c = c->next, i++) {
+        if (m->cfg_read[i]) continue;
+        int info = 0;
+        for (const char *const *k = m->ops->config_info; k && *k && !info; k++) info = !strcmp(*k, c->string);
+        if (!info) st = sr_strbuf_printf(&b, "%sconfig.%s", n++ ? ", " : "", c->string);
+    }
+    if (!st && n)
+        st = sr_error(SR_ERR_FORMAT, "%s: %s: not %s of arch %s (docs/model-format.md lists each "
+                      "arch's keys)", m->path, b.data, n > 1 ? "keys" : "a key", m->arch);
+    sr_strbuf_free(&b);
     return st;
 }
 
@@ -211,6 +243,10 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
         goto fail;
     }
     if ((st = check_duplicates(m->config, h5_path, "config"))) goto fail;
+    if (!(m->cfg_read = sr_calloc((size_t)cJSON_GetArraySize(m->config) + 1, 1, "config keys"))) {
+        st = SR_ERR_NOMEM;
+        goto fail;
+    }
     m->warning = sr_h5_warning(f);
     if ((st = sr_kernels_select(m->opt.device, &m->k))) goto fail;
     if (m->opt.threads > 0) m->k->set_threads(m->opt.threads);
@@ -219,7 +255,7 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
         (has_tok && (st = sr_tokenizer_load(f, &m->tokenizer))))
         goto fail;
     if ((st = m->ops->load(m, f))) goto fail;
-    if ((st = check_unused(m, f))) {
+    if ((st = check_unused(m, f)) || (st = check_config_keys(m))) {
         m->ops->unload(m);
         goto fail;
     }
@@ -243,6 +279,7 @@ void sr_model_free(sr_model *m)
     free(m->kweights);
     sr_tokenizer_free(m->tokenizer);
     cJSON_Delete(m->config);
+    free(m->cfg_read);
     free(m->config_text);
     free(m->arch);
     free(m->path);

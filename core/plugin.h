@@ -182,6 +182,9 @@ typedef struct sr_model_ops {
      * config), set m->impl. On failure release what was loaded (unload is not called). */
     sr_status (*load)(sr_model *m, sr_h5 *f);
     void (*unload)(sr_model *m);
+    /* NULL-terminated top-level config keys the backend accepts without reading them: the
+     * provenance converters record (docs/model-format.md lists them per arch). May be NULL. */
+    const char *const *config_info;
 
     /* Batch context (may be NULL: the backend batches nothing and its streams own all their
      * state): what the streams stepped together share — cache pools with one slot per stream,
@@ -236,6 +239,7 @@ struct sr_model {
     size_t n_kweights, cap_kweights;
     void *impl;              /* backend weights view and derived constants */
     const char *warning;     /* static text about the file (no digest), or NULL */
+    unsigned char *cfg_read; /* [top-level config keys, in order]: 1 once the backend read it */
 };
 
 /* Load /weights/<name> with the exact expected shape into the model's tensor list and return a
@@ -260,7 +264,11 @@ sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype w
 sr_status sr_detokenize_into(const sr_model *m, const int32_t *tokens, int n, sr_strbuf *b);
 
 /* Typed config getters for backends: read key from m->config; missing or wrong type:
- * SR_ERR_FORMAT "<file>: config.<key>: ..."; `def` variants return the default when absent. */
+ * SR_ERR_FORMAT "<file>: config.<key>: ..."; `def` variants return the default when absent.
+ * Backends read the config only through these and sr_cfg_item: after load, a top-level key
+ * nothing read (and not in the backend's config_info) is an error, so that a misspelt or
+ * foreign key never passes silently for a default. */
+const cJSON *sr_cfg_item(const sr_model *m, const char *key); /* NULL when absent */
 sr_status sr_cfg_int(const sr_model *m, const char *key, int *out);
 sr_status sr_cfg_int_def(const sr_model *m, const char *key, int def, int *out);
 sr_status sr_cfg_float_def(const sr_model *m, const char *key, float def, float *out);

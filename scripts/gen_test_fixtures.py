@@ -98,6 +98,8 @@ def main():
     write("bad_extra_tensor.h5", dict(t, **{"extra.weight": np.ones((2, 2), np.float32)}))
     # a config value test_linear rejects: 7 bands do not divide the 1280-sample chunk
     write("bad_config_value.h5", t, config=dict(CONFIG, n_bands=7))
+    # a key test_linear does not know (a typo): refused rather than ignored
+    write("bad_config_unknown.h5", t, config=dict(CONFIG, chunk_msec=40))
     path = write("bad_int8_no_scale.h5", t, dtype="int8")
     with h5py.File(path, "r+") as f:
         del f["weights/proj/weight_scale"]

@@ -1480,6 +1480,36 @@ static void test_bad_files(void)
     p = bad_copy("fc_maxsym.h5", NULL, cfg);
     TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, "config.max_symbols: 1000000000 is outside 1 .. 100");
     free(cfg);
+    /* widths far beyond any model, a non-integer past int's range, contexts past the cap,
+     * pre-emphasis outside [0, 1): refused before any arithmetic on them */
+    const struct { const char *key, *json, *needle; } bad[] = {
+        {"d_model", "1000000000", "config.d_model: 1000000000 is outside 2 .. 65536"},
+        {"n_layers", "0", "config.n_layers: 0 is outside 1 .. 1024"},
+        {"vocab_size", "1e30", "config.vocab_size: expected an integer, got 1e+30"},
+        {"n_mels", "-5", "config.n_mels: -5 is outside 1 .. 1024"},
+        {"att_context_size", "[[70,0],[2000000,0]]", "config.att_context_size[1]: expected [left, right], each 0 .. 100000"},
+        {"local_attn_window", "[1, 1000000]", "config.local_attn_window"},
+        {"preemph", "1.5", "config.preemph: 1.5 is outside [0, 1)"},
+        {"local_attn_threshold", "0", "config.local_attn_threshold: 0 is outside 1 .. 16777216"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cfg = config_with(m, bad[i].key, bad[i].json);
+        p = bad_copy("fc_range.h5", NULL, cfg);
+        TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT, bad[i].needle);
+        CU_ASSERT_PTR_NULL(b);
+        free(cfg);
+    }
+    /* a key no fastconformer_rnnt reader knows (a typo of max_symbols) is an error, not a
+     * default left silently in force; every unknown key is named */
+    cJSON *c = cJSON_Parse(sr_model_config(m));
+    cJSON_AddNumberToObject(c, "max_symbol", 3);
+    cJSON_AddStringToObject(c, "vendor_note", "x");
+    cfg = cJSON_PrintUnformatted(c);
+    cJSON_Delete(c);
+    p = bad_copy("fc_unknown.h5", NULL, cfg);
+    TEST_ASSERT_ERR(sr_model_load(p, NULL, &b), SR_ERR_FORMAT,
+                    "config.max_symbol, config.vendor_note: not keys of arch fastconformer_rnnt");
+    free(cfg);
     sr_model_free(m);
 }
 

@@ -1129,6 +1129,10 @@ static void test_arch_nul(void)
     TEST_ASSERT_ERR(sr_model_load(test_fixture("bad_config_dup.h5"), NULL, &m), SR_ERR_FORMAT,
                     "config.n_bands: the key appears more than once");
     CU_ASSERT_PTR_NULL(m);
+    /* a key the backend does not read (a typo of chunk_ms) would leave a default in force */
+    TEST_ASSERT_ERR(sr_model_load(test_fixture("bad_config_unknown.h5"), NULL, &m), SR_ERR_FORMAT,
+                    "config.chunk_msec: not a key of arch test_linear");
+    CU_ASSERT_PTR_NULL(m);
 }
 
 void test_register_core_hdf5(void)

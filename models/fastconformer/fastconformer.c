@@ -709,12 +709,17 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
 
 static sr_status fc_load_ops(sr_model *m, sr_h5 *f) { return fc_model_load(m, f); }
 
+/* Recorded by scripts/convert_nemo.py from NeMo's encoder config; the relative positions are
+ * computed for any length here, so nothing reads it. */
+static const char *const fc_config_info[] = {"pos_emb_max_len", NULL};
+
 const sr_model_ops sr_fastconformer_rnnt_ops = {
     .name = "fastconformer_rnnt",
     .description = "NeMo cache-aware streaming FastConformer with an RNN-T / TDT decoder (Nemotron)",
     .default_decoder = "rnnt_greedy",
     .load = fc_load_ops,
     .unload = fc_model_unload,
+    .config_info = fc_config_info,
     .batch_open = fc_batch_open,
     .batch_close = fc_batch_close,
     .batch_bytes = fc_batch_bytes,

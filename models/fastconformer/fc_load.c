@@ -48,7 +48,7 @@ static sr_status ten(sr_model *m, sr_h5 *f, const char *name, int ndim, const in
 
 static const cJSON *cfg_item(const sr_model *m, const char *key)
 {
-    return cJSON_GetObjectItemCaseSensitive(m->config, key);
+    return sr_cfg_item(m, key);
 }
 
 static sr_status cfg_str(const sr_model *m, const char *key, const char *def, const char **out)
@@ -110,8 +110,26 @@ static sr_status parse_config(sr_model *m, fc_model *w)
         (st = sr_cfg_int_def(m, "local_attn_threshold", 8192, &w->local_threshold)))
         return st;
     w->pred_hidden = pred_hidden;
-    st = SR_ERR_FORMAT;
     const char *p = m->path;
+    /* bounds first, so that no product of config values below can overflow an int; the
+     * tensors' shapes then tie every width to the bytes actually in the file */
+    const struct { const char *key; int v, lo, hi; } range[] = {
+        {"n_fft", n_fft, 16, 8192}, {"win_length", win, 1, n_fft}, {"hop_length", w->hop, 1, 8192},
+        {"n_mels", w->n_mels, 1, 1024}, {"d_model", w->d, 2, 65536}, {"n_layers", w->n_layers, 1, 1024},
+        {"n_heads", w->n_heads, 1, 1024}, {"d_ff", w->d_ff, 1, 1 << 20},
+        {"conv_kernel_size", w->kernel, 1, 1023}, {"subsampling_conv_channels", w->sub_ch, 1, 65536},
+        {"xscaling", w->xscaling, 0, 1}, {"vocab_size", w->vocab, 1, 1 << 20},
+        {"pred_hidden", pred_hidden, 1, 65536}, {"pred_rnn_layers", w->pred_layers, 1, 64},
+        {"joint_hidden", w->joint_hidden, 1, 65536},
+        {"local_attn_threshold", w->local_threshold, 1, 1 << 24},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(range); i++)
+        if (range[i].v < range[i].lo || range[i].v > range[i].hi)
+            return sr_error(SR_ERR_FORMAT, "%s: config.%s: %d is outside %d .. %d", p, range[i].key,
+                            range[i].v, range[i].lo, range[i].hi);
+    if (!(preemph >= 0.0f && preemph < 1.0f))
+        return sr_error(SR_ERR_FORMAT, "%s: config.preemph: %g is outside [0, 1)", p, (double)preemph);
+    st = SR_ERR_FORMAT;
     if (sr != 16000) return sr_error(st, "%s: config.sample_rate: %d, this backend needs 16000", p, sr);
     if (strcmp(norm, "NA")) return sr_error(st, "%s: config.normalize: \"%s\" unsupported (streaming models use NA)", p, norm);
     if (strcmp(sub, "dw_striding") || factor != 8 || !causal)
@@ -152,8 +170,9 @@ static sr_status parse_config(sr_model *m, fc_model *w)
         if (w->n_ctx == FC_MAX_CTX) return sr_error(SR_ERR_FORMAT, "%s: config.att_context_size: more than %d entries", p, FC_MAX_CTX);
         int *c = w->ctx[w->n_ctx];
         if ((st = cfg_ints(m, e, what, 2, c, &n))) return st;
-        if (n != 2 || c[0] < 0 || c[1] < 0)
-            return sr_error(SR_ERR_FORMAT, "%s: config.%s: expected [left >= 0, right >= 0]", p, what);
+        if (n != 2 || c[0] < 0 || c[1] < 0 || c[0] > SR_ATT_CONTEXT_MAX || c[1] > SR_ATT_CONTEXT_MAX)
+            return sr_error(SR_ERR_FORMAT, "%s: config.%s: expected [left, right], each 0 .. %d", p,
+                            what, SR_ATT_CONTEXT_MAX);
         if (w->att_style == FC_STYLE_CHUNKED && c[0] % (c[1] + 1))
             return sr_error(SR_ERR_FORMAT, "%s: config.%s: left %d not divisible by right + 1 = %d", p, what, c[0], c[1] + 1);
         w->n_ctx++;
@@ -162,14 +181,18 @@ static sr_status parse_config(sr_model *m, fc_model *w)
     a = cfg_item(m, "local_attn_window");
     if (a) {
         if ((st = cfg_ints(m, a, "local_attn_window", 2, w->local_w, &n))) return st;
-        if (n != 2 || w->local_w[0] < 1 || w->local_w[1] < 1)
-            return sr_error(SR_ERR_FORMAT, "%s: config.local_attn_window: expected [left >= 1, right >= 1]", p);
+        if (n != 2 || w->local_w[0] < 1 || w->local_w[1] < 1 || w->local_w[0] > SR_ATT_CONTEXT_MAX ||
+            w->local_w[1] > SR_ATT_CONTEXT_MAX)
+            return sr_error(SR_ERR_FORMAT, "%s: config.local_attn_window: expected [left, right], each 1 .. %d",
+                            p, SR_ATT_CONTEXT_MAX);
     }
     w->n_durations = 0;
     a = cfg_item(m, "tdt_durations");
     if (a && (st = cfg_ints(m, a, "tdt_durations", 16, w->durations, &w->n_durations))) return st;
     for (int i = 0; i < w->n_durations; i++)
-        if (w->durations[i] < 0) return sr_error(SR_ERR_FORMAT, "%s: config.tdt_durations[%d]: negative", p, i);
+        if (w->durations[i] < 0 || w->durations[i] > 1000)
+            return sr_error(SR_ERR_FORMAT, "%s: config.tdt_durations[%d]: %d is outside 0 .. 1000", p, i,
+                            w->durations[i]);
     if (w->n_durations == 1)
         return sr_error(SR_ERR_FORMAT, "%s: config.tdt_durations: a TDT joint needs at least 2 durations", p);
 
@@ -324,7 +347,7 @@ sr_status fc_model_load(sr_model *m, sr_h5 *f)
     sr_status st = sr_kernels_require(m->k, m->path);
     if (!st) st = parse_config(m, w);
     if (st) goto fail;
-    const char *cnorm = cJSON_GetObjectItemCaseSensitive(m->config, "conv_norm_type")->valuestring;
+    const char *cnorm = sr_cfg_item(m, "conv_norm_type")->valuestring;
     int batch_norm = !strcmp(cnorm, "batch_norm");
     if (m->tokenizer && sr_tokenizer_size(m->tokenizer) != w->vocab) {
         st = sr_error(SR_ERR_FORMAT, "%s: /tokenizer has %d pieces, config.vocab_size is %d", m->path,

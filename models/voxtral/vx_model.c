@@ -450,7 +450,7 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
     sr_status st = load_config(m, w);
     sr_dtype wt = SR_F32;
     if (!st) {
-        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(m->config, "dtype");
+        const cJSON *dt = sr_cfg_item(m, "dtype");
         if (!cJSON_IsString(dt) || (strcmp(dt->valuestring, "f32") && strcmp(dt->valuestring, "bf16")))
             st = sr_error(SR_ERR_FORMAT, "%s: config.dtype: expected \"f32\" or \"bf16\"", m->path);
         else if (!strcmp(dt->valuestring, "bf16"))

@@ -26,7 +26,7 @@ static sr_status cfg_obj_int(const sr_model *m, const cJSON *obj, const char *ob
 /* Mark every id of the JSON int array config.<key> in mask. */
 static sr_status cfg_id_list(const sr_model *m, const char *key, int n_vocab, uint8_t *mask)
 {
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(m->config, key);
+    const cJSON *a = sr_cfg_item(m, key);
     if (!a) return sr_error(SR_ERR_FORMAT, "%s: config.%s: missing", m->path, key);
     if (!cJSON_IsArray(a))
         return sr_error(SR_ERR_FORMAT, "%s: config.%s: expected an array of token ids", m->path, key);
@@ -138,12 +138,12 @@ static sr_status load_config(sr_model *m, wh_model *w)
         return sr_error(SR_ERR_FORMAT, "%s: config.chunk_length_s: %d s, but n_audio_ctx %d "
                         "encoder frames span %d samples", m->path, chunk_s, w->n_audio_ctx,
                         w->window_samples);
-    const cJSON *ml = cJSON_GetObjectItemCaseSensitive(m->config, "multilingual");
+    const cJSON *ml = sr_cfg_item(m, "multilingual");
     if (!cJSON_IsBool(ml))
         return sr_error(SR_ERR_FORMAT, "%s: config.multilingual: expected true or false", m->path);
     w->multilingual = cJSON_IsTrue(ml);
 
-    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(m->config, "tokens");
+    const cJSON *tk = sr_cfg_item(m, "tokens");
     if (!cJSON_IsObject(tk)) return sr_error(SR_ERR_FORMAT, "%s: config.tokens: expected an object", m->path);
     struct { const char *key; int *dst; } toks[] = {
         {"eot", &w->eot}, {"sot", &w->sot}, {"translate", &w->translate},
@@ -168,7 +168,7 @@ static sr_status load_config(sr_model *m, wh_model *w)
     w->language_first = -1;
     if (w->multilingual) {
         if ((st = cfg_obj_int(m, tk, "tokens", "language_first", &w->language_first))) return st;
-        const cJSON *lc = cJSON_GetObjectItemCaseSensitive(m->config, "lang_codes");
+        const cJSON *lc = sr_cfg_item(m, "lang_codes");
         int idx = -1, i = 0;
         if (cJSON_IsArray(lc))
             for (const cJSON *v = lc->child; v; v = v->next, i++)
