@@ -112,8 +112,19 @@ def _dataset(parent, name, data, attrs=None, checksum=True):
     else:
         d = parent.create_dataset(parts[-1], data=data, track_times=False)
     for k, v in (attrs or {}).items():
-        d.attrs[k] = v
+        set_attr(d, k, v)
     return d
+
+
+def set_attr(obj, name, value):
+    """Attribute name = value; a str is stored as a fixed-length UTF-8 string (NUL-padded, at
+    least one byte) rather than h5py's default variable-length one, so that reading it never
+    goes through HDF5's global heap, the part of libhdf5 that damaged files crashed."""
+    if isinstance(value, str):
+        b = value.encode("utf-8")
+        obj.attrs.create(name, np.array(b, dtype=h5py.string_dtype("utf-8", max(1, len(b)))))
+    else:
+        obj.attrs[name] = value
 
 
 def _check_name(name):
@@ -163,7 +174,7 @@ def write_tokenizer(h5file, tok, checksum=True):
     offsets[1:] = np.cumsum([len(p) for p in pieces], dtype=np.int64)
     data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
     g = _group(h5file, "tokenizer")
-    g.attrs["type"] = ttype
+    set_attr(g, "type", ttype)
     _dataset(g, "pieces_data", data, checksum=checksum)
     _dataset(g, "pieces_offsets", offsets, checksum=checksum)
     if tok.get("special") is not None:
@@ -254,13 +265,13 @@ def creating(path, arch, config, source="", license="", digest=True):
     tmp = "%s.tmp%d" % (path, os.getpid())
     try:
         with h5py.File(tmp, "w", userblock_size=USERBLOCK if digest else 0) as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["format_version"] = np.int64(FORMAT_VERSION)
-            f.attrs["arch"] = arch
-            f.attrs["config"] = config if isinstance(config, str) else \
-                json.dumps(config, separators=(",", ":"))
-            f.attrs["source"] = source
-            f.attrs["license"] = license
+            set_attr(f, "format", FORMAT)
+            set_attr(f, "format_version", np.int64(FORMAT_VERSION))
+            set_attr(f, "arch", arch)
+            set_attr(f, "config", config if isinstance(config, str) else
+                     json.dumps(config, separators=(",", ":")))
+            set_attr(f, "source", source)
+            set_attr(f, "license", license)
             yield f
         if digest:
             seal(tmp)
@@ -316,7 +327,7 @@ def write_model(path, arch, config, tensors, *, dtype=None, tokenizer=None, fron
                 if k in f.attrs:
                     del f.attrs[k]
             else:
-                f.attrs[k] = v
+                set_attr(f, k, v)
 
 
 # ---- reading ------------------------------------------------------------------------------
