@@ -6,6 +6,7 @@
 #include "plugin.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -147,7 +148,10 @@ sr_status sr_cfg_float_def(const sr_model *m, const char *key, float def, float 
     sr_status st = cfg_number(m, key, 0, &d);
     if (st == SR_ERR_ARG) { *out = def; return SR_OK; }
     if (st) return st;
-    *out = (float)d;
+    float f = (float)d;
+    if (!isfinite(f))
+        return sr_error(SR_ERR_FORMAT, "%s: config.%s: %g is not a finite float", m->path, key, d);
+    *out = f;
     return SR_OK;
 }
 

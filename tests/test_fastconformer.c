@@ -1490,6 +1490,7 @@ static void test_bad_files(void)
         {"att_context_size", "[[70,0],[2000000,0]]", "config.att_context_size[1]: expected [left, right], each 0 .. 100000"},
         {"local_attn_window", "[1, 1000000]", "config.local_attn_window"},
         {"preemph", "1.5", "config.preemph: 1.5 is outside [0, 1)"},
+        {"preemph", "1e300", "config.preemph: 1e+300 is not a finite float"},
         {"local_attn_threshold", "0", "config.local_attn_threshold: 0 is outside 1 .. 16777216"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
