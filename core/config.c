@@ -49,6 +49,7 @@ void sr_stream_config_init(sr_stream_config *c)
     c->decoder_kv_cache = 0;
     c->delay_tokens = 0;
     c->record_timeline = 1;
+    c->repetition_guard = 1;
     c->cache_dtype = NULL;
 }
 
@@ -102,6 +103,8 @@ static const field_def FIELDS[] = {
     {"stream", "record_timeline", "stream.record_timeline", K_BOOL, 0, NULL,
      OFF(stream.record_timeline), 0},
     {"stream", "cache_dtype", "stream.cache_dtype", K_ENUM, 0, CACHE_DTYPES, OFF(stream.cache_dtype), 0},
+    {"stream", "repetition_guard", "stream.repetition_guard", K_BOOL, 0, NULL,
+     OFF(stream.repetition_guard), 0},
     {"data", "format", "data.format", K_ENUM, 0, FORMATS, OFF(data.format), 0},
     {"data", "path", "data.path", K_STR, 0, NULL, OFF(data.path), 0},
     {"data", "limit", "data.limit", K_INT, 0, NULL, OFF(data.limit), 1e9},

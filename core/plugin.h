@@ -141,6 +141,8 @@ typedef struct sr_hyp {
     int n;
     int cap;
     int n_stable;    /* decoder promise: tokens[0, n_stable) never change */
+    int loop_cuts;   /* the decoder adds one each time its repetition guard cuts a loop; the
+                        stream zeroes it at reset (sr_hypothesis.repetition_cuts) */
 } sr_hyp;
 
 sr_status sr_hyp_push(sr_hyp *h, int32_t token);
@@ -176,7 +178,11 @@ typedef struct sr_chunking {
 typedef struct sr_model_ops {
     const char *name;        /* == HDF5 arch */
     const char *description;
-    const char *default_decoder;
+    const char *default_decoder; /* when `defaults` is NULL or leaves the decoder unset */
+    /* Per-model defaults (may be NULL: strategy left to stream_open, decoder default_decoder):
+     * fill what cfg leaves unset in *out, which sr_model_defaults (core/stream.c) has preset
+     * from cfg; fields cfg sets stay as they are. Reads m->impl, so it runs after load. */
+    void (*defaults)(const sr_model *m, sr_use use, const sr_stream_config *cfg, sr_defaults *out);
 
     /* Parse m->config, load every tensor through sr_model_tensor (shape-checked against the
      * config), set m->impl. On failure release what was loaded (unload is not called). */

@@ -172,10 +172,11 @@ sr_status sr_model_inspect(const char *h5_path, char **json_out);
 
 typedef struct sr_stream_config {
     const char *strategy;  /* backend-specific ("whisperrt", "reencode", "offline", "cache_aware",
-                              ...); NULL = the backend's default */
-    const char *decoder;   /* decoder name; NULL = the backend's default */
-    int chunk_ms;          /* chunk size; 0 = backend default */
-    int first_chunk_ms;    /* first chunk (tau0); 0 = backend default (WhisperRT: 2 x chunk_ms) */
+                              ...); NULL = the model's default (sr_model_defaults) */
+    const char *decoder;   /* decoder name; NULL = the model's default (sr_model_defaults) */
+    int chunk_ms;          /* chunk size; 0 = the model's default (sr_model_defaults) */
+    int first_chunk_ms;    /* first chunk (tau0); 0 = the model's default (WhisperRT: 2 x
+                              chunk_ms, or the trained one of causal weights) */
     int stability_n;       /* stable_greedy: tokens re-checked (n); default 2 */
     int beam;              /* beam size (b); default 1 */
     int max_symbols;       /* transducer: max symbols per frame; 0 = model config */
@@ -186,15 +187,41 @@ typedef struct sr_stream_config {
     const char *cache_dtype; /* per-stream caches: NULL / "f32" (default), "f16" (FastConformer
                                 cache-aware caches) or "bf16" (Voxtral K/V caches); a backend
                                 rejects a type it lacks; read when the stream opens */
+    int repetition_guard;  /* 1 (default): the AED decoders cut a repetition loop at the end of a
+                              hypothesis (docs/decoders.md); 0: off, for paper-exact runs */
 } sr_stream_config;
 
 void sr_stream_config_init(sr_stream_config *c);
+
+/* What the caller of a stream reads: hypotheses while the audio arrives (srkit stream, eval,
+ * sr_stream_open) or only the final text (srkit transcribe). A model may pick different
+ * defaults for the two: vanilla Whisper weights transcribe best offline, which a live caller
+ * cannot use. */
+typedef enum { SR_USE_LIVE = 0, SR_USE_FINAL = 1 } sr_use;
+
+/* What a stream config's unset fields become for one model file. */
+typedef struct sr_defaults {
+    const char *strategy;  /* NULL: the backend has one way to run (no strategy names) */
+    const char *decoder;
+    int chunk_ms;          /* 0: the backend's own (or not applicable: offline) */
+    int first_chunk_ms;    /* 0: the backend's own (or not applicable) */
+    const char *basis;     /* why, in words ("causal Whisper weights (config.streaming.causal)");
+                              NULL when the arch has one default for every file */
+} sr_defaults;
+
+/* The defaults of model m for a stream config cfg (NULL: all unset) and a use: fields cfg sets
+ * are kept, the rest chosen to fit them (Whisper: a decoder that decodes only at the end
+ * leaves vanilla weights offline). Strings are static or owned by m. sr_stream_open and
+ * sr_engine_create apply this with SR_USE_LIVE; the one place defaults are decided. */
+sr_status sr_model_defaults(const sr_model *m, sr_use use, const sr_stream_config *cfg,
+                            sr_defaults *out);
 
 typedef struct sr_hypothesis {
     const int32_t *tokens; /* [n_tokens] */
     int n_tokens;
     const char *text;      /* detokenized tokens */
     int n_stable;          /* tokens[0, n_stable) will never change */
+    int repetition_cuts;   /* times the repetition guard cut a loop since open / reset */
 } sr_hypothesis;
 
 typedef struct sr_timeline_entry {

@@ -157,6 +157,7 @@ static sr_status update_text(sr_stream *s)
     s->pub.n_tokens = s->hyp.n;
     s->pub.text = s->text.data;
     s->pub.n_stable = s->hyp.n_stable;
+    s->pub.repetition_cuts = s->hyp.loop_cuts;
     return SR_OK;
 }
 
@@ -688,10 +689,35 @@ sr_status sr_stream_config_check(const sr_stream_config *c)
         {"stream.att_context[0]", c->att_context[0], -1, SR_ATT_CONTEXT_MAX},
         {"stream.att_context[1]", c->att_context[1], -1, SR_ATT_CONTEXT_MAX},
         {"stream.delay_tokens", c->delay_tokens, 0, SR_DELAY_TOKENS_MAX},
+        {"stream.repetition_guard", c->repetition_guard, 0, 1},
     };
     for (size_t i = 0; i < SR_ARRAY_LEN(f); i++)
         if (f[i].v < f[i].lo || f[i].v > f[i].hi)
             return sr_error(SR_ERR_ARG, "%s: %d is outside %d .. %d", f[i].name, f[i].v, f[i].lo, f[i].hi);
+    return SR_OK;
+}
+
+sr_status sr_model_defaults(const sr_model *m, sr_use use, const sr_stream_config *cfg,
+                            sr_defaults *out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "sr_model_defaults: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!m) return sr_error(SR_ERR_ARG, "sr_model_defaults: model is NULL");
+    if (use != SR_USE_LIVE && use != SR_USE_FINAL)
+        return sr_error(SR_ERR_ARG, "sr_model_defaults: use %d is neither SR_USE_LIVE nor "
+                        "SR_USE_FINAL", (int)use);
+    sr_stream_config c;
+    if (cfg) c = *cfg;
+    else sr_stream_config_init(&c);
+    out->strategy = c.strategy;
+    out->decoder = c.decoder;
+    out->chunk_ms = c.chunk_ms;
+    out->first_chunk_ms = c.first_chunk_ms;
+    if (m->ops->defaults) m->ops->defaults(m, use, &c, out);
+    if (!out->decoder) out->decoder = m->ops->default_decoder;
+    if (!out->decoder)
+        return sr_error(SR_ERR_ARG, "%s: arch %s names no default decoder: set stream.decoder",
+                        m->path, m->arch);
     return SR_OK;
 }
 
@@ -718,6 +744,16 @@ sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int m
     e->cfg.decoder = e->decoder;
     e->cfg.cache_dtype = e->cache_dtype;
     if ((st = sr_stream_config_check(&e->cfg))) goto fail;
+    /* the model's defaults for what the config leaves unset, named in the engine's config so
+     * that the backend and the decoder see one choice */
+    sr_defaults dft;
+    if ((st = sr_model_defaults(m, SR_USE_LIVE, &e->cfg, &dft))) goto fail;
+    st = SR_ERR_NOMEM;
+    if ((!e->strategy && dft.strategy && !(e->strategy = sr_strdup(dft.strategy))) ||
+        (!e->decoder && !(e->decoder = sr_strdup(dft.decoder))))
+        goto fail;
+    e->cfg.strategy = e->strategy;
+    e->cfg.decoder = e->decoder;
     size_t M = (size_t)max_streams;
     if (!(e->slots = sr_calloc(M, sizeof *e->slots, "engine slots")) ||
         !(e->sel = sr_calloc(2 * M, sizeof *e->sel, "engine step")) ||
@@ -841,8 +877,7 @@ sr_status sr_engine_open(sr_engine *e, sr_stream **out)
     s->cfg = e->cfg;
     s->slot = slot;
     sr_status st;
-    const char *dname = e->cfg.decoder ? e->cfg.decoder : m->ops->default_decoder;
-    if ((st = sr_decoder_find(dname, &s->dec))) goto fail;
+    if ((st = sr_decoder_find(e->cfg.decoder, &s->dec))) goto fail; /* set by sr_engine_create */
     if ((st = m->ops->stream_open(m, &s->cfg, e->batch, slot, &s->bstate, &s->ck, &s->bsc))) goto fail;
     if (s->dec->kind != s->bsc.kind) {
         st = sr_error(SR_ERR_ARG, "decoder %s does not fit arch %s (it needs a different scorer)",
@@ -982,7 +1017,7 @@ void sr_stream_reset(sr_stream *s)
     s->samples_in = s->consumed = 0;
     s->chunks = 0;
     s->finished = 0;
-    s->hyp.n = s->hyp.n_stable = 0;
+    s->hyp.n = s->hyp.n_stable = s->hyp.loop_cuts = 0;
     timeline_drop(s, 0);
     update_text(s); /* cannot fail: the text buffer only shrinks */
 }

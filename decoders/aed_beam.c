@@ -29,7 +29,7 @@ static sr_status ab_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     if (st) return st;
     ab_state *s = sr_calloc(1, sizeof *s, "aed_beam state");
     if (!s) return SR_ERR_NOMEM;
-    if ((st = sr_aed_beams_init(&s->e, sc, cfg->beam, 0))) {
+    if ((st = sr_aed_beams_init(&s->e, sc, cfg->beam, 0, cfg->repetition_guard))) {
         free(s);
         return st;
     }
@@ -53,6 +53,7 @@ static sr_status ab_update(void *state, const sr_scorer *sc, int final, sr_hyp *
     const sr_aed_done *best;
     sr_status st = sr_aed_beams_finish(&s->e, sc, s->e.max_len, 0, &best);
     if (st) return sr_error_prefix(st, "aed_beam");
+    h->loop_cuts += s->e.loop_cuts;
     if (!best) return sr_aed_write_hyp(h, NULL, 0, 0);
     int n = best->n;
     memcpy(s->tok, best->tok, (size_t)n * sizeof *s->tok);

@@ -179,7 +179,7 @@ sr_status sr_aed_gate_all(const sr_scorer *sc, int32_t *tok, float *lp, int *n, 
 }
 
 sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
-                        float *dist, int max_new, int min_keep, sr_aed_stop *why)
+                        float *dist, int max_new, int min_keep, int guard, sr_aed_stop *why)
 {
     for (int added = 0;;) {
         int best = sr_aed_argmax(dist, sc->vocab);
@@ -190,7 +190,7 @@ sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, 
         if (lp) lp[*n] = dist[best];
         (*n)++;
         added++;
-        int keep = sr_aed_loop_keep(tok, *n, min_keep);
+        int keep = guard ? sr_aed_loop_keep(tok, *n, min_keep) : -1;
         if (keep >= 0) {
             *n = keep;
             *why = SR_AED_LOOP;
@@ -252,10 +252,11 @@ static void beams_sort_dedupe(sr_aed_beam *bm, int *n_beam)
         }
 }
 
-sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int window)
+sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int window, int guard)
 {
     memset(e, 0, sizeof *e);
     e->b = b;
+    e->guard = guard;
     e->vocab = sc->vocab;
     e->max_len = sc->aed_max_len;
     e->eot = sc->eot;
@@ -318,6 +319,7 @@ void sr_aed_beams_reset(sr_aed_beams *e)
     z->dist_ok = 0;
     z->end_lp = NAN;
     e->n_done = 0;
+    e->loop_cuts = 0;
 }
 
 void sr_aed_beams_keep_best(sr_aed_beams *e, int n)
@@ -477,11 +479,12 @@ sr_status sr_aed_beams_stream(sr_aed_beams *e, const sr_scorer *sc, int max_step
                 continue;
             }
             make_child(e, child, &e->beam[cd->parent], cd->token, cd->lp);
-            int keep = sr_aed_loop_keep(child->tok, child->n, committed);
+            int keep = e->guard ? sr_aed_loop_keep(child->tok, child->n, committed) : -1;
             if (keep >= 0) {
                 child->n = keep;
                 child->score = child->rank = sum_lp(child->lp, keep);
                 paused = 1;
+                e->loop_cuts++;
             }
         }
         assign_slots(e, parents, take);
@@ -538,8 +541,9 @@ sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_step
             }
             sr_aed_beam *child = &e->next[n_next];
             make_child(e, child, &e->beam[cd->parent], cd->token, cd->lp);
-            int keep = sr_aed_loop_keep(child->tok, child->n, committed);
+            int keep = e->guard ? sr_aed_loop_keep(child->tok, child->n, committed) : -1;
             if (keep >= 0) { /* a loop ends this beam: finished at the cut, no EOT term */
+                e->loop_cuts++;
                 child->n = keep;
                 child->score = child->rank = sum_lp(child->lp, keep);
                 if (n_fin < 2 * e->b) fin[n_fin++] = -1 - n_next;

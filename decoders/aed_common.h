@@ -17,8 +17,9 @@
 #define SR_AED_CAP_PER_S 20
 #define SR_AED_CAP_DEFAULT_MS 1000
 
-/* Loop rule: the hypothesis ends with a unit of p tokens repeated r times in a row with
- * r >= SR_AED_LOOP_MIN_REPEATS and r * p >= SR_AED_LOOP_MIN_TOKENS. */
+/* Loop rule (the repetition guard, stream.repetition_guard): the hypothesis ends with a unit
+ * of p tokens repeated r times in a row with r >= SR_AED_LOOP_MIN_REPEATS and
+ * r * p >= SR_AED_LOOP_MIN_TOKENS. */
 #define SR_AED_LOOP_MIN_REPEATS 4
 #define SR_AED_LOOP_MIN_TOKENS 12
 
@@ -92,10 +93,10 @@ typedef enum { SR_AED_EOT = 1, SR_AED_CAP = 2, SR_AED_MAXLEN = 3, SR_AED_LOOP = 
  * Repeatedly take its argmax: EOT stops (never stored); otherwise append the token and its
  * log-prob (lp[*n], may be NULL) and fetch the next distribution with one aed_logprobs call that
  * computes only the new position. Stops as well after max_new appended tokens, at the scorer's
- * aed_max_len, or when the loop guard fires (the loop is then cut, never below min_keep). tok
- * and lp hold aed_max_len entries. */
+ * aed_max_len, or, when guard is 1, when the loop rule fires (the loop is then cut, never
+ * below min_keep; *why = SR_AED_LOOP). tok and lp hold aed_max_len entries. */
 sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
-                        float *dist, int max_new, int min_keep, sr_aed_stop *why);
+                        float *dist, int max_new, int min_keep, int guard, sr_aed_stop *why);
 
 /* Replace h's tokens with tok[0, n) and set n_stable. */
 sr_status sr_aed_write_hyp(sr_hyp *h, const int32_t *tok, int n, int n_stable);
@@ -131,16 +132,19 @@ typedef struct sr_aed_beams {
     sr_aed_done *done;        /* [b] finished candidates (offline rules) */
     int n_done;
     struct sr_aed_cand { int parent; int32_t token; float lp; double score; } *cand; /* [b(b+1)] */
+    int guard;                /* 1: the loop rule cuts looping beams (sr_aed_beams_init) */
+    int loop_cuts;            /* loop cuts since init / reset (any beam, winning or not) */
     int32_t *top;             /* [b + 1] */
     int *slot_used;           /* [b] */
     int *parent;              /* [b] parent of each next beam */
     int *fin;                 /* [2b] candidates finished in one step */
 } sr_aed_beams;
 
-/* Allocate for beam size b and re-check window `window` (0 = no stability check). */
-sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int window);
+/* Allocate for beam size b and re-check window `window` (0 = no stability check); guard 1
+ * applies the loop rule to every beam. */
+sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int window, int guard);
 void sr_aed_beams_free(sr_aed_beams *e);
-/* Back to one empty beam (score 0) on slot 0 and no finished candidates. */
+/* Back to one empty beam (score 0) on slot 0, no finished candidates, loop_cuts 0. */
 void sr_aed_beams_reset(sr_aed_beams *e);
 /* Keep only the best beam (beam 0), cut to its first n tokens (the no-speech gate). */
 void sr_aed_beams_keep_best(sr_aed_beams *e, int n);

@@ -3,7 +3,8 @@
  * temperature-0 decoding: nothing happens until the final update; then, over the whole audio,
  * repeatedly take the most probable next token (the first one on ties) until EOT (not stored)
  * or the scorer's aed_max_len. Each step asks the scorer only for the new position on slot 0.
- * The repetition-loop guard (aed_common.h) cuts a hallucination loop to one copy and stops.
+ * The repetition-loop guard (aed_common.h; stream.repetition_guard, on by default) cuts a
+ * hallucination loop to one copy and stops.
  * Then the no-speech gate drops the text of every window the rule calls silence (openai-whisper's
  * transcribe() skips such segments). At the final update every token is stable.
  */
@@ -12,6 +13,7 @@
 #include <math.h>
 
 typedef struct {
+    int guard;    /* stream.repetition_guard */
     int32_t *tok; /* [max_len] */
     float *lp;    /* [max_len] log-prob of each token */
     float *dist;  /* [vocab] */
@@ -27,6 +29,7 @@ static sr_status ag_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
                         "(use aed_beam)", cfg->beam);
     ag_state *s = sr_calloc(1, sizeof *s, "aed_greedy state");
     if (!s) return SR_ERR_NOMEM;
+    s->guard = cfg->repetition_guard;
     s->max_len = sc->aed_max_len;
     s->vocab = sc->vocab;
     if (!(s->tok = sr_malloc((size_t)s->max_len * sizeof *s->tok, "aed_greedy tokens")) ||
@@ -49,7 +52,9 @@ static sr_status ag_update(void *state, const sr_scorer *sc, int final, sr_hyp *
     sr_status st = sc->aed_logprobs(sc->ctx, 0, s->tok, 0, 0, s->dist);
     if (st) return sr_error_prefix(st, "aed_greedy: aed_logprobs at position 0");
     sr_aed_stop why;
-    if ((st = sr_aed_greedy(sc, 0, s->tok, s->lp, &n, s->dist, s->max_len, 0, &why))) return st;
+    if ((st = sr_aed_greedy(sc, 0, s->tok, s->lp, &n, s->dist, s->max_len, 0, s->guard, &why)))
+        return st;
+    h->loop_cuts += why == SR_AED_LOOP;
     if ((st = sr_aed_gate_all(sc, s->tok, s->lp, &n, why == SR_AED_EOT ? s->dist[sc->eot] : NAN)))
         return sr_error_prefix(st, "aed_greedy");
     return sr_aed_write_hyp(h, s->tok, n, n);

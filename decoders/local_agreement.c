@@ -74,10 +74,12 @@ static sr_status la_update(void *state, const sr_scorer *sc, int final, sr_hyp *
     int max_new = SR_MAX(0, sr_aed_cap_tokens(s->audio_ms) - s->committed);
     sr_aed_stop why;
     int silent;
-    if ((st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, s->dist, max_new, s->committed, &why)) ||
+    if ((st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, s->dist, max_new, s->committed,
+                            s->cfg.repetition_guard, &why)) ||
         (st = sr_aed_gate_last(sc, s->tok, s->lp, s->n, why == SR_AED_EOT ? s->dist[sc->eot] : NAN,
                                s->committed, &s->n, &silent)))
         return sr_error_prefix(st, "local_agreement");
+    h->loop_cuts += why == SR_AED_LOOP;
     if (final) {
         s->committed = s->n;
     } else {

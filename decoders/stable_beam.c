@@ -52,7 +52,7 @@ static sr_status sb_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     sb_state *s = sr_calloc(1, sizeof *s, "stable_beam state");
     if (!s) return SR_ERR_NOMEM;
     s->cfg = *cfg;
-    if ((st = sr_aed_beams_init(&s->e, sc, cfg->beam, cfg->stability_n))) {
+    if ((st = sr_aed_beams_init(&s->e, sc, cfg->beam, cfg->stability_n, cfg->repetition_guard))) {
         free(s);
         return st;
     }
@@ -85,6 +85,7 @@ static int committed_len(const sr_aed_beams *e)
 static sr_status sb_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
 {
     sb_state *s = state;
+    int cuts0 = s->e.loop_cuts;
     sr_status st = sr_aed_beams_check(&s->e, sc, s->committed);
     if (st) return sr_error_prefix(st, "stable_beam");
     int cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
@@ -93,6 +94,7 @@ static sr_status sb_update(void *state, const sr_scorer *sc, int final, sr_hyp *
         const sr_aed_done *best;
         if ((st = sr_aed_beams_finish(&s->e, sc, cap, s->committed, &best)))
             return sr_error_prefix(st, "stable_beam");
+        h->loop_cuts += s->e.loop_cuts - cuts0;
         if (!best) return sr_aed_write_hyp(h, NULL, 0, 0);
         int n = best->n;
         memcpy(s->tok, best->tok, (size_t)n * sizeof *s->tok);
@@ -104,6 +106,7 @@ static sr_status sb_update(void *state, const sr_scorer *sc, int final, sr_hyp *
         return sr_aed_write_hyp(h, s->tok, n, n);
     }
     if ((st = sr_aed_beams_stream(&s->e, sc, cap, s->committed))) return sr_error_prefix(st, "stable_beam");
+    h->loop_cuts += s->e.loop_cuts - cuts0;
     const sr_aed_beam *b0 = &s->e.beam[0];
     int keep, silent;
     if ((st = sr_aed_gate_last(sc, b0->tok, b0->lp, b0->n, b0->end_lp, s->committed, &keep,

@@ -14,8 +14,8 @@
  * window never reaches back below n_stable: after a cut, tokens that had left the window do not
  * re-enter it (the paper's window is relative to the current end; this keeps the n_stable
  * promise). Guards: at most SR_AED_CAP_BASE + SR_AED_CAP_PER_S tokens per second of the chunk
- * per update, and the repetition-loop rule (aed_common.h), which cuts a loop to one copy and
- * pauses like EOT.
+ * per update, and the repetition-loop rule (aed_common.h; stream.repetition_guard), which
+ * cuts a loop to one copy and pauses like EOT.
  *
  * No-speech gate: after decoding, when the rule (aed_common.h) calls the hypothesis's last
  * window silence (its no-speech probability under the audio so far; its tokens' recorded
@@ -90,7 +90,9 @@ static sr_status sgr_update(void *state, const sr_scorer *sc, int final, sr_hyp 
     sr_aed_stop why;
     int cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
     float *dist = s->rows + (size_t)(cut - w0) * V;
-    st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, dist, cap, s->stable, &why);
+    st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, dist, cap, s->stable,
+                       s->cfg.repetition_guard, &why);
+    h->loop_cuts += !st && why == SR_AED_LOOP;
     int silent;
     if (!st) st = sr_aed_gate_last(sc, s->tok, s->lp, s->n, why == SR_AED_EOT ? dist[sc->eot] : NAN,
                                    s->stable, &s->n, &silent);

@@ -60,6 +60,7 @@ sr_status sr_record_to_jsonl(const sr_record *r, sr_strbuf *out)
         cJSON_AddNumberToObject(mem, "gpu_peak_bytes", (double)r->mem.gpu_peak_bytes);
     }
     if (r->error) cJSON_AddStringToObject(j, "error", r->error);
+    cJSON_AddNumberToObject(j, "repetition_cuts", r->repetition_cuts);
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!txt) return sr_error(SR_ERR_NOMEM, "out of memory writing record %s", r->id);
@@ -120,6 +121,7 @@ sr_status sr_record_from_json(const cJSON *j, const char *where, sr_record *r)
     if (jnum(mem, "stream_bytes", &v)) r->mem.stream_bytes = (size_t)v;
     if (jnum(mem, "peak_rss_bytes", &v)) r->mem.peak_rss_bytes = (size_t)v;
     if (jnum(mem, "gpu_peak_bytes", &v)) r->mem.gpu_peak_bytes = (size_t)v;
+    if (jnum(j, "repetition_cuts", &v) && v >= 0 && v <= 1e9) r->repetition_cuts = (int)v;
     return SR_OK;
 fail:
     sr_record_clear(r);
@@ -330,6 +332,7 @@ static sr_status score_one(const sr_record *r, const sr_score_setup *setup, sr_c
         add_rate(o, "compute_s", um.compute_ms / 1000.0);
         add_rate(o, "rtf", um.rtf);
         cJSON_AddNumberToObject(o, "n_chunks", (double)r->n_points);
+        cJSON_AddNumberToObject(o, "repetition_cuts", r->repetition_cuts);
         cJSON_AddItemToArray(per_utt, o);
     }
 out:

@@ -26,6 +26,8 @@ typedef struct sr_record {
     size_t n_points;
     sr_memstats mem;       /* after the utterance (0 = not measured) */
     char *error;           /* NULL, or why the utterance could not be run (counted, not scored) */
+    int repetition_cuts;   /* times the decoder's repetition guard cut a loop (0 in records
+                              written before it was recorded) */
 } sr_record;
 
 void sr_record_clear(sr_record *r); /* frees the members and zeroes r; NULL is a no-op */

@@ -154,6 +154,7 @@ static char *run_identity(const sr_run_config *r, const char *format)
     /* only when set, so that runs recorded before the key existed keep their identity */
     if (c->cache_dtype && strcmp(c->cache_dtype, "f32"))
         cJSON_AddStringToObject(s, "cache_dtype", c->cache_dtype);
+    if (!c->repetition_guard) cJSON_AddBoolToObject(s, "repetition_guard", 0); /* likewise */
     cJSON_AddStringToObject(j, "data", r->data.path ? r->data.path : "");
     cJSON_AddStringToObject(j, "format", format);
     char *txt = cJSON_PrintUnformatted(j);
@@ -178,7 +179,28 @@ static cJSON *stream_json(const sr_stream_config *c)
     cJSON_AddBoolToObject(s, "decoder_kv_cache", c->decoder_kv_cache);
     cJSON_AddNumberToObject(s, "delay_tokens", c->delay_tokens);
     cJSON_AddStringToObject(s, "cache_dtype", c->cache_dtype ? c->cache_dtype : "f32");
+    cJSON_AddBoolToObject(s, "repetition_guard", c->repetition_guard);
     return s;
+}
+
+/* stream.resolved of a run object: what the config's unset fields became for this model file
+ * (sr_model_defaults, the use eval streams for), so a config that leaves the strategy to the
+ * model still says what ran. */
+static sr_status add_resolved(const sr_model *m, const sr_stream_config *c, cJSON *run_obj)
+{
+    sr_defaults d;
+    sr_status st = sr_model_defaults(m, SR_USE_LIVE, c, &d);
+    if (st) return st;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return sr_error(SR_ERR_NOMEM, "out of memory");
+    if (d.strategy) cJSON_AddStringToObject(o, "strategy", d.strategy);
+    else cJSON_AddNullToObject(o, "strategy");
+    cJSON_AddStringToObject(o, "decoder", d.decoder);
+    cJSON_AddNumberToObject(o, "chunk_ms", d.chunk_ms);
+    cJSON_AddNumberToObject(o, "first_chunk_ms", d.first_chunk_ms);
+    if (d.basis) cJSON_AddStringToObject(o, "basis", d.basis);
+    cJSON_AddItemToObject(cJSON_GetObjectItem(run_obj, "stream"), "resolved", o);
+    return SR_OK;
 }
 
 /* ---- scoring a run's records into its results object ------------------------------------------- */
@@ -231,6 +253,14 @@ static sr_status finish_run(const sr_run_config *r, sr_record *rec, size_t n, co
     else cJSON_AddNullToObject(o, "alignments");
     cJSON *agg = sr_corpus_to_json(&cm, n_failed);
     if (!agg) { st = sr_error(SR_ERR_NOMEM, "out of memory"); goto out; }
+    /* the repetition guard's work: utterances it cut a loop in, and its cuts in all */
+    double cut_utts = 0, cuts = 0;
+    for (size_t i = 0; i < n; i++) {
+        cut_utts += rec[i].repetition_cuts > 0;
+        cuts += rec[i].repetition_cuts;
+    }
+    cJSON_AddNumberToObject(agg, "repetition_guard_utts", cut_utts);
+    cJSON_AddNumberToObject(agg, "repetition_cuts", cuts);
     cJSON_AddItemToObject(o, "aggregate", agg);
     cJSON_AddItemToObject(o, "utterances", per_utt);
     per_utt = NULL;
@@ -289,10 +319,16 @@ static sr_status write_report(const char *dir, const cJSON *results)
         fmt_num(rtf, sizeof rtf, agg, "rtf", "%.4f", 1);
         fmt_num(mem, sizeof mem, cJSON_GetObjectItem(agg, "memory"), "stream_bytes", "%.0f", 1);
         snprintf(utts, sizeof utts, "%.0f", cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "n_utts")));
+        /* an unset strategy / decoder: the model's choice (stream.resolved) */
+        const cJSON *res = cJSON_GetObjectItem(s, "resolved");
         const char *strat = cJSON_GetStringValue(cJSON_GetObjectItem(s, "strategy"));
         const char *dec = cJSON_GetStringValue(cJSON_GetObjectItem(s, "decoder"));
+        if (!strat) strat = cJSON_GetStringValue(cJSON_GetObjectItem(res, "strategy"));
+        if (!dec) dec = cJSON_GetStringValue(cJSON_GetObjectItem(res, "decoder"));
         char chunk[32];
         double cms = cJSON_GetNumberValue(cJSON_GetObjectItem(s, "chunk_ms"));
+        if (!(cms > 0) && cJSON_IsNumber(cJSON_GetObjectItem(res, "chunk_ms")))
+            cms = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "chunk_ms"));
         /* offline strategies read the whole audio: a chunk size means nothing there */
         if (strat && !strncmp(strat, "offline", 7)) snprintf(chunk, sizeof chunk, "–");
         else if (cms > 0) snprintf(chunk, sizeof chunk, "%.0f", cms);
@@ -308,6 +344,16 @@ static sr_status write_report(const char *dir, const cJSON *results)
                                   "without). Chunk latency is the compute time per chunk (p50, p90 over all chunks), first hyp the "
                                   "audio time of the first non-empty hypothesis (mean over utterances); RTF = compute / "
                                   "audio; chunk ms – for offline runs (the whole audio at once).\n");
+    /* the repetition guard changed these hypotheses (docs/decoders.md): say where */
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(results, "runs")) {
+        const cJSON *agg = cJSON_GetObjectItem(run, "aggregate");
+        double u = cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "repetition_guard_utts"));
+        if (!st && u > 0)
+            st = sr_strbuf_printf(&b, "\n%s: the repetition guard cut loops in %.0f of %.0f utterances "
+                                      "(%.0f cuts).\n", cJSON_GetStringValue(cJSON_GetObjectItem(run, "name")),
+                                  u, cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "n_utts")),
+                                  cJSON_GetNumberValue(cJSON_GetObjectItem(agg, "repetition_cuts")));
+    }
     char *p = st ? NULL : sr_path_join(dir, "report.md");
     if (!st && !p) st = sr_error(SR_ERR_NOMEM, "out of memory");
     if (!st) st = sr_write_file_atomic(p, b.data, b.len);
@@ -382,6 +428,7 @@ static sr_status utt_result(const sr_model *m, sr_stream *s, sr_record *r)
     const sr_timeline *tl = sr_stream_timeline(s);
     const sr_hypothesis *h = sr_stream_hypothesis(s);
     if (!(r->hyp = sr_strdup(h->text))) return SR_ERR_NOMEM;
+    r->repetition_cuts = h->repetition_cuts;
     if (tl->n && !(r->points = sr_calloc(tl->n, sizeof *r->points, "record points"))) return SR_ERR_NOMEM;
     for (size_t k = 0; k < tl->n; k++) {
         const sr_timeline_entry *te = &tl->entries[k];
@@ -712,6 +759,7 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
         if ((st = record_done(d, i, done, rec, &n_rec, utts_path, &setup, running, pc))) goto out;
     }
     if ((st = finish_run(r, rec, n_rec, run_dir, sr_model_arch(*model), run_obj))) goto out;
+    if ((st = add_resolved(*model, &r->stream, *run_obj))) goto out;
     cJSON_AddNumberToObject(*run_obj, "parallel", P);
     /* wall time of this invocation's utterances (a resumed run counts only the new ones): with
      * --parallel the per-chunk compute times overlap, so this is the run's real speed */
@@ -894,6 +942,9 @@ sr_status sr_eval_merge(const char *const *dirs, size_t n_dirs, const char *out_
         const cJSON *fr = cJSON_GetArrayItem(cJSON_GetObjectItem(first, "runs"), (int)i);
         arch = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(fr, "model"), "arch"));
         if (!st) st = finish_run(r, all, n_all, run_dir, arch, &ro);
+        const cJSON *res = cJSON_GetObjectItem(cJSON_GetObjectItem(fr, "stream"), "resolved");
+        if (!st && res) /* the shards ran one model file: the first one's resolution holds */
+            cJSON_AddItemToObject(cJSON_GetObjectItem(ro, "stream"), "resolved", cJSON_Duplicate(res, 1));
         if (!st) cJSON_AddItemToArray(cJSON_GetObjectItem(results, "runs"), ro);
         sr_records_free(all, n_all);
         free(sub);

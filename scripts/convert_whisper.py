@@ -21,6 +21,11 @@ LoRA merge: a low-rank pair A [r, in], B [out, r] (PEFT and loralib naming) adds
 scale * B @ A to the base weight [out, in], scale = lora_alpha / r (lora_alpha / sqrt(r) with
 rslora). WhisperRT's own layers store A [in, r], B [r, out] and add scale * (A @ B)^T, with
 scale = alpha / rank = 1 unless --lora-scale says otherwise (alpha is not saved in its checkpoints).
+A WhisperRT fine-tune (training cfg with gran, streaming_train not false) gets the config block
+"streaming": {"causal": true, "chunk_ms": [gran * 20], "first_chunk_ms": (extra_gran_blocks + 1)
+* gran * 20, "lora": {provenance}}, from which srkit picks whisperrt + stable_greedy by default;
+vanilla weights get none (docs/whisper.md). LoRA merged into a Hugging Face model is recorded as
+"lora_merged".
 
 Output (docs/whisper-weights.md): tensors named and shaped exactly as openai-whisper's state
 dict (attn.key has no bias: a key bias adds q . b_k, the same for every key of a query, which
@@ -801,6 +806,35 @@ def merge_lora(state, where, alpha=None, rank_default=None, scale_override=None,
 
 # ---- OpenAI .pt ---------------------------------------------------------------------------------
 
+def whisperrt_streaming(cfg, n_merged, scale_override, dims, where):
+    """config.streaming for a WhisperRT (CarelessWhisper) fine-tune, None for anything else.
+
+    Its training config ("cfg" in the checkpoint) has gran, the block size in 20 ms encoder
+    frames, and extra_gran_blocks, the blocks added to the first one; streaming_train says the
+    weights were trained under the block-causal mask (the trainer builds LoRAStreamedWhisper only
+    with it). srkit then defaults to whisperrt + stable_greedy at that chunk (docs/whisper.md).
+    Vanilla weights get no block: the loader's defaults for them are the non-causal ones."""
+    if "gran" not in cfg or cfg.get("streaming_train") is False:
+        return None
+    try:
+        gran = int(cfg["gran"])
+        extra = int(cfg.get("extra_gran_blocks", 0))
+    except (TypeError, ValueError):
+        raise ConvertError("%s: cfg.gran / cfg.extra_gran_blocks are not integers (%r, %r)"
+                           % (where, cfg.get("gran"), cfg.get("extra_gran_blocks")))
+    chunk, window = gran * 20, dims["n_audio_ctx"] * 20
+    first = (extra + 1) * chunk
+    if not 40 <= chunk <= 1000 or extra < 0 or first > window:
+        raise ConvertError("%s: cfg.gran %d / extra_gran_blocks %d give %d ms chunks after a %d ms "
+                           "first chunk; srkit's whisperrt runs 40..1000 ms chunks within the %d ms "
+                           "window" % (where, gran, extra, chunk, first, window))
+    lora = {"pairs_merged": int(n_merged), "scale": 1.0 if scale_override is None else
+            float(scale_override), "source": "WhisperRT (CarelessWhisper) LoRA fine-tune"}
+    if cfg.get("rank") is not None:
+        lora["rank"] = int(cfg["rank"])
+    return {"causal": True, "chunk_ms": [chunk], "first_chunk_ms": first, "lora": lora}
+
+
 def import_torch():
     try:
         import torch
@@ -861,15 +895,14 @@ def load_pt(src, args):
     cfg = ckpt.get("cfg") if isinstance(ckpt.get("cfg"), dict) else {}
     n = merge_lora(state, src, alpha=cfg.get("lora_alpha"), rank_default=cfg.get("rank"),
                    scale_override=args.lora_scale)
-    if n:
-        extra["lora_merged"] = n
-    if "gran" in cfg:  # WhisperRT fine-tune: the chunking it was trained for, for reference
-        extra["trained_chunk_ms"] = int(cfg["gran"]) * 20
-        extra["trained_first_chunk_ms"] = (int(cfg.get("extra_gran_blocks", 0)) + 1) * \
-            int(cfg["gran"]) * 20
     for k in [k for k in state if k.endswith(".attn.key.bias")]:
         del state[k]  # see the module comment: cancelled by softmax
     validate_state(state, dims, src)
+    streaming = whisperrt_streaming(cfg, n, args.lora_scale, dims, src)
+    if streaming:
+        extra["streaming"] = streaming
+    elif n:
+        extra["lora_merged"] = n
     multilingual = dims["n_vocab"] >= 51865
     name = "multilingual.tiktoken" if multilingual else "gpt2.tiktoken"
     tpath = args.tiktoken or whisper_package_asset(name) or shared_asset(name)

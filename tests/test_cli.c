@@ -13,6 +13,7 @@
 
 #include "test.h"
 #include "../core/internal.h"
+#include "../eval/normalizer.h"
 
 static const char *bin(void)
 {
@@ -269,6 +270,69 @@ static void test_bench_streams(void)
     expect(runf(a), 2, "1..4096", "--streams 0");
 }
 
+/* The defaults each command documents, and what they are for real tiny.en (vanilla weights):
+ * `transcribe MODEL jfk.wav` without options prints openai's text (offline + aed_greedy), says
+ * so on stderr and in --json; `stream MODEL --help` names the live defaults. */
+static void test_defaults(void)
+{
+    expect(runf("transcribe --help"), 0, "offline + aed_greedy for vanilla Whisper weights", "transcribe --help");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "whisperrt + stable_greedy for causal ones"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--no-repetition-guard"));
+    expect(runf("stream --help"), 0, "reencode + local_agreement (1000 ms chunks) for vanilla Whisper weights",
+           "stream --help");
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "whisperrt + stable_greedy for causal ones"));
+    const char *model = test_tiny_en_path(), *jfk = test_shared("speech-samples/jfk.wav");
+    const char *ref = test_shared("speech-samples/jfk.reference.txt");
+    if (!model || !jfk || !ref) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
+        return;
+    }
+    char a[2048];
+    snprintf(a, sizeof a, "stream %s --help", model);
+    expect(runf(a), 0, "strategy reencode (1000 ms chunks, first 2000 ms), decoder local_agreement",
+           "stream MODEL --help");
+    snprintf(a, sizeof a, "transcribe %s --help", model);
+    expect(runf(a), 0, "strategy offline, decoder aed_greedy; vanilla Whisper weights", "transcribe MODEL --help");
+    /* no options: the text (stdout) and the choice (stderr) */
+    snprintf(a, sizeof a, "OPENBLAS_NUM_THREADS=2 %s transcribe %s %s", bin(), model, jfk);
+    CU_ASSERT_EQUAL(run(a, out, sizeof out), 0);
+    const char *want = " And so my fellow Americans ask not what your country can do for you, ask what you can do for your country.\n";
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "vanilla Whisper weights (no causal config.streaming): strategy offline, decoder aed_greedy"));
+    /* the same text as the reference, after the normalizer eval scores with */
+    char *rtext = NULL, *rn = NULL, *hn = NULL;
+    sr_normalizer *nz = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_read_file(ref, &rtext, NULL), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_normalizer_create("whisper_en", NULL, &nz), SR_OK);
+    CU_ASSERT_EQUAL(sr_normalize(nz, rtext, &rn), SR_OK);
+    CU_ASSERT_EQUAL(sr_normalize(nz, want, &hn), SR_OK);
+    CU_ASSERT(rn && hn && !strcmp(rn, hn));
+    if (rn && hn && strcmp(rn, hn)) printf("\n      reference \"%s\", got \"%s\"\n", rn, hn);
+    free(rtext);
+    free(rn);
+    free(hn);
+    sr_normalizer_free(nz);
+    snprintf(a, sizeof a, "OPENBLAS_NUM_THREADS=2 %s transcribe %s %s --json", bin(), model, jfk);
+    CU_ASSERT_EQUAL(run(a, out, sizeof out), 0);
+    const char *brace = strchr(out, '{');
+    cJSON *j = brace ? cJSON_Parse(brace) : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "strategy")), "offline");
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "decoder")), "aed_greedy");
+    CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "repetition_cuts")), 0);
+    cJSON_Delete(j);
+    /* options still choose: whisperrt loops on these weights and the guard cuts it */
+    snprintf(a, sizeof a, "OPENBLAS_NUM_THREADS=2 %s transcribe %s %s --strategy whisperrt --json",
+             bin(), model, jfk);
+    CU_ASSERT_EQUAL(run(a, out, sizeof out), 0);
+    brace = strchr(out, '{');
+    j = brace ? cJSON_Parse(brace) : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(j, "decoder")), "stable_greedy");
+    CU_ASSERT(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "repetition_cuts")) > 0);
+    cJSON_Delete(j);
+}
+
 void test_register_cli(void)
 {
     TEST_SUITE("cli_srkit",
@@ -279,5 +343,6 @@ void test_register_cli(void)
                {"transcribe and stream agree", test_transcribe_and_stream},
                {"eval --list-runs expands sweeps", test_eval_list_runs},
                {"bench gemm runs", test_bench_gemm},
-               {"bench --streams (batched, separate, real time)", test_bench_streams});
+               {"bench --streams (batched, separate, real time)", test_bench_streams},
+               {"model defaults (help, tiny.en jfk)", test_defaults});
 }

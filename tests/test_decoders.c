@@ -1029,6 +1029,119 @@ static void test_nospeech_stream(void)
     }
 }
 
+/* ---- the repetition guard (stream.repetition_guard) -------------------------------------------- */
+
+/* One pass of n_chunks updates (the last final) on a fresh state; *cuts gets the hypothesis's
+ * loop_cuts (what the stream reports as repetition_cuts). 1 when everything ran. */
+static int run_counted(const char *name, const sr_stream_config *cfg, sr_scorer *sc, fake *f,
+                       int n_chunks, snap *last, int *cuts)
+{
+    const sr_decoder_ops *ops = dec(name);
+    void *st = NULL;
+    sr_hyp h = {0};
+    int ok = ops->open(cfg, sc, &st) == SR_OK;
+    for (int k = 0; ok && k < n_chunks; k++) {
+        f->chunk = k;
+        ok = ops->update(st, sc, k == n_chunks - 1, &h) == SR_OK;
+    }
+    CU_ASSERT(ok);
+    if (!ok) printf("\n      %s: %s\n", name, sr_last_error());
+    last->n = SR_MIN(h.n, 128);
+    last->n_stable = h.n_stable;
+    if (last->n) memcpy(last->tok, h.tokens, (size_t)last->n * sizeof *h.tokens);
+    *cuts = h.loop_cuts;
+    if (st) ops->close(st);
+    free(h.tokens);
+    return ok;
+}
+
+/* The rule on token sequences: a unit repeated >= 4 times over >= 12 tokens at the end fires
+ * and keeps one copy; what speech repeats does not. */
+static void test_guard_rule(void)
+{
+    static const int32_t and12[12] = {290, 290, 290, 290, 290, 290, 290, 290, 290, 290, 290, 290};
+    CU_ASSERT_EQUAL(sr_aed_loop_keep(and12, 12, 0), 1);
+    CU_ASSERT_EQUAL(sr_aed_loop_keep(and12, 11, 0), -1); /* 11 tokens: not yet */
+    /* " And so am I," then " and so am I," x 4 (tiny.en ids): 25 tokens, cut to 10 */
+    int32_t am[25] = {843, 523, 716, 314, 11};
+    for (int r = 1; r < 5; r++) {
+        static const int32_t u[5] = {290, 523, 716, 314, 11};
+        memcpy(am + 5 * r, u, sizeof u);
+    }
+    CU_ASSERT_EQUAL(sr_aed_loop_keep(am, 25, 0), 10);
+    CU_ASSERT_EQUAL(sr_aed_loop_keep(am, 25, 17), 17);   /* never below min_keep */
+    CU_ASSERT_EQUAL(sr_aed_loop_keep(am, 20, 0), -1);    /* three copies are left alone */
+    /* tiny.en's offline tokens for jfk.wav: "ask what your country can do" twice is no loop */
+    static const int32_t jfk[] = {843, 523, 616, 5891, 3399, 1265, 407, 644, 534, 1499, 460, 466,
+                                  329, 345, 11, 1265, 644, 345, 460, 466, 329, 534, 1499, 13};
+    for (int n = 1; n <= (int)SR_ARRAY_LEN(jfk); n++) CU_ASSERT_EQUAL(sr_aed_loop_keep(jfk, n, 0), -1);
+    static const int32_t no4[] = {645, 645, 645, 645}; /* "no no no no" */
+    CU_ASSERT_EQUAL(sr_aed_loop_keep(no4, 4, 0), -1);
+}
+
+/* Every AED decoder on a scorer that loops "1 2 1 2 ...": with the guard the hypothesis stays
+ * short and loop_cuts counts the cuts; without it the loop runs to aed_max_len (offline) or
+ * grows with every chunk (streaming), as before the guard existed, and nothing is counted. */
+static void test_guard_switch(void)
+{
+    static const char *names[] = {"aed_greedy", "aed_beam", "stable_greedy", "stable_beam", "local_agreement"};
+    for (size_t d = 0; d < SR_ARRAY_LEN(names); d++) {
+        int b = strstr(names[d], "beam") ? 2 : 1, offline = !strncmp(names[d], "aed_", 4);
+        int n_chunks = offline ? 1 : 8;
+        fake f;
+        sr_scorer sc;
+        sr_stream_config cfg;
+        snap on, off;
+        int cuts_on = -1, cuts_off = -1;
+        fake_init(&f, &sc, F_LOOP, NULL, 0, 2 * b, 64);
+        f.period = 2;
+        cfg_make(&cfg, b, 2, 300);
+        if (!run_counted(names[d], &cfg, &sc, &f, n_chunks, &on, &cuts_on)) continue;
+        fake_init(&f, &sc, F_LOOP, NULL, 0, 2 * b, 64);
+        f.period = 2;
+        cfg.repetition_guard = 0;
+        if (!run_counted(names[d], &cfg, &sc, &f, n_chunks, &off, &cuts_off)) continue;
+        CU_ASSERT(on.n < 12);
+        CU_ASSERT(cuts_on >= 1);
+        CU_ASSERT_EQUAL(cuts_off, 0);
+        /* unguarded: the loop itself, far past the rule's 12 tokens */
+        CU_ASSERT(off.n >= 24);
+        if (offline) CU_ASSERT_EQUAL(off.n, 64);
+        for (int i = 0; i < off.n; i++) CU_ASSERT_EQUAL(off.tok[i], 1 + i % 2);
+        if (on.n >= 12 || !cuts_on || cuts_off || off.n < 24)
+            printf("\n      %s: guard on %d tokens (%d cuts), off %d tokens (%d cuts)\n", names[d],
+                   on.n, cuts_on, off.n, cuts_off);
+    }
+}
+
+/* Hypotheses without a loop are the same with and without the guard, and nothing is counted:
+ * the speech-like repetitions of script R and the beam script B1. */
+static void test_guard_quiet_on_speech(void)
+{
+    static const struct { const char *name; const rule *r; int nr; int beam; } cases[] = {
+        {"aed_greedy", R, (int)SR_ARRAY_LEN(R), 1}, {"stable_greedy", R, (int)SR_ARRAY_LEN(R), 1},
+        {"local_agreement", R, (int)SR_ARRAY_LEN(R), 1}, {"aed_beam", B1, (int)SR_ARRAY_LEN(B1), 2},
+        {"stable_beam", B1, (int)SR_ARRAY_LEN(B1), 2},
+    };
+    for (size_t c = 0; c < SR_ARRAY_LEN(cases); c++) {
+        fake f;
+        sr_scorer sc;
+        sr_stream_config cfg;
+        snap on, off;
+        int cuts_on = -1, cuts_off = -1;
+        fake_init(&f, &sc, F_TABLE, cases[c].r, cases[c].nr, 2 * cases[c].beam, 64);
+        cfg_make(&cfg, cases[c].beam, 2, 1000);
+        if (!run_counted(cases[c].name, &cfg, &sc, &f, 3, &on, &cuts_on)) continue;
+        fake_init(&f, &sc, F_TABLE, cases[c].r, cases[c].nr, 2 * cases[c].beam, 64);
+        cfg.repetition_guard = 0;
+        if (!run_counted(cases[c].name, &cfg, &sc, &f, 3, &off, &cuts_off)) continue;
+        CU_ASSERT_EQUAL(cuts_on, 0);
+        CU_ASSERT_EQUAL(cuts_off, 0);
+        CU_ASSERT(on.n > 0);
+        CU_ASSERT(same(&off, on.n, on.tok));
+    }
+}
+
 void test_register_decoders(void)
 {
     TEST_SUITE("decoders_aed",
@@ -1062,4 +1175,8 @@ void test_register_decoders(void)
                {"offline", test_nospeech_offline},
                {"windows", test_nospeech_windows},
                {"stream", test_nospeech_stream});
+    TEST_SUITE("decoders_guard",
+               {"rule", test_guard_rule},
+               {"switch", test_guard_switch},
+               {"quiet_on_speech", test_guard_quiet_on_speech});
 }

@@ -19,6 +19,11 @@
  *                    subsets, scored by aed_logprobs_batch: every row bit-identical to the same
  *                    stream alone in a batch of one (rand.h5 in every strategy, real tiny.en);
  *                    bad batch configs, slots and requests
+ *   whisper_defaults config.streaming: vanilla files default to offline + aed_greedy (final
+ *                    text) / reencode + local_agreement (live), causal ones to whisperrt +
+ *                    stable_greedy at the trained chunk; malformed blocks name their field; the
+ *                    converter's block; real tiny.en: jfk by default, the repetition guard on
+ *                    whisperrt's loop (on, off, engine == solo)
  * Goldens: scripts/gen_golden_whisper.py and scripts/gen_golden_whisper_nospeech.py
  * (openai-whisper 20250625).
  */
@@ -27,6 +32,7 @@
 #include "../decoders/aed_common.h"
 #include "../models/whisper/whisper.h"
 
+#include <hdf5.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,7 +208,11 @@ static void test_stream_config_bad(void)
     CU_ASSERT_EQUAL(bopen(m, "offline", 30, 0, &b), SR_OK);
     CU_ASSERT_EQUAL(b.ck.chunk, 48000);
     bclose(&b);
+    /* no strategy: rand.h5 has vanilla weights, whose live default is reencode (no lookahead) */
     CU_ASSERT_EQUAL(bopen(m, NULL, 100, 0, &b), SR_OK);
+    CU_ASSERT_EQUAL(b.ck.first_chunk, 3200);
+    bclose(&b);
+    CU_ASSERT_EQUAL(bopen(m, "whisperrt", 100, 0, &b), SR_OK);
     CU_ASSERT_EQUAL(b.ck.first_chunk, 3200 + WH_LOOKAHEAD);
     CU_ASSERT_EQUAL(b.ck.chunk, 1600);
     CU_ASSERT_EQUAL(b.sc.kind, SR_SCORER_AED);
@@ -1162,7 +1172,7 @@ static void test_silence_every_decoder(void)
             free_many(d, nd);
         }
     printf("\n      empty on every update: %d of %d strategy x decoder x input", empty, total);
-    /* the engine: default strategy and decoder (whisperrt, stable_greedy) */
+    /* the engine: default strategy and decoder (tiny.en is vanilla: reencode, local_agreement) */
     sr_stream *s = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
     CU_ASSERT_EQUAL(sr_stream_feed(s, noise, n), SR_OK);
@@ -1606,6 +1616,330 @@ static void test_silence_bad_input(void)
     sr_model_free(m);
 }
 
+/* ---- whisper_defaults: config.streaming, per-model defaults, the repetition guard ---- */
+
+/* A copy of fixture `name` in the temp dir as `out_name`, with its config replaced (sealed
+ * again: the edited config is what is under test). NULL on failure. */
+static const char *config_copy(const char *name, const char *out_name, const char *config)
+{
+    const char *out = test_tmppath(out_name);
+    char *data = NULL;
+    size_t len = 0;
+    if (sr_read_file(test_fixture(name), &data, &len)) return NULL;
+    FILE *f = fopen(out, "wb");
+    size_t wrote = f ? fwrite(data, 1, len, f) : 0;
+    if (f) fclose(f);
+    free(data);
+    if (wrote != len) return NULL;
+    hid_t h = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (h < 0) return NULL;
+    H5Adelete(h, "config");
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(config));
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(h, "config", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t w = H5Awrite(a, t, config);
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Fclose(h);
+    return w < 0 || sr_h5_seal(out) ? NULL : out;
+}
+
+/* rand.h5's config with top-level `key` set to the JSON text `json`, as a model file; loads it
+ * into *m and returns its status (*m NULL on failure). */
+static sr_status load_with(const char *key, const char *json, sr_model **m)
+{
+    *m = NULL;
+    sr_model *base = test_load_model("whisper/rand.h5");
+    cJSON *c = cJSON_Parse(sr_model_config(base));
+    sr_model_free(base);
+    cJSON *v = cJSON_Parse(json);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    if (cJSON_GetObjectItemCaseSensitive(c, key)) cJSON_ReplaceItemInObjectCaseSensitive(c, key, v);
+    else cJSON_AddItemToObject(c, key, v);
+    char *txt = cJSON_PrintUnformatted(c);
+    cJSON_Delete(c);
+    const char *p = config_copy("whisper/rand.h5", "wh_streaming.h5", txt);
+    free(txt);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return sr_model_load(p, NULL, m);
+}
+
+static void defaults_are(const sr_model *m, sr_use use, const char *strategy, const char *decoder,
+                         int chunk, int first, const sr_stream_config *cfg)
+{
+    sr_defaults d;
+    CU_ASSERT_EQUAL_FATAL(sr_model_defaults(m, use, cfg, &d), SR_OK);
+    int ok = d.strategy && !strcmp(d.strategy, strategy) && !strcmp(d.decoder, decoder) &&
+             d.chunk_ms == chunk && d.first_chunk_ms == first && d.basis;
+    CU_ASSERT(ok);
+    if (!ok)
+        printf("\n      got %s + %s, %d / %d ms; want %s + %s, %d / %d ms\n", d.strategy,
+               d.decoder, d.chunk_ms, d.first_chunk_ms, strategy, decoder, chunk, first);
+}
+
+/* A stream of m with cfg (NULL: every default) over audio; its timeline's audio times and texts
+ * hashed, with the number of entries. */
+static uint64_t timeline_hash(const sr_model *m, const sr_stream_config *cfg, const float *a,
+                              size_t n, size_t *entries, int64_t *first_ms)
+{
+    sr_stream *s = NULL;
+    uint64_t h = 1469598103934665603ull;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, cfg, &s), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_feed(s, a, n), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    const sr_timeline *t = sr_stream_timeline(s);
+    for (size_t k = 0; k < t->n; k++) {
+        h = (h ^ (uint64_t)t->entries[k].audio_ms) * 1099511628211ull;
+        for (const char *c = t->entries[k].text; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    }
+    *entries = t->n;
+    *first_ms = t->n ? t->entries[0].audio_ms : -1;
+    sr_stream_close(s);
+    return h;
+}
+
+/* Vanilla weights (no config.streaming, or causal false): offline + aed_greedy for the final
+ * text, reencode + local_agreement at 1000 ms for live use; set fields are kept and the rest
+ * fits them; sr_stream_open with no config runs exactly the live defaults. */
+static void test_defaults_vanilla(void)
+{
+    sr_model *m = test_load_model("whisper/rand.h5");
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    defaults_are(m, SR_USE_FINAL, "offline", "aed_greedy", 0, 0, NULL);
+    defaults_are(m, SR_USE_LIVE, "reencode", "local_agreement", 1000, 2000, NULL);
+    sr_defaults d;
+    CU_ASSERT_EQUAL(sr_model_defaults(m, SR_USE_LIVE, NULL, &d), SR_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d.basis, "vanilla"));
+    c.decoder = "aed_beam"; /* decodes only at the end: offline even for live use */
+    defaults_are(m, SR_USE_LIVE, "offline", "aed_beam", 0, 0, &c);
+    c.decoder = NULL;
+    c.strategy = "whisperrt";
+    defaults_are(m, SR_USE_FINAL, "whisperrt", "stable_greedy", 300, 600, &c);
+    c.strategy = "reencode";
+    c.chunk_ms = 100;
+    defaults_are(m, SR_USE_LIVE, "reencode", "local_agreement", 100, 200, &c);
+    TEST_ASSERT_ERR(sr_model_defaults(m, (sr_use)7, NULL, &d), SR_ERR_ARG, "SR_USE_LIVE");
+    TEST_ASSERT_ERR(sr_model_defaults(NULL, SR_USE_LIVE, NULL, &d), SR_ERR_ARG, "model is NULL");
+    /* the library default is the live one */
+    float *a = lcg_noise(48000, 0.1f);
+    size_t n1, n2;
+    int64_t f1, f2;
+    sr_stream_config_init(&c);
+    uint64_t h1 = timeline_hash(m, NULL, a, 48000, &n1, &f1);
+    c.strategy = "reencode";
+    c.decoder = "local_agreement";
+    c.chunk_ms = 1000;
+    c.first_chunk_ms = 2000;
+    uint64_t h2 = timeline_hash(m, &c, a, 48000, &n2, &f2);
+    CU_ASSERT_EQUAL(h1, h2);
+    CU_ASSERT_EQUAL(n1, n2);
+    CU_ASSERT_EQUAL(f1, 2000);
+    sr_model_free(m);
+    /* defaults fit a model's window: micro.h5 holds 1 s */
+    m = test_load_model("whisper/micro.h5");
+    defaults_are(m, SR_USE_LIVE, "reencode", "local_agreement", 1000, 1000, NULL);
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL(sr_stream_open(m, NULL, &s), SR_OK);
+    sr_stream_close(s);
+    sr_model_free(m);
+    /* "causal": false is vanilla */
+    CU_ASSERT_EQUAL_FATAL(load_with("streaming", "{\"causal\": false, \"lora\": {\"rank\": 8}}", &m), SR_OK);
+    defaults_are(m, SR_USE_FINAL, "offline", "aed_greedy", 0, 0, NULL);
+    sr_model_free(m);
+    free(a);
+}
+
+/* Causal weights (config.streaming.causal): whisperrt + stable_greedy at the first trained chunk
+ * with the trained first chunk, for both uses; the stream opened with no config runs that. */
+static void test_defaults_causal(void)
+{
+    sr_model *m = NULL;
+    sr_status st = load_with("streaming", "{\"causal\": true, \"chunk_ms\": [100, 200], "
+                             "\"first_chunk_ms\": 400, \"lora\": {\"rank\": 8, \"pairs_merged\": "
+                             "24, \"source\": \"test\"}}", &m);
+    if (st) printf("\n      %s\n", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    defaults_are(m, SR_USE_FINAL, "whisperrt", "stable_greedy", 100, 400, NULL);
+    defaults_are(m, SR_USE_LIVE, "whisperrt", "stable_greedy", 100, 400, NULL);
+    sr_defaults d;
+    CU_ASSERT_EQUAL(sr_model_defaults(m, SR_USE_LIVE, NULL, &d), SR_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d.basis, "causal"));
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.chunk_ms = 200; /* the other trained chunk: the trained first chunk still fits */
+    defaults_are(m, SR_USE_LIVE, "whisperrt", "stable_greedy", 200, 400, &c);
+    c.chunk_ms = 500; /* beyond it: twice the chunk, as for any model */
+    defaults_are(m, SR_USE_LIVE, "whisperrt", "stable_greedy", 500, 1000, &c);
+    c.chunk_ms = 0;
+    c.decoder = "aed_greedy"; /* causal weights stay on the causal encoder */
+    defaults_are(m, SR_USE_FINAL, "whisperrt", "aed_greedy", 100, 400, &c);
+    c.decoder = NULL;
+    c.strategy = "reencode"; /* the trained sizes are the causal encoder's: not reencode's */
+    defaults_are(m, SR_USE_LIVE, "reencode", "local_agreement", 1000, 2000, &c);
+    float *a = lcg_noise(16000, 0.1f);
+    size_t n1, n2;
+    int64_t f1, f2;
+    uint64_t h1 = timeline_hash(m, NULL, a, 16000, &n1, &f1);
+    sr_stream_config_init(&c);
+    c.strategy = "whisperrt";
+    c.decoder = "stable_greedy";
+    c.chunk_ms = 100;
+    c.first_chunk_ms = 400;
+    uint64_t h2 = timeline_hash(m, &c, a, 16000, &n2, &f2);
+    CU_ASSERT_EQUAL(h1, h2);
+    CU_ASSERT_EQUAL(n1, n2);
+    CU_ASSERT_EQUAL(f1, 412); /* tau0 400 ms + the 12.5 ms lookahead */
+    CU_ASSERT(n1 > 6);        /* 100 ms chunks after it */
+    sr_model_free(m);
+    free(a);
+}
+
+/* Malformed streaming blocks fail the load naming config.streaming.<field>. */
+static void test_defaults_bad_streaming(void)
+{
+    static const struct { const char *key, *json, *want; } cases[] = {
+        {"streaming", "true", "config.streaming: expected an object"},
+        {"streaming", "{}", "config.streaming.causal: missing"},
+        {"streaming", "{\"causal\": \"yes\"}", "config.streaming.causal: expected true or false"},
+        {"streaming", "{\"causal\": true}", "config.streaming.chunk_ms: missing"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": 300}", "config.streaming.chunk_ms: expected an array"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": []}", "config.streaming.chunk_ms: expected an array"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [100, 30]}", "config.streaming.chunk_ms[1]: 30 ms"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [110]}", "config.streaming.chunk_ms[0]: 110 ms"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [1020]}", "config.streaming.chunk_ms[0]: 1020 ms"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [\"300\"]}", "config.streaming.chunk_ms[0]: expected an integer"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [100, 100]}", "config.streaming.chunk_ms[1]: 100 ms is listed twice"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [200], \"first_chunk_ms\": 100}", "config.streaming.first_chunk_ms: 100 ms"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [200], \"first_chunk_ms\": 3020}", "config.streaming.first_chunk_ms: 3020 ms"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [200], \"first_chunk_ms\": 410}", "config.streaming.first_chunk_ms: 410 ms"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [200], \"first_chunk_ms\": \"600\"}", "config.streaming.first_chunk_ms: expected an integer"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [200], \"lora\": 8}", "config.streaming.lora: expected an object"},
+        {"streaming", "{\"causal\": false, \"chunk_ms\": [200]}", "config.streaming.chunk_ms: trained chunk sizes describe causal weights"},
+        {"streaming", "{\"causal\": true, \"chunk_ms\": [200], \"chunks_ms\": [1]}", "config.streaming.chunks_ms: not a field"},
+        {"trained_chunk_ms", "300", "config.trained_chunk_ms: written by an older"},
+    };
+    for (size_t i = 0; i < SR_ARRAY_LEN(cases); i++) {
+        sr_model *m = NULL;
+        TEST_ASSERT_ERR(load_with(cases[i].key, cases[i].json, &m), SR_ERR_FORMAT, cases[i].want);
+        if (m) {
+            printf("\n      %s = %s loaded\n", cases[i].key, cases[i].json);
+            sr_model_free(m);
+        }
+    }
+    /* the converter's LoRA record of Hugging Face merges is provenance the backend accepts */
+    sr_model *m = NULL;
+    CU_ASSERT_EQUAL(load_with("lora_merged", "24", &m), SR_OK);
+    sr_model_free(m);
+}
+
+/* scripts/convert_whisper.py's block for a WhisperRT checkpoint config loads as causal weights
+ * at the trained chunk; its vanilla answer is no block. */
+static void test_defaults_converter(void)
+{
+    if (!test_python_ok()) {
+        TEST_SKIP("/usr/bin/python3 lacks numpy/h5py (make setup installs them)");
+        return;
+    }
+    static char out[4096];
+    int rc = test_run(out, sizeof out, "/usr/bin/python3 -c 'import sys, json; sys.path.insert(0, "
+                      "\"scripts\"); import convert_whisper as c; d = {\"n_audio_ctx\": 150}; "
+                      "print(json.dumps(c.whisperrt_streaming({\"gran\": 5, \"extra_gran_blocks\": 2, "
+                      "\"rank\": 8, \"streaming_train\": True}, 24, None, d, \"x.pt\"))); "
+                      "print(c.whisperrt_streaming({\"gran\": 5, \"streaming_train\": False}, 24, None, d, "
+                      "\"x.pt\"), c.whisperrt_streaming({}, 0, None, d, \"x.pt\"))'");
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char *nl = strchr(out, '\n');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(nl);
+    *nl = '\0';
+    CU_ASSERT_PTR_NOT_NULL(strstr(nl + 1, "None None"));
+    sr_model *m = NULL;
+    sr_status st = load_with("streaming", out, &m);
+    if (st) printf("\n      %s: %s\n", out, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    defaults_are(m, SR_USE_FINAL, "whisperrt", "stable_greedy", 100, 300, NULL);
+    sr_model_free(m);
+}
+
+/* Real tiny.en (vanilla): jfk with every default transcribes to the reference, with no loop
+ * cut; whisperrt loops on these weights: the guard cuts the loop (and is counted, equal in an
+ * engine of two streams and a solo stream), without the guard the loop runs on. */
+static void test_defaults_tiny_en(void)
+{
+    const char *jfk = test_shared("speech-samples/jfk.wav");
+    sr_model *m = jfk ? load_real() : NULL;
+    if (!m) {
+        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
+        return;
+    }
+    sr_audio a;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    sr_defaults d;
+    CU_ASSERT_EQUAL_FATAL(sr_model_defaults(m, SR_USE_FINAL, &c, &d), SR_OK);
+    c.strategy = d.strategy;
+    c.decoder = d.decoder;
+    CU_ASSERT_STRING_EQUAL(c.strategy, "offline");
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &c, &s), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_feed(s, a.samples, a.n), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    CU_ASSERT_STRING_EQUAL(sr_stream_hypothesis(s)->text, " And so my fellow Americans ask not what "
+                           "your country can do for you, ask what you can do for your country.");
+    CU_ASSERT_EQUAL(sr_stream_hypothesis(s)->repetition_cuts, 0);
+    sr_stream_close(s);
+    /* whisperrt + stable_greedy on vanilla weights: guard on, off, and in an engine of two */
+    sr_stream_config_init(&c);
+    c.strategy = "whisperrt";
+    c.decoder = "stable_greedy";
+    int n_on = 0, n_off = 0, cuts_on = 0, cuts_off = -1;
+    char *text_on = NULL;
+    for (int g = 1; g >= 0; g--) {
+        c.repetition_guard = g;
+        CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &c, &s), SR_OK);
+        CU_ASSERT_EQUAL(sr_stream_feed(s, a.samples, a.n), SR_OK);
+        CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+        const sr_hypothesis *h = sr_stream_hypothesis(s);
+        CU_ASSERT_EQUAL(sr_aed_loop_keep(h->tokens, h->n_tokens, 0) >= 0, !g);
+        if (g) {
+            n_on = h->n_tokens;
+            cuts_on = h->repetition_cuts;
+            text_on = strdup(h->text);
+        } else {
+            n_off = h->n_tokens;
+            cuts_off = h->repetition_cuts;
+        }
+        sr_stream_close(s);
+    }
+    printf("\n      whisperrt + stable_greedy on jfk: guard on %d tokens (%d cuts), off %d tokens",
+           n_on, cuts_on, n_off);
+    CU_ASSERT(cuts_on > 0);
+    CU_ASSERT_EQUAL(cuts_off, 0);
+    CU_ASSERT(n_on < 30 && n_off > 100);
+    sr_engine *e = NULL;
+    sr_stream *es[2] = {NULL, NULL};
+    c.repetition_guard = 1;
+    CU_ASSERT_EQUAL_FATAL(sr_engine_create(m, &c, 2, &e), SR_OK);
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL_FATAL(sr_engine_open(e, &es[i]), SR_OK);
+        CU_ASSERT_EQUAL(sr_stream_feed(es[i], a.samples, a.n), SR_OK);
+        CU_ASSERT_EQUAL(sr_stream_finish(es[i]), SR_OK);
+    }
+    CU_ASSERT_EQUAL(sr_engine_drain(e), SR_OK);
+    for (int i = 0; i < 2; i++) {
+        const sr_hypothesis *h = sr_stream_hypothesis(es[i]);
+        CU_ASSERT_STRING_EQUAL(h->text, text_on ? text_on : "");
+        CU_ASSERT_EQUAL(h->repetition_cuts, cuts_on);
+    }
+    sr_engine_free(e);
+    free(text_on);
+    sr_audio_free(&a);
+    sr_model_free(m);
+}
+
 void test_register_whisper(void)
 {
     TEST_SUITE("whisper_load", {"load_rand", test_load_rand}, {"load_bad", test_load_bad},
@@ -1625,4 +1959,7 @@ void test_register_whisper(void)
                {"whisperrt_past_30s", test_whisperrt_long});
     TEST_SUITE("whisper_batch", {"batch_bad", test_batch_bad}, {"batch_vs_solo_rand", test_batch_rand},
                {"batch_vs_solo_tiny_en", test_batch_tiny_en});
+    TEST_SUITE("whisper_defaults", {"vanilla", test_defaults_vanilla},
+               {"causal", test_defaults_causal}, {"bad_streaming", test_defaults_bad_streaming},
+               {"converter_block", test_defaults_converter}, {"tiny_en", test_defaults_tiny_en});
 }

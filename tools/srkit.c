@@ -108,6 +108,7 @@ static int parse_run_opt(int argc, char **argv, int *i, run_opts *o)
         return 1;
     }
     if (!strcmp(a, "--decoder-kv-cache")) { o->sc.decoder_kv_cache = 1; return 1; }
+    if (!strcmp(a, "--no-repetition-guard")) { o->sc.repetition_guard = 0; return 1; }
     if (!strcmp(a, "--json")) { o->json = 1; return 1; }
     if (!strcmp(a, "--realtime")) { o->realtime = 1; return 1; }
     return 0;
@@ -118,8 +119,8 @@ static int parse_run_opt(int argc, char **argv, int *i, run_opts *o)
 static const char RUN_OPTS_HELP[] =
     "  --device cpu|cuda       compute device (default cpu)\n"
     "  --threads N             BLAS threads (default: library default)\n"
-    "  --strategy NAME         streaming strategy (backend default if absent)\n"
-    "  --decoder NAME          decoder (backend default if absent)\n"
+    "  --strategy NAME         streaming strategy (default: the model file's choice)\n"
+    "  --decoder NAME          decoder (default: the model file's choice)\n"
     "  --chunk-ms N            chunk size in ms\n"
     "  --first-chunk-ms N      first chunk size in ms (WhisperRT tau0)\n"
     "  --stability-n N         tokens re-checked by stable_greedy (default 2)\n"
@@ -127,7 +128,8 @@ static const char RUN_OPTS_HELP[] =
     "  --max-symbols N         transducer symbols per frame\n"
     "  --att-context L,R       FastConformer attention context\n"
     "  --delay-tokens N        Voxtral transcription delay\n"
-    "  --decoder-kv-cache      WhisperRT: keep decoder K/V across chunks\n";
+    "  --decoder-kv-cache      WhisperRT: keep decoder K/V across chunks\n"
+    "  --no-repetition-guard   AED decoders: do not cut repetition loops (paper-exact runs)\n";
 
 static void run_opts_init(run_opts *o)
 {
@@ -215,6 +217,69 @@ static int open_model(const char *path, const run_opts *o, sr_model **m)
     return 0;
 }
 
+/* "strategy S (C ms chunks, first F ms), decoder D" */
+static void format_defaults(char *buf, size_t cap, const sr_defaults *d)
+{
+    char ch[64] = "";
+    if (d->chunk_ms > 0)
+        snprintf(ch, sizeof ch, " (%d ms chunks, first %d ms)", d->chunk_ms, d->first_chunk_ms);
+    snprintf(buf, cap, "strategy %s%s, decoder %s", d->strategy ? d->strategy : "(the arch's one)",
+             ch, d->decoder);
+}
+
+/* Name the model's defaults for what o->sc leaves unset in o->sc itself (sr_model_defaults is
+ * the one place that decides them), so the stream runs what is reported; say them on stderr
+ * when the model file decided them (Whisper: its config.streaming). */
+static int apply_defaults(const char *path, sr_model *m, sr_use use, run_opts *o)
+{
+    sr_defaults d;
+    sr_status st = sr_model_defaults(m, use, &o->sc, &d);
+    if (st) return fail(st, path);
+    if ((!o->sc.strategy || !o->sc.decoder) && d.basis) {
+        char txt[256];
+        format_defaults(txt, sizeof txt, &d);
+        fprintf(stderr, "srkit: %s: %s: %s (--strategy / --decoder choose others)\n", path,
+                d.basis, txt);
+    }
+    o->sc.strategy = d.strategy;
+    o->sc.decoder = d.decoder;
+    return 0;
+}
+
+/* `srkit transcribe|stream MODEL --help`: the defaults this model file gets. */
+static void help_model_defaults(const char *path, run_opts *o, sr_use use)
+{
+    sr_model *m = NULL;
+    sr_defaults d;
+    if (open_model(path, o, &m)) return;
+    sr_status st = sr_model_defaults(m, use, &o->sc, &d);
+    if (st) fail(st, path);
+    else {
+        char txt[256];
+        format_defaults(txt, sizeof txt, &d);
+        printf("\n%s: %s%s%s\n", path, txt, d.basis ? "; " : "", d.basis ? d.basis : "");
+    }
+    sr_model_free(m);
+}
+
+/* The defaults paragraph of `transcribe --help` (use FINAL) and `stream --help` (LIVE); the
+ * Whisper choices are models/whisper/whisper.c's defaults_of (suite cli_srkit checks both
+ * against what tiny.en gets). */
+static const char DEFAULTS_HELP_FINAL[] =
+    "\ndefaults: without --strategy / --decoder the model file decides, and srkit names its\n"
+    "choice on stderr (`srkit transcribe MODEL --help` prints it for MODEL). Whisper:\n"
+    "  offline + aed_greedy for vanilla Whisper weights,\n"
+    "  whisperrt + stable_greedy for causal ones (config.streaming.causal; trained chunk size)\n"
+    "  (docs/whisper.md, \"Defaults\"). Other archs: their one strategy and default decoder.\n"
+    "The repetition guard is on unless --no-repetition-guard.\n";
+static const char DEFAULTS_HELP_LIVE[] =
+    "\ndefaults: without --strategy / --decoder the model file decides, and srkit names its\n"
+    "choice on stderr (`srkit stream MODEL --help` prints it for MODEL). Whisper:\n"
+    "  reencode + local_agreement (1000 ms chunks) for vanilla Whisper weights,\n"
+    "  whisperrt + stable_greedy for causal ones (config.streaming.causal; trained chunk size)\n"
+    "  (docs/whisper.md, \"Defaults\": whisperrt loops on vanilla weights). Other archs: their\n"
+    "  one strategy and default decoder. The repetition guard is on unless --no-repetition-guard.\n";
+
 static int cmd_transcribe(int argc, char **argv)
 {
     run_opts o;
@@ -230,8 +295,11 @@ static int cmd_transcribe(int argc, char **argv)
             printf("usage: srkit transcribe MODEL.h5 AUDIO... [options]\n\n"
                    "Stream each audio file through the model (whole file fed at once, then\n"
                    "finished) and print its final text; --json prints one JSON object per file\n"
-                   "with text, tokens, audio and compute seconds, RTF.\n\noptions:\n%s"
-                   "  --json                  JSON lines output\n", RUN_OPTS_HELP);
+                   "with text, tokens, strategy, decoder, repetition cuts, audio and compute\n"
+                   "seconds, RTF.\n\noptions:\n%s"
+                   "  --json                  JSON lines output\n%s", RUN_OPTS_HELP,
+                   DEFAULTS_HELP_FINAL);
+            if (model) help_model_defaults(model, &o, SR_USE_FINAL);
             free(files);
             return 0;
         }
@@ -251,9 +319,12 @@ static int cmd_transcribe(int argc, char **argv)
     sr_model *m = NULL;
     if (open_model(model, &o, &m)) { free(files); return 1; }
     sr_stream *s = NULL;
-    sr_status st = sr_stream_open(m, &o.sc, &s);
+    sr_status st = SR_OK;
     int rc = 0;
-    if (st) { rc = fail(st, "stream"); goto out; }
+    /* only the final text is printed: the model's defaults for that use (Whisper vanilla:
+     * offline, which no live caller could use) */
+    if (apply_defaults(model, m, SR_USE_FINAL, &o)) { rc = 1; goto out; }
+    if ((st = sr_stream_open(m, &o.sc, &s))) { rc = fail(st, "stream"); goto out; }
     for (int f = 0; f < nf; f++) {
         sr_audio a = {0};
         if ((st = sr_audio_load(files[f], 16000, &a))) { rc = fail(st, files[f]); continue; }
@@ -271,6 +342,10 @@ static int cmd_transcribe(int argc, char **argv)
             cJSON_AddStringToObject(j, "text", h->text);
             cJSON *toks = cJSON_AddArrayToObject(j, "tokens");
             for (int i = 0; i < h->n_tokens; i++) cJSON_AddItemToArray(toks, cJSON_CreateNumber(h->tokens[i]));
+            if (o.sc.strategy) cJSON_AddStringToObject(j, "strategy", o.sc.strategy);
+            else cJSON_AddNullToObject(j, "strategy");
+            cJSON_AddStringToObject(j, "decoder", o.sc.decoder);
+            cJSON_AddNumberToObject(j, "repetition_cuts", h->repetition_cuts);
             cJSON_AddNumberToObject(j, "audio_s", audio_s);
             cJSON_AddNumberToObject(j, "compute_s", dt);
             cJSON_AddNumberToObject(j, "rtf", audio_s > 0 ? dt / audio_s : 0);
@@ -311,7 +386,9 @@ static int cmd_stream(int argc, char **argv)
                    "then the part that may still change in [brackets].\n\noptions:\n%s"
                    "  --feed-ms N             samples per feed call, in ms (default 20)\n"
                    "  --realtime              pace the feeding at real time\n"
-                   "  --json                  one JSON object per timeline entry\n", RUN_OPTS_HELP);
+                   "  --json                  one JSON object per timeline entry\n%s", RUN_OPTS_HELP,
+                   DEFAULTS_HELP_LIVE);
+            if (model) help_model_defaults(model, &o, SR_USE_LIVE);
             return 0;
         }
         if (argv[i][0] == '-' && argv[i][1]) {
@@ -333,6 +410,7 @@ static int cmd_stream(int argc, char **argv)
     if (open_model(model, &o, &m)) { sr_audio_free(&a); return 1; }
     sr_stream *s = NULL;
     int rc = 0;
+    if (apply_defaults(model, m, SR_USE_LIVE, &o)) { rc = 1; goto out; }
     if ((st = sr_stream_open(m, &o.sc, &s))) { rc = fail(st, "stream"); goto out; }
     size_t step = (size_t)feed_ms * 16, printed = 0;
     double t0 = now_s();
@@ -352,6 +430,8 @@ static int cmd_stream(int argc, char **argv)
                 cJSON_AddStringToObject(j, "text", e->text);
                 cJSON_AddNumberToObject(j, "n_stable", e->n_stable);
                 cJSON_AddNumberToObject(j, "compute_ms", e->compute_ns / 1e6);
+                if (e->is_final) /* the utterance's loop cuts, once it is done */
+                    cJSON_AddNumberToObject(j, "repetition_cuts", sr_stream_hypothesis(s)->repetition_cuts);
                 char *txt = cJSON_PrintUnformatted(j);
                 printf("%s\n", txt);
                 free(txt);
@@ -1086,6 +1166,7 @@ static void bench_json_run(cJSON *j, const bench_args *b, const sr_model *m)
     cJSON_AddNumberToObject(j, "beam", sc->beam);
     cJSON_AddNumberToObject(j, "stability_n", sc->stability_n);
     cJSON_AddBoolToObject(j, "decoder_kv_cache", sc->decoder_kv_cache);
+    cJSON_AddBoolToObject(j, "repetition_guard", sc->repetition_guard);
     if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
     else cJSON_AddNullToObject(j, "cache_dtype");
 }

@@ -86,6 +86,92 @@ static sr_status load_block(sr_model *m, sr_h5 *f, const char *pre, int cross, i
     return st;
 }
 
+/* config.streaming (optional, docs/whisper.md): whether the weights were trained for
+ * WhisperRT's block-causal encoder, the chunk sizes and first chunk they were trained with, and
+ * the LoRA provenance. It decides the defaults (wh_defaults), so a malformed block fails the
+ * load naming its field instead of quietly leaving the vanilla defaults in force. */
+static sr_status load_streaming(sr_model *m, wh_model *w)
+{
+    /* scripts/convert_whisper.py wrote these top-level keys before the block existed */
+    static const char *const legacy[] = {"trained_chunk_ms", "trained_first_chunk_ms"};
+    for (size_t i = 0; i < SR_ARRAY_LEN(legacy); i++)
+        if (sr_cfg_item(m, legacy[i]))
+            return sr_error(SR_ERR_FORMAT, "%s: config.%s: written by an older "
+                            "scripts/convert_whisper.py; convert the checkpoint again (the trained "
+                            "chunking is now config.streaming.chunk_ms / first_chunk_ms)", m->path,
+                            legacy[i]);
+    const cJSON *s = sr_cfg_item(m, "streaming");
+    if (!s) return SR_OK; /* vanilla weights */
+    if (!cJSON_IsObject(s))
+        return sr_error(SR_ERR_FORMAT, "%s: config.streaming: expected an object such as "
+                        "{\"causal\": true, \"chunk_ms\": [300], \"first_chunk_ms\": 600}", m->path);
+    static const char *const keys[] = {"causal", "chunk_ms", "first_chunk_ms", "lora"};
+    for (const cJSON *c = s->child; c; c = c->next) {
+        size_t i = 0;
+        while (i < SR_ARRAY_LEN(keys) && strcmp(keys[i], c->string)) i++;
+        if (i == SR_ARRAY_LEN(keys))
+            return sr_error(SR_ERR_FORMAT, "%s: config.streaming.%s: not a field of the streaming "
+                            "block (causal, chunk_ms, first_chunk_ms, lora)", m->path, c->string);
+    }
+    const cJSON *causal = cJSON_GetObjectItemCaseSensitive(s, "causal");
+    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(s, "chunk_ms");
+    const cJSON *first = cJSON_GetObjectItemCaseSensitive(s, "first_chunk_ms");
+    const cJSON *lora = cJSON_GetObjectItemCaseSensitive(s, "lora");
+    if (!causal)
+        return sr_error(SR_ERR_FORMAT, "%s: config.streaming.causal: missing (true when the "
+                        "weights were trained with the block-causal encoder)", m->path);
+    if (!cJSON_IsBool(causal))
+        return sr_error(SR_ERR_FORMAT, "%s: config.streaming.causal: expected true or false", m->path);
+    if (lora && !cJSON_IsObject(lora))
+        return sr_error(SR_ERR_FORMAT, "%s: config.streaming.lora: expected an object (the "
+                        "fine-tune's provenance)", m->path);
+    w->causal = cJSON_IsTrue(causal);
+    if (!w->causal) {
+        if (ch || first)
+            return sr_error(SR_ERR_FORMAT, "%s: config.streaming.%s: trained chunk sizes describe "
+                            "causal weights, but config.streaming.causal is false", m->path,
+                            ch ? "chunk_ms" : "first_chunk_ms");
+        return SR_OK;
+    }
+    if (!ch)
+        return sr_error(SR_ERR_FORMAT, "%s: config.streaming.chunk_ms: missing (the chunk sizes in "
+                        "ms the causal weights were trained with; the first is the default)", m->path);
+    int n = cJSON_IsArray(ch) ? cJSON_GetArraySize(ch) : 0;
+    if (n < 1 || n > WH_MAX_TRAINED)
+        return sr_error(SR_ERR_FORMAT, "%s: config.streaming.chunk_ms: expected an array of 1 to %d "
+                        "chunk sizes in ms", m->path, WH_MAX_TRAINED);
+    int i = 0, lo = 0;
+    for (const cJSON *v = ch->child; v; v = v->next, i++) {
+        int ms = 0;
+        if (!cJSON_IsNumber(v) || !sr_whole_int(v->valuedouble, &ms))
+            return sr_error(SR_ERR_FORMAT, "%s: config.streaming.chunk_ms[%d]: expected an integer "
+                            "(ms)", m->path, i);
+        /* the sizes stream.chunk_ms accepts for whisperrt (whisper.c check_cfg) */
+        if (ms < 40 || ms > 1000 || ms % 20)
+            return sr_error(SR_ERR_FORMAT, "%s: config.streaming.chunk_ms[%d]: %d ms; whisperrt "
+                            "chunks are 40..1000 ms in steps of 20 ms", m->path, i, ms);
+        for (int j = 0; j < i; j++)
+            if (w->trained_ms[j] == ms)
+                return sr_error(SR_ERR_FORMAT, "%s: config.streaming.chunk_ms[%d]: %d ms is listed "
+                                "twice", m->path, i, ms);
+        w->trained_ms[i] = ms;
+        lo = i ? SR_MIN(lo, ms) : ms;
+    }
+    w->n_trained = n;
+    if (first) {
+        int ms = 0, hi = w->n_audio_ctx * 20;
+        if (!cJSON_IsNumber(first) || !sr_whole_int(first->valuedouble, &ms))
+            return sr_error(SR_ERR_FORMAT, "%s: config.streaming.first_chunk_ms: expected an "
+                            "integer (ms)", m->path);
+        if (ms < lo || ms > hi || ms % 20)
+            return sr_error(SR_ERR_FORMAT, "%s: config.streaming.first_chunk_ms: %d ms; needs %d "
+                            "(the smallest trained chunk) .. %d ms in steps of 20 ms", m->path, ms,
+                            lo, hi);
+        w->trained_first_ms = ms;
+    }
+    return SR_OK;
+}
+
 static void wh_free(wh_model *w)
 {
     if (!w) return;
@@ -232,6 +318,7 @@ sr_status wh_model_load(sr_model *m, sr_h5 *f)
     if (!w) return SR_ERR_NOMEM;
     w->k = m->k;
     sr_status st = load_config(m, w);
+    if (!st) st = load_streaming(m, w);
     if (!st && m->tokenizer && sr_tokenizer_size(m->tokenizer) != w->n_vocab)
         st = sr_error(SR_ERR_FORMAT, "%s: /tokenizer has %d pieces, config.n_vocab is %d",
                       m->path, sr_tokenizer_size(m->tokenizer), w->n_vocab);

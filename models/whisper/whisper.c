@@ -49,24 +49,78 @@ static const char *strategy_at(size_t i)
     return i < SR_ARRAY_LEN(strategy_names) ? strategy_names[i] : NULL;
 }
 
+/* ---- defaults: the one place that decides what a stream config leaves unset ---- */
+
+/* Vanilla weights streamed live: the strategy and decoder that do not loop on them
+ * (measured on jfk and librispeech-sample, docs/whisper.md "Defaults"). */
+#define WH_LIVE_STRATEGY "reencode"
+#define WH_REENCODE_DECODER "local_agreement"
+/* Default chunks: whisperrt's block of the paper's main setting; reencode runs one full 30 s
+ * encoder pass per chunk whatever its size (~0.4 s on 2 threads), so 300 ms chunks cannot keep
+ * up with real time there and 1000 ms (whisper_streaming's default min-chunk-size) can. */
+#define WH_DEFAULT_CHUNK_MS 300
+#define WH_REENCODE_CHUNK_MS 1000
+
+static void defaults_of(const wh_model *w, sr_use use, const sr_stream_config *cfg,
+                        sr_defaults *d)
+{
+    d->strategy = cfg->strategy;
+    d->decoder = cfg->decoder;
+    d->chunk_ms = cfg->chunk_ms;
+    d->first_chunk_ms = cfg->first_chunk_ms;
+    d->basis = w->causal ? "causal Whisper weights (config.streaming.causal)"
+                         : "vanilla Whisper weights (no causal config.streaming)";
+    if (!d->strategy) {
+        /* Vanilla weights were trained on whole 30 s windows: under the block-causal encoder
+         * they loop (docs/whisper.md), so they run offline unless hypotheses are wanted while
+         * the audio arrives, and offline too for a decoder that decodes only at the end,
+         * which gains nothing from a streaming encoder. */
+        int at_end = d->decoder && (!strcmp(d->decoder, "aed_greedy") || !strcmp(d->decoder, "aed_beam"));
+        d->strategy = w->causal ? "whisperrt"
+                                : use == SR_USE_FINAL || at_end ? "offline" : WH_LIVE_STRATEGY;
+    }
+    int offline = !strcmp(d->strategy, "offline");
+    if (!d->decoder)
+        d->decoder = offline ? "aed_greedy"
+                             : !strcmp(d->strategy, "reencode") ? WH_REENCODE_DECODER : "stable_greedy";
+    if (offline) return; /* 30 s windows: no chunk sizes */
+    /* the trained sizes are those of the causal encoder's blocks: whisperrt's */
+    int trained = w->causal && !strcmp(d->strategy, "whisperrt");
+    /* defaults stay inside the window, so that they are valid for small test models too */
+    int max_ms = SR_MAX(40, w->n_audio_ctx * 20);
+    if (!d->chunk_ms)
+        d->chunk_ms = trained ? w->trained_ms[0]
+                    : SR_MIN(max_ms, !strcmp(d->strategy, "reencode") ? WH_REENCODE_CHUNK_MS
+                                                                     : WH_DEFAULT_CHUNK_MS);
+    /* the trained first chunk holds for the chunks it was trained with (tau0 >= tau) */
+    if (!d->first_chunk_ms)
+        d->first_chunk_ms = trained && w->trained_first_ms >= d->chunk_ms
+                                ? w->trained_first_ms
+                                : SR_MAX(d->chunk_ms, SR_MIN(max_ms, 2 * d->chunk_ms));
+}
+
+void wh_defaults(const sr_model *m, sr_use use, const sr_stream_config *cfg, sr_defaults *out)
+{
+    defaults_of(m->impl, use, cfg, out);
+}
+
 /* ---- stream config (batch_open and stream_open validate it here) ---- */
 
 static sr_status check_cfg(const wh_model *w, const sr_stream_config *cfg, wh_cfg *c)
 {
     if (!cfg) return sr_error(SR_ERR_ARG, "whisper: stream config is NULL");
     memset(c, 0, sizeof *c);
-    int strategy = WH_WHISPERRT;
-    if (cfg->strategy) {
-        size_t i = 0;
-        while (strategy_at(i) && strcmp(strategy_at(i), cfg->strategy)) i++;
-        if (!strategy_at(i)) {
-            sr_error_unknown("whisper strategy", cfg->strategy, strategy_at);
-            return sr_error_prefix(SR_ERR_ARG, "stream.strategy");
-        }
-        strategy = (int)i;
+    sr_defaults d;
+    defaults_of(w, SR_USE_LIVE, cfg, &d);
+    size_t i = 0;
+    while (strategy_at(i) && strcmp(strategy_at(i), d.strategy)) i++;
+    if (!strategy_at(i)) {
+        sr_error_unknown("whisper strategy", d.strategy, strategy_at);
+        return sr_error_prefix(SR_ERR_ARG, "stream.strategy");
     }
-    int chunk_ms = cfg->chunk_ms ? cfg->chunk_ms : 300;
-    int first_ms = cfg->first_chunk_ms ? cfg->first_chunk_ms : 2 * chunk_ms;
+    int strategy = (int)i;
+    int chunk_ms = d.chunk_ms ? d.chunk_ms : WH_DEFAULT_CHUNK_MS; /* offline: not used */
+    int first_ms = d.first_chunk_ms ? d.first_chunk_ms : 2 * chunk_ms;
     int max_ms = w->n_audio_ctx * 20;
     if (strategy != WH_OFFLINE) {
         if (chunk_ms < 40 || chunk_ms > 1000 || chunk_ms % 20)
@@ -967,13 +1021,19 @@ fail:
     return st;
 }
 
+/* Provenance the converter records and the backend does not read: LoRA pairs merged into a
+ * Hugging Face model (scripts/convert_whisper.py --lora). */
+static const char *const wh_config_info[] = {"lora_merged", NULL};
+
 const sr_model_ops sr_whisper_ops = {
     .name = "whisper",
     .description = "OpenAI Whisper encoder-decoder; strategies whisperrt (causal block encoder "
                    "with K/V caches), reencode, offline",
-    .default_decoder = "stable_greedy",
+    .default_decoder = NULL, /* per model file: wh_defaults */
+    .defaults = wh_defaults,
     .load = wh_model_load,
     .unload = wh_model_unload,
+    .config_info = wh_config_info,
     .batch_open = wh_batch_open,
     .batch_close = wh_batch_close,
     .batch_bytes = wh_batch_bytes,

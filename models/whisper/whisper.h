@@ -19,6 +19,7 @@
 #define WH_MAX_SLOTS 16    /* AED decoder caches per stream */
 #define WH_LN_EPS 1e-5f
 #define WH_LOOKAHEAD 200   /* samples beyond a chunk that complete its last encoder frame */
+#define WH_MAX_TRAINED 16  /* entries of config.streaming.chunk_ms */
 
 /* A Linear layer: w [out, in] in the kernel table's weight layout; b [out] or NULL (attn key). */
 typedef struct { const sr_kweight *w; const float *b; } wh_lin;
@@ -49,6 +50,12 @@ typedef struct wh_model {
     int hop, window_samples;  /* window = 2 * n_audio_ctx mel frames of `hop` samples */
     uint8_t *suppress;        /* [n_vocab] 1 = -inf at every step */
     uint8_t *suppress_begin;  /* [n_vocab] 1 = also -inf at a window's first text position */
+    /* config.streaming (docs/whisper.md): weights trained for the block-causal encoder
+     * (WhisperRT) pick whisperrt + stable_greedy at a trained chunk size by default */
+    int causal;               /* streaming.causal; 0 without the block */
+    int trained_ms[WH_MAX_TRAINED]; /* streaming.chunk_ms (causal only); [0] is the default */
+    int n_trained;
+    int trained_first_ms;     /* streaming.first_chunk_ms, 0 when absent */
     /* weights (views into m->tensors) */
     wh_lin conv1;                   /* w [d, n_mels * 3] (stored [d, n_mels, 3]), b [d] */
     wh_lin conv2;                   /* w [d, d * 3], b [d] */
@@ -82,6 +89,9 @@ size_t wh_scratch_bytes(const wh_scratch *s);
 /* Parse and check the config, load every tensor (f32), build the mel front-end; m->impl. */
 sr_status wh_model_load(sr_model *m, sr_h5 *f);
 void wh_model_unload(sr_model *m);
+/* The ops table's `defaults` (whisper.c): strategy, decoder and chunk sizes for what cfg leaves
+ * unset, from config.streaming; stream_open resolves its own unset fields through it too. */
+void wh_defaults(const sr_model *m, sr_use use, const sr_stream_config *cfg, sr_defaults *out);
 
 /* ---- wh_ops.c: the backend's calls of the kernel table ---- */
 /* LayerNorm with Whisper's eps over n rows of width d (k->norm). */
