@@ -1679,6 +1679,30 @@ static void defaults_are(const sr_model *m, sr_use use, const char *strategy, co
                d.decoder, d.chunk_ms, d.first_chunk_ms, strategy, decoder, chunk, first);
 }
 
+/* config.tokens.language_first near INT_MAX once overflowed language_first + index (found by
+ * tests/fuzz/fuzz_model_content): now a range error naming the key. */
+static void test_language_first_range(void)
+{
+    sr_model *base = test_load_model("whisper/rand.h5"), *m = NULL;
+    cJSON *c = cJSON_Parse(sr_model_config(base));
+    sr_model_free(base);
+    cJSON_ReplaceItemInObjectCaseSensitive(c, "multilingual", cJSON_CreateTrue());
+    cJSON_AddItemToObject(c, "lang_codes", cJSON_Parse("[\"de\", \"en\"]"));
+    cJSON *tk = cJSON_GetObjectItemCaseSensitive(c, "tokens");
+    const double bad[] = {2147483647.0, -5.0};
+    for (int i = 0; i < 2; i++) {
+        cJSON_DeleteItemFromObjectCaseSensitive(tk, "language_first");
+        cJSON_AddNumberToObject(tk, "language_first", bad[i]);
+        char *txt = cJSON_PrintUnformatted(c);
+        const char *p = config_copy("whisper/rand.h5", "wh_langfirst.h5", txt);
+        free(txt);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        TEST_ASSERT_ERR(sr_model_load(p, NULL, &m), SR_ERR_FORMAT, "config.tokens.language_first");
+        CU_ASSERT_PTR_NULL(m);
+    }
+    cJSON_Delete(c);
+}
+
 /* A stream of m with cfg (NULL: every default) over audio; its timeline's audio times and texts
  * hashed, with the number of entries. */
 static uint64_t timeline_hash(const sr_model *m, const sr_stream_config *cfg, const float *a,
@@ -1961,5 +1985,6 @@ void test_register_whisper(void)
                {"batch_vs_solo_tiny_en", test_batch_tiny_en});
     TEST_SUITE("whisper_defaults", {"vanilla", test_defaults_vanilla},
                {"causal", test_defaults_causal}, {"bad_streaming", test_defaults_bad_streaming},
+               {"language_first_range", test_language_first_range},
                {"converter_block", test_defaults_converter}, {"tiny_en", test_defaults_tiny_en});
 }

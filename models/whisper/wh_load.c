@@ -262,7 +262,7 @@ static sr_status load_config(sr_model *m, wh_model *w)
         if (idx < 0)
             return sr_error(SR_ERR_FORMAT, "%s: config.lang_codes: no \"en\" entry (multilingual "
                             "models transcribe English here)", m->path);
-        if (w->language_first + idx >= w->n_vocab || w->language_first <= w->eot)
+        if (w->language_first <= w->eot || w->language_first >= w->n_vocab || idx >= w->n_vocab - w->language_first)
             return sr_error(SR_ERR_FORMAT, "%s: config.tokens.language_first: %d out of range",
                             m->path, w->language_first);
         w->prompt[w->prompt_len++] = w->language_first + idx;
