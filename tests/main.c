@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <CUnit/Basic.h>
 #include <ftw.h>
+#include <hdf5.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "../core/internal.h"
 
 /* Each test file defines one of these; weak so a suite list can grow file by file. */
 #define TEST_FILES(X)                                                                     \
@@ -70,6 +72,38 @@ static const char *intern(const char *a, const char *b)
 
 const char *test_tmppath(const char *name) { return intern(test_tmpdir(), name); }
 const char *test_fixture(const char *name) { return intern("tests/fixtures", name); }
+
+const char *test_model_copy(const char *fixture, const char *out_name, const char *drop,
+                            const char *config)
+{
+    const char *out = test_tmppath(out_name);
+    char *data = NULL;
+    size_t len = 0;
+    if (sr_read_file(test_fixture(fixture), &data, &len)) return NULL;
+    FILE *f = fopen(out, "wb");
+    size_t wrote = f ? fwrite(data, 1, len, f) : 0;
+    if (f) fclose(f);
+    free(data);
+    if (wrote != len) return NULL;
+    hid_t h = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (h < 0) return NULL;
+    herr_t w = 0;
+    if (drop) w = H5Ldelete(h, drop, H5P_DEFAULT);
+    if (config && w >= 0) {
+        H5Adelete(h, "config");
+        hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, strlen(config));
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(h, "config", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+        w = H5Awrite(a, t, config);
+        H5Aclose(a);
+        H5Sclose(sp);
+        H5Tclose(t);
+    }
+    H5Fclose(h);
+    /* the edit is the defect under test: sealed again so the loader's own checks meet it */
+    return w < 0 || sr_h5_seal(out) ? NULL : out;
+}
 
 const char *test_tiny_en_path(void)
 {

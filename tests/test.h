@@ -23,6 +23,13 @@ const char *test_shared(const char *rel);
  * exists (`make models`), else NULL (the caller skips with a message). */
 const char *test_tiny_en_path(void);
 
+/* A copy of model fixture `fixture` in the temp dir as out_name, with the object at HDF5 path
+ * `drop` deleted and / or the config attribute replaced by `config` (each NULL: unchanged),
+ * sealed again (sr_h5_seal) so that the edit, not the digest, is what the loader meets. NULL on
+ * failure. */
+const char *test_model_copy(const char *fixture, const char *out_name, const char *drop,
+                            const char *config);
+
 /* A fresh per-run temporary directory (created once, removed at exit) and a path inside it. */
 const char *test_tmpdir(void);
 const char *test_tmppath(const char *name);

@@ -32,7 +32,6 @@
 #include "../models/fastconformer/fc.h"
 #include "../core/dtype.h"
 
-#include <hdf5.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1414,34 +1413,10 @@ static void test_tdt_audio(void)
 
 /* ---- fastconformer_bad ---- */
 
-/* Copy rand.h5 to the temp dir, then delete one tensor and / or replace the config. */
+/* rand.h5 with one object deleted and / or the config replaced (tests/main.c). */
 static const char *bad_copy(const char *name, const char *drop, const char *config)
 {
-    const char *out = test_tmppath(name);
-    char *data;
-    size_t len;
-    if (sr_read_file(test_fixture("fastconformer/rand.h5"), &data, &len)) return NULL;
-    FILE *f = fopen(out, "wb");
-    fwrite(data, 1, len, f);
-    fclose(f);
-    free(data);
-    hid_t h = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
-    if (h < 0) return NULL;
-    if (drop) H5Ldelete(h, drop, H5P_DEFAULT);
-    if (config) {
-        H5Adelete(h, "config");
-        hid_t t = H5Tcopy(H5T_C_S1);
-        H5Tset_size(t, strlen(config));
-        hid_t sp = H5Screate(H5S_SCALAR);
-        hid_t a = H5Acreate2(h, "config", t, sp, H5P_DEFAULT, H5P_DEFAULT);
-        H5Awrite(a, t, config);
-        H5Aclose(a);
-        H5Sclose(sp);
-        H5Tclose(t);
-    }
-    H5Fclose(h);
-    /* the edit is the defect under test: sealed again so the loader's own checks meet it */
-    return sr_h5_seal(out) ? NULL : out;
+    return test_model_copy("fastconformer/rand.h5", name, drop, config);
 }
 
 static char *config_with(const sr_model *m, const char *key, const char *json)

@@ -32,7 +32,6 @@
 #include "../decoders/aed_common.h"
 #include "../models/whisper/whisper.h"
 
-#include <hdf5.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1618,34 +1617,6 @@ static void test_silence_bad_input(void)
 
 /* ---- whisper_defaults: config.streaming, per-model defaults, the repetition guard ---- */
 
-/* A copy of fixture `name` in the temp dir as `out_name`, with its config replaced (sealed
- * again: the edited config is what is under test). NULL on failure. */
-static const char *config_copy(const char *name, const char *out_name, const char *config)
-{
-    const char *out = test_tmppath(out_name);
-    char *data = NULL;
-    size_t len = 0;
-    if (sr_read_file(test_fixture(name), &data, &len)) return NULL;
-    FILE *f = fopen(out, "wb");
-    size_t wrote = f ? fwrite(data, 1, len, f) : 0;
-    if (f) fclose(f);
-    free(data);
-    if (wrote != len) return NULL;
-    hid_t h = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
-    if (h < 0) return NULL;
-    H5Adelete(h, "config");
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(config));
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(h, "config", t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t w = H5Awrite(a, t, config);
-    H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
-    H5Fclose(h);
-    return w < 0 || sr_h5_seal(out) ? NULL : out;
-}
-
 /* rand.h5's config with top-level `key` set to the JSON text `json`, as a model file; loads it
  * into *m and returns its status (*m NULL on failure). */
 static sr_status load_with(const char *key, const char *json, sr_model **m)
@@ -1660,7 +1631,7 @@ static sr_status load_with(const char *key, const char *json, sr_model **m)
     else cJSON_AddItemToObject(c, key, v);
     char *txt = cJSON_PrintUnformatted(c);
     cJSON_Delete(c);
-    const char *p = config_copy("whisper/rand.h5", "wh_streaming.h5", txt);
+    const char *p = test_model_copy("whisper/rand.h5", "wh_streaming.h5", NULL, txt);
     free(txt);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     return sr_model_load(p, NULL, m);
@@ -1694,7 +1665,7 @@ static void test_language_first_range(void)
         cJSON_DeleteItemFromObjectCaseSensitive(tk, "language_first");
         cJSON_AddNumberToObject(tk, "language_first", bad[i]);
         char *txt = cJSON_PrintUnformatted(c);
-        const char *p = config_copy("whisper/rand.h5", "wh_langfirst.h5", txt);
+        const char *p = test_model_copy("whisper/rand.h5", "wh_langfirst.h5", NULL, txt);
         free(txt);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         TEST_ASSERT_ERR(sr_model_load(p, NULL, &m), SR_ERR_FORMAT, "config.tokens.language_first");
