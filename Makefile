@@ -94,8 +94,10 @@ $(BUILD)/test_srkit: $(TEST_OBJ) $(BUILD)/libsr.a
 test: $(BUILD)/test_srkit $(BUILD)/srkit
 	SRKIT_BIN=$(BUILD)/srkit OPENBLAS_NUM_THREADS=2 ./$(BUILD)/test_srkit
 
+# allocator_may_return_null: libhdf5 asks for absurd sizes on the damaged (resealed) files of
+# core_hdf5 and handles malloc's NULL; ASan would abort there instead.
 debug:
-	$(MAKE) BUILD=build-debug DEBUG=1 test
+	ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) BUILD=build-debug DEBUG=1 test
 
 # ThreadSanitizer over the suites that run threads: the engine's decoder workers and batcher,
 # the op set's worker pool, streams on threads.
@@ -150,4 +152,53 @@ install: all
 clean:
 	rm -rf build build-debug
 
+# ---- fuzzing (tests/fuzz/, docs/fuzzing.md) ----------------------------------------------------
+# libFuzzer harnesses, one per input format. The library is rebuilt with clang, coverage
+# instrumentation and ASan + UBSan into $(FUZZ_BUILD)/ (build/ is untouched).
+#   make fuzz FUZZ_S=N                 run every target N seconds, one after the other; prints
+#                                      executions and coverage per target, fails on a finding
+#   make fuzz FUZZ_TARGETS="ctm trn"   only those targets
+#   make fuzz-build                    build the harnesses only
+#   make fuzz-repro                    replay tests/fuzz/crashes/<target>/* (known findings)
+FUZZ_CC      ?= clang-14
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_S       ?= 60
+FUZZ_TARGETS ?= audio config trn ctm textgrid manifest kaldi timeline normalizer model \
+                model_content
+FUZZ_CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-omit-frame-pointer \
+                -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                $(WARN) -pthread $(PKG_CFLAGS)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+# Seeds of the model target: small valid model files of the fixtures (read in place, copied
+# into $(FUZZ_BUILD)/seeds/model at run time), plus one that fails a shape check.
+FUZZ_MODEL_SEEDS := tests/fixtures/test_linear.h5 tests/fixtures/test_linear_int8.h5 \
+                    tests/fixtures/test_linear_bf16.h5 tests/fixtures/test_linear_frontend.h5 \
+                    tests/fixtures/bad_shape.h5 tests/fixtures/whisper/micro.h5 \
+                    tests/fixtures/voxtral/micro.h5
+
+.PHONY: fuzz fuzz-build fuzz-repro
+.SECONDARY: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/fuzz/fuzz_%.o)
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libsr.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libsr.a
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -pthread -o $@ $^ $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	@rm -rf $(FUZZ_BUILD)/seeds/model && mkdir -p $(FUZZ_BUILD)/seeds/model
+	@for f in $(FUZZ_MODEL_SEEDS); do cp "$$f" $(FUZZ_BUILD)/seeds/model/$$(echo "$$f" | tr / _); done
+	FUZZ_CC=$(FUZZ_CC) bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_S) $(FUZZ_TARGETS)
+
+fuzz-repro: fuzz-build
+	FUZZ_CC=$(FUZZ_CC) bash tests/fuzz/run.sh --repro $(FUZZ_BUILD) 0 $(FUZZ_TARGETS)
+
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/srkit.d
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BIN:$(FUZZ_BUILD)/fuzz_%=$(FUZZ_BUILD)/tests/fuzz/fuzz_%.d)

@@ -9,6 +9,9 @@ PKGS=(
   libfftw3-dev libsamplerate0-dev libunistring-dev libxxhash-dev
   espeak-ng flac sox sctk
   python3 python3-numpy python3-h5py python3-xxhash python3-venv python3-pip
+  # make fuzz (tests/fuzz/): clang with libFuzzer + ASan/UBSan runtimes (libclang-rt-14-dev is
+  # only a Recommends of clang-14) and llvm-symbolizer for readable stacks (llvm-14)
+  clang-14 libclang-rt-14-dev llvm-14
 )
 
 missing=()

@@ -649,21 +649,15 @@ T512 static void pv_avx512(sr_dtype dt, int nq, const float *e, int W, const cha
 
 static int force_isa = -1;
 
-/* Some clang versions' __builtin_cpu_supports know no "f16c"; every AVX2 CPU has it. */
-#if defined(__clang__)
-#define CPU_F16C 1
-#else
-#define CPU_F16C __builtin_cpu_supports("f16c")
-#endif
 
 static int isa_available(int isa)
 {
 #if ATTN_X86
     if (isa == ISA_AVX512)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-               __builtin_cpu_supports("fma") && CPU_F16C;
+               __builtin_cpu_supports("fma") && sr_cpu_f16c();
     if (isa == ISA_AVX2)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CPU_F16C;
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && sr_cpu_f16c();
 #endif
     return isa == ISA_PORTABLE;
 }

@@ -13,6 +13,10 @@
 
 /* Threads the op set uses (set by the table's set_threads; default OPENBLAS_NUM_THREADS when
  * set, else the online CPUs, at most 64). */
+/* 1 when the CPU has F16C (CPUID leaf 1, ECX), which the f16 paths need: read from CPUID
+ * because some compilers' __builtin_cpu_supports know no "f16c" (clang 14 rejects it). */
+int sr_cpu_f16c(void);
+
 int sr_cpu_threads(void);
 void sr_cpu_set_threads(int n);
 

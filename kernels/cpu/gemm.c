@@ -599,8 +599,7 @@ static int force_isa = -1;
 static int isa_available(int isa)
 {
 #if GEMM_X86
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && sr_cpu_f16c();
     if (isa == ISA_AVX512) return avx2 && __builtin_cpu_supports("avx512f");
     if (isa == ISA_AVX2) return avx2;
 #endif

@@ -52,7 +52,6 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RO_X86 1
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -592,12 +591,7 @@ static int ro_have(int isa)
     case RO_ISA_AUTO:
     case RO_ISA_PORTABLE: return 1;
 #ifdef RO_X86
-    case RO_ISA_AVX2: {
-        /* F16C (the f16 state widening) from CPUID leaf 1: not every compiler's
-         * __builtin_cpu_supports knows it */
-        unsigned a, b, c, d;
-        return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-    }
+    case RO_ISA_AVX2: return __builtin_cpu_supports("avx2") && sr_cpu_f16c(); /* f16 state widening */
     case RO_ISA_AVX512: return __builtin_cpu_supports("avx512f");
 #endif
     default: return 0;

@@ -1,0 +1,37 @@
+/*
+ * fuzz_textgrid.c — Praat/MFA TextGrids: sr_alignments_load (eval/wordtimes.c) on a
+ * *.TextGrid file: the tokenizer (strings with "" escapes, <flags>, [index] labels, ! comments,
+ * numbers), long and short text formats, tier classes, the words tier and its intervals. A
+ * loaded TextGrid is one utterance named after the file, words sorted by start, start <= end.
+ */
+#include "fuzz_common.h"
+
+#include "../../eval/dataset.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    fuzz_dir();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char path[512];
+    fuzz_write(path, sizeof path, "utt1.TextGrid", data, size);
+    sr_alignments *a = NULL;
+    if (sr_alignments_load(path, &a) == SR_OK) {
+        FUZZ_CHECK(a->n == 1 && !strcmp(a->utts[0].id, "utt1"));
+        const sr_utt_words *u = &a->utts[0];
+        for (size_t k = 0; k < u->n; k++) {
+            FUZZ_CHECK(u->words[k].word && u->words[k].word[0]);
+            FUZZ_CHECK(u->words[k].start_s >= 0 && u->words[k].start_s <= u->words[k].end_s);
+            if (k) FUZZ_CHECK(u->words[k - 1].start_s <= u->words[k].start_s);
+        }
+    } else {
+        FUZZ_CHECK(a == NULL);
+    }
+    sr_alignments_free(a);
+    return 0;
+}
