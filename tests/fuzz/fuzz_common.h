@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv); /* optional: the temporary folder is made on first use */
 
 /* An invariant the library promises; a violation aborts, which libFuzzer reports as a crash. */
 #define FUZZ_CHECK(c)                                                                          \

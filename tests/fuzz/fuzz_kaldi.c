@@ -14,14 +14,6 @@
 static const char *const FILES[] = {"wav.scp", "text", "segments", "utt2dur"};
 #define N_FILES (sizeof FILES / sizeof FILES[0])
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_dir();
-    return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[512];

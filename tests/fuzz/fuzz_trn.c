@@ -12,14 +12,6 @@
 
 #include "../../eval/dataset.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_dir();
-    return 0;
-}
-
 /* Whether a and b hold the same words (runs of non-white-space). */
 static int same_words(const char *a, const char *b)
 {
