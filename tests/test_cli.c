@@ -251,6 +251,10 @@ static void test_bench_streams(void)
         CU_ASSERT_DOUBLE_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "rtfx")), 3.0 / wall, 1e-6 * 3.0 / wall);
         CU_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(j, "chunk_ms_p99")));
         CU_ASSERT_PTR_NULL(cJSON_GetObjectItem(j, "realtime_ok"));
+        /* the unset fields as the stream resolved them: test_linear's own decoder */
+        const cJSON *r = cJSON_GetObjectItem(j, "resolved");
+        CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(j, "decoder")));
+        CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(r, "decoder")), "sync_greedy");
         cJSON_Delete(j);
     }
     /* real time: 1 s of audio at its own pace */

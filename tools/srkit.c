@@ -1169,15 +1169,31 @@ static void bench_json_run(cJSON *j, const bench_args *b, const sr_model *m)
     cJSON_AddBoolToObject(j, "repetition_guard", sc->repetition_guard);
     if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
     else cJSON_AddNullToObject(j, "cache_dtype");
+    /* what the unset fields became for this model file (sr_model_defaults, as a stream opens) */
+    sr_defaults d;
+    if (sr_model_defaults(m, SR_USE_LIVE, sc, &d) == SR_OK) {
+        cJSON *r = cJSON_AddObjectToObject(j, "resolved");
+        if (d.strategy) cJSON_AddStringToObject(r, "strategy", d.strategy);
+        else cJSON_AddNullToObject(r, "strategy");
+        if (d.decoder) cJSON_AddStringToObject(r, "decoder", d.decoder);
+        else cJSON_AddNullToObject(r, "decoder");
+        cJSON_AddNumberToObject(r, "chunk_ms", d.chunk_ms);
+        cJSON_AddNumberToObject(r, "first_chunk_ms", d.first_chunk_ms);
+    }
 }
 
 /* The same as the first line of the text output. */
 static void bench_print_run(const bench_args *b, const sr_model *m)
 {
     const sr_stream_config *sc = &b->o.sc;
-    printf("model %s (%s), strategy %s, decoder %s, chunk %d ms, %d thread(s)\n", b->model,
-           sr_model_arch(m), sc->strategy ? sc->strategy : "(default)",
-           sc->decoder ? sc->decoder : "(default)", sc->chunk_ms, bench_threads(&b->o));
+    sr_defaults d;
+    if (sr_model_defaults(m, SR_USE_LIVE, sc, &d) != SR_OK) memset(&d, 0, sizeof d);
+    char chunk[32] = "the backend's";
+    if (d.chunk_ms > 0) snprintf(chunk, sizeof chunk, "%d ms", d.chunk_ms);
+    printf("model %s (%s), strategy %s%s, decoder %s%s, chunk %s%s, %d thread(s)\n", b->model,
+           sr_model_arch(m), d.strategy ? d.strategy : "-", sc->strategy ? "" : " (default)",
+           d.decoder ? d.decoder : "-", sc->decoder ? "" : " (default)", chunk,
+           sc->chunk_ms ? "" : " (default)", bench_threads(&b->o));
 }
 
 /* Print j as one line and free it. */
