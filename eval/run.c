@@ -183,11 +183,9 @@ static cJSON *stream_json(const sr_stream_config *c)
     return s;
 }
 
-/* stream.resolved of a run object: what the config's unset fields became for this model file
- * (sr_model_defaults, the use eval streams for), so a config that leaves the strategy to the
- * model still says what ran. */
-static sr_status add_resolved(const sr_model *m, const sr_stream_config *c, cJSON *run_obj)
+sr_status sr_defaults_json(const sr_model *m, const sr_stream_config *c, cJSON **out)
 {
+    *out = NULL;
     sr_defaults d;
     sr_status st = sr_model_defaults(m, SR_USE_LIVE, c, &d);
     if (st) return st;
@@ -199,8 +197,18 @@ static sr_status add_resolved(const sr_model *m, const sr_stream_config *c, cJSO
     cJSON_AddNumberToObject(o, "chunk_ms", d.chunk_ms);
     cJSON_AddNumberToObject(o, "first_chunk_ms", d.first_chunk_ms);
     if (d.basis) cJSON_AddStringToObject(o, "basis", d.basis);
-    cJSON_AddItemToObject(cJSON_GetObjectItem(run_obj, "stream"), "resolved", o);
+    *out = o;
     return SR_OK;
+}
+
+/* stream.resolved of a run object, so a config that leaves the strategy to the model still
+ * says what ran. */
+static sr_status add_resolved(const sr_model *m, const sr_stream_config *c, cJSON *run_obj)
+{
+    cJSON *o = NULL;
+    sr_status st = sr_defaults_json(m, c, &o);
+    if (!st) cJSON_AddItemToObject(cJSON_GetObjectItem(run_obj, "stream"), "resolved", o);
+    return st;
 }
 
 /* ---- scoring a run's records into its results object ------------------------------------------- */

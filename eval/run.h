@@ -88,6 +88,12 @@ typedef struct sr_compare_limits {
 sr_status sr_compare_results(const cJSON *base_results, const cJSON *new_results,
                              const sr_compare_limits *lim, cJSON **report, int *failed);
 
+/* What c's unset fields become for model m as a stream opens (sr_model_defaults, SR_USE_LIVE),
+ * as a JSON object {strategy (null: the backend has none), decoder, chunk_ms, first_chunk_ms
+ * (0: the backend's own), basis (only when the file decided)}: results.json's stream.resolved
+ * and srkit bench's "resolved". *out is the caller's. */
+sr_status sr_defaults_json(const sr_model *m, const sr_stream_config *c, cJSON **out);
+
 /* Read a results.json file (SR_ERR_IO / SR_ERR_FORMAT naming it). */
 sr_status sr_results_load(const char *path, cJSON **out);
 

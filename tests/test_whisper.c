@@ -979,6 +979,18 @@ static sr_model *load_real(void)
     return m;
 }
 
+/* The real tiny.en and *jfk = jfk.wav's path; NULL after a skip line naming the test when
+ * either is absent. */
+static sr_model *load_real_jfk(const char *test, const char **jfk)
+{
+    *jfk = test_shared("speech-samples/jfk.wav");
+    sr_model *m = *jfk ? load_real() : NULL;
+    if (!m)
+        printf("\n    SKIP %s: ~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent "
+               "(make models)\n      ", test);
+    return m;
+}
+
 /* openai-whisper's no_speech_prob against srkit's offline scorer, and the average log-prob of
  * the greedy tokens (the final EOT's included, over tokens + 1) against the same average under
  * srkit's logit rules computed with openai's modules; openai's own avg_logprob differs by up to
@@ -986,12 +998,9 @@ static sr_model *load_real(void)
  * rule must decide the same on both. */
 static void test_nospeech_golden(void)
 {
-    const char *jfk = test_shared("speech-samples/jfk.wav");
-    sr_model *m = jfk ? load_real() : NULL;
-    if (!m) {
-        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
-        return;
-    }
+    const char *jfk = NULL;
+    sr_model *m = load_real_jfk(__func__, &jfk);
+    if (!m) return;
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/tiny_en_nospeech.h5"), &g), SR_OK);
     sr_audio a;
@@ -1191,12 +1200,9 @@ static void test_silence_every_decoder(void)
  * jfk's first 4 s ("And so my fellow Americans") in 1 s chunks, to keep the test short. */
 static void test_speech_unaffected(void)
 {
-    const char *jfk = test_shared("speech-samples/jfk.wav");
-    sr_model *m = jfk ? load_real() : NULL;
-    if (!m) {
-        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
-        return;
-    }
+    const char *jfk = NULL;
+    sr_model *m = load_real_jfk(__func__, &jfk);
+    if (!m) return;
     sr_audio a;
     CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
     sr_h5 *g = NULL;
@@ -1244,12 +1250,9 @@ static void test_speech_unaffected(void)
  * is the break token then the second window's text. */
 static void test_whisperrt_long(void)
 {
-    const char *jfk = test_shared("speech-samples/jfk.wav");
-    sr_model *m = jfk ? load_real() : NULL;
-    if (!m) {
-        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
-        return;
-    }
+    const char *jfk = NULL;
+    sr_model *m = load_real_jfk(__func__, &jfk);
+    if (!m) return;
     const wh_model *w = m->impl;
     /* 40 s: jfk (11 s), digital silence up to 30 s, then jfk's first 10 s: speech, silence
      * and speech again across the reset (few tokens, so the test stays short) */
@@ -1473,12 +1476,9 @@ static void test_batch_rand(void)
 
 static void test_batch_tiny_en(void)
 {
-    const char *jfk = test_shared("speech-samples/jfk.wav");
-    sr_model *m = jfk ? load_real() : NULL;
-    if (!m) {
-        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
-        return;
-    }
+    const char *jfk = NULL;
+    sr_model *m = load_real_jfk(__func__, &jfk);
+    if (!m) return;
     sr_audio au;
     CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &au), SR_OK);
     size_t len[5] = {48000, 40000, 56000, 32000, 36000};
@@ -1863,12 +1863,9 @@ static void test_defaults_converter(void)
  * engine of two streams and a solo stream), without the guard the loop runs on. */
 static void test_defaults_tiny_en(void)
 {
-    const char *jfk = test_shared("speech-samples/jfk.wav");
-    sr_model *m = jfk ? load_real() : NULL;
-    if (!m) {
-        TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
-        return;
-    }
+    const char *jfk = NULL;
+    sr_model *m = load_real_jfk(__func__, &jfk);
+    if (!m) return;
     sr_audio a;
     CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
     sr_stream_config c;

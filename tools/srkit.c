@@ -1169,17 +1169,8 @@ static void bench_json_run(cJSON *j, const bench_args *b, const sr_model *m)
     cJSON_AddBoolToObject(j, "repetition_guard", sc->repetition_guard);
     if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
     else cJSON_AddNullToObject(j, "cache_dtype");
-    /* what the unset fields became for this model file (sr_model_defaults, as a stream opens) */
-    sr_defaults d;
-    if (sr_model_defaults(m, SR_USE_LIVE, sc, &d) == SR_OK) {
-        cJSON *r = cJSON_AddObjectToObject(j, "resolved");
-        if (d.strategy) cJSON_AddStringToObject(r, "strategy", d.strategy);
-        else cJSON_AddNullToObject(r, "strategy");
-        if (d.decoder) cJSON_AddStringToObject(r, "decoder", d.decoder);
-        else cJSON_AddNullToObject(r, "decoder");
-        cJSON_AddNumberToObject(r, "chunk_ms", d.chunk_ms);
-        cJSON_AddNumberToObject(r, "first_chunk_ms", d.first_chunk_ms);
-    }
+    cJSON *r = NULL; /* what the unset fields became for this model file */
+    if (sr_defaults_json(m, sc, &r) == SR_OK) cJSON_AddItemToObject(j, "resolved", r);
 }
 
 /* The same as the first line of the text output. */

@@ -3,9 +3,7 @@
  * fields, ";;" comments, number parsing, the sort by utterance and time, grouping into
  * utterances. Loaded alignments must be sorted by id, each word with 0 <= start <= end.
  */
-#include "fuzz_common.h"
-
-#include "../../eval/dataset.h"
+#include "fuzz_words.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -18,11 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(u->id && u->where && u->n > 0);
             if (i) FUZZ_CHECK(strcmp(a->utts[i - 1].id, u->id) < 0);
             FUZZ_CHECK(sr_alignments_find(a, u->id) == u);
-            for (size_t k = 0; k < u->n; k++) {
-                FUZZ_CHECK(u->words[k].word && u->words[k].word[0]);
-                FUZZ_CHECK(u->words[k].start_s >= 0 && u->words[k].start_s <= u->words[k].end_s);
-                if (k) FUZZ_CHECK(u->words[k - 1].start_s <= u->words[k].start_s);
-            }
+            fuzz_check_words(u);
         }
     } else {
         FUZZ_CHECK(a == NULL);

@@ -4,9 +4,7 @@
  * numbers), long and short text formats, tier classes, the words tier and its intervals. A
  * loaded TextGrid is one utterance named after the file, words sorted by start, start <= end.
  */
-#include "fuzz_common.h"
-
-#include "../../eval/dataset.h"
+#include "fuzz_words.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -15,12 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sr_alignments *a = NULL;
     if (sr_alignments_load(path, &a) == SR_OK) {
         FUZZ_CHECK(a->n == 1 && !strcmp(a->utts[0].id, "utt1"));
-        const sr_utt_words *u = &a->utts[0];
-        for (size_t k = 0; k < u->n; k++) {
-            FUZZ_CHECK(u->words[k].word && u->words[k].word[0]);
-            FUZZ_CHECK(u->words[k].start_s >= 0 && u->words[k].start_s <= u->words[k].end_s);
-            if (k) FUZZ_CHECK(u->words[k - 1].start_s <= u->words[k].start_s);
-        }
+        fuzz_check_words(&a->utts[0]);
     } else {
         FUZZ_CHECK(a == NULL);
     }
