@@ -24,6 +24,9 @@
  *                    stable_greedy at the trained chunk; malformed blocks name their field; the
  *                    converter's block; real tiny.en: jfk by default, the repetition guard on
  *                    whisperrt's loop (on, off, engine == solo)
+ *   whisper_train    scripts/train_whisperrt.py: the adapter merge (values, copies, refusals);
+ *                    with torch ($SRKIT_TORCH_PYTHON), a few training steps on a random model
+ *                    lower the loss and the merged result streams in srkit
  * Goldens: scripts/gen_golden_whisper.py and scripts/gen_golden_whisper_nospeech.py
  * (openai-whisper 20250625).
  */
@@ -1932,6 +1935,141 @@ static void test_defaults_tiny_en(void)
     sr_model_free(m);
 }
 
+/* ---- whisper_train: scripts/train_whisperrt.py ---- */
+
+/* The adapter merge (numpy + h5py, no torch): a hand-made adapter on two modules of rand.h5;
+ * the merged weights are base + (alpha / r) B A rounded once to the base's f16, every other
+ * dataset is copied unchanged, the file loads with the adapter's streaming block (causal
+ * defaults); bad adapters are refused naming the module or field. */
+static const char merge_py[] =
+    "import sys, json, os, numpy as np, h5py\n"
+    "sys.path.insert(0, 'scripts')\n"
+    "import train_whisperrt as t\n"
+    "base, d, out = sys.argv[1:4]\n"
+    "mods = ('encoder.blocks.0.attn.query', 'decoder.blocks.1.cross_attn.out')\n"
+    "rng = np.random.default_rng(3)\n"
+    "def adapter(folder, ten, streaming=True):\n"
+    "    os.makedirs(folder, exist_ok=True)\n"
+    "    t.write_safetensors(folder + '/adapter_model.safetensors', ten, {})\n"
+    "    c = {'peft_type': 'LORA', 'r': 4, 'lora_alpha': 8}\n"
+    "    if streaming:\n"
+    "        c['srkit'] = {'streaming': {'causal': True, 'chunk_ms': [300, 100], 'first_chunk_ms': 600}}\n"
+    "    json.dump(c, open(folder + '/adapter_config.json', 'w'))\n"
+    "ten = {}\n"
+    "with h5py.File(base) as f:\n"
+    "    for m in mods:\n"
+    "        w = f['weights/' + m.replace('.', '/') + '/weight']\n"
+    "        ten['base_model.model.%s.lora_A.weight' % m] = rng.standard_normal((4, w.shape[1])) * 0.1\n"
+    "        ten['base_model.model.%s.lora_B.weight' % m] = rng.standard_normal((w.shape[0], 4)) * 0.1\n"
+    "adapter(d + '/good', ten)\n"
+    "bad = dict(ten)\n"
+    "k = 'base_model.model.%s.lora_A.weight' % mods[1]\n"
+    "bad[k] = np.zeros((4, ten[k].shape[1] + 1))\n"
+    "adapter(d + '/bad_shape', bad)\n"
+    "adapter(d + '/no_streaming', ten, streaming=False)\n"
+    "t.merge(base, d + '/good', out)\n"
+    "h = {k: v.astype(np.float16).astype(np.float64) for k, v in ten.items()}\n"
+    "worst, same = 0.0, True\n"
+    "with h5py.File(base) as f, h5py.File(out) as g:\n"
+    "    names = []\n"
+    "    f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)\n"
+    "    for n in names:\n"
+    "        m = n[len('weights/'):-len('/weight')].replace('/', '.') if n.startswith('weights/') else None\n"
+    "        if m in mods:\n"
+    "            a, b = h['base_model.model.%s.lora_A.weight' % m], h['base_model.model.%s.lora_B.weight' % m]\n"
+    "            want = f[n][()].astype(np.float64) + 2.0 * (b @ a)\n"
+    "            got = g[n][()]\n"
+    "            same = same and got.dtype == f[n].dtype\n"
+    "            worst = max(worst, float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()))\n"
+    "        else:\n"
+    "            same = same and np.array_equal(f[n][()], g[n][()]) and f[n].dtype == g[n].dtype\n"
+    "    st = json.loads(g.attrs['config'])['streaming']\n"
+    "print('merged %d pairs, rel err %.3g, others identical %s, chunk_ms %s, rank %d' % (st['lora']['pairs_merged'], worst, same, st['chunk_ms'], st['lora']['rank']))\n"
+    "sys.exit(0 if same and worst <= 2.0 ** -11 and st['lora']['pairs_merged'] == 2 else 3)\n";
+
+static void test_train_merge(void)
+{
+    if (!test_python_ok()) {
+        TEST_SKIP("/usr/bin/python3 lacks numpy/h5py (make setup installs them)");
+        return;
+    }
+    const char *py = test_tmppath("wt_merge.py"), *dir = test_tmppath("wt_adapters"),
+               *out = test_tmppath("wt_merged.h5"), *again = test_tmppath("wt_again.h5");
+    FILE *f = fopen(py, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(merge_py, f);
+    fclose(f);
+    static char msg[8192];
+    int rc = test_run(msg, sizeof msg, "/usr/bin/python3 %s %s %s %s", py,
+                      test_fixture("whisper/rand.h5"), dir, out);
+    if (rc) printf("\n      %s\n", msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "merged 2 pairs"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "others identical True, chunk_ms [300, 100], rank 4"));
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(out, NULL, &m);
+    if (st) printf("\n      %s\n", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    CU_ASSERT_PTR_NULL(sr_model_warning(m)); /* sealed: the digest is there */
+    defaults_are(m, SR_USE_FINAL, "whisperrt", "stable_greedy", 300, 600, NULL);
+    defaults_are(m, SR_USE_LIVE, "whisperrt", "stable_greedy", 300, 600, NULL);
+    sr_model_free(m);
+    /* refusals: a pair that does not fit its base, no streaming block, merging twice */
+    static const struct { const char *adapter, *base, *want; } bad[] = {
+        {"bad_shape", NULL, "decoder.blocks.1.cross_attn.out: A [4, 33], B [32, 4] do not fit"},
+        {"no_streaming", NULL, "srkit.streaming missing"},
+        {"good", "merged", "already has config.streaming"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rc = test_run(msg, sizeof msg, "/usr/bin/python3 scripts/train_whisperrt.py merge %s %s/%s %s",
+                      bad[i].base ? out : test_fixture("whisper/rand.h5"), dir, bad[i].adapter,
+                      again);
+        CU_ASSERT_EQUAL(rc, 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, bad[i].want));
+        if (rc != 1 || !strstr(msg, bad[i].want)) printf("\n      %s: rc %d: %s\n", bad[i].adapter, rc, msg);
+    }
+    FILE *g = fopen(again, "rb");
+    CU_ASSERT_PTR_NULL(g); /* a refused merge leaves no output */
+    if (g) fclose(g);
+}
+
+/* The training loop on a random model (needs torch: $SRKIT_TORCH_PYTHON, e.g. the reference
+ * venv's python; skipped without it): a few steps on generated tones lower the loss, the
+ * exported adapter merges, and srkit loads the result and streams with its causal defaults. */
+static void test_train_selftest(void)
+{
+    const char *py = getenv("SRKIT_TORCH_PYTHON"), *dir = test_tmppath("wt_selftest");
+    static char msg[16384];
+    int rc = test_run(msg, sizeof msg, "%s scripts/train_whisperrt.py selftest --model %s --out %s",
+                      py && *py ? py : "/usr/bin/python3", test_fixture("whisper/rand.h5"), dir);
+    if (rc == 2) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "is not installed"));
+        TEST_SKIP("train_whisperrt.py needs torch: set SRKIT_TORCH_PYTHON to the reference venv's python");
+        return;
+    }
+    if (rc) printf("\n      %s\n", msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "selftest: loss"));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/merged.h5", dir);
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(path, NULL, &m);
+    if (st) printf("\n      %s\n", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    defaults_are(m, SR_USE_LIVE, "whisperrt", "stable_greedy", 300, 600, NULL);
+    snprintf(path, sizeof path, "%s/u3.wav", dir);
+    sr_audio a;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_load(path, 16000, &a), SR_OK);
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_feed(s, a.samples, a.n), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    CU_ASSERT_PTR_NOT_NULL(sr_stream_hypothesis(s));
+    sr_stream_close(s);
+    sr_audio_free(&a);
+    sr_model_free(m);
+}
+
 void test_register_whisper(void)
 {
     TEST_SUITE("whisper_load", {"load_rand", test_load_rand}, {"load_bad", test_load_bad},
@@ -1955,4 +2093,5 @@ void test_register_whisper(void)
                {"causal", test_defaults_causal}, {"bad_streaming", test_defaults_bad_streaming},
                {"language_first_range", test_language_first_range},
                {"converter_block", test_defaults_converter}, {"tiny_en", test_defaults_tiny_en});
+    TEST_SUITE("whisper_train", {"merge", test_train_merge}, {"selftest", test_train_selftest});
 }
