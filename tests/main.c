@@ -105,18 +105,22 @@ const char *test_model_copy(const char *fixture, const char *out_name, const cha
     return w < 0 || sr_h5_seal(out) ? NULL : out;
 }
 
-const char *test_tiny_en_path(void)
+const char *test_model_path(const char *file)
 {
-    static char path[1024];
+    static char path[4][1024];
+    static int next;
+    char *out = path[next++ % 4];
     const char *home = getenv("SRKIT_HOME");
-    if (home) snprintf(path, sizeof path, "%s/models/whisper-tiny.en.h5", home);
-    else snprintf(path, sizeof path, "%s/.cache/srkit/models/whisper-tiny.en.h5",
-                  getenv("HOME") ? getenv("HOME") : ".");
-    FILE *f = fopen(path, "rb");
+    if (home) snprintf(out, sizeof path[0], "%s/models/%s", home, file);
+    else snprintf(out, sizeof path[0], "%s/.cache/srkit/models/%s",
+                  getenv("HOME") ? getenv("HOME") : ".", file);
+    FILE *f = fopen(out, "rb");
     if (!f) return NULL;
     fclose(f);
-    return path;
+    return out;
 }
+
+const char *test_tiny_en_path(void) { return test_model_path("whisper-tiny.en.h5"); }
 
 const char *test_shared(const char *rel)
 {

@@ -23,6 +23,10 @@ const char *test_shared(const char *rel);
  * exists (`make models`), else NULL (the caller skips with a message). */
 const char *test_tiny_en_path(void);
 
+/* Path of model `file` ($SRKIT_HOME/models, else ~/.cache/srkit/models) when it exists, else
+ * NULL. The string stays valid for the next three calls. */
+const char *test_model_path(const char *file);
+
 /* A copy of model fixture `fixture` in the temp dir as out_name, with the object at HDF5 path
  * `drop` deleted and / or the config attribute replaced by `config` (each NULL: unchanged),
  * sealed again (sr_h5_seal) so that the edit, not the digest, is what the loader meets. NULL on
