@@ -131,8 +131,8 @@ data:
 	bash scripts/make_aligned_speech.sh
 
 # The README's main command: set up, build, fetch the real tiny.en, generate the built-in speech
-# set, then run the default experiment (configs/quickstart.json: WhisperRT streaming vs offline
-# on the generated speech) and print its report.
+# set, then run the default experiment (configs/quickstart.json: the causal fine-tune and vanilla
+# tiny.en, each WhisperRT streaming vs offline, on the generated speech) and print its report.
 SRKIT_HOME ?= $(HOME)/.cache/srkit
 quickstart: setup
 	$(MAKE) all

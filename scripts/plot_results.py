@@ -5,7 +5,8 @@ Usage:
   plot_results.py RESULTS.json [RESULTS.json ...] [-o OUT_PREFIX] [--x chunk_ms|latency_p50|first_hyp]
                   [--y wer,arwer,rwer]
 
-One line per strategy (runs grouped by stream.strategy and decoder), one panel per metric; writes
+One line per strategy (runs grouped by stream.strategy and decoder, and by data set when the
+runs cover several), one panel per metric; writes
 OUT_PREFIX.png and OUT_PREFIX.svg (default: plot next to the first results file). Rates are shown
 in percent. Needs matplotlib (Debian: apt-get install python3-matplotlib); srkit's tests do not.
 """
@@ -39,11 +40,17 @@ def load_runs(paths):
     return runs
 
 
-def series_key(run):
+def data_name(run):
+    return os.path.basename(os.path.normpath((run.get("data") or {}).get("path") or "?"))
+
+
+def series_key(run, several_sets=False):
     s = run.get("stream", {})
     label = f"{s.get('strategy') or 'default'} / {s.get('decoder') or 'default'}"
     if (s.get("beam") or 1) > 1:
         label += f" b={s['beam']}"
+    if several_sets:  # runs over different data sets are separate lines
+        label += f" ({data_name(run)})"
     return label
 
 
@@ -63,6 +70,8 @@ def main():
     runs = load_runs(args.results)
     metrics = [m.strip() for m in args.y.split(",") if m.strip()]
     xlabel, xget = X_AXES[args.x]
+    several = len({data_name(r) for r in runs}) > 1
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: a smaller SVG
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 4), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         groups = {}
@@ -70,7 +79,7 @@ def main():
             x, y = xget(run), run["aggregate"].get(metric)
             if x is None or y is None:
                 continue
-            groups.setdefault(series_key(run), []).append((x, 100.0 * y))
+            groups.setdefault(series_key(run, several), []).append((x, 100.0 * y))
         for label, pts in sorted(groups.items()):
             pts.sort()
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)

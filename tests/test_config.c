@@ -916,11 +916,17 @@ static void test_example_configs(void)
         char want[512];
         if (!strcmp(names[i], "quickstart.json")) {
             found++;
-            CU_ASSERT_EQUAL(sr_config_n_runs(c), 2); /* whisperrt vs offline */
-            CU_ASSERT_STRING_EQUAL(r->name, "quickstart[stream.strategy=whisperrt]");
+            /* the causal fine-tune and vanilla tiny.en, each whisperrt vs offline */
+            CU_ASSERT_EQUAL(sr_config_n_runs(c), 4);
+            snprintf(want, sizeof want, "quickstart[model.path=%s/models/whisperrt-tiny.en.h5,"
+                     "stream.strategy=whisperrt]", test_tmpdir());
+            CU_ASSERT_STRING_EQUAL(r->name, want);
             CU_ASSERT_STRING_EQUAL(sr_config_run(c, 1)->stream.strategy, "offline");
-            snprintf(want, sizeof want, "%s/models/whisper-tiny.en.h5", test_tmpdir());
+            snprintf(want, sizeof want, "%s/models/whisperrt-tiny.en.h5", test_tmpdir());
             CU_ASSERT_STRING_EQUAL(r->model.path, want);
+            snprintf(want, sizeof want, "%s/models/whisper-tiny.en.h5", test_tmpdir());
+            CU_ASSERT_STRING_EQUAL(sr_config_run(c, 3)->model.path, want);
+            CU_ASSERT_STRING_EQUAL(sr_config_run(c, 3)->stream.strategy, "offline");
             CU_ASSERT_STRING_EQUAL(r->stream.strategy, "whisperrt");
             CU_ASSERT_STRING_EQUAL(r->stream.decoder, "stable_greedy");
             CU_ASSERT_EQUAL(r->stream.chunk_ms, 300);
