@@ -31,8 +31,8 @@ a missing package exits 2):
       then EOT; the end of the utterance is always one of the cuts. AdamW, linear warm-up then
       cosine decay, gradient clipping, fixed seed; every random draw comes from (seed, step), so
       --resume continues exactly. Checkpoints DIR/ckpt.pt; DIR/adapter/ at the end.
-  export --run DIR [--out ADAPTER_DIR]
-      The adapter of the run's latest checkpoint.
+  export --run DIR [--out ADAPTER_DIR] [--best]
+      The adapter of the run's latest checkpoint, or of the one with the lowest held-out loss.
   confidence --model CAUSAL.h5 --ctm ALIGNED/alignments.ctm --utt ID
       The probability of each word's first token, given the right prefix, as more audio past
       the word's end arrives (the paper's observation that confidence grows with context).
@@ -52,7 +52,6 @@ scripts/convert_whisper.py --lora also reads.
 """
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -583,9 +582,18 @@ def make_batch(torch, utts, rng, cfg, filters, args, augment):
     """Inputs of one step: mel [U, n_mels, Tm], encoder mask, decoder tokens / targets."""
     tau_ms, first_ms = sample_chunk(rng)
     tau, tau0 = tau_ms // FRAME_MS, first_ms // FRAME_MS
-    mels, lens = [], []
+    mels, lens, ends = [], [], []
     for u in utts:
-        x = u["x"]
+        x, e = u["x"], u["ends"]
+        if augment and rng.random() < args.speed_p:
+            # speed perturbation (pitch changes too, as in Kaldi's): linear resampling by f,
+            # word times divided by f
+            f = float(rng.choice([0.9, 1.1]))
+            n = max(2, int(round(len(x) / f)))
+            x = torch.nn.functional.interpolate(x[None, None], size=n, mode="linear",
+                                                align_corners=True)[0, 0]
+            e = e / f
+        ends.append(e)
         if augment:
             x = x * float(10 ** (rng.uniform(-6, 6) / 20))
             if rng.random() < args.noise_p:
@@ -616,7 +624,7 @@ def make_batch(torch, utts, rng, cfg, filters, args, augment):
                 k = len(u["toks"])
             else:
                 avail = c * FRAME_MS / 1000.0 + LOOKAHEAD_S - margin
-                k = int(np.searchsorted(u["ends"], avail, side="right"))
+                k = int(np.searchsorted(ends[ui], avail, side="right"))
                 # words are in time order: a word counts only if every earlier word does
             text = [t for w in u["toks"][:k] for t in w]
             cap = cfg["n_text_ctx"] // 2 - 1
@@ -688,7 +696,10 @@ def train(a, items=None, quiet=False):
     trainset = [u for i, u in enumerate(data) if not (len(data) >= 50 and i % 25 == 0)]
     os.makedirs(a.run, exist_ok=True)
     ck = os.path.join(a.run, "ckpt.pt")
-    step, hist = 0, []
+    step, hist, best = 0, [], float("inf")
+    bp = os.path.join(a.run, "best.pt")
+    if a.resume and os.path.exists(bp):
+        best = torch.load(bp, weights_only=False)["held_out"]
     if a.resume and os.path.exists(ck):
         st = torch.load(ck, weights_only=False)
         model.load_state_dict(st["model"], strict=False)
@@ -737,7 +748,14 @@ def train(a, items=None, quiet=False):
                     vb = make_batch(torch, val[i:i + a.batch], np.random.default_rng([a.seed, i, 9]),
                                     cfg, filters, a, augment=False)
                     vl.append(float(step_loss(torch, model, vb)[0]))
-            log("step %d  held-out loss %.4f" % (step, sum(vl) / len(vl)))
+            v = sum(vl) / len(vl)
+            log("step %d  held-out loss %.4f" % (step, v))
+            if v < best:
+                best = v
+                save_atomic(torch, {"model": {k: t.detach().clone() for k, t in
+                                              model.state_dict().items() if "lora_" in k},
+                                    "step": step, "held_out": v, "args": vars(a)},
+                            os.path.join(a.run, "best.pt"))
         if step % a.save_every == 0 or step == a.steps:
             save_atomic(torch, {"model": {k: v for k, v in model.state_dict().items()
                                           if "lora_" in k},
@@ -784,13 +802,14 @@ def export_adapter(model, a, hours, folder):
         "srkit": {
             "streaming": {"causal": True, "chunk_ms": chunks, "first_chunk_ms": FIRST_MS},
             "recipe": "scripts/train_whisperrt.py train",
-            "training": {k: getattr(a, k) for k in
+            "training": {k: getattr(a, k, None) for k in
                          ("seed", "steps", "batch", "cuts", "lr", "min_lr_frac", "warmup",
-                          "weight_decay", "clip", "rank", "alpha", "dropout", "noise_p",
+                          "weight_decay", "clip", "rank", "alpha", "dropout", "noise_p", "speed_p",
                           "label_margin_ms", "threads")},
             "chunk_sampling": "p 0.5 from {40, 100, 200, 300} ms, else uniform 100-1000 ms "
                               "on the 20 ms grid; first block 600 ms (2 tau above 600 ms)",
             "data_hours": round(hours, 3),
+            "checkpoint": getattr(a, "selected", "the last step"),
             "data": [os.path.basename(x) for x in a.data.split(",")],
         },
     }
@@ -803,11 +822,14 @@ def export_adapter(model, a, hours, folder):
 def cmd_export(a):
     """The adapter of a run's checkpoint (what train writes at its end), e.g. mid-run."""
     torch = need_torch()
-    ck = os.path.join(a.run, "ckpt.pt")
+    ck = os.path.join(a.run, "best.pt" if a.best else "ckpt.pt")
     if not os.path.exists(ck):
         raise Fail("%s: no checkpoint" % ck)
     st = torch.load(ck, weights_only=False)
     ta = argparse.Namespace(**st["args"])
+    if a.best:
+        ta.selected = "step %d of %d, lowest held-out loss %.4f" % (st["step"], ta.steps,
+                                                                   st["held_out"])
     cfg, t = load_base(torch, ta.model)
     model = build_torch(torch)(t, cfg, ta.rank, ta.alpha, ta.dropout)
     model.load_state_dict(st["model"], strict=False)
@@ -892,47 +914,9 @@ def cmd_confidence(a):
 
 # ---- merge (numpy + h5py) -----------------------------------------------------------------------
 
-def read_safetensors(path):
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise Fail("%s: %s" % (path, e.strerror))
-    if len(raw) < 8:
-        raise Fail("%s: truncated" % path)
-    (n,) = struct.unpack("<Q", raw[:8])
-    if n > len(raw) - 8:
-        raise Fail("%s: header length %d beyond the file" % (path, n))
-    try:
-        hdr = json.loads(raw[8:8 + n])
-    except ValueError:
-        raise Fail("%s: header is not JSON" % path)
-    out = {}
-    base = 8 + n
-    for k, v in hdr.items():
-        if k == "__metadata__":
-            continue
-        dt = {"F16": np.float16, "F32": np.float32}.get(v.get("dtype"))
-        if dt is None:
-            raise Fail("%s: %s has dtype %r (F16 / F32 expected)" % (path, k, v.get("dtype")))
-        a0, a1 = v["data_offsets"]
-        shape = tuple(v["shape"])
-        if a1 - a0 != int(np.prod(shape)) * np.dtype(dt).itemsize or base + a1 > len(raw):
-            raise Fail("%s: %s: data_offsets do not fit its shape" % (path, k))
-        out[k] = np.frombuffer(raw[base + a0:base + a1], dtype=dt).reshape(shape)
-    return out
-
-
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for blk in iter(lambda: f.read(1 << 20), b""):
-            h.update(blk)
-    return h.hexdigest()
-
-
 def merge(base, adapter, out, license_extra=None):
     import h5py
+    import convert_whisper as cw  # its safetensors reader and sha256, numpy + h5py only
     cpath = os.path.join(adapter, "adapter_config.json")
     wpath = os.path.join(adapter, "adapter_model.safetensors")
     try:
@@ -948,7 +932,10 @@ def merge(base, adapter, out, license_extra=None):
     st = conf.get("srkit", {}).get("streaming")
     if not isinstance(st, dict):
         raise Fail("%s: srkit.streaming missing (the streaming block for the merged file)" % cpath)
-    ad = read_safetensors(wpath)
+    try:
+        ad = cw.read_safetensors(wpath)
+    except cw.ConvertError as e:
+        raise Fail(str(e))
     pairs = {}
     for k, v in ad.items():
         for suf, slot in ((".lora_A.weight", 0), (".lora_B.weight", 1)):
@@ -984,7 +971,7 @@ def merge(base, adapter, out, license_extra=None):
         cfg["streaming"]["lora"] = {"pairs_merged": len(merged), "rank": conf["r"],
                                     "scale": scale,
                                     "source": "srkit scripts/train_whisperrt.py",
-                                    "adapter_sha256": sha256_of(wpath)}
+                                    "adapter_sha256": cw.sha256_file(wpath)}
         for k in ("data_hours",):
             if k in conf.get("srkit", {}):
                 cfg["streaming"]["lora"][k] = conf["srkit"][k]
@@ -992,7 +979,7 @@ def merge(base, adapter, out, license_extra=None):
                          else str(src.attrs[k]))
         source = "%s; + srkit WhisperRT causal LoRA (%s, sha256 %s), merged by " \
                  "scripts/train_whisperrt.py merge" % (get("source"), os.path.basename(wpath),
-                                                       sha256_of(wpath))
+                                                       cw.sha256_file(wpath))
         lic = get("license") + "; LoRA adapter: trained on LibriSpeech train-clean-100 " \
             "(CC BY 4.0) pseudo-labels and espeak-ng speech" + \
             ("; " + license_extra if license_extra else "")
@@ -1044,7 +1031,7 @@ def cmd_selftest(a):
     ns = argparse.Namespace(model=a.model, data="selftest", run=os.path.join(a.out, "run"),
                             steps=a.steps, seed=1, batch=2, cuts=3, lr=3e-2, min_lr_frac=1.0,
                             warmup=1, weight_decay=0.0, clip=10.0, rank=4, alpha=8.0,
-                            dropout=0.0, noise_p=0.0, label_margin_ms=0, threads=1,
+                            dropout=0.0, noise_p=0.0, speed_p=0.0, label_margin_ms=0, threads=1,
                             resume=False, log_every=1, val_every=10 ** 9, save_every=10 ** 9)
     del rng
     hist = train(ns, items=items, quiet=True)
@@ -1076,6 +1063,8 @@ def add_train_args(p):
     p.add_argument("--alpha", type=float, default=32.0)
     p.add_argument("--dropout", type=float, default=0.05)
     p.add_argument("--noise-p", type=float, default=0.3, help="probability of added noise")
+    p.add_argument("--speed-p", type=float, default=0.0,
+                   help="probability of speed perturbation by 0.9 or 1.1")
     p.add_argument("--label-margin-ms", type=int, default=0,
                    help="a word counts at a cut only if it ends this long before the audio end")
     p.add_argument("--threads", type=int, default=2)
@@ -1106,6 +1095,8 @@ def main(argv=None):
     p = sub.add_parser("export")
     p.add_argument("--run", required=True)
     p.add_argument("--out", help="adapter folder (default RUN/adapter)")
+    p.add_argument("--best", action="store_true",
+                   help="the checkpoint with the lowest held-out loss (RUN/best.pt)")
     p = sub.add_parser("confidence")
     p.add_argument("--model", required=True, help="merged causal model (.h5)")
     p.add_argument("--ctm", required=True, help="exact word times (alignments.ctm; the audio "

@@ -2033,6 +2033,32 @@ static void test_train_merge(void)
     if (g) fclose(g);
 }
 
+/* Load merged causal model `path`, check its causal defaults (whisperrt + stable_greedy at
+ * 300 ms, first 600 ms, for `use`), stream `wav` through a stream opened with no config and
+ * return the final text (malloc'd; NULL after a failed assertion) and its loop cuts. */
+static char *stream_causal(const char *path, sr_use use, const char *wav, int *cuts)
+{
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(path, NULL, &m);
+    if (st) printf("\n      %s\n", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    CU_ASSERT_PTR_NULL(sr_model_warning(m)); /* sealed: the merge writes the digest */
+    defaults_are(m, use, "whisperrt", "stable_greedy", 300, 600, NULL);
+    sr_audio a;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_load(wav, 16000, &a), SR_OK);
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_feed(s, a.samples, a.n), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    const sr_hypothesis *h = sr_stream_hypothesis(s);
+    char *text = h && h->text ? strdup(h->text) : NULL;
+    *cuts = h ? h->repetition_cuts : -1;
+    sr_stream_close(s);
+    sr_audio_free(&a);
+    sr_model_free(m);
+    return text;
+}
+
 /* The training loop on a random model (needs torch: $SRKIT_TORCH_PYTHON, e.g. the reference
  * venv's python; skipped without it): a few steps on generated tones lower the loss, the
  * exported adapter merges, and srkit loads the result and streams with its causal defaults. */
@@ -2050,24 +2076,13 @@ static void test_train_selftest(void)
     if (rc) printf("\n      %s\n", msg);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "selftest: loss"));
-    char path[4096];
+    char path[4096], wav[4096];
     snprintf(path, sizeof path, "%s/merged.h5", dir);
-    sr_model *m = NULL;
-    sr_status st = sr_model_load(path, NULL, &m);
-    if (st) printf("\n      %s\n", sr_last_error());
-    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-    defaults_are(m, SR_USE_LIVE, "whisperrt", "stable_greedy", 300, 600, NULL);
-    snprintf(path, sizeof path, "%s/u3.wav", dir);
-    sr_audio a;
-    CU_ASSERT_EQUAL_FATAL(sr_audio_load(path, 16000, &a), SR_OK);
-    sr_stream *s = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
-    CU_ASSERT_EQUAL(sr_stream_feed(s, a.samples, a.n), SR_OK);
-    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
-    CU_ASSERT_PTR_NOT_NULL(sr_stream_hypothesis(s));
-    sr_stream_close(s);
-    sr_audio_free(&a);
-    sr_model_free(m);
+    snprintf(wav, sizeof wav, "%s/u3.wav", dir);
+    int cuts = 0;
+    char *text = stream_causal(path, SR_USE_LIVE, wav, &cuts);
+    CU_ASSERT_PTR_NOT_NULL(text);
+    free(text);
 }
 
 /* The shipped fine-tune (`make models` merges assets/whisperrt-tiny.en into
@@ -2082,26 +2097,15 @@ static void test_train_shipped(void)
         TEST_SKIP("whisperrt-tiny.en.h5 (make models) or ../shared/data absent");
         return;
     }
-    sr_model *m = NULL;
-    sr_status st = sr_model_load(path, NULL, &m);
-    if (st) printf("\n      %s\n", sr_last_error());
-    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-    CU_ASSERT_PTR_NULL(sr_model_warning(m));
-    defaults_are(m, SR_USE_FINAL, "whisperrt", "stable_greedy", 300, 600, NULL);
-    sr_audio a;
-    CU_ASSERT_EQUAL_FATAL(sr_audio_load(jfk, 16000, &a), SR_OK);
-    sr_stream *s = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
-    CU_ASSERT_EQUAL(sr_stream_feed(s, a.samples, a.n), SR_OK);
-    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    int cuts = -1;
+    char *text = stream_causal(path, SR_USE_FINAL, jfk, &cuts);
     const char *want = " And so my fellow Americans, as not what your country can do for you, as what "
                        "you can do for your country,";
-    CU_ASSERT_STRING_EQUAL(sr_stream_hypothesis(s)->text, want);
-    if (strcmp(sr_stream_hypothesis(s)->text, want)) printf("\n      got \"%s\"\n", sr_stream_hypothesis(s)->text);
-    CU_ASSERT_EQUAL(sr_stream_hypothesis(s)->repetition_cuts, 0);
-    sr_stream_close(s);
-    sr_audio_free(&a);
-    sr_model_free(m);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_STRING_EQUAL(text, want);
+    if (strcmp(text, want)) printf("\n      got \"%s\"\n", text);
+    CU_ASSERT_EQUAL(cuts, 0);
+    free(text);
 }
 
 void test_register_whisper(void)
