@@ -33,6 +33,9 @@ a missing package exits 2):
       --resume continues exactly. Checkpoints DIR/ckpt.pt; DIR/adapter/ at the end.
   export --run DIR [--out ADAPTER_DIR] [--best]
       The adapter of the run's latest checkpoint, or of the one with the lowest held-out loss.
+  soup   --out ADAPTER_DIR ADAPTER_DIR...
+      The mean of several adapters' weight deltas ("model soup"), written exactly as one
+      adapter of the summed rank: the shipped adapter averages two runs.
   confidence --model CAUSAL.h5 --ctm ALIGNED/alignments.ctm --utt ID
       The probability of each word's first token, given the right prefix, as more audio past
       the word's end arrives (the paper's observation that confidence grows with context).
@@ -802,7 +805,7 @@ def export_adapter(model, a, hours, folder):
         "srkit": {
             "streaming": {"causal": True, "chunk_ms": chunks, "first_chunk_ms": FIRST_MS},
             "recipe": "scripts/train_whisperrt.py train",
-            "training": {k: getattr(a, k, None) for k in
+            "training": {k: getattr(a, k, 0.0 if k == "speed_p" else None) for k in
                          ("seed", "steps", "batch", "cuts", "lr", "min_lr_frac", "warmup",
                           "weight_decay", "clip", "rank", "alpha", "dropout", "noise_p", "speed_p",
                           "label_margin_ms", "threads")},
@@ -869,6 +872,57 @@ def word_probs(torch, model, cfg, tok, mel, words, tau, tau0, after):
             ps.append(float(p))
         rows.append((w, e0, ps))
     return rows
+
+
+def cmd_soup(a):
+    """A uniform weight-space average (a "model soup") of adapters trained from the same base:
+    the merged delta is the mean of the adapters' deltas (alpha_i / r_i) B_i A_i, written
+    exactly as one adapter of rank sum(r_i): A = [A_1; A_2; ...], B = [c_1 B_1, c_2 B_2, ...]
+    with c_i = (alpha_i / r_i) / (n * s) and s = alpha / r of the result (alpha = r: s = 1)."""
+    import convert_whisper as cw
+    ads, confs = [], []
+    for d in a.adapters:
+        try:
+            with open(os.path.join(d, "adapter_config.json"), encoding="utf-8") as f:
+                confs.append(json.load(f))
+            ads.append(cw.read_safetensors(os.path.join(d, "adapter_model.safetensors")))
+        except (OSError, ValueError) as e:
+            raise Fail("%s: %s" % (d, e))
+        except cw.ConvertError as e:
+            raise Fail(str(e))
+    keys = sorted(ads[0])
+    for d, ad in zip(a.adapters, ads):
+        if sorted(ad) != keys:
+            raise Fail("%s: its tensors differ from %s's" % (d, a.adapters[0]))
+    n = len(ads)
+    r = sum(int(c["r"]) for c in confs)
+    out = {}
+    for k in keys:
+        if k.endswith(".lora_A.weight"):
+            out[k] = np.concatenate([np.asarray(ad[k], np.float32) for ad in ads], 0)
+        elif k.endswith(".lora_B.weight"):
+            out[k] = np.concatenate([np.asarray(ad[k], np.float32) *
+                                     (float(c.get("lora_alpha", c["r"])) / c["r"] / n)
+                                     for ad, c in zip(ads, confs)], 1)
+        else:
+            raise Fail("%s: tensor %s is not a LoRA A / B" % (a.adapters[0], k))
+    os.makedirs(a.out, exist_ok=True)
+    write_safetensors(os.path.join(a.out, "adapter_model.safetensors"), out, {"format": "pt"})
+    conf = dict(confs[0])
+    conf.update({"r": r, "lora_alpha": float(r), "lora_dropout": 0.0})
+    sk = dict(conf.get("srkit", {}))
+    sk["soup"] = [{"adapter": "/".join(os.path.normpath(d).split(os.sep)[-2:]),
+                   "training": c.get("srkit", {}).get("training"),
+                   "checkpoint": c.get("srkit", {}).get("checkpoint", "the last step")}
+                  for d, c in zip(a.adapters, confs)]
+    sk.pop("training", None)
+    sk.pop("checkpoint", None)
+    sk["recipe"] = "scripts/train_whisperrt.py soup of %d train runs" % n
+    conf["srkit"] = sk
+    with open(os.path.join(a.out, "adapter_config.json"), "w", encoding="utf-8") as f:
+        json.dump(conf, f, indent=1)
+        f.write("\n")
+    log("%s: soup of %d adapters, rank %d" % (a.out, n, r))
 
 
 def cmd_confidence(a):
@@ -1097,6 +1151,9 @@ def main(argv=None):
     p.add_argument("--out", help="adapter folder (default RUN/adapter)")
     p.add_argument("--best", action="store_true",
                    help="the checkpoint with the lowest held-out loss (RUN/best.pt)")
+    p = sub.add_parser("soup")
+    p.add_argument("--out", required=True)
+    p.add_argument("adapters", nargs="+")
     p = sub.add_parser("confidence")
     p.add_argument("--model", required=True, help="merged causal model (.h5)")
     p.add_argument("--ctm", required=True, help="exact word times (alignments.ctm; the audio "
@@ -1118,7 +1175,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     try:
         {"label": cmd_label, "check-times": cmd_check_times, "synth": cmd_synth,
-         "train": train, "export": cmd_export, "confidence": cmd_confidence,
+         "train": train, "export": cmd_export, "soup": cmd_soup, "confidence": cmd_confidence,
          "merge": cmd_merge, "selftest": cmd_selftest}[a.cmd](a)
     except Fail as e:
         print("train_whisperrt.py: error: %s" % e, file=sys.stderr)
