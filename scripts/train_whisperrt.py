@@ -33,15 +33,13 @@ a missing package exits 2):
       --resume continues exactly. Checkpoints DIR/ckpt.pt; DIR/adapter/ at the end.
   export --run DIR [--out ADAPTER_DIR] [--best]
       The adapter of the run's latest checkpoint, or of the one with the lowest held-out loss.
-  soup   --out ADAPTER_DIR ADAPTER_DIR...
-      The mean of several adapters' weight deltas ("model soup"), written exactly as one
-      adapter of the summed rank: the shipped adapter averages two runs.
   confidence --model CAUSAL.h5 --ctm ALIGNED/alignments.ctm --utt ID
       The probability of each word's first token, given the right prefix, as more audio past
       the word's end arrives (the paper's observation that confidence grows with context).
-  merge  BASE.h5 ADAPTER_DIR OUT.h5
-      Folds the adapter into the base file (numpy + h5py only; no torch): W += s * B @ A, stored
-      in the base tensor's dtype; config gains the adapter's "streaming" block (causal weights:
+  merge  BASE.h5 ADAPTER_DIR [ADAPTER_DIR...] OUT.h5
+      Folds the adapters into the base file (numpy + h5py only; no torch): W += the mean over
+      adapters of s * B @ A (several runs averaged: a "model soup"; the shipped model averages
+      two), stored in the base tensor's dtype; config gains the adapter's "streaming" block (causal weights:
       srkit defaults to whisperrt + stable_greedy); provenance and licence recorded.
   selftest --model tiny.h5 --out DIR
       For tests/test_whisper.c: trains a random srkit Whisper model on generated tones for a few
@@ -874,57 +872,6 @@ def word_probs(torch, model, cfg, tok, mel, words, tau, tau0, after):
     return rows
 
 
-def cmd_soup(a):
-    """A uniform weight-space average (a "model soup") of adapters trained from the same base:
-    the merged delta is the mean of the adapters' deltas (alpha_i / r_i) B_i A_i, written
-    exactly as one adapter of rank sum(r_i): A = [A_1; A_2; ...], B = [c_1 B_1, c_2 B_2, ...]
-    with c_i = (alpha_i / r_i) / (n * s) and s = alpha / r of the result (alpha = r: s = 1)."""
-    import convert_whisper as cw
-    ads, confs = [], []
-    for d in a.adapters:
-        try:
-            with open(os.path.join(d, "adapter_config.json"), encoding="utf-8") as f:
-                confs.append(json.load(f))
-            ads.append(cw.read_safetensors(os.path.join(d, "adapter_model.safetensors")))
-        except (OSError, ValueError) as e:
-            raise Fail("%s: %s" % (d, e))
-        except cw.ConvertError as e:
-            raise Fail(str(e))
-    keys = sorted(ads[0])
-    for d, ad in zip(a.adapters, ads):
-        if sorted(ad) != keys:
-            raise Fail("%s: its tensors differ from %s's" % (d, a.adapters[0]))
-    n = len(ads)
-    r = sum(int(c["r"]) for c in confs)
-    out = {}
-    for k in keys:
-        if k.endswith(".lora_A.weight"):
-            out[k] = np.concatenate([np.asarray(ad[k], np.float32) for ad in ads], 0)
-        elif k.endswith(".lora_B.weight"):
-            out[k] = np.concatenate([np.asarray(ad[k], np.float32) *
-                                     (float(c.get("lora_alpha", c["r"])) / c["r"] / n)
-                                     for ad, c in zip(ads, confs)], 1)
-        else:
-            raise Fail("%s: tensor %s is not a LoRA A / B" % (a.adapters[0], k))
-    os.makedirs(a.out, exist_ok=True)
-    write_safetensors(os.path.join(a.out, "adapter_model.safetensors"), out, {"format": "pt"})
-    conf = dict(confs[0])
-    conf.update({"r": r, "lora_alpha": float(r), "lora_dropout": 0.0})
-    sk = dict(conf.get("srkit", {}))
-    sk["soup"] = [{"adapter": "/".join(os.path.normpath(d).split(os.sep)[-2:]),
-                   "training": c.get("srkit", {}).get("training"),
-                   "checkpoint": c.get("srkit", {}).get("checkpoint", "the last step")}
-                  for d, c in zip(a.adapters, confs)]
-    sk.pop("training", None)
-    sk.pop("checkpoint", None)
-    sk["recipe"] = "scripts/train_whisperrt.py soup of %d train runs" % n
-    conf["srkit"] = sk
-    with open(os.path.join(a.out, "adapter_config.json"), "w", encoding="utf-8") as f:
-        json.dump(conf, f, indent=1)
-        f.write("\n")
-    log("%s: soup of %d adapters, rank %d" % (a.out, n, r))
-
-
 def cmd_confidence(a):
     """The paper's observation (Section VI): the probability of the right next token grows as
     the stream sees more of the word and the audio after it. Words with exact times (generated
@@ -968,11 +915,10 @@ def cmd_confidence(a):
 
 # ---- merge (numpy + h5py) -----------------------------------------------------------------------
 
-def merge(base, adapter, out, license_extra=None):
-    import h5py
-    import convert_whisper as cw  # its safetensors reader and sha256, numpy + h5py only
-    cpath = os.path.join(adapter, "adapter_config.json")
-    wpath = os.path.join(adapter, "adapter_model.safetensors")
+def read_adapter(folder, cw):
+    """(config, scale alpha / r, {module: [A, B]}, weights path) of one adapter folder."""
+    cpath = os.path.join(folder, "adapter_config.json")
+    wpath = os.path.join(folder, "adapter_model.safetensors")
     try:
         with open(cpath, encoding="utf-8") as f:
             conf = json.load(f)
@@ -982,9 +928,7 @@ def merge(base, adapter, out, license_extra=None):
         raise Fail("%s: not JSON" % cpath)
     if conf.get("peft_type") != "LORA" or not isinstance(conf.get("r"), int) or conf["r"] < 1:
         raise Fail("%s: peft_type LORA and a positive integer r expected" % cpath)
-    scale = float(conf.get("lora_alpha", conf["r"])) / conf["r"]
-    st = conf.get("srkit", {}).get("streaming")
-    if not isinstance(st, dict):
+    if not isinstance(conf.get("srkit", {}).get("streaming"), dict):
         raise Fail("%s: srkit.streaming missing (the streaming block for the merged file)" % cpath)
     try:
         ad = cw.read_safetensors(wpath)
@@ -999,6 +943,25 @@ def merge(base, adapter, out, license_extra=None):
         else:
             raise Fail("%s: tensor %s is not base_model.model.<module>.lora_A/B.weight"
                        % (wpath, k))
+    for mod, (A, B) in pairs.items():
+        if A is None or B is None:
+            raise Fail("%s: %s has only one of lora_A / lora_B" % (wpath, mod))
+    return conf, float(conf.get("lora_alpha", conf["r"])) / conf["r"], pairs, wpath
+
+
+def merge(base, adapters, out):
+    """Fold the mean of the adapters' deltas, (1/n) sum_i (alpha_i / r_i) B_i A_i (a "model
+    soup" of runs from the same base when n > 1), into the base weights."""
+    import h5py
+    import convert_whisper as cw  # its safetensors reader and sha256, numpy + h5py only
+    if isinstance(adapters, str):
+        adapters = [adapters]
+    ads = [read_adapter(d, cw) for d in adapters]
+    st = ads[0][0]["srkit"]["streaming"]
+    for (conf, _, pairs, wpath), d in zip(ads[1:], adapters[1:]):
+        if conf["srkit"]["streaming"] != st or sorted(pairs) != sorted(ads[0][2]):
+            raise Fail("%s: its streaming block or modules differ from %s's" % (d, adapters[0]))
+    n = len(ads)
     with h5py.File(base, "r") as src:
         cfg = json.loads(src.attrs["config"])
         if src.attrs["arch"] not in ("whisper", b"whisper"):
@@ -1006,37 +969,35 @@ def merge(base, adapter, out, license_extra=None):
         if "streaming" in cfg:
             raise Fail("%s: already has config.streaming (merge into vanilla weights)" % base)
         merged = {}
-        for mod, (A, B) in sorted(pairs.items()):
-            if A is None or B is None:
-                raise Fail("%s: %s has only one of lora_A / lora_B" % (wpath, mod))
+        for mod in sorted(ads[0][2]):
             dname = "weights/" + mod.replace(".", "/") + "/weight"
             if dname not in src:
                 raise Fail("%s: adapter module %s has no base tensor %s in %s"
-                           % (wpath, mod, dname, base))
+                           % (ads[0][3], mod, dname, base))
             w = src[dname][()]
-            if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[1] or \
-                    (B.shape[0], A.shape[1]) != w.shape:
-                raise Fail("%s: %s: A %s, B %s do not fit %s %s" % (wpath, mod, list(A.shape),
-                                                                 list(B.shape), dname,
-                                                                 list(w.shape)))
-            m = w.astype(np.float64) + scale * (B.astype(np.float64) @ A.astype(np.float64))
+            m = w.astype(np.float64)
+            for _, scale, pairs, wpath in ads:
+                A, B = pairs[mod]
+                if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[1] or \
+                        (B.shape[0], A.shape[1]) != w.shape:
+                    raise Fail("%s: %s: A %s, B %s do not fit %s %s" % (
+                        wpath, mod, list(A.shape), list(B.shape), dname, list(w.shape)))
+                m += scale / n * (B.astype(np.float64) @ A.astype(np.float64))
             merged[dname] = m.astype(w.dtype)
-        cfg["streaming"] = dict(st)
-        cfg["streaming"]["lora"] = {"pairs_merged": len(merged), "rank": conf["r"],
-                                    "scale": scale,
-                                    "source": "srkit scripts/train_whisperrt.py",
-                                    "adapter_sha256": cw.sha256_file(wpath)}
-        for k in ("data_hours",):
-            if k in conf.get("srkit", {}):
-                cfg["streaming"]["lora"][k] = conf["srkit"][k]
+        shas = [cw.sha256_file(a[3]) for a in ads]
+        lora = {"pairs_merged": len(merged), "rank": sum(a[0]["r"] for a in ads),
+                "source": "srkit scripts/train_whisperrt.py",
+                "adapters": [{"sha256": h, "rank": a[0]["r"], "scale": a[1], "weight": 1.0 / n}
+                             for h, a in zip(shas, ads)]}
+        if "data_hours" in ads[0][0]["srkit"]:
+            lora["data_hours"] = ads[0][0]["srkit"]["data_hours"]
+        cfg["streaming"] = dict(st, lora=lora)
         get = lambda k: (src.attrs[k].decode() if isinstance(src.attrs[k], bytes)  # noqa: E731
                          else str(src.attrs[k]))
-        source = "%s; + srkit WhisperRT causal LoRA (%s, sha256 %s), merged by " \
-                 "scripts/train_whisperrt.py merge" % (get("source"), os.path.basename(wpath),
-                                                       cw.sha256_file(wpath))
+        source = "%s; + srkit WhisperRT causal LoRA (%s), merged by scripts/train_whisperrt.py " \
+                 "merge" % (get("source"), ", ".join("sha256 " + h for h in shas))
         lic = get("license") + "; LoRA adapter: trained on LibriSpeech train-clean-100 " \
-            "(CC BY 4.0) pseudo-labels and espeak-ng speech" + \
-            ("; " + license_extra if license_extra else "")
+            "(CC BY 4.0) pseudo-labels and espeak-ng speech"
         with srkit_h5.creating(out, "whisper", cfg, source, lic) as dst:
             def copy(name, obj):
                 if isinstance(obj, h5py.Group):
@@ -1053,12 +1014,12 @@ def merge(base, adapter, out, license_extra=None):
                 else:
                     src.copy(obj, parent, os.path.basename(name))
             src.visititems(copy)
-    log("%s: %d LoRA pairs merged (scale %g) into %s" % (out, len(merged), scale, base))
+    log("%s: %d LoRA pairs of %d adapter(s) merged into %s" % (out, len(merged), n, base))
     return len(merged)
 
 
 def cmd_merge(a):
-    merge(a.base, a.adapter, a.out)
+    merge(a.base, a.adapters, a.out)
 
 
 # ---- selftest -----------------------------------------------------------------------------------
@@ -1151,9 +1112,6 @@ def main(argv=None):
     p.add_argument("--out", help="adapter folder (default RUN/adapter)")
     p.add_argument("--best", action="store_true",
                    help="the checkpoint with the lowest held-out loss (RUN/best.pt)")
-    p = sub.add_parser("soup")
-    p.add_argument("--out", required=True)
-    p.add_argument("adapters", nargs="+")
     p = sub.add_parser("confidence")
     p.add_argument("--model", required=True, help="merged causal model (.h5)")
     p.add_argument("--ctm", required=True, help="exact word times (alignments.ctm; the audio "
@@ -1166,7 +1124,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=2)
     p = sub.add_parser("merge")
     p.add_argument("base")
-    p.add_argument("adapter")
+    p.add_argument("adapters", nargs="+", metavar="ADAPTER_DIR")
     p.add_argument("out")
     p = sub.add_parser("selftest")
     p.add_argument("--model", required=True)
@@ -1175,7 +1133,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     try:
         {"label": cmd_label, "check-times": cmd_check_times, "synth": cmd_synth,
-         "train": train, "export": cmd_export, "soup": cmd_soup, "confidence": cmd_confidence,
+         "train": train, "export": cmd_export, "confidence": cmd_confidence,
          "merge": cmd_merge, "selftest": cmd_selftest}[a.cmd](a)
     except Fail as e:
         print("train_whisperrt.py: error: %s" % e, file=sys.stderr)
