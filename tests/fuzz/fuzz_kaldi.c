@@ -7,9 +7,7 @@
  * folder is then loaded with format detection (SR_DATA_AUTO, which must tell Kaldi) and
  * explicitly; every utterance must have audio or a problem, and the problem count must agree.
  */
-#include "fuzz_common.h"
-
-#include "../../eval/dataset.h"
+#include "fuzz_srkit.h"
 
 static const char *const FILES[] = {"wav.scp", "text", "segments", "utt2dur"};
 #define N_FILES (sizeof FILES / sizeof FILES[0])
@@ -38,16 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sr_dataset *d = NULL;
         sr_status st = sr_dataset_load(dir, pass ? SR_DATA_KALDI : SR_DATA_AUTO, &d);
         if (st == SR_OK) {
-            FUZZ_CHECK(d->format == SR_DATA_KALDI);
-            size_t problems = 0;
-            for (size_t i = 0; i < d->n; i++) {
-                const sr_utt *u = &d->utts[i];
-                FUZZ_CHECK(u->id && u->text && u->where && u->offset_s >= 0);
-                FUZZ_CHECK(u->audio || u->problem);
-                FUZZ_CHECK(sr_dataset_find(d, u->id) == u);
-                problems += u->problem != NULL;
-            }
-            FUZZ_CHECK(problems == d->n_problems);
+            fuzz_check_dataset(d, SR_DATA_KALDI);
+            for (size_t i = 0; i < d->n; i++) FUZZ_CHECK(d->utts[i].audio || d->utts[i].problem);
+            size_t problems = d->n_problems;
             FUZZ_CHECK(sr_dataset_drop_problems(d) == problems);
             FUZZ_CHECK(d->n_problems == 0);
         } else {

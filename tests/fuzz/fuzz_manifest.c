@@ -3,9 +3,7 @@
  * JSON object per line: audio_filepath, text, utt_id / id, duration, offset), also through
  * format detection by extension, then the dataset operations (find, shard, limit, drop).
  */
-#include "fuzz_common.h"
-
-#include "../../eval/dataset.h"
+#include "fuzz_srkit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -15,17 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sr_dataset *d = NULL;
         sr_status st = sr_dataset_load(path, pass ? SR_DATA_MANIFEST : SR_DATA_AUTO, &d);
         if (st == SR_OK) {
-            FUZZ_CHECK(d->format == SR_DATA_MANIFEST);
-            size_t problems = 0;
+            fuzz_check_dataset(d, SR_DATA_MANIFEST);
             for (size_t i = 0; i < d->n; i++) {
                 const sr_utt *u = &d->utts[i];
-                FUZZ_CHECK(u->id && u->id[0] && u->audio && u->text && u->where);
-                FUZZ_CHECK(u->offset_s >= 0);
+                FUZZ_CHECK(u->id[0] && u->audio);
                 if (i) FUZZ_CHECK(strcmp(d->utts[i - 1].id, u->id) < 0);
-                FUZZ_CHECK(sr_dataset_find(d, u->id) == u);
-                problems += u->problem != NULL;
             }
-            FUZZ_CHECK(problems == d->n_problems);
             (void)sr_dataset_total_duration(d);
             if (d->n >= 3) {
                 size_t n = d->n;

@@ -9,9 +9,8 @@
  * libhdf5 unchecked. An accepted file is loaded (sr_model_load, one BLAS thread), detokenized,
  * and described (sr_model_inspect); everything is freed.
  */
-#include "fuzz_common.h"
+#include "fuzz_srkit.h"
 
-#include "../../core/sr.h"
 #include "../../core/weights.h"
 
 /* Inputs seen / with a matching digest / loaded as models: printed at exit when
@@ -22,6 +21,18 @@ static void print_stats(void)
 {
     fprintf(stderr, "fuzz_model: %lu inputs, %lu with a matching digest, %lu loaded\n", n_inputs,
             n_digest_ok, n_loaded);
+}
+
+/* Decode a few ids in range and some out of range: text whenever it succeeds. */
+static void detokenize(sr_model *m)
+{
+    static const int32_t ok[] = {0, 1, 2, 3, 4, 5, 6, 7}, bad[] = {0, -1, 1 << 30};
+    char *text = NULL;
+    if (sr_model_detokenize(m, ok, 8, &text) == SR_OK) FUZZ_CHECK(text != NULL);
+    free(text);
+    text = NULL;
+    if (sr_model_detokenize(m, bad, 3, &text) == SR_OK) FUZZ_CHECK(text != NULL);
+    free(text);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -45,26 +56,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!has_digest) return 0; /* no digest block: libhdf5 would parse it unchecked */
     n_digest_ok++;
 
-    sr_options opt;
-    sr_options_init(&opt);
-    opt.threads = 1;
-    sr_model *m = NULL;
-    if (sr_model_load(path, &opt, &m) == SR_OK) {
-        n_loaded++;
-        FUZZ_CHECK(sr_model_arch(m) && sr_model_config(m));
-        static const int32_t ok[] = {0, 1, 2, 3, 4, 5, 6, 7}, bad[] = {0, -1, 1 << 30};
-        char *text = NULL;
-        if (sr_model_detokenize(m, ok, 8, &text) == SR_OK) FUZZ_CHECK(text != NULL);
-        free(text);
-        text = NULL;
-        if (sr_model_detokenize(m, bad, 3, &text) == SR_OK) FUZZ_CHECK(text != NULL);
-        free(text);
-        sr_model_free(m);
-    } else {
-        FUZZ_CHECK(m == NULL);
-    }
-    char *json = NULL;
-    if (sr_model_inspect(path, &json) == SR_OK) FUZZ_CHECK(json != NULL);
-    free(json);
+    n_loaded += (unsigned long)fuzz_load_model(path, detokenize);
     return 0;
 }

@@ -20,11 +20,10 @@
  * Every file also holds format = "srkit-model", format_version = 1 and the test_linear weights
  * proj.weight [6, 8] and proj.bias [6], so a test_linear config with vocab 6 and n_bands 8 loads.
  */
-#include "fuzz_common.h"
+#include "fuzz_srkit.h"
 
 #include <hdf5.h>
 
-#include "../../core/sr.h"
 #include "../../core/weights.h"
 
 #define N_PARTS 6
@@ -130,6 +129,29 @@ static void write_model(const char *path, const uint8_t *part[N_PARTS], const si
     FUZZ_CHECK(H5Fclose(f) >= 0);
 }
 
+/* Each id alone up to the first one out of range (at most 512), then all together (must give
+ * text), then a negative id (must not crash). */
+static void detokenize_all(sr_model *m)
+{
+    int32_t ids[512];
+    int n = 0;
+    while (n < 512) {
+        ids[n] = n;
+        char *one = NULL;
+        sr_status st = sr_model_detokenize(m, &ids[n], 1, &one);
+        free(one);
+        if (st != SR_OK) break;
+        n++;
+    }
+    char *all = NULL;
+    FUZZ_CHECK(sr_model_detokenize(m, ids, n, &all) == SR_OK && all);
+    free(all);
+    char *text = NULL;
+    int32_t bad = -1;
+    (void)sr_model_detokenize(m, &bad, 1, &text);
+    free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *part[N_PARTS];
@@ -151,36 +173,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int has_digest = 0;
     FUZZ_CHECK(sr_h5_check_digest(path, &has_digest) == SR_OK && has_digest == 1);
 
-    sr_options opt;
-    sr_options_init(&opt);
-    opt.threads = 1;
-    sr_model *m = NULL;
-    if (sr_model_load(path, &opt, &m) == SR_OK) {
-        FUZZ_CHECK(sr_model_arch(m) && sr_model_config(m));
-        /* each id alone up to the first one out of range (at most 512), then all together */
-        int32_t ids[512];
-        int n = 0;
-        while (n < 512) {
-            ids[n] = n;
-            char *one = NULL;
-            sr_status st = sr_model_detokenize(m, &ids[n], 1, &one);
-            free(one);
-            if (st != SR_OK) break;
-            n++;
-        }
-        char *all = NULL;
-        FUZZ_CHECK(sr_model_detokenize(m, ids, n, &all) == SR_OK && all);
-        free(all);
-        char *text = NULL;
-        int32_t bad = -1;
-        (void)sr_model_detokenize(m, &bad, 1, &text);
-        free(text);
-        sr_model_free(m);
-    } else {
-        FUZZ_CHECK(m == NULL);
-    }
-    char *json = NULL;
-    if (sr_model_inspect(path, &json) == SR_OK) FUZZ_CHECK(json != NULL);
-    free(json);
+    fuzz_load_model(path, detokenize_all);
     return 0;
 }
