@@ -87,10 +87,9 @@ class Missing(Exception):
 
 def need_torch():
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:
         raise Missing("torch is not installed (make venv-ref, or pip install torch)")
-    import torch
     return torch
 
 
@@ -1026,7 +1025,6 @@ def cmd_merge(a):
 
 def cmd_selftest(a):
     """A few steps on a random srkit model with tones as 'words': the loss must fall."""
-    rng = np.random.default_rng(0)
     os.makedirs(a.out, exist_ok=True)
     import wave
     items = []
@@ -1048,7 +1046,6 @@ def cmd_selftest(a):
                             warmup=1, weight_decay=0.0, clip=10.0, rank=4, alpha=8.0,
                             dropout=0.0, noise_p=0.0, speed_p=0.0, label_margin_ms=0, threads=1,
                             resume=False, log_every=1, val_every=10 ** 9, save_every=10 ** 9)
-    del rng
     hist = train(ns, items=items, quiet=True)
     first, last = hist[0], sum(hist[-2:]) / 2
     print("selftest: loss %.4f -> %.4f over %d steps" % (first, last, len(hist)))
