@@ -82,6 +82,7 @@ static const char *const DEVICES[] = {"cpu", "cuda", NULL};
 static const char *const FORMATS[] = {"auto", "librispeech", "manifest", "kaldi", "trn", NULL};
 static const char *const NORMALIZERS[] = {"whisper_en", "basic", "none", NULL};
 static const char *const CACHE_DTYPES[] = {"f32", "f16", "bf16", NULL};
+static const char *const PRECISIONS[] = {"f32", "bf16", NULL};
 
 #define OFF(m) offsetof(sr_run_config, m)
 static const field_def FIELDS[] = {
@@ -89,6 +90,7 @@ static const field_def FIELDS[] = {
     {"model", "path", "model.path", K_STR, 0, NULL, OFF(model.path), 0},
     {"model", "device", "model.device", K_ENUM, 0, DEVICES, OFF(model.device), 0},
     {"model", "threads", "model.threads", K_INT, 0, NULL, OFF(model.threads), 1024},
+    {"model", "precision", "model.precision", K_ENUM, 0, PRECISIONS, OFF(model.precision), 0},
     {"stream", "strategy", "stream.strategy", K_STR_NULL, 0, NULL, OFF(stream.strategy), 0},
     {"stream", "decoder", "stream.decoder", K_STR_NULL, 0, NULL, OFF(stream.decoder), 0},
     {"stream", "chunk_ms", "stream.chunk_ms", K_INT, 1, NULL, OFF(stream.chunk_ms), SR_CHUNK_MS_MAX},
@@ -814,6 +816,7 @@ static sr_status parse_into(sr_config *c, const char *json)
     base.sweep_point = "";
     base.model.device = "cpu";
     base.model.threads = 0;
+    base.model.precision = "f32";
     sr_stream_config_init(&base.stream);
     base.data.format = "auto";
     base.data.limit = 0;

@@ -3,6 +3,7 @@
  * kernel table, load the tokenizer, let the backend load its shape-checked tensors, and reject
  * files carrying tensors the backend did not use (a sign the config does not describe them).
  */
+#include "dtype.h"
 #include "plugin.h"
 
 #include <limits.h>
@@ -14,6 +15,7 @@ void sr_options_init(sr_options *o)
 {
     o->device = "cpu";
     o->threads = 0;
+    o->precision = "f32";
 }
 
 const char *sr_model_arch(const sr_model *m) { return m ? m->arch : NULL; }
@@ -60,6 +62,33 @@ sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want
     return SR_OK;
 }
 
+sr_status sr_model_kweight(sr_model *m, const char *name, const void *host, sr_dtype dt,
+                           const float *scale, int n, int k, sr_kweight **out)
+{
+    *out = NULL;
+    int bf = m->bf16_products && dt != SR_I8;
+    uint16_t *b = NULL;
+    if (bf && dt != SR_BF16) { /* precision bf16: f32 / f16 rounded to nearest even */
+        size_t cnt = (size_t)n * (size_t)k;
+        if (!(b = sr_malloc(cnt * sizeof *b, "bf16 weight"))) return SR_ERR_NOMEM;
+        for (size_t i = 0; i < cnt; i++) {
+            float v = dt == SR_F32 ? ((const float *)host)[i] : sr_f16_to_f32(((const uint16_t *)host)[i]);
+            b[i] = sr_f32_to_bf16(v);
+            if ((b[i] & 0x7f80u) == 0x7f80u) {
+                free(b);
+                return sr_error(SR_ERR_FORMAT, "%s: tensor %s: element %zu (%g) is beyond bf16's "
+                                "range (precision bf16)", m->path, name, i, (double)v);
+            }
+        }
+        host = b;
+        dt = SR_BF16;
+    }
+    sr_status st = m->k->weight_create(host, dt, n, k, scale, bf ? SR_KMUL_BF16 : SR_KMUL_EXACT, out);
+    free(b);
+    if (st) return sr_error_prefix(st, "%s: tensor %s", m->path, name);
+    return SR_OK;
+}
+
 sr_status sr_model_weight(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int n, int k,
                           const sr_kweight **out)
 {
@@ -78,6 +107,7 @@ sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype w
         return sr_error(SR_ERR_ARG, "%s: tensor %s: not a matrix shape for a weight", m->path, name);
     int n = (int)shape[0], k = (int)cols;
     sr_status st = sr_kernels_require(m->k, m->path);
+
     if (st) return st;
     if (m->n_kweights == m->cap_kweights) {
         size_t cap = m->cap_kweights ? 2 * m->cap_kweights : 64;
@@ -89,9 +119,9 @@ sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype w
     sr_tensor t;
     if ((st = sr_h5_tensor(f, name, want, ndim, shape, &t))) return st;
     sr_kweight *w = NULL;
-    st = m->k->weight_create(t.data, t.dtype, n, k, t.scale, &w);
+    st = sr_model_kweight(m, name, t.data, t.dtype, t.scale, n, k, &w);
     sr_tensor_free(&t);
-    if (st) return sr_error_prefix(st, "%s: tensor %s", m->path, name);
+    if (st) return st;
     m->kweights[m->n_kweights++] = w;
     m->weight_bytes += w->bytes;
     *out = w;
@@ -229,6 +259,14 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
     if (opt) m->opt = *opt;
     else sr_options_init(&m->opt);
     if (!m->opt.device) m->opt.device = "cpu";
+    if (!m->opt.precision) m->opt.precision = "f32";
+    if (strcmp(m->opt.precision, "f32") && strcmp(m->opt.precision, "bf16")) {
+        sr_status e = sr_error(SR_ERR_ARG, "%s: model option precision \"%s\" is not \"f32\" or \"bf16\"",
+                               h5_path, m->opt.precision);
+        free(m);
+        return e;
+    }
+    m->bf16_products = !strcmp(m->opt.precision, "bf16");
 
     sr_h5 *f = NULL;
     sr_status st = sr_h5_open(h5_path, &f);

@@ -241,6 +241,7 @@ struct sr_model {
     sr_tensor *tensors;      /* every tensor loaded, freed at sr_model_free */
     size_t n_tensors, cap_tensors;
     size_t weight_bytes;
+    int bf16_products;       /* options precision "bf16" (sr_model_kweight) */
     sr_kweight **kweights;   /* table weights made by sr_model_weight, freed at sr_model_free */
     size_t n_kweights, cap_kweights;
     void *impl;              /* backend weights view and derived constants */
@@ -265,6 +266,14 @@ sr_status sr_model_weight(sr_model *m, sr_h5 *f, const char *name, sr_dtype want
  * the shape is checked exactly, the matrix is [shape[0], product of the rest]. */
 sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                              const int64_t *shape, const sr_kweight **out);
+
+/* Make a table weight from a host [n, k] matrix of dtype dt (scale: SR_I8's) as the model's
+ * options want it: under precision "bf16" rounded to bf16 (unless i8) with bf16 products
+ * (SR_KMUL_BF16); otherwise exact. *out is the caller's (weight_free); errors name the file
+ * and `name`. sr_model_weight / _nd use it: every matrix of the op set's gemm goes through
+ * here. */
+sr_status sr_model_kweight(sr_model *m, const char *name, const void *host, sr_dtype dt,
+                           const float *scale, int n, int k, sr_kweight **out);
 
 /* Append the text of tokens[0..n) to b (tokenizer rules; ids when the model has none). */
 sr_status sr_detokenize_into(const sr_model *m, const int32_t *tokens, int n, sr_strbuf *b);

@@ -142,8 +142,14 @@ typedef struct sr_model sr_model;   /* weights + config; read-only after load; s
 typedef struct sr_stream sr_stream; /* all per-stream state */
 
 typedef struct sr_options {
-    const char *device; /* "cpu" (default) or "cuda" */
-    int threads;        /* BLAS threads; 0 = library default */
+    const char *device;    /* "cpu" (default) or "cuda" */
+    int threads;           /* BLAS threads; 0 = library default */
+    /* How the weight products multiply (docs/config.md "model"): "f32" (default; NULL too):
+     * every weight widened exactly, f32 activations (the parity mode); "bf16": the matrices of
+     * the products (Linear, embedding, conv weights) are held in bf16 (f32 / f16 ones rounded
+     * at load; i8 kept) and multiply activations rounded to bf16 with f32 sums, as torch runs
+     * a bf16 model (fast with AMX or AVX512_BF16). Attention, norms and caches stay f32. */
+    const char *precision;
 } sr_options;
 
 void sr_options_init(sr_options *o);
@@ -347,6 +353,7 @@ typedef struct sr_run_config {
         const char *path;    /* ${VAR} expanded */
         const char *device;  /* "cpu" | "cuda" */
         int threads;
+        const char *precision; /* "f32" | "bf16" (sr_options) */
     } model;
     sr_stream_config stream;
     struct {

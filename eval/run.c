@@ -138,6 +138,8 @@ static char *run_identity(const sr_run_config *r, const char *format)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", r->model.path ? r->model.path : "");
     cJSON_AddStringToObject(j, "device", r->model.device ? r->model.device : "cpu");
+    if (r->model.precision && strcmp(r->model.precision, "f32")) /* older runs: no key */
+        cJSON_AddStringToObject(j, "precision", r->model.precision);
     cJSON *s = cJSON_AddObjectToObject(j, "stream");
     const sr_stream_config *c = &r->stream;
     cJSON_AddStringToObject(s, "strategy", c->strategy ? c->strategy : "");
@@ -251,6 +253,7 @@ static sr_status finish_run(const sr_run_config *r, sr_record *rec, size_t n, co
     cJSON_AddStringToObject(mo, "arch", arch ? arch : "");
     cJSON_AddStringToObject(mo, "device", r->model.device ? r->model.device : "cpu");
     cJSON_AddNumberToObject(mo, "threads", r->model.threads);
+    cJSON_AddStringToObject(mo, "precision", r->model.precision ? r->model.precision : "f32");
     cJSON_AddItemToObject(o, "stream", stream_json(&r->stream));
     cJSON *da = cJSON_AddObjectToObject(o, "data");
     cJSON_AddStringToObject(da, "path", r->data.path);
@@ -724,7 +727,8 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
     }
     /* model: reuse across runs of the sweep when path/device/threads agree */
     char key[2048];
-    snprintf(key, sizeof key, "%s|%s|%d", r->model.path, r->model.device ? r->model.device : "cpu", r->model.threads);
+    snprintf(key, sizeof key, "%s|%s|%d|%s", r->model.path, r->model.device ? r->model.device : "cpu",
+             r->model.threads, r->model.precision ? r->model.precision : "f32");
     if (!*model || !*model_key || strcmp(*model_key, key)) {
         sr_model_free(*model);
         *model = NULL;
@@ -734,6 +738,7 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
         sr_options_init(&o);
         o.device = r->model.device;
         o.threads = r->model.threads;
+        o.precision = r->model.precision;
         if ((st = sr_model_load(r->model.path, &o, model))) goto out;
         if (!(*model_key = sr_strdup(key))) { st = SR_ERR_NOMEM; goto out; }
     }

@@ -28,6 +28,18 @@ typedef enum { SR_GLU_SIGMOID = 0, SR_GLU_SILU = 1 } sr_glu;
 
 typedef enum { SR_NORM_LAYER = 0, SR_NORM_RMS = 1 } sr_norm_kind;
 
+/* How a weight's products multiply (chosen at weight_create, fixed for the weight):
+ *   SR_KMUL_EXACT  the weight is widened exactly to f32 and multiplies the f32 activations
+ *                  (every dtype; the parity mode).
+ *   SR_KMUL_BF16   SR_BF16 weights only: each activation is rounded to bf16 (nearest even,
+ *                  subnormals to zero) and the exact products of bf16 pairs accumulate in f32,
+ *                  as torch's bf16 inference, bf16 tensor cores and the AVX512_BF16
+ *                  dot-product instruction compute: half the arithmetic per weight of the exact
+ *                  path, the few-row products of batched streams then run at the weight-read
+ *                  bound. The sum's order and roundings are fixed (gemm below), so rows stay
+ *                  independent and every path of a table computes the same bits. */
+typedef enum { SR_KMUL_EXACT = 0, SR_KMUL_BF16 = 1 } sr_kmul;
+
 /* A weight matrix in table memory: logically [n, k] (a PyTorch Linear weight [out, in]), laid
  * out however the table's gemm reads it fastest (the CPU table: column panels; CUDA: as
  * stored). Made once at load by weight_create, never changed, freed by weight_free. Element
@@ -36,6 +48,7 @@ typedef enum { SR_NORM_LAYER = 0, SR_NORM_RMS = 1 } sr_norm_kind;
 typedef struct sr_kweight {
     int n, k;          /* logical shape [n, k] */
     sr_dtype dtype;
+    sr_kmul mul;       /* how its products multiply */
     size_t bytes;      /* table memory held */
     void *data;        /* the table's layout; opaque to callers */
     float *scale;      /* [n] for SR_I8 (table memory), else NULL */
@@ -90,12 +103,18 @@ typedef void (*sr_kzero_fn)(void *p, size_t bytes);
 /* y[r, :d] = x[r, :d] for r < M (strided 2-D copy within table memory; no overlap). */
 typedef sr_status (*sr_kcopy2d_fn)(int M, int d, const float *x, int ldx, float *y, int ldy);
 /* Make a weight from a host [n, k] matrix of dtype dt (row stride k) and, for SR_I8, a host
- * scale [n]. SR_ERR_NOMEM, SR_ERR_ARG (shape, dtype). */
+ * scale [n], whose products multiply as `mul` says (SR_KMUL_BF16 needs dt = SR_BF16; its
+ * subnormal weights count as zero). SR_ERR_NOMEM, SR_ERR_ARG (shape, dtype, mul). */
 typedef sr_status (*sr_kweight_create_fn)(const void *host, sr_dtype dt, int n, int k,
-                                      const float *scale, sr_kweight **out);
+                                      const float *scale, sr_kmul mul, sr_kweight **out);
 typedef void (*sr_kweight_free_fn)(sr_kweight *w);
 /* Linear layer: for m < M, n < W->n:
- *   t = sum_k x[m, k] w[n, k]   (f32, one fused multiply-add per k in increasing k, from 0)
+ *   t = sum_k x[m, k] w[n, k]   (f32, one fused multiply-add per k in increasing k, from 0;
+ *                                SR_KMUL_BF16: x rounded to bf16, k taken in pairs
+ *                                (2i, 2i + 1) (an odd K padded with a zero product), each pair
+ *                                adding its odd product then its even one, every addition
+ *                                rounded once to nearest even with a subnormal result
+ *                                flushed to zero: VDPBF16PS's order)
  *   t = act(t + bias[n])        (bias may be NULL)
  *   y[m, n] = alpha * t + beta * y[m, n]   (beta = 0 overwrites y, NaN included; alpha = 1,
  *                                            beta = 1 is exactly y + t)

@@ -6,6 +6,7 @@
  */
 #include "ref_gemm.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -70,4 +71,28 @@ void ref_gather(const double *w, int k, const int32_t *ids, int cnt, double *y)
 {
     for (int i = 0; i < cnt; i++)
         memcpy(y + (size_t)i * (size_t)k, w + (size_t)ids[i] * (size_t)k, (size_t)k * sizeof(double));
+}
+
+void ref_daz(double *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fabs(w[i]) < FLT_MIN) w[i] = 0.0;
+}
+
+void ref_x_bf16(int M, int K, float *x, int ldx)
+{
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) {
+            float *v = x + (size_t)m * (size_t)ldx + (size_t)k;
+            if (isnan(*v)) continue;
+            double a = fabs((double)*v) < FLT_MIN ? 0.0 : (double)*v;
+            /* nearest bf16 (8 significant bits), ties to even, by scaling to an integer */
+            if (a != 0.0 && isfinite(a)) {
+                int e;
+                frexp(a, &e);                     /* |a| in [2^(e-1), 2^e) */
+                double q = ldexp(1.0, e - 8);     /* the bf16 spacing there */
+                a = nearbyint(a / q) * q;         /* FE_TONEAREST: ties to even */
+            }
+            *v = (float)a;
+        }
 }

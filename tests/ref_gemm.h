@@ -30,6 +30,12 @@ void ref_gemm(int M, int N, int K, const float *x, int ldx, const double *w, con
               sr_act act, double alpha, double beta, const float *y0, int ldy, double *y,
               double *pre, double *mag, double *actv);
 
+/* bf16 products (SR_KMUL_BF16): w[i] with |w| < FLT_MIN set to zero (subnormal weights
+ * count as zero); x[m, k] (m < M, k < K, stride ldx) replaced in place by the bf16 operand
+ * the contract multiplies: subnormals to zero, then rounded to nearest even (NaN stays NaN). */
+void ref_daz(double *w, size_t n);
+void ref_x_bf16(int M, int K, float *x, int ldx);
+
 /* y[i * k + c] = w[ids[i] * k + c] for i < cnt (ids assumed in range). */
 void ref_gather(const double *w, int k, const int32_t *ids, int cnt, double *y);
 

@@ -82,17 +82,30 @@ static void test_model_load_checks(void)
     sr_options_init(&o);
     o.device = "tpu";
     TEST_ASSERT_ERR(sr_model_load(test_fixture("test_linear.h5"), &o, &m), SR_ERR_ARG, "tpu");
+    o.device = "cpu";
+    o.precision = "fp8";
+    TEST_ASSERT_ERR(sr_model_load(test_fixture("test_linear.h5"), &o, &m), SR_ERR_ARG,
+                    "test_linear.h5: model option precision \"fp8\" is not \"f32\" or \"bf16\"");
+    CU_ASSERT_PTR_NULL(m);
+    o.precision = NULL; /* the default */
+    CU_ASSERT_EQUAL(sr_model_load(test_fixture("test_linear.h5"), &o, &m), SR_OK);
+    sr_model_free(m);
+    /* precision bf16 on every stored dtype (i8 stays i8) */
+    o.precision = "bf16";
     /* every stored dtype loads and gives a working model */
     const char *ok[] = {"test_linear.h5", "test_linear_f16.h5", "test_linear_bf16.h5", "test_linear_int8.h5"};
     for (size_t i = 0; i < 4; i++) {
         sr_model *mm = NULL;
-        sr_status st = sr_model_load(test_fixture(ok[i]), NULL, &mm);
-        if (st) printf("\n      %s: %s\n", ok[i], sr_last_error());
-        CU_ASSERT_EQUAL(st, SR_OK);
-        if (!mm) continue;
-        CU_ASSERT_STRING_EQUAL(sr_model_arch(mm), "test_linear");
-        CU_ASSERT_PTR_NOT_NULL(strstr(sr_model_config(mm), "n_bands"));
-        sr_model_free(mm);
+        for (int bf = 0; bf < 2; bf++) {
+            sr_status st = sr_model_load(test_fixture(ok[i]), bf ? &o : NULL, &mm);
+            if (st) printf("\n      %s: %s\n", ok[i], sr_last_error());
+            CU_ASSERT_EQUAL(st, SR_OK);
+            if (!mm) continue;
+            CU_ASSERT_STRING_EQUAL(sr_model_arch(mm), "test_linear");
+            CU_ASSERT_PTR_NOT_NULL(strstr(sr_model_config(mm), "n_bands"));
+            sr_model_free(mm);
+            mm = NULL;
+        }
     }
 }
 

@@ -91,6 +91,7 @@ static void test_defaults(void)
     CU_ASSERT_STRING_EQUAL(r->model.path, "m.h5");
     CU_ASSERT_STRING_EQUAL(r->model.device, "cpu");
     CU_ASSERT_EQUAL(r->model.threads, 0);
+    CU_ASSERT_STRING_EQUAL(r->model.precision, "f32");
     sr_stream_config want;
     sr_stream_config_init(&want);
     CU_ASSERT_PTR_NULL(r->stream.strategy);
@@ -121,7 +122,7 @@ static void test_all_fields(void)
 {
     const char *js =
         "{\"name\": \"full\","
-        " \"model\": {\"path\": \"x.h5\", \"device\": \"cuda\", \"threads\": 3},"
+        " \"model\": {\"path\": \"x.h5\", \"device\": \"cuda\", \"threads\": 3, \"precision\": \"bf16\"},"
         " \"stream\": {\"strategy\": \"cache_aware\", \"decoder\": \"rnnt_beam\", \"chunk_ms\": 160,"
         "   \"first_chunk_ms\": 320, \"stability_n\": 3, \"beam\": 4, \"max_symbols\": 5,"
         "   \"att_context\": [70, 13], \"decoder_kv_cache\": true, \"delay_tokens\": 6,"
@@ -137,6 +138,7 @@ static void test_all_fields(void)
     CU_ASSERT_STRING_EQUAL(r->model.path, "x.h5");
     CU_ASSERT_STRING_EQUAL(r->model.device, "cuda");
     CU_ASSERT_EQUAL(r->model.threads, 3);
+    CU_ASSERT_STRING_EQUAL(r->model.precision, "bf16");
     CU_ASSERT_STRING_EQUAL(r->stream.strategy, "cache_aware");
     CU_ASSERT_STRING_EQUAL(r->stream.decoder, "rnnt_beam");
     CU_ASSERT_EQUAL(r->stream.chunk_ms, 160);
@@ -188,6 +190,8 @@ static const schema_case SCHEMA[] = {
     {", \"device\": \"gpu\"", "", "", SR_ERR_ARG, "model.device: \"gpu\" is not one of cpu, cuda"},
     {", \"device\": null", "", "", SR_ERR_FORMAT, "model.device: expected a string, got null"},
     {", \"threads\": 4", "", "", SR_OK, NULL},
+    {", \"precision\": \"bf16\"", "", "", SR_OK, NULL},
+    {", \"precision\": \"f16\"", "", "", SR_ERR_ARG, "model.precision: \"f16\" is not one of f32, bf16"},
     {", \"threads\": -1", "", "", SR_ERR_ARG, "model.threads: must be in 0 .. 1024, got -1"},
     {", \"threads\": \"2\"", "", "", SR_ERR_FORMAT, "model.threads: expected an integer, got string"},
     {", \"threads\": 2.5", "", "", SR_ERR_FORMAT, "model.threads: expected an integer, got 2.5"},

@@ -17,6 +17,7 @@
  *                       a stream whose chunk fails in a step (test_linear's failure sample) is
  *                       marked failed, the others finish as solo, and a reset revives it.
  */
+#include "../core/plugin.h"
 #include "test.h"
 
 #include <math.h>
@@ -279,6 +280,45 @@ static void test_voxtral(void)
     sr_stream_config_init(&c);
     c.cache_dtype = "bf16";
     engine_vs_solo(m, &c, 3, 0.5, 1.5, 12, "voxtral bf16 caches");
+    sr_model_free(m);
+}
+
+/* precision "bf16": every product of bf16 weights with bf16-rounded activations (AMX,
+ * AVX512_BF16 or the portable path, whichever this CPU has): batched is still solo, bit for
+ * bit, for the three backends. */
+static sr_model *load_bf16(const char *name)
+{
+    sr_options o;
+    sr_options_init(&o);
+    o.precision = "bf16";
+    sr_model *m = NULL;
+    sr_status st = sr_model_load(test_fixture(name), &o, &m);
+    if (st) printf("\n      load %s (bf16): %s\n", name, sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    /* every matrix of the products (the fixtures' are f32) is bf16 with bf16 products */
+    int bf = 0;
+    for (size_t i = 0; i < m->n_kweights; i++)
+        bf += m->kweights[i]->dtype == SR_BF16 && m->kweights[i]->mul == SR_KMUL_BF16;
+    CU_ASSERT(m->n_kweights > 0);
+    CU_ASSERT_EQUAL((size_t)bf, m->n_kweights);
+    return m;
+}
+
+static void test_precision_bf16(void)
+{
+    sr_stream_config c;
+    sr_model *m = load_bf16("fastconformer/rand.h5");
+    engine_vs_solo(m, NULL, 6, 0.5, 2.0, 21, "fastconformer, precision bf16");
+    sr_model_free(m);
+    m = load_bf16("whisper/rand.h5");
+    sr_stream_config_init(&c);
+    c.strategy = "whisperrt";
+    c.chunk_ms = 100;
+    c.decoder = "stable_greedy";
+    engine_vs_solo(m, &c, 6, 0.5, 2.0, 22, "whisper whisperrt, precision bf16");
+    sr_model_free(m);
+    m = load_bf16("voxtral/model.h5");
+    engine_vs_solo(m, NULL, 4, 0.5, 1.5, 23, "voxtral, precision bf16");
     sr_model_free(m);
 }
 
@@ -578,7 +618,8 @@ void test_register_engine(void)
 {
     TEST_SUITE("engine_equals_solo", {"test_linear_32_streams", test_linear_32},
                {"fastconformer", test_fastconformer}, {"whisper", test_whisper},
-               {"voxtral", test_voxtral}, {"tiny_en", test_tiny_en});
+               {"voxtral", test_voxtral}, {"tiny_en", test_tiny_en},
+               {"precision_bf16", test_precision_bf16});
     TEST_SUITE("engine_threads", {"fed_from_threads", test_threads});
     TEST_SUITE("engine_api", {"api", test_api}, {"a failing stream", test_failure});
 }

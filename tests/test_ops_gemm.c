@@ -65,6 +65,7 @@ static const char *const act_names[] = {"none", "gelu", "silu", "relu"};
 typedef struct {
     int n, k;
     sr_dtype dt;
+    sr_kmul mul;
     void *host;
     float *scale;
     double *w;
@@ -81,12 +82,13 @@ static void tw_free(tweight *t)
     memset(t, 0, sizeof *t);
 }
 
-static int tw_make(tweight *t, sr_dtype dt, int n, int k)
+static int tw_make_mul(tweight *t, sr_dtype dt, int n, int k, sr_kmul mul)
 {
     memset(t, 0, sizeof *t);
     t->n = n;
     t->k = k;
     t->dt = dt;
+    t->mul = mul;
     size_t cnt = (size_t)n * (size_t)k;
     size_t es = dt == SR_F32 ? 4 : dt == SR_I8 ? 1 : 2;
     t->host = malloc(cnt * es);
@@ -104,11 +106,14 @@ static int tw_make(tweight *t, sr_dtype dt, int n, int k)
     }
     for (int r = 0; dt == SR_I8 && r < n; r++) t->scale[r] = (0.5f + 0.5f * fabsf(rnd())) / 127.0f;
     ref_weight_widen(t->host, dt, n, k, t->scale, t->w);
-    sr_status st = sr_kernels_cpu()->weight_create(t->host, dt, n, k, t->scale, &t->W);
+    if (mul == SR_KMUL_BF16) ref_daz(t->w, cnt);
+    sr_status st = sr_kernels_cpu()->weight_create(t->host, dt, n, k, t->scale, mul, &t->W);
     if (st) printf("\n      weight_create %s %dx%d: %s", dt_names[dt], n, k, sr_last_error());
     CU_ASSERT_EQUAL(st, SR_OK);
     return st == SR_OK;
 }
+
+static int tw_make(tweight *t, sr_dtype dt, int n, int k) { return tw_make_mul(t, dt, n, k, SR_KMUL_EXACT); }
 
 /* x [M, K] with row stride K + padx, padding NaN; y0 [M, N] stride N + pady, padding the
  * sentinel, values random (or NaN when nan_y). */
@@ -161,6 +166,8 @@ static double check_gemm(const tweight *tw, int M, int padx, int pady, const flo
         (*bad)++;
         goto out;
     }
+    /* bf16 products: the contract's sum is over the bf16-rounded activations */
+    if (tw->mul == SR_KMUL_BF16) ref_x_bf16(M, K, x, ldx);
     ref_gemm(M, N, K, x, ldx, tw->w, bias, act, ab->alpha, ab->beta, y0, ldy, ref, pre, mag, av);
     const double eps = FLT_EPSILON;
     const double lip = act == SR_ACT_GELU ? 1.13 : act == SR_ACT_SILU ? 1.10 : 1.0;
@@ -448,14 +455,18 @@ static void test_bad_args(void)
     const sr_kernels *kt = sr_kernels_cpu();
     float host[12] = {0}, scale[3] = {1, 1, 1};
     sr_kweight *W = NULL;
-    TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 0, 4, NULL, &W), SR_ERR_ARG, "weight_create: shape");
+    TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 0, 4, NULL, SR_KMUL_EXACT, &W), SR_ERR_ARG, "weight_create: shape");
     CU_ASSERT_PTR_NULL(W);
-    TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 0, NULL, &W), SR_ERR_ARG, "weight_create: shape");
-    TEST_ASSERT_ERR(kt->weight_create(host, SR_I32, 3, 4, NULL, &W), SR_ERR_ARG, "weight_create: dtype");
-    TEST_ASSERT_ERR(kt->weight_create(NULL, SR_F32, 3, 4, NULL, &W), SR_ERR_ARG, "weight_create: host");
-    TEST_ASSERT_ERR(kt->weight_create(host, SR_I8, 3, 4, NULL, &W), SR_ERR_ARG, "weight_create: i8 weight without scale");
-    TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 4, NULL, NULL), SR_ERR_ARG, "weight_create: out");
-    CU_ASSERT_EQUAL_FATAL(kt->weight_create(host, SR_I8, 3, 4, scale, &W), SR_OK);
+    TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 0, NULL, SR_KMUL_EXACT, &W), SR_ERR_ARG, "weight_create: shape");
+    TEST_ASSERT_ERR(kt->weight_create(host, SR_I32, 3, 4, NULL, SR_KMUL_EXACT, &W), SR_ERR_ARG, "weight_create: dtype");
+    TEST_ASSERT_ERR(kt->weight_create(NULL, SR_F32, 3, 4, NULL, SR_KMUL_EXACT, &W), SR_ERR_ARG, "weight_create: host");
+    TEST_ASSERT_ERR(kt->weight_create(host, SR_I8, 3, 4, NULL, SR_KMUL_EXACT, &W), SR_ERR_ARG, "weight_create: i8 weight without scale");
+    TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 4, NULL, SR_KMUL_EXACT, NULL), SR_ERR_ARG, "weight_create: out");
+    TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 4, NULL, SR_KMUL_BF16, &W), SR_ERR_ARG,
+                    "weight_create: bf16 products need a bf16 weight (dtype f32)");
+    TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 4, NULL, (sr_kmul)7, &W), SR_ERR_ARG,
+                    "weight_create: mul 7 is not exact or bf16");
+    CU_ASSERT_EQUAL_FATAL(kt->weight_create(host, SR_I8, 3, 4, scale, SR_KMUL_EXACT, &W), SR_OK);
     float x[2 * 8] = {0}, y[2 * 8] = {0};
     TEST_ASSERT_ERR(kt->gemm(-1, x, 4, W, NULL, SR_ACT_NONE, 1, 0, y, 3), SR_ERR_ARG, "gemm: M");
     TEST_ASSERT_ERR(kt->gemm(2, x, 4, NULL, NULL, SR_ACT_NONE, 1, 0, y, 3), SR_ERR_ARG, "gemm: W");
@@ -479,10 +490,193 @@ static void test_bad_args(void)
     kt->weight_free(W);
 }
 
+/* ---- bf16 products (SR_KMUL_BF16) ------------------------------------------------------- */
+
+static const char *const bf_paths[] = {"amx", "avx512_bf16", "portable"};
+
+/* Against the double reference over the bf16-rounded activations (tolerance as above: f32
+ * accumulation of exact products), on every path this CPU has: shapes with k tails (K not a
+ * multiple of the 32-k AMX step nor of 2), k blocked (K = 1100, 777), several row blocks
+ * (M = 150), 16- and 32-row AMX tiles and their remainders, 1 and 2 threads. */
+static void test_bf16_vs_ref(void)
+{
+    const sr_kernels *kt = sr_kernels_cpu();
+    int saved = sr_cpu_threads();
+    double worst = 0;
+    int bad = 0, cases = 0, paths = 0;
+    static const int shapes[][3] = {{1, 1, 1},     {70, 33, 17},    {16, 64, 64},  {33, 65, 95},
+                                    {17, 40, 301}, {150, 100, 1100}, {3, 700, 513}, {40, 333, 777}};
+    for (int p = 0; p < LEN(bf_paths); p++) {
+        if (sr_cpu_gemm_force_bf16(bf_paths[p])) continue; /* this CPU lacks it */
+        paths++;
+        seed(11);
+        for (int s = 0; s < LEN(shapes); s++) {
+            kt->set_threads(s >= 5 ? 2 : 1);
+            tweight tw;
+            if (!tw_make_mul(&tw, SR_BF16, shapes[s][1], shapes[s][2], SR_KMUL_BF16)) {
+                tw_free(&tw);
+                continue;
+            }
+            float *bias = make_bias(tw.n);
+            for (int act = 0; act < 4; act++) {
+                const ab_mode *ab = &ab_modes[(s + act) % LEN(ab_modes)];
+                worst = fmax(worst, check_gemm(&tw, shapes[s][0], act % 3 * 5, act % 2 * 3,
+                                               act % 2 ? bias : NULL, (sr_act)act, ab, &bad));
+                cases++;
+            }
+            free(bias);
+            tw_free(&tw);
+        }
+    }
+    sr_cpu_gemm_force_bf16(NULL);
+    kt->set_threads(saved);
+    printf("\n      %d bf16-product cases on %d paths (auto = %s): worst error / tolerance %.3g, "
+           "%d failures\n      ", cases, paths, sr_cpu_gemm_bf16_path(), worst, bad);
+    CU_ASSERT(paths >= 1);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* On each path: a row alone, in batches of 5 at odd offsets and in the whole M, on 1, 2, 3
+ * threads, all the same bits; the AVX512_BF16 path and the portable one the same bits. */
+static void test_bf16_bit_identity(void)
+{
+    const sr_kernels *kt = sr_kernels_cpu();
+    int saved = sr_cpu_threads();
+    seed(12);
+    static const int shapes[][3] = {{64, 75, 301}, {150, 70, 1100}, {37, 40, 64}};
+    int diffs = 0, paths = 0, cross = 0;
+    for (int s = 0; s < LEN(shapes); s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldx = K + 3, ldy = N + 1;
+        tweight tw;
+        if (!tw_make_mul(&tw, SR_BF16, N, K, SR_KMUL_BF16)) {
+            tw_free(&tw);
+            continue;
+        }
+        float *bias = make_bias(N), *x = make_x(M, K, ldx), *y0 = make_y(M, N, ldy, 0);
+        size_t ny = (size_t)M * ldy;
+        float *full = malloc(ny * sizeof(float)), *part = malloc(ny * sizeof(float));
+        float *by_path[3] = {malloc(ny * sizeof(float)), malloc(ny * sizeof(float)), malloc(ny * sizeof(float))};
+        int have[3] = {0, 0, 0};
+        sr_act act = s % 2 ? SR_ACT_GELU : SR_ACT_NONE;
+        for (int p = 0; p < LEN(bf_paths); p++) {
+            if (sr_cpu_gemm_force_bf16(bf_paths[p])) continue;
+            paths += s == 0;
+            kt->set_threads(1);
+            CU_ASSERT_EQUAL(run_gemm(&tw, M, x, ldx, bias, act, 0.7f, 1.3f, y0, full, ldy), SR_OK);
+            for (int m = 0; m < M; m++) {
+                size_t o = (size_t)m * ldy;
+                CU_ASSERT_EQUAL(run_gemm(&tw, 1, x + (size_t)m * ldx, ldx, bias, act, 0.7f, 1.3f,
+                                         y0 + o, part + o, ldy), SR_OK);
+            }
+            diffs += differ(full, part, ny, bf_paths[p], SR_BF16);
+            CU_ASSERT_EQUAL(run_gemm(&tw, 2, x, ldx, bias, act, 0.7f, 1.3f, y0, part, ldy), SR_OK);
+            for (int m = 2; m < M; m += 5) {
+                int cnt = M - m < 5 ? M - m : 5;
+                size_t o = (size_t)m * ldy;
+                CU_ASSERT_EQUAL(run_gemm(&tw, cnt, x + (size_t)m * ldx, ldx, bias, act, 0.7f, 1.3f,
+                                         y0 + o, part + o, ldy), SR_OK);
+            }
+            diffs += differ(full, part, ny, "batches of 5", SR_BF16);
+            for (int th = 2; th <= 3; th++) {
+                kt->set_threads(th);
+                CU_ASSERT_EQUAL(run_gemm(&tw, M, x, ldx, bias, act, 0.7f, 1.3f, y0, part, ldy), SR_OK);
+                diffs += differ(full, part, ny, th == 2 ? "2 threads" : "3 threads", SR_BF16);
+            }
+            memcpy(by_path[p], full, ny * sizeof(float));
+            have[p] = 1;
+        }
+        if (have[1] && have[2]) {
+            diffs += differ(by_path[1], by_path[2], ny, "avx512_bf16 vs portable", SR_BF16);
+            cross++;
+        }
+        sr_cpu_gemm_force_bf16(NULL);
+        free(bias); free(x); free(y0); free(full); free(part);
+        for (int p = 0; p < 3; p++) free(by_path[p]);
+        tw_free(&tw);
+    }
+    kt->set_threads(saved);
+    printf("\n      %d paths, %d avx512_bf16 / portable comparisons, %d differences\n      ", paths,
+           cross, diffs);
+    CU_ASSERT(paths >= 1);
+    CU_ASSERT_EQUAL(diffs, 0);
+}
+
+/* Subnormal activations and weights count as zero (the same bits as zeros there), and a NaN
+ * in one row makes that row NaN and leaves the other rows' bits alone, on every path. */
+static void test_bf16_subnormal_nan(void)
+{
+    const sr_kernels *kt = sr_kernels_cpu();
+    seed(13);
+    const int M = 6, N = 40, K = 70;
+    uint16_t *wh = malloc((size_t)N * K * 2), *wz = malloc((size_t)N * K * 2);
+    float *x = make_x(M, K, K), *xz = make_x(M, K, K);
+    float *y1 = malloc((size_t)M * N * sizeof(float)), *y2 = malloc((size_t)M * N * sizeof(float));
+    CU_ASSERT_FATAL(wh && wz && x && xz && y1 && y2);
+    for (int i = 0; i < N * K; i++) wh[i] = wz[i] = sr_f32_to_bf16(rnd());
+    for (int i = 5; i < N * K; i += 37) {
+        wh[i] = i % 2 ? 0x0001u : 0x007fu; /* positive subnormals */
+        wz[i] = 0x0000u;
+    }
+    memcpy(xz, x, (size_t)M * K * sizeof(float));
+    for (int i = 3; i < M * K; i += 11) {
+        x[i] = i % 2 ? 1e-40f : 5.9e-39f; /* f32 subnormals (and 5.9e-39 rounds to bf16 0x0040) */
+        xz[i] = 0.0f;
+    }
+    sr_kweight *Wh = NULL, *Wz = NULL;
+    CU_ASSERT_EQUAL_FATAL(kt->weight_create(wh, SR_BF16, N, K, NULL, SR_KMUL_BF16, &Wh), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(kt->weight_create(wz, SR_BF16, N, K, NULL, SR_KMUL_BF16, &Wz), SR_OK);
+    int paths = 0, bad = 0;
+    for (int p = 0; p < LEN(bf_paths); p++) {
+        if (sr_cpu_gemm_force_bf16(bf_paths[p])) continue;
+        paths++;
+        CU_ASSERT_EQUAL(kt->gemm(M, x, K, Wh, NULL, SR_ACT_NONE, 1, 0, y1, N), SR_OK);
+        CU_ASSERT_EQUAL(kt->gemm(M, xz, K, Wz, NULL, SR_ACT_NONE, 1, 0, y2, N), SR_OK);
+        bad += differ(y1, y2, (size_t)M * N, "subnormals vs zeros", SR_BF16);
+        float keep = xz[2 * K + 9];
+        xz[2 * K + 9] = NAN;
+        CU_ASSERT_EQUAL(kt->gemm(M, xz, K, Wz, NULL, SR_ACT_NONE, 1, 0, y1, N), SR_OK);
+        xz[2 * K + 9] = keep;
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                size_t i = (size_t)m * N + n;
+                int ok = m == 2 ? isnan(y1[i]) : !memcmp(&y1[i], &y2[i], sizeof y1[i]);
+                if (!ok && bad++ < 3) printf("\n      %s: NaN row 2: y[%d,%d] = %g", bf_paths[p], m, n, (double)y1[i]);
+            }
+    }
+    sr_cpu_gemm_force_bf16(NULL);
+    CU_ASSERT(paths >= 1);
+    CU_ASSERT_EQUAL(bad, 0);
+    kt->weight_free(Wh);
+    kt->weight_free(Wz);
+    free(wh); free(wz); free(x); free(xz); free(y1); free(y2);
+}
+
+/* gather from a weight of bf16 products: its rows as stored (subnormals as zero). */
+static void test_bf16_gather(void)
+{
+    const sr_kernels *kt = sr_kernels_cpu();
+    seed(14);
+    tweight tw;
+    int n = 70, k = 77, bad = 0;
+    if (tw_make_mul(&tw, SR_BF16, n, k, SR_KMUL_BF16)) {
+        int32_t ids[5] = {69, 0, 33, 31, 32};
+        float y[5 * 77];
+        double ref[5 * 77];
+        CU_ASSERT_EQUAL(kt->gather(tw.W, ids, 5, y, k), SR_OK);
+        ref_gather(tw.w, k, ids, 5, ref);
+        for (int i = 0; i < 5 * k; i++) bad += y[i] != (float)ref[i];
+    }
+    tw_free(&tw);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 void test_register_ops_gemm(void)
 {
     TEST_SUITE("kernels_gemm_op", {"gemm_vs_ref", test_gemm_vs_ref}, {"gemm_big", test_gemm_big},
                {"gemm_bit_identity", test_gemm_bit_identity},
                {"gemm_accumulate", test_gemm_accumulate}, {"gather", test_gather},
                {"weight_layout", test_weight_layout}, {"bad_args", test_bad_args});
+    TEST_SUITE("kernels_gemm_bf16", {"vs_ref", test_bf16_vs_ref},
+               {"bit_identity", test_bf16_bit_identity},
+               {"subnormal_nan", test_bf16_subnormal_nan}, {"gather", test_bf16_gather});
 }

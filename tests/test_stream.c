@@ -217,7 +217,7 @@ static void test_record_timeline_off(void)
     /* the [6, 8] projection as the kernel table holds it (gemm panels) + the f32 bias */
     sr_kweight *kw = NULL;
     float w0[6 * 8] = {0};
-    CU_ASSERT_EQUAL_FATAL(sr_kernels_cpu()->weight_create(w0, SR_F32, 6, 8, NULL, &kw), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_cpu()->weight_create(w0, SR_F32, 6, 8, NULL, SR_KMUL_EXACT, &kw), SR_OK);
     CU_ASSERT(kw->bytes >= 6 * 8 * 4);
     CU_ASSERT_EQUAL(a.weight_bytes, kw->bytes + 6 * 4);
     sr_kernels_cpu()->weight_free(kw);

@@ -27,6 +27,7 @@
 
 #include "../core/sr.h"
 #include "../eval/run.h"
+#include "../kernels/cpu/cpu_impl.h" /* sr_cpu_gemm_bf16_path: the bench names the CPU path */
 #include "../kernels/kernels.h"
 #include "gitrev.h"
 
@@ -91,6 +92,7 @@ static int parse_run_opt(int argc, char **argv, int *i, run_opts *o)
     }
     TAKE_STR("--device", o->mo.device)
     TAKE_INT("--threads", o->mo.threads)
+    TAKE_STR("--precision", o->mo.precision)
     TAKE_STR("--strategy", o->sc.strategy)
     TAKE_STR("--decoder", o->sc.decoder)
     TAKE_INT("--chunk-ms", o->sc.chunk_ms)
@@ -119,6 +121,8 @@ static int parse_run_opt(int argc, char **argv, int *i, run_opts *o)
 static const char RUN_OPTS_HELP[] =
     "  --device cpu|cuda       compute device (default cpu)\n"
     "  --threads N             BLAS threads (default: library default)\n"
+    "  --precision f32|bf16    Linear products: exact f32 (default) or bf16 weights x bf16\n"
+    "                          activations with f32 sums (fast with AVX512_BF16)\n"
     "  --strategy NAME         streaming strategy (default: the model file's choice)\n"
     "  --decoder NAME          decoder (default: the model file's choice)\n"
     "  --chunk-ms N            chunk size in ms\n"
@@ -938,7 +942,7 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
     int rc = 1;
     float *hw = malloc(nw * sizeof(float)), *hx = malloc((size_t)MAXM * K * sizeof(float));
     uint16_t *hb = malloc(nw * sizeof(uint16_t));
-    sr_kweight *Wf[16] = {0}, *Wb[16] = {0};
+    sr_kweight *Wf[16] = {0}, *Wb[16] = {0}, *Wd[16] = {0};
     float *B[16] = {0};
     float *x = k->alloc((size_t)MAXM * K * sizeof(float)), *y = k->alloc((size_t)MAXM * N * sizeof(float));
     if (!hw || !hx || !hb || !x || !y) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
@@ -954,9 +958,13 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
     int copies_f = (copies + 1) / 2;
     sr_status st;
     for (int c = 0; c < copies; c++) {
-        if ((st = k->weight_create(hb, SR_BF16, N, K, NULL, &Wb[c]))) { fail(st, "weight_create"); goto out; }
+        if ((st = k->weight_create(hb, SR_BF16, N, K, NULL, SR_KMUL_EXACT, &Wb[c])) ||
+            (st = k->weight_create(hb, SR_BF16, N, K, NULL, SR_KMUL_BF16, &Wd[c]))) {
+            fail(st, "weight_create");
+            goto out;
+        }
         if (c < copies_f) {
-            if ((st = k->weight_create(hw, SR_F32, N, K, NULL, &Wf[c]))) { fail(st, "weight_create"); goto out; }
+            if ((st = k->weight_create(hw, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wf[c]))) { fail(st, "weight_create"); goto out; }
             if (!(B[c] = k->alloc(nw * sizeof(float)))) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
             k->upload(B[c], hw, nw * sizeof(float));
         }
@@ -964,19 +972,23 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
     printf("\ngemm op on %s vs sgemm: weight %d x %d (f32 %.0f MiB, bf16 %.0f MiB; %d / %d copies "
            "rotated so every call reads from memory), %s, median of %d calls taken in turn\n", k->name, N, K,
            nw * 4.0 / 1048576.0, nw * 2.0 / 1048576.0, copies_f, copies, threads_note, REPS);
-    printf("GB/s = weight bytes / time (f32: 4 bytes per weight, bf16: 2)\n");
-    printf("%4s | %10s %8s | %10s %8s | %10s %8s %-6s\n", "M", "op f32 ms", "GB/s", "op bf16 ms",
-           "GB/s", "sgemm ms", "GB/s", "");
+    printf("GB/s = weight bytes / time (f32: 4 bytes per weight, bf16: 2); bf16 widened: exact\n"
+           "products (precision f32), bf16 x bf16: activations rounded to bf16 (precision bf16, %s)\n",
+           strcmp(k->name, "cpu") ? k->name : sr_cpu_gemm_bf16_path());
+    printf("%4s | %10s %8s | %10s %8s | %10s %8s | %10s %8s %-6s\n", "M", "op f32 ms", "GB/s",
+           "bf16 wid.", "GB/s", "bf16xbf16", "GB/s", "sgemm ms", "GB/s", "");
     for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
         int M = Ms[i];
-        bench_gemm_case c[3] = {{k, M, N, K, copies_f, Wf, NULL, x, y},
+        bench_gemm_case c[4] = {{k, M, N, K, copies_f, Wf, NULL, x, y},
                                 {k, M, N, K, copies, Wb, NULL, x, y},
+                                {k, M, N, K, copies, Wd, NULL, x, y},
                                 {k, M, N, K, copies_f, NULL, B, x, y}};
-        double med[3];
-        if (bench_gemm_medians(c, 3, REPS, med)) goto out;
-        double tf = med[0], tb = med[1], ts = med[2];
-        printf("%4d | %10.3f %8.2f | %10.3f %8.2f | %10.3f %8.2f %-6s\n", M, tf * 1e3, nw * 4.0 / tf / 1e9,
-               tb * 1e3, nw * 2.0 / tb / 1e9, ts * 1e3, nw * 4.0 / ts / 1e9, M == 1 ? "(gemv)" : "");
+        double med[4];
+        if (bench_gemm_medians(c, 4, REPS, med)) goto out;
+        double tf = med[0], tb = med[1], td = med[2], ts = med[3];
+        printf("%4d | %10.3f %8.2f | %10.3f %8.2f | %10.3f %8.2f | %10.3f %8.2f %-6s\n", M, tf * 1e3,
+               nw * 4.0 / tf / 1e9, tb * 1e3, nw * 2.0 / tb / 1e9, td * 1e3, nw * 2.0 / td / 1e9,
+               ts * 1e3, nw * 4.0 / ts / 1e9, M == 1 ? "(gemv)" : "");
     }
     /* Whisper encoder products (base / small widths at 30 s: 1500 frames): compute-bound */
     static const int big[][3] = {{1500, 1536, 384}, {1500, 384, 1536}, {1500, 2048, 512}, {1500, 512, 2048}};
@@ -995,7 +1007,7 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
             for (size_t i = 0; i < nx + nbw; i++) h[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
             k->upload(bx, h, nx * sizeof(float));
             k->upload(bB, h + nx, nbw * sizeof(float));
-            ok = k->weight_create(h + nx, SR_F32, n, kk, NULL, &bW) == SR_OK;
+            ok = k->weight_create(h + nx, SR_F32, n, kk, NULL, SR_KMUL_EXACT, &bW) == SR_OK;
         }
         double med[2] = {-1, -1};
         if (ok) {
@@ -1019,6 +1031,7 @@ out:
     for (int c = 0; c < 16; c++) {
         if (Wf[c]) k->weight_free(Wf[c]);
         if (Wb[c]) k->weight_free(Wb[c]);
+        if (Wd[c]) k->weight_free(Wd[c]);
         k->free(B[c]);
     }
     k->free(x);
@@ -1155,6 +1168,7 @@ static void bench_json_run(cJSON *j, const bench_args *b, const sr_model *m)
     cJSON_AddStringToObject(j, "arch", sr_model_arch(m));
     cJSON_AddStringToObject(j, "device", o->mo.device ? o->mo.device : "cpu");
     cJSON_AddNumberToObject(j, "threads", bench_threads(o));
+    cJSON_AddStringToObject(j, "precision", o->mo.precision ? o->mo.precision : "f32");
     cJSON *files = cJSON_AddArrayToObject(j, "audio");
     for (int i = 0; i < b->n_audio; i++) cJSON_AddItemToArray(files, cJSON_CreateString(b->audio[i]));
     if (sc->strategy) cJSON_AddStringToObject(j, "strategy", sc->strategy);

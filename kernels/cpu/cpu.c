@@ -9,19 +9,27 @@
 #include "cpu_impl.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <string.h>
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #endif
 
-int sr_cpu_f16c(void)
+/* CPUID once: it is slow (a VM exit under a hypervisor) and the paths ask on every call. */
+static int f16c;
+static void f16c_probe(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-#else
-    return 0;
+    f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 #endif
+}
+
+int sr_cpu_f16c(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, f16c_probe);
+    return f16c;
 }
 
 #define CPU_ALIGN 64

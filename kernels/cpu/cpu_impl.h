@@ -29,7 +29,7 @@ void sr_cpu_parallel(int threads, int n_parts, void (*fn)(void *ctx, int part), 
 
 /* ---- gemm.c ------------------------------------------------------------------------------- */
 sr_status sr_cpu_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
-                               sr_kweight **out);
+                               sr_kmul mul, sr_kweight **out);
 void sr_cpu_weight_free(sr_kweight *w);
 sr_status sr_cpu_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                       sr_act act, float alpha, float beta, float *y, int ldy);
@@ -74,6 +74,12 @@ sr_status sr_cpu_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int
  * "avx512", "avx2", "portable" or NULL (automatic); -1 when this CPU lacks the path (nothing
  * changes), else 0; *_isa names the path in use. */
 int sr_cpu_gemm_force_isa(const char *name);
+/* The path of bf16 products (SR_KMUL_BF16): "amx", "avx512_bf16" or "portable" (NULL:
+ * automatic, the first this CPU has). The AVX512_BF16 and portable paths give the same bits;
+ * AMX sums each 32-k step in an order Intel leaves open, so it agrees with them within the
+ * f32 rounding bound only (rows stay independent). */
+int sr_cpu_gemm_force_bf16(const char *name);
+const char *sr_cpu_gemm_bf16_path(void);
 const char *sr_cpu_gemm_isa(void);
 int sr_cpu_attn_force_isa(const char *name);
 const char *sr_cpu_attn_isa(void);

@@ -37,6 +37,25 @@
  * broadcasts come from one sequential stream (rows of x a multiple of 4 KB apart would
  * otherwise share L1 sets and evict each other).
  *
+ * bf16 products (SR_KMUL_BF16, kernels.h). The panel is [k / 2][32 columns][2]: the 32-bit
+ * lane of column c holds w[c, 2i] low and w[c, 2i + 1] high, the operand of VDPBF16PS and the
+ * rows of an AMX B tile, so one k pair of the panel is two 64-byte vectors (K is padded with
+ * zero k rows to a multiple of 32, AMX's step; subnormal weights are stored as zero). x is
+ * rounded to bf16 (subnormals to zero first) as it is packed. Three paths, picked at run time:
+ *   AMX (TDPBF16PS; Linux asks the kernel for the tile state once): tiles of up to 32 rows
+ *     (two 16-row A tiles) x 32 columns (two B tiles), 32 k per instruction, x packed as
+ *     row-major bf16 rows. 16 rows (8 streams of two frames) take the weight-read time, where
+ *     the widening path is compute-bound beyond about 8 rows. Intel leaves the order of the
+ *     sums inside one instruction open: the tests hold this path to the f32 rounding bound
+ *     against the double reference, and to bit-identity across batchings and threads (every
+ *     row runs the same instructions whatever its tile holds).
+ *   AVX512_BF16 (VDPBF16PS): register tiles of up to 12 rows x 32 columns, two instructions
+ *     per row and k pair, x packed as one 32-bit pair per row and k pair.
+ *   portable: the same sums as VDPBF16PS (two fmaf per pair, odd k first, each result with a
+ *     subnormal flushed), tested bit for bit against it.
+ * On a CPU with VDPBF16PS but not AMX the instruction issues on one port, so it reads the
+ * weights no faster than widening; AMX is what makes precision bf16 fast.
+ *
  * Blocking and threads. The work is cut into parts: a group of consecutive panels times a block
  * of rows. Inside a part the row tiles are the outer loop and the group's panels the inner one:
  * the packed x tile stays in L1 / L2 while the panels (read from memory by the first tile, from
@@ -48,20 +67,33 @@
  * time (the later ones read the group from cache). The caller and the pool workers (pool.c)
  * take parts from a shared counter.
  */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* syscall(), for arch_prctl (AMX) */
+#endif
 #include "../../core/dtype.h"
 #include "../../core/internal.h"
 #include "../ops.h"
 #include "cpu_impl.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define GEMM_X86 1
 #else
 #define GEMM_X86 0
+#endif
+#if GEMM_X86 && defined(__linux__)
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define GEMM_AMX 1 /* AMX needs the kernel's leave to use the tile state (arch_prctl) */
+#else
+#define GEMM_AMX 0
 #endif
 
 #define NR 32                     /* output rows (columns of y) per panel */
@@ -77,6 +109,10 @@
 #define MIN_PAR_FMA (1L << 21)    /* multiply-adds above which the pool is worth waking */
 
 enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+/* Paths of bf16 products: the portable tile, VDPBF16PS, AMX (TDPBF16PS) */
+enum { BF_PORTABLE = 0, BF_DOT = 1, BF_AMX = 2 };
+#define MRAMX 32 /* rows per AMX tile pair (two 16-row A tiles) */
+#define KAMX 32  /* k per TDPBF16PS: panels and packed rows of bf16 products pad K to it */
 
 /* Position within a k row of panel column c: bf16 pairs columns c and c + 16 in a 32-bit lane. */
 static inline int panel_pos(sr_dtype dt, int c)
@@ -84,15 +120,49 @@ static inline int panel_pos(sr_dtype dt, int c)
     return dt == SR_BF16 ? 2 * (c & 15) + (c >> 4) : c;
 }
 
+/* Element index of (column c, k) within a panel. */
+static inline size_t panel_at(const sr_kweight *W, int c, size_t k)
+{
+    if (W->mul == SR_KMUL_BF16) return (k >> 1) * (2 * NR) + 2 * (size_t)c + (k & 1);
+    return k * NR + (size_t)panel_pos(W->dtype, c);
+}
+
 static size_t elt_size(sr_dtype dt)
 {
     return dt == SR_F32 ? 4 : dt == SR_I8 ? 1 : 2;
 }
 
+/* k rows a panel holds: K, or K rounded up to KAMX for bf16 products (zero rows). */
+static size_t k_rows(const sr_kweight *W)
+{
+    return W->mul == SR_KMUL_BF16 ? ((size_t)W->k + KAMX - 1) / KAMX * KAMX : (size_t)W->k;
+}
+
 static size_t panel_bytes(const sr_kweight *W)
 {
-    size_t b = (size_t)W->k * NR * elt_size(W->dtype);
+    size_t b = k_rows(W) * NR * elt_size(W->dtype);
     return (b + 63) & ~(size_t)63;
+}
+
+/* bf16 with a subnormal (exponent 0, mantissa not) replaced by zero of its sign. */
+static inline uint16_t bf16_daz(uint16_t b)
+{
+    return (b & 0x7f80u) ? b : (uint16_t)(b & 0x8000u);
+}
+
+/* An activation as a bf16 product operand: subnormals to zero, then nearest even. */
+static inline uint16_t x_to_bf16(float v)
+{
+    if (fabsf(v) < FLT_MIN) v = copysignf(0.0f, v);
+    return sr_f32_to_bf16(v);
+}
+
+/* One addition of a bf16 product: acc + x w (exact product) rounded once, a subnormal result
+ * flushed to zero of its sign (VDPBF16PS's FTZ). */
+static inline float dbf_add(float x, float w, float acc)
+{
+    float r = fmaf(x, w, acc);
+    return fabsf(r) < FLT_MIN ? copysignf(0.0f, r) : r;
 }
 
 static int n_panels(const sr_kweight *W) { return (W->n + NR - 1) / NR; }
@@ -104,7 +174,7 @@ typedef struct {
     sr_kweight *W;
 } repack_job;
 
-/* Panel p of W from the host rows: element (row 32 p + c, k) to k * 32 + panel_pos(c). */
+/* Panel p of W from the host rows: element (row 32 p + c, k) to panel_at(c, k). */
 static void repack_panel(void *ctx, int p)
 {
     const repack_job *j = ctx;
@@ -117,7 +187,11 @@ static void repack_panel(void *ctx, int p)
         if (n >= W->n) break;
         size_t pos = (size_t)panel_pos(W->dtype, c);
         const unsigned char *src = (const unsigned char *)j->host + (size_t)n * K * es;
-        if (es == 4) {
+        if (W->mul == SR_KMUL_BF16) {
+            const uint16_t *s = (const uint16_t *)(const void *)src;
+            uint16_t *d = (uint16_t *)(void *)dst;
+            for (size_t k = 0; k < K; k++) d[panel_at(W, c, k)] = bf16_daz(s[k]);
+        } else if (es == 4) {
             const float *s = (const float *)(const void *)src;
             float *d = (float *)(void *)dst;
             for (size_t k = 0; k < K; k++) d[k * NR + pos] = s[k];
@@ -132,7 +206,7 @@ static void repack_panel(void *ctx, int p)
 }
 
 sr_status sr_cpu_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
-                               sr_kweight **out)
+                               sr_kmul mul, sr_kweight **out)
 {
     if (!out) return sr_error(SR_ERR_ARG, "weight_create: out is NULL");
     *out = NULL;
@@ -142,11 +216,17 @@ sr_status sr_cpu_weight_create(const void *host, sr_dtype dt, int n, int k, cons
         return sr_error(SR_ERR_ARG, "weight_create: dtype %d is not f32, bf16, f16 or i8", (int)dt);
     if (!host) return sr_error(SR_ERR_ARG, "weight_create: host is NULL");
     if (dt == SR_I8 && !scale) return sr_error(SR_ERR_ARG, "weight_create: i8 weight without scale");
+    if (mul != SR_KMUL_EXACT && mul != SR_KMUL_BF16)
+        return sr_error(SR_ERR_ARG, "weight_create: mul %d is not exact or bf16", (int)mul);
+    if (mul == SR_KMUL_BF16 && dt != SR_BF16)
+        return sr_error(SR_ERR_ARG, "weight_create: bf16 products need a bf16 weight (dtype %s)",
+                        sr_dtype_name(dt));
     sr_kweight *W = calloc(1, sizeof *W);
     if (!W) return sr_error(SR_ERR_NOMEM, "weight_create: %d x %d weight", n, k);
     W->n = n;
     W->k = k;
     W->dtype = dt;
+    W->mul = mul;
     int np = n_panels(W);
     size_t data_bytes = (size_t)np * panel_bytes(W);
     size_t scale_bytes = dt == SR_I8 ? (size_t)np * NR * sizeof(float) : 0;
@@ -189,7 +269,12 @@ void sr_cpu_weight_free(sr_kweight *w)
 typedef struct {
     int M, K, N, ldx, ldy;
     const float *x;
-    const float *xp; /* x packed by row tile (pack_block), or x itself when M = 1 */
+    const float *xp; /* x packed by row tile (pack_block), or x itself when M = 1 and exact;
+                      * bf16 products: uint32 bf16 pairs, [k / 2][mr] per tile */
+    int bf;          /* bf16 products (W->mul == SR_KMUL_BF16) */
+    int bfpath;      /* BF_*: the tile of bf16 products */
+    int K2;          /* k pairs (bf16 products) */
+    int Kpad;        /* K padded to KAMX: the row stride of AMX's packed x (bf16 elements) */
     const sr_kweight *W;
     const float *bias;
     sr_act act;
@@ -275,6 +360,29 @@ PORTABLE_FN(tilep_f32, SR_F32)
 PORTABLE_FN(tilep_bf16, SR_BF16)
 PORTABLE_FN(tilep_f16, SR_F16)
 PORTABLE_FN(tilep_i8, SR_I8)
+
+/* Portable tile of bf16 products, mr <= MRP: xp holds [nk / 2][mr] bf16 pairs (an odd nk is
+ * the end of K, its pair padded with zeros), the panel [nk / 2][32][2]. */
+static void tilep_dbf(int mr, int nk, const float *xpf, const void *panel, float *t, int ldt,
+                      int load, const void *next)
+{
+    (void)next;
+    const uint32_t *xp = (const uint32_t *)(const void *)xpf;
+    const uint16_t *wp = panel;
+    float acc[MRP][NR];
+    for (int r = 0; r < mr; r++)
+        for (int c = 0; c < NR; c++) acc[r][c] = load ? t[(size_t)r * ldt + c] : 0.0f;
+    for (int kp = 0; kp < (nk + 1) / 2; kp++, wp += 2 * NR, xp += mr)
+        for (int r = 0; r < mr; r++) {
+            float x0 = sr_bf16_to_f32((uint16_t)(xp[r] & 0xffffu));
+            float x1 = sr_bf16_to_f32((uint16_t)(xp[r] >> 16));
+            for (int c = 0; c < NR; c++) {
+                float a = dbf_add(x1, sr_bf16_to_f32(wp[2 * c + 1]), acc[r][c]);
+                acc[r][c] = dbf_add(x0, sr_bf16_to_f32(wp[2 * c]), a);
+            }
+        }
+    for (int r = 0; r < mr; r++) memcpy(t + (size_t)r * ldt, acc[r], NR * sizeof(float));
+}
 
 #if GEMM_X86
 #define T256 __attribute__((target("avx2,fma,f16c")))
@@ -401,6 +509,169 @@ TILE512_FN(tile512_bf16, SR_BF16)
 TILE512_FN(tile512_f16, SR_F16)
 TILE512_FN(tile512_i8, SR_I8)
 
+#define T512BF __attribute__((target("avx512f,avx512bf16,avx2,fma,f16c")))
+
+/* Register tile of bf16 products: mr rows x 32 columns, two VDPBF16PS per row and k pair
+ * (xp and panel as tilep_dbf). */
+INLINE T512BF void tile512bf(int mr, int nk, const float *xpf, const void *panel, float *t,
+                             int ldt, int load, const void *next)
+{
+    const uint32_t *xp = (const uint32_t *)(const void *)xpf;
+    __m512 a0[MR512], a1[MR512];
+#pragma GCC unroll 12
+    for (int r = 0; r < mr; r++) {
+        a0[r] = load ? _mm512_load_ps(t + (size_t)r * ldt) : _mm512_setzero_ps();
+        a1[r] = load ? _mm512_load_ps(t + (size_t)r * ldt + 16) : _mm512_setzero_ps();
+    }
+    const int np = (nk + 1) / 2;
+    const long rb = 4 * NR, ks = SR_MAX(0, (np * rb - PF_BYTES + rb - 1) / rb);
+    const char *pf = (const char *)panel + PF_BYTES;
+    const uint16_t *wp = panel;
+    for (int kp = 0; kp < np; kp++, xp += mr, pf += rb, wp += 2 * NR) {
+        if (kp == ks) pf = (const char *)next + (ks * rb + PF_BYTES - np * rb);
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        __m512bh w0 = (__m512bh)_mm512_loadu_si512(wp);
+        __m512bh w1 = (__m512bh)_mm512_loadu_si512(wp + NR);
+#pragma GCC unroll 12
+        for (int r = 0; r < mr; r++) {
+            __m512bh xv = (__m512bh)_mm512_set1_epi32((int)xp[r]);
+            a0[r] = _mm512_dpbf16_ps(a0[r], xv, w0);
+            a1[r] = _mm512_dpbf16_ps(a1[r], xv, w1);
+        }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < mr; r++) {
+        _mm512_store_ps(t + (size_t)r * ldt, a0[r]);
+        _mm512_store_ps(t + (size_t)r * ldt + 16, a1[r]);
+    }
+}
+
+T512BF static void tile512_dbf(int mr, int nk, const float *xp, const void *panel, float *t,
+                               int ldt, int load, const void *next)
+{
+    switch (mr) {
+    case 1: tile512bf(1, nk, xp, panel, t, ldt, load, next); break;
+    case 2: tile512bf(2, nk, xp, panel, t, ldt, load, next); break;
+    case 3: tile512bf(3, nk, xp, panel, t, ldt, load, next); break;
+    case 4: tile512bf(4, nk, xp, panel, t, ldt, load, next); break;
+    case 5: tile512bf(5, nk, xp, panel, t, ldt, load, next); break;
+    case 6: tile512bf(6, nk, xp, panel, t, ldt, load, next); break;
+    case 7: tile512bf(7, nk, xp, panel, t, ldt, load, next); break;
+    case 8: tile512bf(8, nk, xp, panel, t, ldt, load, next); break;
+    case 9: tile512bf(9, nk, xp, panel, t, ldt, load, next); break;
+    case 10: tile512bf(10, nk, xp, panel, t, ldt, load, next); break;
+    case 11: tile512bf(11, nk, xp, panel, t, ldt, load, next); break;
+    default: tile512bf(12, nk, xp, panel, t, ldt, load, next); break;
+    }
+}
+#endif /* GEMM_X86 (reopened below) */
+
+#if GEMM_AMX
+#define TAMX __attribute__((target("amx-tile,amx-bf16,avx512f")))
+
+/* Tile configuration (palette 1): all 8 tiles 16 rows x 64 bytes. tmm0 / tmm3: A (16 rows of
+ * x, 32 bf16 each); tmm1 / tmm2: B (16 k pairs x 16 columns, the panel's lanes 0-15 and
+ * 16-31); tmm4-5 / tmm6-7: C (16 rows x 16 f32) for the columns 0-15 / 16-31 of rows 0-15 /
+ * 16-31. The configuration is per thread (the pool's workers load it on first use). */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+static _Thread_local int amx_configured;
+
+TAMX static void amx_configure(void)
+{
+    amx_config c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        c.rows[i] = 16;
+        c.colsb[i] = 64;
+    }
+    _tile_loadconfig(&c);
+    amx_configured = 1;
+}
+
+/* AMX tile of bf16 products: mr <= 32 rows x 32 columns. xp: row-major bf16 rows of stride
+ * ldx elements (K padded with zeros to KAMX, rows past mr readable: they only make C rows that
+ * are dropped); panel: [k / 2][32][2] from the block's first k; nk rounded up to KAMX (the
+ * padding is zeros on both sides). A full 16-row tile always runs: a row's sums never depend
+ * on the others. t as the other tiles (rows r < mr at t + r ldt). */
+TAMX static void tile_amx(int mr, int nk, const float *xpf, int ldx, const void *panel, float *t,
+                          int ldt, int load)
+{
+    _Alignas(64) float c[MRAMX][NR];
+    const uint16_t *xa = (const uint16_t *)(const void *)xpf, *wp = panel;
+    const int two = mr > 16;
+    const size_t xs = (size_t)ldx * 2;
+    if (!amx_configured) amx_configure();
+    if (load) {
+        for (int r = 0; r < mr; r++) memcpy(c[r], t + (size_t)r * ldt, sizeof c[r]);
+        _tile_loadd(4, c[0], sizeof c[0]);
+        _tile_loadd(5, c[0] + 16, sizeof c[0]);
+        if (two) {
+            _tile_loadd(6, c[16], sizeof c[0]);
+            _tile_loadd(7, c[16] + 16, sizeof c[0]);
+        }
+    } else {
+        _tile_zero(4);
+        _tile_zero(5);
+        if (two) {
+            _tile_zero(6);
+            _tile_zero(7);
+        }
+    }
+    for (int k0 = 0; k0 < nk; k0 += KAMX) {
+        _tile_loadd(1, wp + (size_t)k0 * NR, 4 * NR);
+        _tile_loadd(2, wp + (size_t)k0 * NR + 2 * 16, 4 * NR);
+        _tile_loadd(0, xa + k0, xs);
+        _tile_dpbf16ps(4, 0, 1);
+        _tile_dpbf16ps(5, 0, 2);
+        if (two) {
+            _tile_loadd(3, xa + (size_t)16 * ldx + k0, xs);
+            _tile_dpbf16ps(6, 3, 1);
+            _tile_dpbf16ps(7, 3, 2);
+        }
+    }
+    _tile_stored(4, c[0], sizeof c[0]);
+    _tile_stored(5, c[0] + 16, sizeof c[0]);
+    if (two) {
+        _tile_stored(6, c[16], sizeof c[0]);
+        _tile_stored(7, c[16] + 16, sizeof c[0]);
+    }
+    for (int r = 0; r < mr; r++) memcpy(t + (size_t)r * ldt, c[r], sizeof c[r]);
+}
+
+/* AMX-BF16 in the CPU (CPUID 7.0: EDX bits 22, 24) and the kernel's leave to use tile data
+ * (Linux 5.16+: ARCH_REQ_XCOMP_PERM for XTILEDATA, feature 18), asked once per process. */
+static int amx_ok;
+static void amx_probe(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) return;
+    amx_ok = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18) == 0;
+}
+
+static int amx_available(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, amx_probe);
+    return amx_ok;
+}
+#else
+static int amx_available(void) { return 0; }
+static void tile_amx(int mr, int nk, const float *xpf, int ldx, const void *panel, float *t,
+                     int ldt, int load)
+{
+    (void)mr, (void)nk, (void)xpf, (void)ldx, (void)panel, (void)t, (void)ldt, (void)load;
+}
+#endif /* GEMM_AMX */
+
+#if GEMM_X86
+
 /* Widened weights of half h of panel row k: lo = columns 8h..8h+7, hi = 16+8h..16+8h+7. */
 INLINE T256 void wload256(sr_dtype dt, const void *panel, size_t k, int h, __m256 *lo,
                           __m256 *hi)
@@ -487,13 +758,19 @@ TILE256_FN(tile256_i8, SR_I8)
 
 static int tile_rows(int isa) { return isa == ISA_AVX512 ? MR512 : isa == ISA_AVX2 ? MR256 : MRP; }
 
+static int job_rows(const gemm_job *j)
+{
+    if (j->bf) return j->bfpath == BF_AMX ? MRAMX : j->bfpath == BF_DOT ? MR512 : MRP;
+    return tile_rows(j->isa);
+}
+
 /* Row tiles of block b: rows [*m0, *m1) in the returned number of tiles of nearly equal height
  * (16 rows: 8 + 8, not 12 + 4); tile_height gives the height of tile i starting at row m. */
 static int block_tiles(const gemm_job *j, int b, int *m0, int *m1)
 {
     *m0 = b * j->mc;
     *m1 = SR_MIN(*m0 + j->mc, j->M);
-    int mr_max = tile_rows(j->isa);
+    int mr_max = job_rows(j);
     return (*m1 - *m0 + mr_max - 1) / mr_max;
 }
 
@@ -512,6 +789,29 @@ static void pack_block(void *ctx, int b)
     float *xp = (float *)j->xp;
     for (int i = 0, m = m0; i < n_tiles; i++) {
         int mr = tile_height(m, m1, i, n_tiles);
+        if (j->bfpath == BF_AMX) { /* row-major bf16 rows of Kpad at xp + m Kpad */
+            for (int r = 0; r < mr; r++) {
+                const float *src = j->x + (size_t)(m + r) * j->ldx;
+                uint16_t *dst = (uint16_t *)(void *)xp + (size_t)(m + r) * j->Kpad;
+                for (int k = 0; k < j->K; k++) dst[k] = x_to_bf16(src[k]);
+                memset(dst + j->K, 0, (size_t)(j->Kpad - j->K) * sizeof *dst);
+            }
+            m += mr;
+            continue;
+        }
+        if (j->bf) { /* bf16 pairs, [k / 2][mr] at xp + m K2 (uint32) */
+            uint32_t *dst = (uint32_t *)(void *)xp + (size_t)m * j->K2;
+            for (int r = 0; r < mr; r++) {
+                const float *src = j->x + (size_t)(m + r) * j->ldx;
+                for (int kp = 0; kp < j->K2; kp++) {
+                    uint32_t lo = x_to_bf16(src[2 * kp]);
+                    uint32_t hi = 2 * kp + 1 < j->K ? x_to_bf16(src[2 * kp + 1]) : 0u;
+                    dst[(size_t)kp * mr + r] = lo | hi << 16;
+                }
+            }
+            m += mr;
+            continue;
+        }
         float *dst = xp + (size_t)m * j->K;
         for (int r = 0; r < mr; r++) {
             const float *src = j->x + (size_t)(m + r) * j->ldx;
@@ -521,14 +821,17 @@ static void pack_block(void *ctx, int b)
     }
 }
 
-static tile_fn pick_tile(int isa, sr_dtype dt)
+static tile_fn pick_tile(int isa, sr_dtype dt, int bf)
 {
     static const tile_fn tp[4] = {tilep_f32, tilep_f16, tilep_bf16, tilep_i8};
 #if GEMM_X86
+    if (bf) return bf == 1 + BF_DOT ? tile512_dbf : tilep_dbf;
     static const tile_fn t512[4] = {tile512_f32, tile512_f16, tile512_bf16, tile512_i8};
     static const tile_fn t256[4] = {tile256_f32, tile256_f16, tile256_bf16, tile256_i8};
     if (isa == ISA_AVX512) return t512[dt];
     if (isa == ISA_AVX2) return t256[dt];
+#else
+    if (bf) return tilep_dbf;
 #endif
     return tp[dt];
 }
@@ -544,13 +847,25 @@ static void epilogue(const gemm_job *j, float *t, int ldt, int mr, int m0, int n
     epilogue_portable(j, t, ldt, mr, m0, n0, nv);
 }
 
+/* The packed activations of the tile of rows from m (mr of them) at k0 (even when bf). */
+static const float *xp_at(const gemm_job *j, int m, int mr, int k0)
+{
+    if (j->bfpath == BF_AMX)
+        return (const float *)(const void *)((const uint16_t *)(const void *)j->xp +
+                                             (size_t)m * j->Kpad + (size_t)k0);
+    if (j->bf)
+        return (const float *)(const void *)((const uint32_t *)(const void *)j->xp +
+                                             (size_t)m * j->K2 + (size_t)(k0 / 2) * mr);
+    return j->xp + (size_t)m * j->K + (size_t)k0 * mr;
+}
+
 /* One part: panel group g x row block b. */
 static void gemm_part(void *ctx, int part)
 {
     const gemm_job *j = ctx;
     const sr_kweight *W = j->W;
     const size_t pb = panel_bytes(W), rb = NR_BYTES(W->dtype);
-    const tile_fn tile = pick_tile(j->isa, W->dtype);
+    const tile_fn tile = pick_tile(j->isa, W->dtype, j->bf ? 1 + j->bfpath : 0);
     int g = part / j->n_blocks, b = part % j->n_blocks;
     int p0 = g * j->group, p1 = SR_MIN(p0 + j->group, n_panels(W));
     int m0, m1, n_tiles = block_tiles(j, b, &m0, &m1);
@@ -564,7 +879,7 @@ static void gemm_part(void *ctx, int part)
             int k0 = kb * j->kc, nk = SR_MIN(j->kc, j->K - k0);
             for (int i = 0, m = m0; i < n_tiles; i++) {
                 int mr = tile_height(m, m1, i, n_tiles);
-                const float *xp = j->xp + (size_t)m * j->K + (size_t)k0 * mr;
+                const float *xp = xp_at(j, m, mr, k0);
                 for (int p = p0; p < p1; p++) {
                     float *t = acc + (size_t)(m - m0) * ldt + (size_t)(p - p0) * NR;
                     /* the stream of the first tile: this k block of the next panel, or the
@@ -572,8 +887,9 @@ static void gemm_part(void *ctx, int part)
                     const unsigned char *next =
                         p + 1 < p1 ? panels + (size_t)(p + 1) * pb + (size_t)k0 * rb
                                    : panels + (size_t)p0 * pb + (size_t)(k0 + nk) * rb;
-                    tile(mr, nk, xp, panels + (size_t)p * pb + (size_t)k0 * rb, t, ldt, kb > 0,
-                         next);
+                    const unsigned char *pk = panels + (size_t)p * pb + (size_t)k0 * rb;
+                    if (j->bfpath == BF_AMX) tile_amx(mr, nk, xp, j->Kpad, pk, t, ldt, kb > 0);
+                    else tile(mr, nk, xp, pk, t, ldt, kb > 0, next);
                     if (kb == j->n_kb - 1) epilogue(j, t, ldt, mr, m, p * NR, SR_MIN(NR, W->n - p * NR));
                 }
                 m += mr;
@@ -584,9 +900,10 @@ static void gemm_part(void *ctx, int part)
     /* row tile outer, panel inner, all of k at once */
     for (int i = 0, m = m0; i < n_tiles; i++) {
         int mr = tile_height(m, m1, i, n_tiles);
-        const float *xp = j->xp + (size_t)m * j->K;
+        const float *xp = xp_at(j, m, mr, 0);
         for (int p = p0; p < p1; p++) {
-            tile(mr, j->K, xp, panels + (size_t)p * pb, acc, NR, 0, panels + (size_t)(p + 1) * pb);
+            if (j->bfpath == BF_AMX) tile_amx(mr, j->K, xp, j->Kpad, panels + (size_t)p * pb, acc, NR, 0);
+            else tile(mr, j->K, xp, panels + (size_t)p * pb, acc, NR, 0, panels + (size_t)(p + 1) * pb);
             epilogue(j, acc, NR, mr, m, p * NR, SR_MIN(NR, W->n - p * NR));
         }
         m += mr;
@@ -604,6 +921,16 @@ static int isa_available(int isa)
     if (isa == ISA_AVX2) return avx2;
 #endif
     return isa == ISA_PORTABLE;
+}
+
+/* VDPBF16PS (AVX512_BF16), used for bf16 products on the AVX-512 path. */
+static int bf16_dot_available(void)
+{
+#if GEMM_X86
+    return isa_available(ISA_AVX512) && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
 }
 
 static int gemm_isa(void)
@@ -633,11 +960,43 @@ int sr_cpu_gemm_force_isa(const char *name)
 
 const char *sr_cpu_gemm_isa(void) { return isa_names[gemm_isa()]; }
 
+static int force_bf = -1;
+static const char *const bf_names[] = {"portable", "avx512_bf16", "amx"};
+
+static int bf_available(int path)
+{
+    return path == BF_AMX ? amx_available() : path == BF_DOT ? bf16_dot_available() : 1;
+}
+
+static int bf_path(void)
+{
+    if (force_bf >= 0) return force_bf;
+    return amx_available() ? BF_AMX : bf16_dot_available() ? BF_DOT : BF_PORTABLE;
+}
+
+int sr_cpu_gemm_force_bf16(const char *name)
+{
+    if (!name) {
+        force_bf = -1;
+        return 0;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, bf_names[i])) {
+            if (!bf_available(i)) return -1;
+            force_bf = i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *sr_cpu_gemm_bf16_path(void) { return bf_names[bf_path()]; }
+
 static int valid_weight(const sr_kweight *W)
 {
     return W->n >= 1 && W->k >= 1 && W->data &&
            (W->dtype == SR_F32 || W->dtype == SR_BF16 || W->dtype == SR_F16 ||
-            (W->dtype == SR_I8 && W->scale));
+            (W->dtype == SR_I8 && W->scale)) &&
+           (W->mul == SR_KMUL_EXACT || (W->mul == SR_KMUL_BF16 && W->dtype == SR_BF16));
 }
 
 /* Blocking of a product (file comment): k blocks, panel groups, row blocks. */
@@ -652,6 +1011,10 @@ static void plan(gemm_job *j, int threads)
     if (K > KC_MAX && M > mr_max) {
         j->n_kb = (K + KC_MAX - 1) / KC_MAX;
         j->kc = (K + j->n_kb - 1) / j->n_kb;
+        if (j->bf && j->kc % KAMX) { /* k blocks of whole AMX steps (and pairs) */
+            j->kc += KAMX - j->kc % KAMX;
+            j->n_kb = (K + j->kc - 1) / j->kc;
+        }
         /* a k block of the group's weights in L2; the accumulators of a part in acc */
         group = (int)SR_MAX((size_t)1, PART_BYTES / ((size_t)j->kc * NR_BYTES(W->dtype)));
         group = SR_MIN(group, ACC_FLOATS / (NR * mr_max));
@@ -689,17 +1052,29 @@ sr_status sr_cpu_gemm(int M, const float *x, int ldx, const sr_kweight *W, const
 
     gemm_job j = {.M = M, .K = W->k, .N = W->n, .ldx = ldx, .ldy = ldy, .x = x, .W = W,
                   .bias = bias, .act = act, .alpha = alpha, .beta = beta, .y = y,
-                  .isa = gemm_isa()};
+                  .isa = gemm_isa(), .bf = W->mul == SR_KMUL_BF16, .K2 = (W->k + 1) / 2};
+    /* bf16 products: AMX, else the AVX512_BF16 tile, else the portable one (file comment) */
+    if (j.bf) {
+        j.bfpath = bf_path();
+        j.isa = j.bfpath == BF_PORTABLE ? ISA_PORTABLE : ISA_AVX512; /* the epilogue's */
+        j.Kpad = (int)k_rows(W);
+    }
     int threads = sr_cpu_threads();
     double fma = (double)M * (double)W->n * (double)W->k;
     if ((double)n_panels(W) * (double)panel_bytes(W) < MIN_PAR_BYTES && fma < MIN_PAR_FMA) threads = 1;
     plan(&j, threads);
-    /* one row needs no packing: [k][1] is the row itself */
+    /* one row needs no packing: [k][1] is the row itself (not so for bf16 pairs) */
     float *pack = NULL;
-    if (M > 1) {
-        pack = malloc((size_t)M * (size_t)W->k * sizeof(float));
+    if (M > 1 || j.bf) {
+        /* a uint32 pair is a float's size; AMX: bf16 rows of Kpad and MRAMX rows of slack
+         * (read by the last tile's full 16-row loads, zeroed) */
+        size_t bytes = j.bfpath == BF_AMX ? ((size_t)M + MRAMX) * (size_t)j.Kpad * 2
+                       : (size_t)M * (j.bf ? (size_t)j.K2 : (size_t)W->k) * sizeof(float);
+        pack = malloc(bytes);
         if (!pack) return sr_error(SR_ERR_NOMEM, "gemm: %d x %d packed activations", M, W->k);
         j.xp = pack;
+        if (j.bfpath == BF_AMX)
+            memset((uint16_t *)(void *)pack + (size_t)M * j.Kpad, 0, (size_t)MRAMX * j.Kpad * 2);
         sr_cpu_parallel(threads, j.n_blocks, pack_block, &j);
     } else {
         j.xp = x;
@@ -728,6 +1103,11 @@ sr_status sr_cpu_gather(const sr_kweight *E, const int32_t *ids, int n, float *y
         const unsigned char *panel = (const unsigned char *)E->data + (size_t)(r / NR) * pb;
         size_t pos = (size_t)panel_pos(E->dtype, r % NR);
         float *yr = y + (size_t)i * ldy;
+        if (E->mul == SR_KMUL_BF16) { /* pair layout */
+            for (size_t k = 0; k < K; k++)
+                yr[k] = sr_bf16_to_f32(((const uint16_t *)(const void *)panel)[panel_at(E, r % NR, k)]);
+            continue;
+        }
         switch (E->dtype) {
         case SR_F32:
             for (size_t k = 0; k < K; k++) yr[k] = ((const float *)(const void *)panel)[k * NR + pos];

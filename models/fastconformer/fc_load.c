@@ -315,10 +315,11 @@ static sr_status load_sub_out(sr_model *m, sr_h5 *f, fc_model *w)
         for (int c = 0; c < C; c++)
             for (int fr = 0; fr < F3; fr++)
                 memcpy(p + o * row + ((size_t)fr * C + c) * es, src + o * row + ((size_t)c * F3 + fr) * es, es);
-    st = w->k->weight_create(p, t.dtype, d, C * F3, t.scale, &w->sub_out_own);
+    st = sr_model_kweight(m, "encoder.pre_encode.out.weight", p, t.dtype, t.scale, d, C * F3,
+                          &w->sub_out_own);
     free(p);
     sr_tensor_free(&t);
-    if (st) return sr_error_prefix(st, "%s: tensor encoder.pre_encode.out.weight", m->path);
+    if (st) return st;
     w->sub_out.w = w->sub_out_own;
     m->weight_bytes += w->sub_out_own->bytes;
     return SR_OK;
