@@ -100,10 +100,10 @@ debug:
 	ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) BUILD=build-debug DEBUG=1 test
 
 # ThreadSanitizer over the suites that run threads: the engine's decoder workers and batcher,
-# the op set's worker pool, streams on threads.
+# the op set's worker pool (and AMX tile state per worker), streams on threads.
 tsan:
 	$(MAKE) BUILD=build-tsan DEBUG=thread build-tsan/test_srkit
-	TSAN_OPTIONS=halt_on_error=1 OPENBLAS_NUM_THREADS=1 ./build-tsan/test_srkit engine_api engine_threads engine_equals_solo core_stream kernels_ops_rows
+	TSAN_OPTIONS=halt_on_error=1 OPENBLAS_NUM_THREADS=1 ./build-tsan/test_srkit engine_api engine_threads engine_equals_solo core_stream kernels_ops_rows kernels_gemm_bf16
 
 bench: $(BUILD)/srkit
 	./$(BUILD)/srkit bench --all --model $(SRKIT_HOME)/models/whisper-tiny.en.h5 --audio ../shared/data/librispeech-sample/1089-134686-0000.flac
