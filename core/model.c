@@ -291,6 +291,11 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
     }
     m->warning = sr_h5_warning(f);
     if ((st = sr_kernels_select(m->opt.device, &m->k))) goto fail;
+    if (strcmp(m->k->name, "cpu") && !m->ops->device_ready) {
+        st = sr_error(SR_ERR_UNSUPPORTED, "%s: the %s backend does not run on %s yet (its per-chunk "
+                      "path still reads host memory); use device cpu", h5_path, m->arch, m->k->name);
+        goto fail;
+    }
     if (m->opt.threads > 0) m->k->set_threads(m->opt.threads);
     int has_tok = 0;
     if ((st = sr_h5_has_dataset(f, "/tokenizer/pieces_data", &has_tok)) ||

@@ -179,6 +179,11 @@ typedef struct sr_model_ops {
     const char *name;        /* == HDF5 arch */
     const char *description;
     const char *default_decoder; /* when `defaults` is NULL or leaves the decoder unset */
+    /* 1 when every per-chunk access of the backend to activations, caches and weights goes
+     * through the table (uploads / downloads at the host boundary), so it runs on a device
+     * table; 0: CPU only, sr_model_load refuses other devices (no silent host access to device
+     * memory, no silent CPU fallback). */
+    int device_ready;
     /* Per-model defaults (may be NULL: strategy left to stream_open, decoder default_decoder):
      * fill what cfg leaves unset in *out, which sr_model_defaults (core/stream.c) has preset
      * from cfg; fields cfg sets stay as they are. Reads m->impl, so it runs after load. */

@@ -22,7 +22,7 @@
     X(core_api) X(core_stream) X(core_hdf5) X(core_audio) X(core_features) X(core_config)   \
     X(core_tokenizer) X(kernels) X(cli) X(data) X(eval_norm) X(eval_metrics) X(eval_data)   \
     X(eval_run) X(decoders) X(whisper_convert) X(whisper) X(voxtral) X(fastconformer)          \
-    X(ops_gemm) X(ops_rows) X(ops_attn) X(engine)
+    X(ops_gemm) X(ops_rows) X(ops_attn) X(ops_cuda) X(engine)
 #define DECLARE(n) void test_register_##n(void) __attribute__((weak));
 TEST_FILES(DECLARE)
 

@@ -1,7 +1,7 @@
 /*
  * cuda.cu — the CUDA kernel table: device memory through the CUDA runtime (cudaMalloc /
- * cudaMemcpy, all on the legacy default stream, so a download waits for every queued GEMM)
- * and GEMM through cuBLAS.
+ * cudaMemcpy, all on the legacy default stream, so a download waits for every queued op),
+ * sgemm through cuBLAS, and the op set from rowops.cu, gemm.cu and attn.cu (cuda_impl.h).
  *
  * cuBLAS is column-major, the library row-major. A row-major [R, C] matrix with row stride ld
  * is, read column-major, its transpose [C, R] with the same leading dimension. So the
@@ -17,12 +17,10 @@
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-extern "C" {
-#include "../kernels.h"
-/* core/internal.h's reporter, declared here so that nvcc needs none of the C-only headers. */
-sr_status sr_error(sr_status s, const char *fmt, ...);
-}
+#include "cuda_impl.h"
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static cublasHandle_t blas_handle;
@@ -37,12 +35,18 @@ static void blas_init(void)
         blas_init_status = cublasSetMathMode(blas_handle, CUBLAS_DEFAULT_MATH);
 }
 
-static sr_status cuda_fail(const char *what, cudaError_t e)
+sr_status sr_cuda_fail(const char *what, cudaError_t e)
 {
     /* Clear the sticky "last error" so that later calls report their own failure. */
     (void)cudaGetLastError();
     return sr_error(SR_ERR_DEVICE, "cuda %s: %s (%s)", what, cudaGetErrorString(e),
                     cudaGetErrorName(e));
+}
+
+sr_status sr_cuda_launched(const char *what)
+{
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? SR_OK : sr_cuda_fail(what, e);
 }
 
 static void *cuda_alloc(size_t bytes)
@@ -70,7 +74,7 @@ static sr_status cuda_copy(void *dst, const void *src, size_t bytes, cudaMemcpyK
         return sr_error(SR_ERR_ARG, "cuda %s: %s is NULL (%zu bytes)", what, dst ? "src" : "dst",
                         bytes);
     cudaError_t e = cudaMemcpy(dst, src, bytes, kind);
-    if (e != cudaSuccess) return cuda_fail(what, e);
+    if (e != cudaSuccess) return sr_cuda_fail(what, e);
     return SR_OK;
 }
 
@@ -87,7 +91,7 @@ static sr_status cuda_download(void *dst, const void *src, size_t bytes)
 static sr_status cuda_sync(void)
 {
     cudaError_t e = cudaDeviceSynchronize();
-    if (e != cudaSuccess) return cuda_fail("sync", e);
+    if (e != cudaSuccess) return sr_cuda_fail("sync", e);
     return SR_OK;
 }
 
@@ -133,7 +137,7 @@ static sr_status cuda_sgemm(int trans_a, int trans_b, int M, int N, int K, float
         dim3 grid((unsigned)((N + 31) / 32), (unsigned)GRID_Y((M + 7) / 8));
         scale_rows<<<grid, block>>>(C, M, N, ldc, beta);
         cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) return cuda_fail("sgemm beta scaling", e);
+        if (e != cudaSuccess) return sr_cuda_fail("sgemm beta scaling", e);
         return SR_OK;
     }
     cublasHandle_t h = NULL;
@@ -150,18 +154,55 @@ static sr_status cuda_sgemm(int trans_a, int trans_b, int M, int N, int K, float
 /* cuBLAS chooses its own parallelism. */
 static void cuda_set_threads(int n) { (void)n; }
 
-static const sr_kernels cuda_table = {
-    "cuda", cuda_alloc, cuda_free, cuda_upload, cuda_download, cuda_sync, cuda_sgemm,
-    cuda_set_threads,
-};
+/* nvcc's C++17 has no designated initializers: the table is filled field by field, once, at
+ * static initialization. */
+static sr_kernels make_table(void)
+{
+    sr_kernels t;
+    memset(&t, 0, sizeof t);
+    t.name = "cuda";
+    t.alloc = cuda_alloc;
+    t.free = cuda_free;
+    t.upload = cuda_upload;
+    t.download = cuda_download;
+    t.sync = cuda_sync;
+    t.sgemm = cuda_sgemm;
+    t.set_threads = cuda_set_threads;
+    t.zero = sr_cuda_zero;
+    t.copy2d = sr_cuda_copy2d;
+    t.weight_create = sr_cuda_weight_create;
+    t.weight_free = sr_cuda_weight_free;
+    t.gemm = sr_cuda_gemm;
+    t.norm = sr_cuda_norm;
+    t.act = sr_cuda_act;
+    t.glu = sr_cuda_glu;
+    t.add = sr_cuda_add;
+    t.scale = sr_cuda_scale;
+    t.gather = sr_cuda_gather;
+    t.rope = sr_cuda_rope;
+    t.im2col1d = sr_cuda_im2col1d;
+    t.conv2d_s2 = sr_cuda_conv2d_s2;
+    t.conv_dw = sr_cuda_conv_dw;
+    t.batchnorm = sr_cuda_batchnorm;
+    t.lstm_cell = sr_cuda_lstm_cell;
+    t.softmax = sr_cuda_softmax;
+    t.logsoftmax = sr_cuda_logsoftmax;
+    t.topk = sr_cuda_topk;
+    t.kv_write = sr_cuda_kv_write;
+    t.attn = sr_cuda_attn;
+    return t;
+}
+static const sr_kernels cuda_table = make_table();
+static const sr_kernels cuda_table_checked = sr_cuda_checked_table(&cuda_table);
 
 extern "C" sr_status sr_cuda_kernels(const sr_kernels **out)
 {
     *out = NULL;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) return cuda_fail("cudaGetDeviceCount", e);
+    if (e != cudaSuccess) return sr_cuda_fail("cudaGetDeviceCount", e);
     if (n == 0) return sr_error(SR_ERR_DEVICE, "cuda: no CUDA device present");
-    *out = &cuda_table;
+    const char *check = getenv("SRKIT_CUDA_CHECK"); /* checked.cu: refuse host pointers */
+    *out = check && !strcmp(check, "1") ? &cuda_table_checked : &cuda_table;
     return SR_OK;
 }

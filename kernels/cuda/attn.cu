@@ -1,0 +1,543 @@
+/*
+ * attn.cu — the CUDA table's attention over cache pools (kernels.h: sr_kattn, sr_kattn_fn),
+ * the device twin of kernels/cpu/attn.c: one launch covers every query row of every sequence
+ * of a batch, each row reading its own stream's slot of the K and V pools where the keys lie
+ * (ring row = position % pool rows), over its own key range [lo, hi) only. No cache is
+ * stacked, copied or masked after the fact ("Flux" fused cache-indexed attention).
+ *
+ * Numbers: the CPU's sequence of operations, bit for bit. kernels/cpu/attn.c defines every
+ * output element by one fixed sequence of correctly rounded operations, and this kernel
+ * performs exactly that sequence, so the CUDA table returns the CPU table's bits (NaN
+ * payloads aside, see pool_widen):
+ *   acc  = +0; acc = fma(q'[d], k_j[d], acc) for d ascending   (q' = q, or q + u with rel-pos)
+ *   rel  bd likewise with q + v and the rel row P(p_r - j); acc = acc + bd
+ *   s_j  = scale * acc
+ *   m    = max of s_j over the range (a NaN score is skipped; -inf when every score is NaN)
+ *   e_j  = exp(s_j - m) by the Cephes polynomial of the CPU (attn_exp below, step for step)
+ *   sum  = +0.0; sum = sum + (double)e_j for j ascending, in double
+ *   o[d] = +0; o[d] = fma(e_j, v_j[d], o[d]) for j ascending
+ *   out  = o[d] * (float)(1.0 / sum)                        (an empty range: out = +0)
+ * That is why the dot products and the value sums are sequential chains owned by one thread
+ * (a tree reduction over d or j would round differently), and why every product and sum that
+ * is not an explicit fma is written with the __f*_rn intrinsics: nvcc contracts a * b + c
+ * into an fma by default, which the CPU (-std=c11, no contraction) never does. Denormals are
+ * kept (no -ftz), as on the CPU.
+ *
+ * Launch layout: grid (n_head, rows) with one block of NT = 128 threads per (query row, head);
+ * the row index loops past the grid's y limit. A block reads its row's control record (its
+ * key count, slot, ring rows of the first key, first rel row), so sequences of any length and
+ * any slot mix freely in one launch, and the query heads of a K/V head (GQA, consecutive in x)
+ * run side by side and share that head's rows in L2.
+ *   scores   tiles of TK = 128 keys, one key per thread: the keys' columns are staged
+ *            TD = 32 at a time into shared memory, transposed [d][key] with a padded stride
+ *            (coalesced reads: a warp reads 32 consecutive columns of one key row; no bank
+ *            conflicts either way), together with the matching 32 elements of q'; each thread
+ *            then runs its key's fma chain on. Rel-pos runs the same tiles over the rel rows
+ *            m = rel_max - p_r + j (consecutive for consecutive keys).
+ *   softmax  two passes, so the scores need no rescaling (an online softmax would round
+ *            differently): the scores go to shared memory when the row's range fits (up to
+ *            CAP_MAX = 8064 keys under the default 48 KB), else the first pass keeps only the
+ *            maximum and the second recomputes the scores chunk by chunk (twice the QK work
+ *            for such long ranges, the same bits).
+ *   values   thread d owns output column d (coalesced reads of each value row) and runs its
+ *            fma chain over the keys in order; the threads of the first column pass also
+ *            carry the double sum alongside, so each has the normalizer without a broadcast.
+ *            Partial sums of a chunked row wait in the row's own output columns.
+ *
+ * The per-row control records (computed on the host from sr_kbatch and the key ranges) go up
+ * in one small buffer per call: stream-ordered cudaMallocAsync / cudaFreeAsync on the legacy
+ * stream where the device has memory pools (the free waits for the kernel without blocking
+ * the host), plain cudaMalloc / cudaFree otherwise. The upload is a synchronous cudaMemcpy,
+ * which returns once the host array has been staged, so the host array is freed right after.
+ */
+#include "cuda_impl.h"
+
+#include <cuda_fp16.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <type_traits>
+
+namespace {
+
+constexpr int NT = 128;                    /* threads per block */
+constexpr int TK = NT;                     /* keys per score tile: one per thread */
+constexpr int TD = 32;                     /* head_dim columns staged per sub-tile */
+constexpr int KT_LD = TK + 1;              /* padded stride of the transposed sub-tile */
+constexpr int SMEM_FIXED = TD * KT_LD + TD + NT / 32; /* floats: sub-tile, q' slice, maxima */
+constexpr int SMEM_LIMIT = 48 * 1024;      /* dynamic shared memory without an opt-in */
+/* Most scores kept in shared memory (a multiple of TK, so recomputed chunks start on tiles). */
+constexpr int CAP_MAX = ((SMEM_LIMIT / (int)sizeof(float) - SMEM_FIXED) / TK) * TK;
+static_assert(CAP_MAX >= TK, "shared memory too small for one score tile");
+
+/* The CPU table's limit on a key range (attn.c: INT32_MAX / LB_MAX - 4 * LB_MAX with its
+ * 32-lane blocks), kept so that both tables accept and reject the same arguments. */
+constexpr int64_t CPU_MAXLEN = INT32_MAX / 32 - 4 * 32;
+
+/* The Cephes expf constants of kernels/cpu/attn.c (same literals, same floats). */
+#define EXP_LO (-87.3365447505531f)
+#define EXP_HI 88.0f
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_C1 0.693359375f
+#define EXP_C2 (-2.12194440e-4f)
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
+
+/* One query row's control record (host-computed, uploaded once per call). */
+struct attn_row {
+    long long m0;      /* rel row of the range's first key: rel_max - p_r + lo (rel-pos) */
+    int n;             /* keys in the range, hi - lo (0: a zero output row) */
+    int slot;          /* cache slot of the row's sequence */
+    int krow0, vrow0;  /* ring rows of key lo: lo % K->rows, lo % V->rows */
+};
+
+/* Everything a block needs besides its row's record; passed by value. */
+struct attn_args {
+    const float *q;            /* [M, n_head * head_dim], row stride ldq */
+    float *out;                /* [M, n_head * head_dim], row stride ldo */
+    int ldq, ldo;
+    const void *K, *V;         /* pool data, [layers][slots][rows][width] */
+    size_t k_base, v_base;     /* element offset of (layer, slot 0, ring row 0) */
+    size_t k_slot, v_slot;     /* elements per slot: rows * width */
+    int k_rows, v_rows;        /* ring rows */
+    int k_ld, v_ld;            /* pool widths: n_kv_head * head_dim */
+    const float *rel;          /* [rel_max - rel_min + 1, n_head * head_dim] or NULL */
+    const float *pos_u, *pos_v; /* [n_head * head_dim] each, with rel */
+    int ldr;                   /* n_head * head_dim */
+    int M, grp, hd;            /* rows, query heads per K/V head, head_dim */
+    float scale;
+    int cap;                   /* scores kept in shared memory (a multiple of TK) */
+    const attn_row *rows;      /* [M], device copy of the control records */
+};
+
+/* Pool element types: f32 as is, f16 and bf16 as their 16 bits. */
+template <int DT>
+using pool_t = typename std::conditional<DT == SR_F32, float, unsigned short>::type;
+
+/* Exact widening to f32. A NaN's payload may come out differently from the CPU's for f16
+ * (the hardware conversion); every other value, subnormals included, is exact. */
+template <int DT>
+__device__ __forceinline__ float pool_widen(pool_t<DT> x)
+{
+    if constexpr (DT == SR_F32)
+        return x;
+    else if constexpr (DT == SR_F16)
+        return __half2float(__ushort_as_half(x));
+    else
+        return __uint_as_float((unsigned)x << 16);
+}
+
+/* kernels/cpu/attn.c's exp_1, one correctly rounded operation per step: x = n ln2 + r (ln2 in
+ * two parts), e^r by a degree-7 polynomial, times 2^n built in the exponent bits. x < -87.34
+ * gives 0, x > 88 is clamped, NaN stays NaN. */
+__device__ __forceinline__ float attn_exp(float x)
+{
+    if (isnan(x)) return x;
+    if (x < EXP_LO) return 0.0f;
+    float c = x < EXP_HI ? x : EXP_HI;
+    float t = __fmul_rn(c, EXP_LOG2E);
+    float n = rintf(t);
+    float r = fmaf(-n, EXP_C1, c);
+    r = fmaf(-n, EXP_C2, r);
+    float p = EXP_P0;
+    p = fmaf(p, r, EXP_P1);
+    p = fmaf(p, r, EXP_P2);
+    p = fmaf(p, r, EXP_P3);
+    p = fmaf(p, r, EXP_P4);
+    p = fmaf(p, r, EXP_P5);
+    float r2 = __fmul_rn(r, r), r1 = __fadd_rn(r, 1.0f);
+    float y = fmaf(p, r2, r1);
+    float e = __int_as_float(((int)n + 127) << 23);
+    return __fmul_rn(y, e);
+}
+
+/* acc = fma(qt[d], kt[d][tid], acc) over the dn staged columns, d ascending. */
+__device__ __forceinline__ float dot_staged(const float *qt, const float *kt, int dn, float acc)
+{
+    const int tid = threadIdx.x;
+    if (dn == TD) {
+#pragma unroll
+        for (int dd = 0; dd < TD; dd++) acc = fmaf(qt[dd], kt[dd * KT_LD + tid], acc);
+    } else {
+        for (int dd = 0; dd < dn; dd++) acc = fmaf(qt[dd], kt[dd * KT_LD + tid], acc);
+    }
+    return acc;
+}
+
+/* Score of key t0 + threadIdx.x of the row's range (meaningful when below tend; every thread
+ * of the block must call it, it synchronizes). qh: the row's q for head h, [head_dim]; kb: the
+ * slot's K rows at head g's columns. */
+template <int KD, bool REL>
+__device__ __forceinline__ float tile_score(const attn_args &A, const attn_row &R, int h,
+                                            const float *qh, const pool_t<KD> *kb, int t0,
+                                            int tend, float *kt, float *qt)
+{
+    const int tid = threadIdx.x, hd = A.hd;
+    const int lane_d = tid % TD;         /* column this thread stages */
+    const bool own = t0 + tid < tend;
+    float acc = 0.0f;
+    for (int d0 = 0; d0 < hd; d0 += TD) {
+        const int dn = min(TD, hd - d0);
+        __syncthreads(); /* every thread is done with the previous sub-tile */
+        if (tid < dn) {
+            float x = qh[d0 + tid];
+            qt[tid] = REL ? __fadd_rn(x, A.pos_u[(size_t)h * hd + d0 + tid]) : x;
+        }
+        if (lane_d < dn)
+            for (int t = tid / TD; t < TK && t0 + t < tend; t += NT / TD) {
+                long long rr = (long long)R.krow0 + t0 + t; /* < 2 rows: range <= rows */
+                if (rr >= A.k_rows) rr -= A.k_rows;
+                kt[lane_d * KT_LD + t] = pool_widen<KD>(kb[rr * A.k_ld + d0 + lane_d]);
+            }
+        __syncthreads();
+        if (own) acc = dot_staged(qt, kt, dn, acc);
+    }
+    if constexpr (REL) {
+        /* (q + v) . P(p_r - j): rel row m0 + j, this head's columns */
+        const float *pb = A.rel + (size_t)h * hd;
+        float bd = 0.0f;
+        for (int d0 = 0; d0 < hd; d0 += TD) {
+            const int dn = min(TD, hd - d0);
+            __syncthreads();
+            if (tid < dn) qt[tid] = __fadd_rn(qh[d0 + tid], A.pos_v[(size_t)h * hd + d0 + tid]);
+            if (lane_d < dn)
+                for (int t = tid / TD; t < TK && t0 + t < tend; t += NT / TD)
+                    kt[lane_d * KT_LD + t] =
+                        pb[(size_t)(R.m0 + t0 + t) * (size_t)A.ldr + d0 + lane_d];
+            __syncthreads();
+            if (own) bd = dot_staged(qt, kt, dn, bd);
+        }
+        acc = __fadd_rn(acc, bd);
+    }
+    return __fmul_rn(A.scale, acc);
+}
+
+/* o = fma(e_i, v(c0 + i)[d], o) for i < cn ascending, and with SUM also sum = sum + (double)e_i,
+ * walking the ring in runs between wraps. vb: the slot's V rows at column g * hd + d. */
+template <int VD, bool SUM>
+__device__ __forceinline__ float values_chunk(const attn_args &A, const attn_row &R,
+                                              const pool_t<VD> *vb, const float *sc, int c0,
+                                              int cn, float o, double &sum)
+{
+    long long rr = (long long)R.vrow0 + c0; /* < 2 rows: c0 < range <= rows */
+    if (rr >= A.v_rows) rr -= A.v_rows;
+    for (int i = 0; i < cn;) {
+        const int run = (int)min((long long)(cn - i), (long long)A.v_rows - rr);
+        const pool_t<VD> *vp = vb + (size_t)rr * A.v_ld;
+#pragma unroll 4
+        for (int k = 0; k < run; k++) {
+            const float e = sc[i + k];
+            o = fmaf(e, pool_widen<VD>(vp[(size_t)k * A.v_ld]), o);
+            if constexpr (SUM) sum = __dadd_rn(sum, (double)e);
+        }
+        i += run;
+        rr = 0;
+    }
+    return o;
+}
+
+/* One block per (query row, head): blockIdx.x = head h, rows blockIdx.y, + gridDim.y, ...
+ * Dynamic shared memory: kt [TD][TK + 1], qt [TD], red [NT / 32], sc [cap] (floats).
+ * __launch_bounds__(NT, 8): at most 64 registers a thread, which every variant fits without
+ * spilling (with (NT) alone ptxas squeezes some variants into 40 registers and spills). */
+template <int KD, int VD, bool REL>
+__global__ void __launch_bounds__(NT, 8) attn_kernel(const attn_args A)
+{
+    extern __shared__ float smem[];
+    float *kt = smem;
+    float *qt = kt + TD * KT_LD;
+    float *red = qt + TD;
+    float *sc = red + NT / 32;
+    const int tid = threadIdx.x, h = blockIdx.x, hd = A.hd;
+    const int g = h / A.grp; /* the K/V head this query head reads */
+
+    for (int r = blockIdx.y; r < A.M; r += gridDim.y) {
+        const attn_row R = A.rows[r];
+        float *o = A.out + (size_t)r * A.ldo + (size_t)h * hd; /* [head_dim] */
+        if (R.n == 0) { /* empty range: a zero row (uniform over the block: no barrier) */
+            for (int d = tid; d < hd; d += NT) o[d] = 0.0f;
+            continue;
+        }
+        const float *qh = A.q + (size_t)r * A.ldq + (size_t)h * hd; /* [head_dim] */
+        const pool_t<KD> *kb = (const pool_t<KD> *)A.K + A.k_base + (size_t)R.slot * A.k_slot +
+                               (size_t)g * hd;
+        const pool_t<VD> *vb = (const pool_t<VD> *)A.V + A.v_base + (size_t)R.slot * A.v_slot +
+                               (size_t)g * hd;
+        const int n = R.n;
+        const bool keep = n <= A.cap; /* scores stay in sc between the passes */
+
+        /* pass 1: the maximum (and the scores, when they fit) */
+        float m = -INFINITY;
+        for (int t0 = 0; t0 < n; t0 += TK) {
+            float s = tile_score<KD, REL>(A, R, h, qh, kb, t0, n, kt, qt);
+            if (t0 + tid < n) {
+                m = fmaxf(m, s); /* NaN skipped, as the CPU's s > m ? s : m */
+                if (keep) sc[t0 + tid] = s;
+            }
+        }
+        for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+        if (tid % 32 == 0) red[tid / 32] = m;
+        __syncthreads();
+        m = red[0];
+        for (int w = 1; w < NT / 32; w++) m = fmaxf(m, red[w]);
+
+        /* pass 2, chunks of cap keys (one chunk when the scores were kept) */
+        double sum = 0.0;
+        float inv = 0.0f;
+        for (int c0 = 0; c0 < n; c0 += A.cap) {
+            const int cn = min(A.cap, n - c0);
+            const bool last = c0 + cn == n;
+            if (!keep)
+                for (int t0 = c0; t0 < c0 + cn; t0 += TK) {
+                    float s = tile_score<KD, REL>(A, R, h, qh, kb, t0, c0 + cn, kt, qt);
+                    if (t0 + tid < c0 + cn) sc[t0 - c0 + tid] = s;
+                }
+            __syncthreads(); /* scores of the chunk complete */
+            for (int i = tid; i < cn; i += NT) sc[i] = attn_exp(__fsub_rn(sc[i], m));
+            __syncthreads(); /* weights of the chunk complete */
+            for (int d = tid; d < hd; d += NT) {
+                float acc = c0 == 0 ? 0.0f : o[d]; /* earlier chunks' partial sum */
+                if (d == tid) { /* first column pass: carry the normalizer too */
+                    acc = values_chunk<VD, true>(A, R, vb + d, sc, c0, cn, acc, sum);
+                    if (last) inv = __double2float_rn(__ddiv_rn(1.0, sum));
+                } else {
+                    acc = values_chunk<VD, false>(A, R, vb + d, sc, c0, cn, acc, sum);
+                }
+                o[d] = last ? __fmul_rn(acc, inv) : acc;
+            }
+            __syncthreads(); /* sc free for the next chunk, red for the next row */
+        }
+    }
+}
+
+template <int KD, int VD>
+void launch_rel(bool rel, dim3 grid, size_t smem, const attn_args &A)
+{
+    if (rel)
+        attn_kernel<KD, VD, true><<<grid, NT, smem>>>(A);
+    else
+        attn_kernel<KD, VD, false><<<grid, NT, smem>>>(A);
+}
+
+template <int KD>
+void launch_v(sr_dtype vd, bool rel, dim3 grid, size_t smem, const attn_args &A)
+{
+    switch (vd) {
+    case SR_F16: launch_rel<KD, SR_F16>(rel, grid, smem, A); break;
+    case SR_BF16: launch_rel<KD, SR_BF16>(rel, grid, smem, A); break;
+    default: launch_rel<KD, SR_F32>(rel, grid, smem, A); break;
+    }
+}
+
+void launch(sr_dtype kd, sr_dtype vd, bool rel, dim3 grid, size_t smem, const attn_args &A)
+{
+    switch (kd) {
+    case SR_F16: launch_v<SR_F16>(vd, rel, grid, smem, A); break;
+    case SR_BF16: launch_v<SR_BF16>(vd, rel, grid, smem, A); break;
+    default: launch_v<SR_F32>(vd, rel, grid, smem, A); break;
+    }
+}
+
+inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* kernels/cpu/attn.c's check_pool, message for message. */
+sr_status check_pool(const char *name, const sr_kpool *P, int layer, int width)
+{
+    if (!P) return sr_error(SR_ERR_ARG, "attn: %s is NULL", name);
+    if (P->dtype != SR_F32 && P->dtype != SR_F16 && P->dtype != SR_BF16)
+        return sr_error(SR_ERR_ARG, "attn: %s pool dtype %s (f32, f16 or bf16)", name,
+                        sr_dtype_name(P->dtype));
+    if (!P->data || P->layers < 1 || P->slots < 1 || P->rows < 1)
+        return sr_error(SR_ERR_ARG, "attn: %s is not a pool from sr_kpool_create", name);
+    if (P->width != width)
+        return sr_error(SR_ERR_ARG, "attn: %s pool width %d != n_kv_head * head_dim = %d", name,
+                        P->width, width);
+    if (layer < 0 || layer >= P->layers)
+        return sr_error(SR_ERR_ARG, "attn: layer %d out of [0, %d) of %s", layer, P->layers, name);
+    return SR_OK;
+}
+
+/* The control buffer on the device: stream-ordered where the device has memory pools, so
+ * that its free after the launch is queued behind the kernel instead of waiting for it. */
+cudaError_t ctl_alloc(void **p, size_t bytes, bool *pooled)
+{
+    cudaError_t e = cudaMallocAsync(p, bytes, 0);
+    *pooled = e == cudaSuccess;
+    if (e == cudaErrorNotSupported) {
+        (void)cudaGetLastError();
+        e = cudaMalloc(p, bytes);
+    }
+    return e;
+}
+
+void ctl_free(void *p, bool pooled)
+{
+    if (pooled)
+        (void)cudaFreeAsync(p, 0);
+    else
+        (void)cudaFree(p);
+}
+
+} /* namespace */
+
+sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
+                       const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo)
+{
+    /* ---- argument checks: those of sr_cpu_attn, in its order, with its messages ---- */
+    if (!a) return sr_error(SR_ERR_ARG, "attn: a is NULL");
+    if (!b) return sr_error(SR_ERR_ARG, "attn: b is NULL");
+    if (a->n_head < 1 || a->n_kv_head < 1 || a->head_dim < 1)
+        return sr_error(SR_ERR_ARG, "attn: n_head %d, n_kv_head %d, head_dim %d (each >= 1)",
+                        a->n_head, a->n_kv_head, a->head_dim);
+    if (a->n_head % a->n_kv_head)
+        return sr_error(SR_ERR_ARG, "attn: n_head %d is not a multiple of n_kv_head %d", a->n_head,
+                        a->n_kv_head);
+    if ((int64_t)a->n_head * a->head_dim > INT32_MAX / 2)
+        return sr_error(SR_ERR_ARG, "attn: n_head %d x head_dim %d too large", a->n_head,
+                        a->head_dim);
+    if (b->n_seq < 0) return sr_error(SR_ERR_ARG, "attn: n_seq = %d < 0", b->n_seq);
+    if (!b->row0) return sr_error(SR_ERR_ARG, "attn: b->row0 is NULL");
+    if (b->row0[0] != 0) return sr_error(SR_ERR_ARG, "attn: row0[0] = %d (must be 0)", b->row0[0]);
+    for (int s = 0; s < b->n_seq; s++)
+        if (b->row0[s + 1] < b->row0[s])
+            return sr_error(SR_ERR_ARG, "attn: row0[%d] = %d < row0[%d] = %d", s + 1,
+                            b->row0[s + 1], s, b->row0[s]);
+    const int H = a->n_head, G = a->n_kv_head, hd = a->head_dim, grp = H / G;
+    sr_status st;
+    if ((st = check_pool("K", K, layer, G * hd)) || (st = check_pool("V", V, layer, G * hd)))
+        return st;
+    const int M = b->row0[b->n_seq];
+    if (M == 0) return SR_OK;
+    if (!q || !out) return sr_error(SR_ERR_ARG, "attn: %s is NULL", q ? "out" : "q");
+    if (ldq < H * hd)
+        return sr_error(SR_ERR_ARG, "attn: ldq = %d < n_head * head_dim = %d", ldq, H * hd);
+    if (ldo < H * hd)
+        return sr_error(SR_ERR_ARG, "attn: ldo = %d < n_head * head_dim = %d", ldo, H * hd);
+    {
+        /* device addresses, compared as the CPU compares host ones */
+        const char *qb = (const char *)q, *ob = (const char *)out;
+        const char *qe = (const char *)(q + (size_t)(M - 1) * ldq + (size_t)H * hd);
+        const char *oe = (const char *)(out + (size_t)(M - 1) * ldo + (size_t)H * hd);
+        if (qb < oe && ob < qe) return sr_error(SR_ERR_ARG, "attn: q and out overlap");
+    }
+    if (!b->slot) return sr_error(SR_ERR_ARG, "attn: b->slot is NULL");
+    if (!a->lo || !a->hi) return sr_error(SR_ERR_ARG, "attn: %s is NULL", a->lo ? "hi" : "lo");
+    const bool rel = a->rel != NULL;
+    if (rel) {
+        if (!a->pos_u || !a->pos_v)
+            return sr_error(SR_ERR_ARG, "attn: rel-pos without %s", a->pos_u ? "pos_v" : "pos_u");
+        if (!b->pos) return sr_error(SR_ERR_ARG, "attn: rel-pos needs b->pos (NULL)");
+        if (a->rel_max < a->rel_min)
+            return sr_error(SR_ERR_ARG, "attn: rel_max %d < rel_min %d", a->rel_max, a->rel_min);
+    }
+    const int prow = K->rows < V->rows ? K->rows : V->rows;
+    int64_t maxlen = 0;
+    for (int s = 0; s < b->n_seq; s++) {
+        if (b->row0[s + 1] == b->row0[s]) continue;
+        int sl = b->slot[s];
+        if (sl < 0 || sl >= K->slots || sl >= V->slots)
+            return sr_error(SR_ERR_ARG, "attn: slot[%d] = %d out of [0, %d)", s, sl,
+                            K->slots < V->slots ? K->slots : V->slots);
+        if (rel && b->pos[s] < 0)
+            return sr_error(SR_ERR_ARG, "attn: pos[%d] = %lld < 0", s, (long long)b->pos[s]);
+        for (int r = b->row0[s]; r < b->row0[s + 1]; r++) {
+            int64_t lo = a->lo[r], hi = a->hi[r];
+            if (lo < 0 || hi < lo)
+                return sr_error(SR_ERR_ARG,
+                                "attn: row %d: key range [lo = %lld, hi = %lld) (need 0 <= lo <= hi)",
+                                r, (long long)lo, (long long)hi);
+            if (hi - lo > prow)
+                return sr_error(SR_ERR_ARG,
+                                "attn: row %d: key range [%lld, %lld) holds %lld keys, more than the pool's %d rows",
+                                r, (long long)lo, (long long)hi, (long long)(hi - lo), prow);
+            if (rel && hi > lo) {
+                int64_t p = b->pos[s] + (r - b->row0[s]);
+                if (p - lo > a->rel_max || p - (hi - 1) < a->rel_min)
+                    return sr_error(SR_ERR_ARG,
+                                    "attn: row %d (position %lld): distances %lld .. %lld outside rel [rel_min = %d, rel_max = %d]",
+                                    r, (long long)p, (long long)(p - lo), (long long)(p - (hi - 1)),
+                                    a->rel_min, a->rel_max);
+            }
+            maxlen = max64(maxlen, hi - lo);
+        }
+    }
+    if (maxlen > CPU_MAXLEN)
+        return sr_error(SR_ERR_ARG, "attn: key ranges of %lld keys are too long", (long long)maxlen);
+
+    /* ---- control records: one per query row ---- */
+    const size_t bytes = (size_t)M * sizeof(attn_row);
+    attn_row *hrows = (attn_row *)malloc(bytes);
+    if (!hrows) return sr_error(SR_ERR_NOMEM, "attn: %zu bytes of row control", bytes);
+    for (int s = 0; s < b->n_seq; s++)
+        for (int r = b->row0[s]; r < b->row0[s + 1]; r++) {
+            const int64_t lo = a->lo[r], n = a->hi[r] - lo;
+            attn_row *R = &hrows[r];
+            R->n = (int)n;
+            R->slot = b->slot[s];
+            R->krow0 = n > 0 ? (int)(lo % K->rows) : 0;
+            R->vrow0 = n > 0 ? (int)(lo % V->rows) : 0;
+            /* rel row of key j: rel_max - (p_r - j), in range by the checks above */
+            R->m0 = rel && n > 0 ? (long long)a->rel_max - (b->pos[s] + (r - b->row0[s])) + lo : 0;
+        }
+
+    void *drows = NULL;
+    bool pooled = false;
+    cudaError_t e = ctl_alloc(&drows, bytes, &pooled);
+    if (e != cudaSuccess) {
+        free(hrows);
+        if (e == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();
+            return sr_error(SR_ERR_NOMEM, "attn: no device memory for %zu bytes of row control",
+                            bytes);
+        }
+        return sr_cuda_fail("attn control alloc", e);
+    }
+    /* synchronous from pageable memory: returns once hrows has been staged */
+    e = cudaMemcpy(drows, hrows, bytes, cudaMemcpyHostToDevice);
+    free(hrows);
+    if (e != cudaSuccess) {
+        ctl_free(drows, pooled);
+        return sr_cuda_fail("attn control upload", e);
+    }
+
+    /* ---- the launch ---- */
+    attn_args A;
+    A.q = q;
+    A.out = out;
+    A.ldq = ldq;
+    A.ldo = ldo;
+    A.K = K->data;
+    A.V = V->data;
+    A.k_base = sr_kpool_at(K, layer, 0, 0);
+    A.v_base = sr_kpool_at(V, layer, 0, 0);
+    A.k_slot = (size_t)K->rows * (size_t)K->width;
+    A.v_slot = (size_t)V->rows * (size_t)V->width;
+    A.k_rows = K->rows;
+    A.v_rows = V->rows;
+    A.k_ld = K->width;
+    A.v_ld = V->width;
+    A.rel = a->rel;
+    A.pos_u = a->pos_u;
+    A.pos_v = a->pos_v;
+    A.ldr = H * hd;
+    A.M = M;
+    A.grp = grp;
+    A.hd = hd;
+    A.scale = a->scale;
+    /* shared memory for the longest range's scores, in whole tiles, up to CAP_MAX */
+    A.cap = (int)min64(max64((maxlen + TK - 1) / TK * TK, TK), CAP_MAX);
+    A.rows = (const attn_row *)drows;
+
+    const size_t smem = (size_t)(SMEM_FIXED + A.cap) * sizeof(float);
+    dim3 grid((unsigned)H, (unsigned)SR_CUDA_GRID_Y(M));
+    launch(K->dtype, V->dtype, rel, grid, smem, A);
+    st = sr_cuda_launched("attn");
+    ctl_free(drows, pooled); /* ordered after the kernel on the legacy stream */
+    return st;
+}

@@ -1,0 +1,75 @@
+/*
+ * cuda_impl.h — what the CUDA table's .cu files (kernels/cuda/) share: the op functions the
+ * table in cuda.cu points at, and the error helpers. Every op has the contract of its typedef
+ * in kernels/kernels.h; pointers to float data are device memory, the control arrays
+ * (sr_kbatch, sr_kattn's ranges, gather's ids) host memory, as the table's contract says. Ops
+ * are queued on the legacy default stream, in order with the table's upload / download
+ * (which therefore wait for them). Included by .cu files only (C++ through nvcc).
+ */
+#ifndef SR_CUDA_IMPL_H
+#define SR_CUDA_IMPL_H
+
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "../kernels.h"
+/* core/internal.h's reporter, declared here so that nvcc needs none of the C-only headers. */
+sr_status sr_error(sr_status s, const char *fmt, ...);
+}
+
+/* SR_ERR_DEVICE "cuda <what>: <runtime message> (<name>)", clearing the sticky last error so
+ * later calls report their own failures. */
+sr_status sr_cuda_fail(const char *what, cudaError_t e);
+/* After a launch: SR_OK, or sr_cuda_fail(what, the launch error). */
+sr_status sr_cuda_launched(const char *what);
+
+/* The grid's y and z extents are limited to 65535 blocks; kernels loop past it. */
+#define SR_CUDA_GRID_Y(n) ((n) < 65535 ? (n) : 65535)
+
+/* ---- checked.cu ---- */
+/* The table `plain` with every op's data pointers checked to be device memory (SR_ERR_ARG
+ * naming the op and argument otherwise): what SRKIT_CUDA_CHECK=1 selects. */
+sr_kernels sr_cuda_checked_table(const sr_kernels *plain);
+
+/* ---- rowops.cu ---- */
+void sr_cuda_zero(void *p, size_t bytes);
+sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy);
+sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
+                       const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy);
+sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y);
+sr_status sr_cuda_glu(sr_glu kind, int M, int d, const float *a, int lda, const float *b, int ldb,
+                      float *y, int ldy);
+sr_status sr_cuda_add(int M, int d, const float *x, int ldx, float alpha, float *y, int ldy);
+sr_status sr_cuda_scale(int M, int d, float s, float *y, int ldy);
+sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq, float *x,
+                       int ldx);
+sr_status sr_cuda_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
+                           float *col);
+sr_status sr_cuda_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
+                            const float *w, const float *b, int relu, float *out);
+sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx,
+                          const float *w, const float *bias, sr_kpool *state, int layer, float *y,
+                          int ldy);
+sr_status sr_cuda_batchnorm(int M, int C, const float *x, int ldx, const float *mean,
+                            const float *var, const float *g, const float *bias, float eps,
+                            float *y, int ldy);
+sr_status sr_cuda_lstm_cell(int M, int H, const float *gates, int ldg, float *c, int ldc,
+                            float *h, int ldh);
+sr_status sr_cuda_softmax(int M, int N, float *x, int ldx);
+sr_status sr_cuda_logsoftmax(int M, int N, const float *x, int ldx, float *y, int ldy);
+sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val);
+sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx);
+
+/* ---- gemm.cu ---- */
+sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
+                                sr_kmul mul, sr_kweight **out);
+void sr_cuda_weight_free(sr_kweight *w);
+sr_status sr_cuda_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                       sr_act act, float alpha, float beta, float *y, int ldy);
+sr_status sr_cuda_gather(const sr_kweight *E, const int32_t *ids, int n, float *y, int ldy);
+
+/* ---- attn.cu ---- */
+sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
+                       const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo);
+
+#endif /* SR_CUDA_IMPL_H */

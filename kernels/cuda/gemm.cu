@@ -1,0 +1,589 @@
+/*
+ * gemm.cu — the CUDA table's weights and Linear product (kernels.h: sr_kweight, sr_kgemm_fn,
+ * sr_kgather_fn), computing bit for bit what the CPU table (kernels/cpu/gemm.c) computes.
+ *
+ * Layout. weight_create uploads a host [n, k] matrix once as [n][kpad] row-major in the
+ * weight's own element type (f32, bf16, f16 or int8: a bf16 weight streams 2 bytes per element,
+ * an int8 one 1 byte), kpad = k rounded up to KPAD_ALIGN = 16 with zero elements, so every row
+ * starts on a 16-byte boundary and the kernels read it with 16-byte vector loads and no bounds
+ * check inside a row. SR_I8 keeps its scale [n] on the device too. SR_KMUL_BF16 weights are
+ * stored with their subnormals replaced by zero of their sign (as the CPU's panels), so gather
+ * of such a weight returns the same flushed values as the CPU's.
+ *
+ * Accumulation (the CPU's contract, kernels/cpu/gemm.c). Every output y[m, n] is ONE f32
+ * accumulator held by ONE thread: it starts at +0 and takes exactly one fused multiply-add
+ * (__fmaf_rn, correctly rounded, subnormals kept) per k, k = 0, 1, ..., K - 1, with the exactly
+ * widened weight. There is no split of k and no reduction across threads (so no cuBLAS: its k
+ * splitting would change the bits and make a row's result depend on M); tiles and chunks only
+ * decide where the operands come from, never the order of the operations, so the result of a
+ * row depends only on that row (not on M, the tiling or the kernel picked) and equals the
+ * CPU's. The loop stops at K exactly: a padded step would turn an accumulator of -0 (a product
+ * underflowing to -0) into +0. The epilogue is the CPU's fixed sequence of correctly rounded
+ * operations, written with __fmul_rn / __fadd_rn so nvcc cannot contract two into an FMA:
+ *   t = acc;  t = t * scale[n] (I8);  t = t + bias[n];  t = act(t);
+ *   y = alpha * t (beta = 0, y never read)  or  y = (alpha * t) + (beta * y).
+ * ReLU is (t > 0 ? t : +0), bit-identical. GELU and SiLU follow the CPU's portable formulas
+ * operation by operation (0.5 x (1 + erf(x / sqrt 2)), x / (1 + e^-x)) but call the device
+ * erff / expf (max error 2 ulp) instead of glibc's, and the CPU's AVX2 path uses its own
+ * polynomial: with them the results agree to a few ulps, not bit for bit. A NaN output is NaN
+ * on both tables, but its sign and payload are the hardware's (the GPU returns the canonical
+ * NaN; the CPU's own paths differ there too).
+ *
+ * bf16 products (SR_KMUL_BF16). Each activation is rounded to bf16 as it is staged (x_to_bf16:
+ * subnormal to zero of its sign first, then nearest even, NaN stays a quiet NaN); k is taken in
+ * pairs (2i, 2i + 1), an odd K padded with a +0 x +0 product; each pair adds its odd product,
+ * then its even one, each addition one fmaf whose subnormal result is flushed to zero of its
+ * sign — the CPU portable path (tilep_dbf, dbf_add, x_to_bf16) operation by operation, so the
+ * results equal it bit for bit.
+ *
+ * Kernel. One templated tiled kernel, two shapes. A block computes a BM x BN tile of y (rows m,
+ * columns n) with THREADS = (BM / TM) (BN / TN) threads, each owning a contiguous TM x TN block
+ * of outputs in registers. k runs in chunks of BK: the chunk's x rows (rounded to bf16 values
+ * for bf16 products) and weight rows (widened to f32) are staged in shared memory k-major
+ * (xs [BK][BM + pad], ws [BK][BN]), so a thread reads its TM x values and TN weights of one k
+ * as one vector load each (the x one a broadcast within the warp). Staging is double-buffered:
+ * the next chunk's global loads (x coalesced along k, the weight as 16-byte vectors) are issued
+ * into registers before the current chunk is consumed, so one __syncthreads per chunk
+ * suffices. Each thread runs its accumulators over the chunk's k in increasing order; threads
+ * whose rows are all >= M skip the arithmetic (they still stage).
+ *   wide   64 x 64 tile, BK 16, 256 threads of 4 x 4 outputs: many rows (compute-bound).
+ *   skinny 16 x 32 tile, BK 64, 128 threads of 2 x 2 outputs: the few-row products of
+ *          streaming decoding, bound by reading the weight once; narrow tiles give enough
+ *          blocks (N / 32) to keep every multiprocessor's loads in flight.
+ * Both compute identical bits; the choice only depends on speed (gemm_pick_wide). Rows past
+ * the grid's y limit are covered by blocks looping over row tiles.
+ */
+#include "cuda_impl.h"
+
+#include <cuda_fp16.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#define KPAD_ALIGN 16  /* k elements per row padded to this: 16-byte rows for every dtype */
+#define GATHER_IDS 512 /* ids passed by value per gather launch (2 KB of kernel parameters) */
+
+/* Weight element kinds, one kernel instantiation each. DBF: bf16 weight, bf16 products. */
+enum { WK_F32 = 0, WK_BF16 = 1, WK_F16 = 2, WK_I8 = 3, WK_DBF = 4 };
+
+static size_t elt_size(sr_dtype dt)
+{
+    return dt == SR_F32 ? 4 : dt == SR_I8 ? 1 : 2;
+}
+
+/* Row stride of the device layout, in elements. */
+static size_t k_pad(int k)
+{
+    return ((size_t)k + KPAD_ALIGN - 1) / KPAD_ALIGN * KPAD_ALIGN;
+}
+
+static int valid_weight(const sr_kweight *W)
+{
+    return W->n >= 1 && W->k >= 1 && W->data &&
+           (W->dtype == SR_F32 || W->dtype == SR_BF16 || W->dtype == SR_F16 ||
+            (W->dtype == SR_I8 && W->scale)) &&
+           (W->mul == SR_KMUL_EXACT || (W->mul == SR_KMUL_BF16 && W->dtype == SR_BF16));
+}
+
+/* ---- element helpers ---------------------------------------------------------------------- */
+
+__device__ __forceinline__ float bf16_to_f32(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+
+/* An activation as a bf16 product operand (the CPU's x_to_bf16 then sr_f32_to_bf16):
+ * subnormals to zero of their sign, then nearest even; NaN stays NaN (quiet, sign kept), the
+ * NaN test first so the carry cannot turn it into Inf. Returned widened back to f32. */
+__device__ __forceinline__ float x_to_bf16(float v)
+{
+    if (fabsf(v) < FLT_MIN) v = copysignf(0.0f, v);
+    uint32_t x = __float_as_uint(v);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return __uint_as_float(((x >> 16) | 0x0040u) << 16);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return __uint_as_float(x & 0xffff0000u);
+}
+
+/* One addition of a bf16 product: acc + x w rounded once, a subnormal result flushed to zero of
+ * its sign (the CPU's dbf_add, VDPBF16PS's order and FTZ). */
+__device__ __forceinline__ float dbf_add(float x, float w, float acc)
+{
+    float r = __fmaf_rn(x, w, acc);
+    return fabsf(r) < FLT_MIN ? copysignf(0.0f, r) : r;
+}
+
+/* Per weight kind: element type, elements per 16-byte vector, exact widening to f32. */
+template <int WK> struct WTraits;
+template <> struct WTraits<WK_F32> {
+    typedef float T;
+    static constexpr int VEC = 4;
+    __device__ static float widen(float v) { return v; }
+};
+template <> struct WTraits<WK_BF16> {
+    typedef uint16_t T;
+    static constexpr int VEC = 8;
+    __device__ static float widen(uint16_t v) { return bf16_to_f32(v); }
+};
+template <> struct WTraits<WK_DBF> {
+    typedef uint16_t T;
+    static constexpr int VEC = 8;
+    __device__ static float widen(uint16_t v) { return bf16_to_f32(v); }
+};
+template <> struct WTraits<WK_F16> {
+    typedef uint16_t T;
+    static constexpr int VEC = 8;
+    __device__ static float widen(uint16_t v) { return __half2float(__ushort_as_half(v)); }
+};
+template <> struct WTraits<WK_I8> {
+    typedef int8_t T;
+    static constexpr int VEC = 16;
+    __device__ static float widen(int8_t v) { return __int2float_rn((int)v); } /* exact */
+};
+
+/* ---- epilogue ----------------------------------------------------------------------------- */
+
+/* act(t) as the CPU epilogue computes it: each operation correctly rounded, none contracted. */
+__device__ __forceinline__ float apply_act(sr_act act, float v)
+{
+    switch (act) {
+    case SR_ACT_RELU: return v > 0.0f ? v : 0.0f; /* NaN and -0 give +0 */
+    case SR_ACT_GELU: {
+        /* 0.5f * x * (1.0f + erff(x * 0.70710678f)), left to right (sr_gelu_erf, portable) */
+        float e = erff(__fmul_rn(v, 0.70710678118654752440f));
+        return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, e));
+    }
+    case SR_ACT_SILU: /* x / (1.0f + expf(-x)) (sr_silu, portable) */
+        return __fdiv_rn(v, __fadd_rn(1.0f, expf(-v)));
+    default: return v;
+    }
+}
+
+/* ---- the product -------------------------------------------------------------------------- */
+
+template <int BM_, int BN_, int BK_, int TM_, int TN_, int XPAD_, int MINB_> struct Tile {
+    static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_, XPAD = XPAD_;
+    static constexpr int MINB = MINB_; /* blocks per multiprocessor the registers must allow */
+    static constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
+    static_assert(BM % TM == 0 && BN % TN == 0, "tile must divide into thread outputs");
+    static_assert(BK % KPAD_ALIGN == 0 && BK % 2 == 0, "chunks of whole vectors and k pairs");
+    static_assert((BM * BK) % THREADS == 0, "x tile must split evenly over the threads");
+    /* a warp's weight stores cover 32 consecutive n of one k: no bank conflict unpadded */
+    static_assert(BN >= 32, "weight tile narrower than a warp");
+    static_assert((BM + XPAD) % TM == 0, "x rows of a thread must stay vector-aligned");
+};
+/* XPAD keeps the transposed x stores (lanes along k of one row) within 2-way bank conflicts.
+ * MINB: the skinny tile is bound by weight reads, so it keeps several blocks' loads in flight
+ * per multiprocessor (at most 128 registers a thread). */
+typedef Tile<64, 64, 16, 4, 4, 4, 2> TileWide;  /* 256 threads, 4 x 4 outputs each */
+typedef Tile<16, 32, 64, 2, 2, 2, 4> TileSkinny; /* 128 threads, 2 x 2 outputs each */
+
+/* d[0 .. N) = p[0 .. N) from shared memory in one vector load (p aligned to N floats). */
+template <int N> __device__ __forceinline__ void lds(float (&d)[N], const float *p)
+{
+    if constexpr (N == 4) {
+        float4 v = *reinterpret_cast<const float4 *>(p);
+        d[0] = v.x, d[1] = v.y, d[2] = v.z, d[3] = v.w;
+    } else if constexpr (N == 2) {
+        float2 v = *reinterpret_cast<const float2 *>(p);
+        d[0] = v.x, d[1] = v.y;
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; i++) d[i] = p[i];
+    }
+}
+
+/* y[M, N] (stride ldy) from x[M, K] (stride ldx) and the device weight w [N][kpad]: every
+ * output one accumulator of one thread (file comment). Blocks loop over row tiles past the
+ * grid's y limit. */
+template <class TL, int WK>
+__global__ void __launch_bounds__(TL::THREADS, TL::MINB)
+gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
+            const typename WTraits<WK>::T *__restrict__ w, const float *__restrict__ scale,
+            const float *__restrict__ bias, sr_act act, float alpha, float beta,
+            float *__restrict__ y, int ldy)
+{
+    typedef WTraits<WK> WT;
+    typedef typename WT::T T;
+    constexpr int BM = TL::BM, BN = TL::BN, BK = TL::BK, TM = TL::TM, TN = TL::TN;
+    constexpr int TX = TL::TX, THREADS = TL::THREADS;
+    constexpr int VEC = WT::VEC;
+    constexpr int KV = BK / VEC;                        /* vectors per weight row per chunk */
+    constexpr int WVECS = BN * KV;                      /* vectors per weight chunk */
+    constexpr int WSTEPS = (WVECS + THREADS - 1) / THREADS;
+    constexpr int XSTEPS = BM * BK / THREADS;
+    constexpr int XP = TL::XPAD;
+    constexpr bool DBF = WK == WK_DBF;
+
+    __shared__ float xs[2][BK][BM + XP]; /* [buf][k][m]: x (bf16-rounded for DBF) */
+    __shared__ float ws[2][BK][BN];      /* [buf][k][n]: weight widened to f32 */
+
+    const int tid = (int)threadIdx.x;
+    /* this thread's outputs: rows ty TM + i, columns tx TN + j of the tile (contiguous, so
+     * its operands of one k are one vector load each: the x one a broadcast in the warp) */
+    const int tx = tid % TX, ty = tid / TX;
+    const int n0 = (int)blockIdx.x * BN;
+    const int n_chunks = (K + BK - 1) / BK;
+    const int K2 = (K + 1) / 2; /* k pairs (bf16 products) */
+    const int m_tiles = (M + BM - 1) / BM;
+
+    for (int mt = (int)blockIdx.y; mt < m_tiles; mt += (int)gridDim.y) {
+        const int m0 = mt * BM;
+        const bool live = m0 + ty * TM < M; /* a thread with no row < M skips the arithmetic */
+        float acc[TM][TN];
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+            for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
+
+        uint4 wreg[WSTEPS]; /* the next chunk's weight vectors, raw */
+        float xreg[XSTEPS]; /* the next chunk's x elements */
+
+        /* Global loads of chunk c into registers. x: consecutive threads along k of one row
+         * (coalesced); rows >= M and k >= K read as 0 and never past a row. Weight: vector v is
+         * row n0 + v % BN, k vector v / BN; rows >= N and vectors past kpad are 0 (kpad is a
+         * multiple of VEC, so a vector is entirely inside or outside). */
+        auto load = [&](int c) {
+            const int k0 = c * BK;
+#pragma unroll
+            for (int s = 0; s < XSTEPS; s++) {
+                int e = tid + s * THREADS, kk = e % BK, r = e / BK;
+                int m = m0 + r, k = k0 + kk;
+                xreg[s] = (m < M && k < K) ? __ldg(x + (size_t)m * (size_t)ldx + k) : 0.0f;
+            }
+#pragma unroll
+            for (int s = 0; s < WSTEPS; s++) {
+                int v = tid + s * THREADS;
+                int n = n0 + v % BN, k = k0 + (v / BN) * VEC;
+                uint4 z = make_uint4(0u, 0u, 0u, 0u);
+                if (v < WVECS && n < N && k < kpad)
+                    z = __ldg(reinterpret_cast<const uint4 *>(w + (size_t)n * (size_t)kpad + k));
+                wreg[s] = z;
+            }
+        };
+        /* The registers into shared buffer b, transposed to k-major, widened. */
+        auto store = [&](int b) {
+#pragma unroll
+            for (int s = 0; s < XSTEPS; s++) {
+                int e = tid + s * THREADS;
+                float v = xreg[s];
+                xs[b][e % BK][e / BK] = DBF ? x_to_bf16(v) : v;
+            }
+#pragma unroll
+            for (int s = 0; s < WSTEPS; s++) {
+                int v = tid + s * THREADS;
+                if (WVECS % THREADS != 0 && v >= WVECS) break;
+                T el[VEC];
+                memcpy(el, &wreg[s], sizeof el);
+                int n = v % BN, kb = (v / BN) * VEC;
+#pragma unroll
+                for (int i = 0; i < VEC; i++) ws[b][kb + i][n] = WT::widen(el[i]);
+            }
+        };
+
+        load(0);
+        store(0);
+        __syncthreads();
+        for (int c = 0; c < n_chunks; c++) {
+            const int b = c & 1;
+            if (c + 1 < n_chunks) load(c + 1); /* in flight while this chunk is consumed */
+            if (live && DBF) {
+                /* k pairs of this chunk: up to the last (padded) pair of K */
+                const int np = min(BK / 2, K2 - c * (BK / 2));
+                auto pair = [&](int p) {
+                    float a0[TM], a1[TM], w0[TN], w1[TN];
+                    lds(a0, &xs[b][2 * p][ty * TM]);
+                    lds(a1, &xs[b][2 * p + 1][ty * TM]);
+                    lds(w0, &ws[b][2 * p][tx * TN]);
+                    lds(w1, &ws[b][2 * p + 1][tx * TN]);
+#pragma unroll
+                    for (int i = 0; i < TM; i++)
+#pragma unroll
+                        for (int j = 0; j < TN; j++)
+                            acc[i][j] = dbf_add(a0[i], w0[j], dbf_add(a1[i], w1[j], acc[i][j]));
+                };
+                if (np == BK / 2) {
+#pragma unroll
+                    for (int p = 0; p < BK / 2; p++) pair(p);
+                } else {
+                    for (int p = 0; p < np; p++) pair(p);
+                }
+            } else if (live) {
+                /* exactly the k < K of this chunk: no padded step (file comment) */
+                const int kn = min(BK, K - c * BK);
+                auto step = [&](int kk) {
+                    float a[TM], wv[TN];
+                    lds(a, &xs[b][kk][ty * TM]);
+                    lds(wv, &ws[b][kk][tx * TN]);
+#pragma unroll
+                    for (int i = 0; i < TM; i++)
+#pragma unroll
+                        for (int j = 0; j < TN; j++) acc[i][j] = __fmaf_rn(a[i], wv[j], acc[i][j]);
+                };
+                if (kn == BK) {
+#pragma unroll
+                    for (int kk = 0; kk < BK; kk++) step(kk);
+                } else {
+                    for (int kk = 0; kk < kn; kk++) step(kk);
+                }
+            }
+            /* buffer b ^ 1 was last read in chunk c - 1, before the previous barrier */
+            if (c + 1 < n_chunks) store(b ^ 1);
+            __syncthreads();
+        }
+
+        /* Epilogue: the CPU's sequence, each operation correctly rounded (file comment). */
+#pragma unroll
+        for (int i = 0; i < TM; i++) {
+            const int m = m0 + ty * TM + i;
+            if (m >= M) continue;
+            float *yr = y + (size_t)m * (size_t)ldy;
+#pragma unroll
+            for (int j = 0; j < TN; j++) {
+                const int n = n0 + tx * TN + j;
+                if (n >= N) continue;
+                float t = acc[i][j];
+                if (WK == WK_I8) t = __fmul_rn(t, scale[n]);
+                if (bias) t = __fadd_rn(t, bias[n]);
+                t = apply_act(act, t);
+                if (beta == 0.0f)
+                    yr[n] = __fmul_rn(alpha, t); /* y never read: NaN there is overwritten */
+                else
+                    yr[n] = __fadd_rn(__fmul_rn(alpha, t), __fmul_rn(beta, yr[n]));
+            }
+        }
+    }
+}
+
+/* Multiprocessors of the current device (queried once; 0 if the query fails). */
+static int sm_count(void)
+{
+    static const int count = [] {
+        int dev = 0, v = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        return v;
+    }();
+    return count;
+}
+
+/* The wide tile once its blocks occupy a third of the multiprocessors: it does 16 fused
+ * multiply-adds per two shared loads, the skinny one 4, so even a partly filled device runs it
+ * faster; below that (and always for M <= 16) the skinny tile's many small blocks. Speed only
+ * (not yet tuned on a device): both compute the same bits. */
+static bool gemm_pick_wide(int M, int N)
+{
+    if (M <= TileSkinny::BM) return false;
+    long tiles = (long)((M + TileWide::BM - 1) / TileWide::BM) *
+                 (long)((N + TileWide::BN - 1) / TileWide::BN);
+    int sms = sm_count();
+    return 3 * tiles >= (sms > 0 ? sms : 1);
+}
+
+template <class TL, int WK>
+static void gemm_launch(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                        sr_act act, float alpha, float beta, float *y, int ldy)
+{
+    typedef typename WTraits<WK>::T T;
+    unsigned m_tiles = (unsigned)((M + TL::BM - 1) / TL::BM);
+    dim3 grid((unsigned)((W->n + TL::BN - 1) / TL::BN), (unsigned)SR_CUDA_GRID_Y(m_tiles));
+    gemm_kernel<TL, WK><<<grid, TL::THREADS>>>(M, W->n, W->k, (int)k_pad(W->k), x, ldx,
+                                               (const T *)W->data, W->scale, bias, act, alpha,
+                                               beta, y, ldy);
+}
+
+template <class TL>
+static void gemm_dispatch(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                          sr_act act, float alpha, float beta, float *y, int ldy)
+{
+    if (W->mul == SR_KMUL_BF16) {
+        gemm_launch<TL, WK_DBF>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+        return;
+    }
+    switch (W->dtype) {
+    case SR_F32: gemm_launch<TL, WK_F32>(M, x, ldx, W, bias, act, alpha, beta, y, ldy); break;
+    case SR_BF16: gemm_launch<TL, WK_BF16>(M, x, ldx, W, bias, act, alpha, beta, y, ldy); break;
+    case SR_F16: gemm_launch<TL, WK_F16>(M, x, ldx, W, bias, act, alpha, beta, y, ldy); break;
+    default: gemm_launch<TL, WK_I8>(M, x, ldx, W, bias, act, alpha, beta, y, ldy); break;
+    }
+}
+
+sr_status sr_cuda_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                       sr_act act, float alpha, float beta, float *y, int ldy)
+{
+    if (M < 0) return sr_error(SR_ERR_ARG, "gemm: M = %d < 0", M);
+    if (!W) return sr_error(SR_ERR_ARG, "gemm: W is NULL");
+    if (!valid_weight(W)) return sr_error(SR_ERR_ARG, "gemm: W is not a weight from weight_create");
+    if (act != SR_ACT_NONE && act != SR_ACT_GELU && act != SR_ACT_SILU && act != SR_ACT_RELU)
+        return sr_error(SR_ERR_ARG, "gemm: act = %d is not a known activation", (int)act);
+    if (M == 0) return SR_OK;
+    if (!x || !y) return sr_error(SR_ERR_ARG, "gemm: %s is NULL", x ? "y" : "x");
+    if (ldx < W->k) return sr_error(SR_ERR_ARG, "gemm: ldx = %d < k = %d", ldx, W->k);
+    if (ldy < W->n) return sr_error(SR_ERR_ARG, "gemm: ldy = %d < n = %d", ldy, W->n);
+    /* device addresses compared as numbers: the extents [first element, last row's end) */
+    const char *xb = (const char *)x, *yb = (const char *)y;
+    const char *xe = (const char *)(x + (size_t)(M - 1) * ldx + W->k);
+    const char *ye = (const char *)(y + (size_t)(M - 1) * ldy + W->n);
+    if (xb < ye && yb < xe) return sr_error(SR_ERR_ARG, "gemm: x and y overlap");
+
+    if (gemm_pick_wide(M, W->n))
+        gemm_dispatch<TileWide>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+    else
+        gemm_dispatch<TileSkinny>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+    return sr_cuda_launched("gemm");
+}
+
+/* ---- weights ---------------------------------------------------------------------------- */
+
+/* bf16 subnormals (exponent 0, mantissa not) to zero of their sign, in place over n elements:
+ * the stored form of a weight with bf16 products (the CPU's bf16_daz). */
+__global__ static void bf16_daz_kernel(uint16_t *w, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint16_t b = w[i];
+        if (!(b & 0x7f80u)) w[i] = (uint16_t)(b & 0x8000u);
+    }
+}
+
+sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
+                                sr_kmul mul, sr_kweight **out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "weight_create: out is NULL");
+    *out = NULL;
+    if (n < 1 || k < 1)
+        return sr_error(SR_ERR_ARG, "weight_create: shape [n = %d, k = %d] (both must be >= 1)", n, k);
+    if (dt != SR_F32 && dt != SR_BF16 && dt != SR_F16 && dt != SR_I8)
+        return sr_error(SR_ERR_ARG, "weight_create: dtype %d is not f32, bf16, f16 or i8", (int)dt);
+    if (!host) return sr_error(SR_ERR_ARG, "weight_create: host is NULL");
+    if (dt == SR_I8 && !scale) return sr_error(SR_ERR_ARG, "weight_create: i8 weight without scale");
+    if (mul != SR_KMUL_EXACT && mul != SR_KMUL_BF16)
+        return sr_error(SR_ERR_ARG, "weight_create: mul %d is not exact or bf16", (int)mul);
+    if (mul == SR_KMUL_BF16 && dt != SR_BF16)
+        return sr_error(SR_ERR_ARG, "weight_create: bf16 products need a bf16 weight (dtype %s)",
+                        sr_dtype_name(dt));
+    sr_kweight *W = (sr_kweight *)calloc(1, sizeof *W);
+    if (!W) return sr_error(SR_ERR_NOMEM, "weight_create: %d x %d weight", n, k);
+    W->n = n;
+    W->k = k;
+    W->dtype = dt;
+    W->mul = mul;
+    const size_t es = elt_size(dt), kp = k_pad(k);
+    const size_t row = (size_t)k * es, prow = kp * es; /* host and device row bytes */
+    const size_t data_bytes = (size_t)n * prow;
+    const size_t scale_bytes = dt == SR_I8 ? (size_t)n * sizeof(float) : 0;
+    cudaError_t e = cudaMalloc(&W->data, data_bytes);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        W->data = NULL;
+        free(W);
+        return sr_error(SR_ERR_NOMEM, "weight_create: %zu bytes of device memory for a %d x %d "
+                        "weight (%s)", data_bytes, n, k, cudaGetErrorString(e));
+    }
+    if (dt == SR_I8) {
+        e = cudaMalloc((void **)&W->scale, scale_bytes);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            W->scale = NULL;
+            sr_cuda_weight_free(W);
+            return sr_error(SR_ERR_NOMEM, "weight_create: %zu bytes of device memory for the i8 "
+                            "scales of a %d x %d weight (%s)", scale_bytes, n, k,
+                            cudaGetErrorString(e));
+        }
+    }
+    W->bytes = data_bytes + scale_bytes;
+    /* [n][k] host rows into [n][kpad] device rows, the padding zero */
+    if (kp == (size_t)k) {
+        e = cudaMemcpy(W->data, host, data_bytes, cudaMemcpyHostToDevice);
+    } else {
+        e = cudaMemset(W->data, 0, data_bytes);
+        if (e == cudaSuccess)
+            e = cudaMemcpy2D(W->data, prow, host, row, row, (size_t)n, cudaMemcpyHostToDevice);
+    }
+    if (e == cudaSuccess && dt == SR_I8)
+        e = cudaMemcpy(W->scale, scale, scale_bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        sr_cuda_weight_free(W);
+        return sr_cuda_fail("weight_create upload", e);
+    }
+    if (mul == SR_KMUL_BF16) {
+        size_t cnt = (size_t)n * kp;
+        size_t blocks = (cnt + 255) / 256;
+        bf16_daz_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256>>>(
+            (uint16_t *)W->data, cnt);
+        sr_status st = sr_cuda_launched("weight_create");
+        if (st) {
+            sr_cuda_weight_free(W);
+            return st;
+        }
+    }
+    *out = W;
+    return SR_OK;
+}
+
+void sr_cuda_weight_free(sr_kweight *w)
+{
+    if (!w) return;
+    if (w->data) (void)cudaFree(w->data);
+    if (w->scale) (void)cudaFree(w->scale);
+    free(w);
+}
+
+/* ---- gather ------------------------------------------------------------------------------ */
+
+/* A launch's ids, passed by value: the kernel parameters are copied at launch, so the host
+ * array is "uploaded" with no allocation and no synchronization. */
+struct GatherIds {
+    int32_t v[GATHER_IDS];
+};
+
+/* y[i, k] = E[ids[i], k] widened exactly (I8: q * scale[row], one f32 product) for i < count,
+ * k < K; rows in blockIdx.y, k over the x grid (looping past it). */
+__global__ static void gather_kernel(const void *__restrict__ data, const float *__restrict__ scale,
+                                     sr_dtype dt, int K, size_t kpad, GatherIds ids, int count,
+                                     float *__restrict__ y, int ldy)
+{
+    const int i = (int)blockIdx.y;
+    if (i >= count) return;
+    const int r = ids.v[i];
+    float *yr = y + (size_t)i * (size_t)ldy;
+    const size_t base = (size_t)r * kpad;
+    for (int k = (int)(blockIdx.x * blockDim.x + threadIdx.x); k < K;
+         k += (int)(gridDim.x * blockDim.x)) {
+        float v;
+        switch (dt) {
+        case SR_F32: v = ((const float *)data)[base + k]; break;
+        case SR_BF16: v = bf16_to_f32(((const uint16_t *)data)[base + k]); break;
+        case SR_F16: v = __half2float(__ushort_as_half(((const uint16_t *)data)[base + k])); break;
+        default: v = __fmul_rn(__int2float_rn(((const int8_t *)data)[base + k]), scale[r]); break;
+        }
+        yr[k] = v;
+    }
+}
+
+sr_status sr_cuda_gather(const sr_kweight *E, const int32_t *ids, int n, float *y, int ldy)
+{
+    if (n < 0) return sr_error(SR_ERR_ARG, "gather: n = %d < 0", n);
+    if (!E) return sr_error(SR_ERR_ARG, "gather: E is NULL");
+    if (!valid_weight(E)) return sr_error(SR_ERR_ARG, "gather: E is not a weight from weight_create");
+    if (n == 0) return SR_OK;
+    if (!ids || !y) return sr_error(SR_ERR_ARG, "gather: %s is NULL", ids ? "y" : "ids");
+    if (ldy < E->k) return sr_error(SR_ERR_ARG, "gather: ldy = %d < k = %d", ldy, E->k);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= E->n)
+            return sr_error(SR_ERR_ARG, "gather: ids[%d] = %d out of [0, %d)", i, (int)ids[i], E->n);
+    const int threads = 256;
+    const unsigned gx = (unsigned)((E->k + threads - 1) / threads);
+    for (int i0 = 0; i0 < n; i0 += GATHER_IDS) {
+        const int count = n - i0 < GATHER_IDS ? n - i0 : GATHER_IDS;
+        GatherIds g;
+        memcpy(g.v, ids + i0, (size_t)count * sizeof(int32_t));
+        dim3 grid(gx, (unsigned)count);
+        gather_kernel<<<grid, threads>>>(E->data, E->scale, E->dtype, E->k, k_pad(E->k), g, count,
+                                         y + (size_t)i0 * (size_t)ldy, ldy);
+        sr_status st = sr_cuda_launched("gather");
+        if (st) return st;
+    }
+    return SR_OK;
+}

@@ -1,0 +1,1001 @@
+/*
+ * rowops.cu — the CUDA table's row-wise, element-wise, convolution, cache and search ops
+ * (contracts: the op typedefs of kernels/kernels.h; the CPU references: kernels/cpu/rowops.c
+ * and kernels/ops.h, whose argument checks and messages are repeated here word for word).
+ *
+ * Shapes of the kernels:
+ *   element-wise (glu, add, scale, batchnorm, lstm_cell, rope, kv_write, conv_dw)
+ *               one thread per (row, column) of a 2-D grid (ew2d below); rows past the grid's
+ *               y limit are covered by a loop
+ *   act, im2col1d, conv2d_s2
+ *               one thread per output element, grid-stride over a flat size_t index
+ *   norm, softmax, logsoftmax, topk
+ *               one block of ROW_THREADS per row, statistics by a block reduction
+ *
+ * Same bits as the CPU where the formula allows it. The CPU builds (-std=c11) never contract
+ * a * b + c into a fused multiply-add; nvcc does by default, so every product that feeds a sum
+ * is written with __fmul_rn / __fadd_rn (which the compiler never fuses). Division and square
+ * root are IEEE (nvcc's defaults -prec-div / -prec-sqrt, spelled out as __fdiv_rn / __fsqrt_rn
+ * where it matters), subnormals are kept (no -ftz). So add, scale, batchnorm, im2col1d,
+ * conv2d_s2, conv_dw, kv_write and topk give the CPU's bits. The rest differ slightly, and the
+ * CUDA-vs-CPU test compares them with a tolerance:
+ *   - the device's expf / erff / tanhf / cosf / sinf differ from libm (and from ops.c's AVX2
+ *     exp / erf) by a few ulp (act GELU / SiLU, glu, lstm_cell, rope, softmax);
+ *   - the double sums of norm / softmax / logsoftmax add in a tree, not left to right, so a
+ *     statistic may differ in its last double bits (and rarely its float rounding).
+ *
+ * Pools (kv_write, the conv_dw state): f16 / bf16 writes use the hardware conversions
+ * (__float2half_rn / __float2bfloat16_rn, round to nearest even, overflow to Inf, subnormals
+ * exact); a NaN takes core/dtype.c's payload rule instead, which the hardware's canonical NaN
+ * would not match. Reads widen exactly (f16 NaN payloads kept, as sr_f16_to_f32).
+ *
+ * Batches: the sr_kbatch arrays are host memory. An op that needs them copies row0 (and slot
+ * / pos as needed) into one small stream-ordered device buffer (cudaMallocAsync /
+ * cudaMemcpyAsync / cudaFreeAsync on the legacy default stream, so nothing waits for the
+ * device; plain cudaMalloc / cudaFree where the device has no memory pools), and each thread
+ * finds its row's sequence by binary search, as rowops.c's seq_of.
+ *
+ * Aliasing as on the CPU: norm, act, glu, add, batchnorm and logsoftmax may work in place with
+ * equal strides (every element is read and written by the same thread, after any reduction);
+ * conv_dw's y must not alias x (checked).
+ */
+#include "cuda_impl.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdint.h>
+
+/* ---- argument checks (rowops.c's, with its messages) ---------------------------------------- */
+
+#define RO_ARG(cond, ...)                                                                     \
+    do {                                                                                      \
+        if (cond) return sr_error(SR_ERR_ARG, __VA_ARGS__);                                   \
+    } while (0)
+
+/* Validate the batch b of op: sequences, row ranges, positions (need_pos) and, when slots > 0,
+ * slot ids in [0, slots), pairwise distinct (two sequences writing one cache slot would race).
+ * *rows = the batch's row count. */
+static sr_status check_batch(const char *op, const sr_kbatch *b, int need_pos, int slots, int *rows)
+{
+    *rows = 0;
+    RO_ARG(!b, "%s: batch b is NULL", op);
+    RO_ARG(b->n_seq < 0, "%s: b->n_seq = %d < 0", op, b->n_seq);
+    if (b->n_seq == 0) return SR_OK;
+    RO_ARG(!b->row0, "%s: b->row0 is NULL", op);
+    RO_ARG(b->row0[0] != 0, "%s: b->row0[0] = %d (must be 0)", op, b->row0[0]);
+    for (int s = 0; s < b->n_seq; s++) {
+        RO_ARG(b->row0[s + 1] < b->row0[s], "%s: b->row0 decreases at sequence %d (%d after %d)",
+               op, s, b->row0[s + 1], b->row0[s]);
+        if (need_pos) {
+            RO_ARG(!b->pos, "%s: b->pos is NULL", op);
+            RO_ARG(b->pos[s] < 0 || b->pos[s] > INT64_MAX - (b->row0[s + 1] - b->row0[s]),
+                   "%s: b->pos[%d] = %lld out of range", op, s, (long long)b->pos[s]);
+        }
+        if (slots > 0) {
+            RO_ARG(!b->slot, "%s: b->slot is NULL", op);
+            RO_ARG(b->slot[s] < 0 || b->slot[s] >= slots,
+                   "%s: b->slot[%d] = %d out of range (%d slots)", op, s, b->slot[s], slots);
+            for (int q = 0; q < s; q++)
+                RO_ARG(b->slot[q] == b->slot[s], "%s: slot %d used by sequences %d and %d", op,
+                       b->slot[s], q, s);
+        }
+    }
+    *rows = b->row0[b->n_seq];
+    return SR_OK;
+}
+
+static sr_status check_pool(const char *op, const char *name, const sr_kpool *p, int layer)
+{
+    RO_ARG(!p->data, "%s: %s->data is NULL", op, name);
+    RO_ARG(p->dtype != SR_F32 && p->dtype != SR_F16 && p->dtype != SR_BF16,
+           "%s: %s element type %s (f32, f16 or bf16)", op, name, sr_dtype_name(p->dtype));
+    RO_ARG(p->layers < 1 || p->slots < 1 || p->rows < 1 || p->width < 1,
+           "%s: %s shape %d x %d x %d x %d (each >= 1)", op, name, p->layers, p->slots, p->rows,
+           p->width);
+    RO_ARG(layer < 0 || layer >= p->layers, "%s: layer %d out of range (%s has %d)", op, layer,
+           name, p->layers);
+    return SR_OK;
+}
+
+/* ---- temporary device buffers and batch uploads --------------------------------------------- */
+
+typedef struct {
+    void *p;
+    int pooled; /* from cudaMallocAsync: freed stream-ordered */
+} dev_tmp;
+
+/* bytes of device memory ordered on the legacy default stream: a kernel queued after the
+ * allocation may use it, and tmp_free after that kernel releases it once the kernel is done
+ * (cudaFree, the fallback, waits for the device). */
+static sr_status tmp_alloc(const char *what, size_t bytes, dev_tmp *t)
+{
+    t->p = NULL;
+    t->pooled = 1;
+    cudaError_t e = cudaMallocAsync(&t->p, bytes, 0);
+    if (e == cudaErrorNotSupported) { /* no memory pools on this device / driver */
+        (void)cudaGetLastError();
+        t->pooled = 0;
+        e = cudaMalloc(&t->p, bytes);
+    }
+    if (e != cudaSuccess) {
+        t->p = NULL;
+        return sr_cuda_fail(what, e);
+    }
+    return SR_OK;
+}
+
+static void tmp_free(dev_tmp *t)
+{
+    if (!t->p) return;
+    if (t->pooled) (void)cudaFreeAsync(t->p, 0);
+    else (void)cudaFree(t->p);
+    t->p = NULL;
+}
+
+/* A batch's control arrays in device memory (slot / pos NULL unless asked for). */
+typedef struct {
+    dev_tmp mem;
+    int n_seq;
+    const int *row0;
+    const int *slot;
+    const int64_t *pos;
+} dev_batch;
+
+static sr_status batch_upload(const char *what, const sr_kbatch *b, int with_slot, int with_pos,
+                              dev_batch *d)
+{
+    size_t n = (size_t)b->n_seq;
+    size_t off_row0 = with_pos ? n * sizeof(int64_t) : 0; /* pos first: 8-byte aligned */
+    size_t off_slot = off_row0 + (n + 1) * sizeof(int);
+    size_t bytes = off_slot + (with_slot ? n * sizeof(int) : 0);
+    d->n_seq = b->n_seq;
+    sr_status st = tmp_alloc(what, bytes, &d->mem);
+    if (st) return st;
+    char *base = (char *)d->mem.p;
+    cudaError_t e = cudaMemcpyAsync(base + off_row0, b->row0, (n + 1) * sizeof(int),
+                                    cudaMemcpyHostToDevice, 0);
+    if (e == cudaSuccess && with_pos)
+        e = cudaMemcpyAsync(base, b->pos, n * sizeof(int64_t), cudaMemcpyHostToDevice, 0);
+    if (e == cudaSuccess && with_slot)
+        e = cudaMemcpyAsync(base + off_slot, b->slot, n * sizeof(int), cudaMemcpyHostToDevice, 0);
+    if (e != cudaSuccess) {
+        tmp_free(&d->mem);
+        return sr_cuda_fail(what, e);
+    }
+    d->row0 = (const int *)(base + off_row0);
+    d->slot = with_slot ? (const int *)(base + off_slot) : NULL;
+    d->pos = with_pos ? (const int64_t *)base : NULL;
+    return SR_OK;
+}
+
+/* ---- device helpers ------------------------------------------------------------------------- */
+
+/* The sequence holding batch row r: the last s with row0[s] <= r (rowops.c's seq_of). */
+__device__ static inline int seq_of(const int *row0, int n_seq, int r)
+{
+    int lo = 0, hi = n_seq - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (row0[mid] <= r) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* A pool as the kernels see it; element offsets as sr_kpool_at. */
+typedef struct {
+    void *data;
+    int dtype, slots, rows, width;
+} dpool;
+
+static dpool dpool_of(const sr_kpool *p)
+{
+    dpool d = {p->data, (int)p->dtype, p->slots, p->rows, p->width};
+    return d;
+}
+
+__device__ static inline size_t dpool_at(const dpool &p, int layer, int slot, int row)
+{
+    return (((size_t)layer * (size_t)p.slots + (size_t)slot) * (size_t)p.rows + (size_t)row) *
+           (size_t)p.width;
+}
+
+/* f16 -> f32 exactly; Inf / NaN by bits so a NaN keeps its payload (sr_f16_to_f32). */
+__device__ static inline float f16_widen(unsigned short h)
+{
+    if ((h & 0x7c00u) == 0x7c00u)
+        return __uint_as_float(((unsigned)(h & 0x8000u) << 16) | 0x7f800000u |
+                               ((unsigned)(h & 0x3ffu) << 13));
+    return __half2float(__ushort_as_half(h));
+}
+
+/* f32 -> f16, nearest even; NaN: sign, top payload bits, quiet if they vanish (sr_f32_to_f16). */
+__device__ static inline unsigned short f16_narrow(float v)
+{
+    unsigned u = __float_as_uint(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        unsigned man = (u >> 13) & 0x3ffu;
+        return (unsigned short)(((u >> 16) & 0x8000u) | 0x7c00u | (man ? man : 0x200u));
+    }
+    return __half_as_ushort(__float2half_rn(v));
+}
+
+/* f32 -> bf16, nearest even; NaN: upper half made quiet (sr_f32_to_bf16). */
+__device__ static inline unsigned short bf16_narrow(float v)
+{
+    unsigned u = __float_as_uint(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+__device__ static inline float pool_ld(const dpool &p, size_t i)
+{
+    if (p.dtype == SR_F16) return f16_widen(((const unsigned short *)p.data)[i]);
+    if (p.dtype == SR_BF16)
+        return __uint_as_float((unsigned)((const unsigned short *)p.data)[i] << 16);
+    return ((const float *)p.data)[i];
+}
+
+__device__ static inline void pool_st(const dpool &p, size_t i, float v)
+{
+    if (p.dtype == SR_F16) ((unsigned short *)p.data)[i] = f16_narrow(v);
+    else if (p.dtype == SR_BF16) ((unsigned short *)p.data)[i] = bf16_narrow(v);
+    else ((float *)p.data)[i] = v;
+}
+
+/* Element j to element i of a pool, bits unchanged (the state shift of conv_dw, a memcpy on
+ * the CPU). */
+__device__ static inline void pool_move(const dpool &p, size_t i, size_t j)
+{
+    if (p.dtype == SR_F32) ((unsigned *)p.data)[i] = ((const unsigned *)p.data)[j];
+    else ((unsigned short *)p.data)[i] = ((const unsigned short *)p.data)[j];
+}
+
+/* The scalar formulas of rowops.c / ops.c, every rounding where the CPU has it (the sums
+ * spelled __fadd_rn so that ptxas fuses none into the last multiply of an inlined expf). */
+__device__ static inline float sigmoid1(float z) { return 1.0f / __fadd_rn(1.0f, expf(-z)); }
+__device__ static inline float silu1(float v) { return v / __fadd_rn(1.0f, expf(-v)); }
+__device__ static inline float gelu1(float v)
+{
+    return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, erff(v * 0.70710678118654752440f)));
+}
+__device__ static inline float relu1(float v) { return v > 0.0f ? v : 0.0f; }
+
+/* ---- launch helpers ------------------------------------------------------------------------- */
+
+/* Threads per block of the row kernels (a multiple of 32: whole warps in the reductions). */
+#define ROW_THREADS 256
+/* Blocks of the row kernels and of the flat grid-stride kernels (each loops past them). */
+#define ROW_BLOCKS_MAX 65535
+#define FLAT_BLOCKS_MAX 65535
+
+static unsigned row_blocks(int M) { return (unsigned)(M < ROW_BLOCKS_MAX ? M : ROW_BLOCKS_MAX); }
+
+static unsigned flat_blocks(size_t n)
+{
+    size_t b = (n - 1) / 256 + 1;
+    return (unsigned)(b < FLAT_BLOCKS_MAX ? b : FLAT_BLOCKS_MAX);
+}
+
+/* f(r, c) for r < M, c < d (M, d >= 1): blocks of 256 threads, blockDim.x the row width
+ * rounded up to a warp (at most 256), the remaining threads of a block on further rows. */
+template <class F> __global__ static void ew2d_kernel(int M, int d, F f)
+{
+    int c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (c >= d) return;
+    int64_t step = (int64_t)gridDim.y * blockDim.y;
+    for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < M; r += step)
+        f((int)r, c);
+}
+
+template <class F> static sr_status ew2d(const char *what, int M, int d, F f)
+{
+    int bx = d >= 256 ? 256 : (d + 31) / 32 * 32, by = 256 / bx;
+    int64_t gy = ((int64_t)M + by - 1) / by;
+    dim3 grid((unsigned)(((int64_t)d + bx - 1) / bx), (unsigned)SR_CUDA_GRID_Y(gy));
+    ew2d_kernel<<<grid, dim3((unsigned)bx, (unsigned)by)>>>(M, d, f);
+    return sr_cuda_launched(what);
+}
+
+/* Reduction of v over the block (blockDim.x = ROW_THREADS), the same value returned to every
+ * thread. Fixed order for a fixed block size: a row's result does not depend on other rows. */
+template <class T, class Op> __device__ static T block_reduce(T v, Op op)
+{
+    __shared__ T part[ROW_THREADS / 32];
+    __shared__ T all;
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    __syncthreads(); /* every reader of the previous call's `all` is past it */
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T t = part[0];
+        for (int w = 1; w < ROW_THREADS / 32; w++) t = op(t, part[w]);
+        all = t;
+    }
+    __syncthreads();
+    return all;
+}
+
+namespace {
+struct op_dsum {
+    __device__ double operator()(double a, double b) const { return __dadd_rn(a, b); }
+};
+/* Max that never takes a NaN: the CPU's mx = x > mx ? x : mx from -Inf (partials start at
+ * -Inf and never hold a NaN, so the tree gives the sequential loop's maximum). */
+struct op_fmax {
+    __device__ float operator()(float a, float b) const { return b > a ? b : a; }
+};
+struct op_umax {
+    __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const
+    {
+        return b > a ? b : a;
+    }
+};
+} // namespace
+
+/* ---- zero, copy2d --------------------------------------------------------------------------- */
+
+void sr_cuda_zero(void *p, size_t bytes)
+{
+    if (!p || !bytes) return;
+    /* No status to return: clear the error so that the next checked call reports its own. */
+    if (cudaMemsetAsync(p, 0, bytes, 0) != cudaSuccess) (void)cudaGetLastError();
+}
+
+sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
+{
+    RO_ARG(M < 0 || d < 0, "copy2d: negative size (M = %d, d = %d)", M, d);
+    if (M == 0 || d == 0) return SR_OK;
+    RO_ARG(!x || !y, "copy2d: %s is NULL", x ? "y" : "x");
+    RO_ARG(ldx < d || ldy < d, "copy2d: %s = %d < d = %d", ldx < d ? "ldx" : "ldy",
+           ldx < d ? ldx : ldy, d);
+    cudaError_t e = cudaMemcpy2DAsync(y, (size_t)ldy * sizeof(float), x, (size_t)ldx * sizeof(float),
+                                      (size_t)d * sizeof(float), (size_t)M,
+                                      cudaMemcpyDeviceToDevice, 0);
+    if (e != cudaSuccess) return sr_cuda_fail("copy2d", e);
+    return SR_OK;
+}
+
+/* ---- norm ----------------------------------------------------------------------------------- */
+
+/* One block per row: x [M, d] stride ldx -> y stride ldy, sr_layernorm / sr_rmsnorm's formulas
+ * (statistics in double), then y *= mul[r * ld_mul + c]. */
+__global__ static void norm_kernel(int kind, int M, int d, const float *x, int ldx,
+                                   const float *g, const float *b, float eps, const float *mul,
+                                   int ld_mul, float *y, int ldy)
+{
+    for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
+        const float *xr = x + (size_t)r * ldx;
+        float *yr = y + (size_t)r * ldy;
+        const float *mr = mul ? mul + (size_t)r * ld_mul : NULL;
+        if (kind == SR_NORM_LAYER) {
+            double s = 0;
+            for (int i = (int)threadIdx.x; i < d; i += ROW_THREADS) s = __dadd_rn(s, (double)xr[i]);
+            double mean = block_reduce(s, op_dsum()) / d;
+            double v = 0;
+            for (int i = (int)threadIdx.x; i < d; i += ROW_THREADS) {
+                double t = (double)xr[i] - mean;
+                v = __dadd_rn(v, __dmul_rn(t, t));
+            }
+            double var = block_reduce(v, op_dsum()) / d;
+            float inv = (float)__ddiv_rn(1.0, __dsqrt_rn(var + (double)eps));
+            float mu = (float)mean;
+            for (int i = (int)threadIdx.x; i < d; i += ROW_THREADS) {
+                float t = __fadd_rn(__fmul_rn(__fmul_rn(xr[i] - mu, inv), g[i]), b[i]);
+                yr[i] = mr ? __fmul_rn(t, mr[i]) : t;
+            }
+        } else {
+            double ss = 0;
+            for (int i = (int)threadIdx.x; i < d; i += ROW_THREADS)
+                ss = __dadd_rn(ss, __dmul_rn((double)xr[i], (double)xr[i]));
+            ss = block_reduce(ss, op_dsum());
+            float inv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn((float)(ss / d), eps)));
+            for (int i = (int)threadIdx.x; i < d; i += ROW_THREADS) {
+                float t = __fmul_rn(g[i], __fmul_rn(xr[i], inv));
+                yr[i] = mr ? __fmul_rn(t, mr[i]) : t;
+            }
+        }
+    }
+}
+
+sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
+                       const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy)
+{
+    RO_ARG(kind != SR_NORM_LAYER && kind != SR_NORM_RMS, "norm: kind %d unknown (LAYER 0, RMS 1)",
+           (int)kind);
+    RO_ARG(M < 0 || d < 0, "norm: negative size (M = %d, d = %d)", M, d);
+    if (M == 0 || d == 0) return SR_OK;
+    RO_ARG(!x || !y, "norm: %s is NULL", x ? "y" : "x");
+    RO_ARG(!g, "norm: g is NULL");
+    RO_ARG(kind == SR_NORM_LAYER && !b, "norm: b is NULL (LayerNorm needs a bias)");
+    RO_ARG(ldx < d || ldy < d, "norm: %s = %d < d = %d", ldx < d ? "ldx" : "ldy",
+           ldx < d ? ldx : ldy, d);
+    RO_ARG(x == y && ldx != ldy, "norm: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
+    RO_ARG(mul && ld_mul != 0 && ld_mul < d, "norm: ld_mul = %d < d = %d (0 broadcasts one row)",
+           ld_mul, d);
+    RO_ARG(mul && ld_mul < 0, "norm: ld_mul = %d < 0", ld_mul);
+    norm_kernel<<<row_blocks(M), ROW_THREADS>>>((int)kind, M, d, x, ldx, g, b, eps, mul, ld_mul,
+                                                y, ldy);
+    return sr_cuda_launched("norm");
+}
+
+/* ---- act ------------------------------------------------------------------------------------ */
+
+__global__ static void act_kernel(int act, size_t n, const float *x, float *y)
+{
+    size_t step = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        float v = x[i];
+        y[i] = act == SR_ACT_GELU ? gelu1(v) : act == SR_ACT_SILU ? silu1(v) : relu1(v);
+    }
+}
+
+sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y)
+{
+    RO_ARG(act != SR_ACT_NONE && act != SR_ACT_GELU && act != SR_ACT_SILU && act != SR_ACT_RELU,
+           "act: activation %d unknown", (int)act);
+    if (n == 0) return SR_OK;
+    RO_ARG(!x || !y, "act: %s is NULL", x ? "y" : "x");
+    RO_ARG(n > (size_t)INT64_MAX, "act: n = %zu too large", n);
+    if (act == SR_ACT_NONE) {
+        if (x == y) return SR_OK;
+        cudaError_t e = cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, 0);
+        if (e != cudaSuccess) return sr_cuda_fail("act", e);
+        return SR_OK;
+    }
+    act_kernel<<<flat_blocks(n), 256>>>((int)act, n, x, y);
+    return sr_cuda_launched("act");
+}
+
+/* ---- glu, add, scale, batchnorm, lstm_cell: element-wise over rows -------------------------- */
+
+/* The functors of ew2d (here and below) live in anonymous namespaces: internal linkage, so
+ * another .cu file's types of the same name cannot clash. */
+namespace {
+
+struct glu_f { /* y [M, d] = glu(a, b) */
+    int kind, lda, ldb, ldy;
+    const float *a, *b;
+    float *y;
+    __device__ void operator()(int r, int c) const
+    {
+        float av = a[(size_t)r * lda + c], bv = b[(size_t)r * ldb + c];
+        y[(size_t)r * ldy + c] =
+            kind == SR_GLU_SIGMOID ? av / __fadd_rn(1.0f, expf(-bv)) : __fmul_rn(silu1(av), bv);
+    }
+};
+
+struct add_f { /* y [M, d] += alpha * x (ldx = 0: row 0 of x for every row) */
+    int ldx, ldy;
+    float alpha;
+    const float *x;
+    float *y;
+    __device__ void operator()(int r, int c) const
+    {
+        float *p = y + (size_t)r * ldy + c;
+        *p = __fadd_rn(*p, __fmul_rn(alpha, x[(size_t)r * ldx + c]));
+    }
+};
+
+struct scale_f { /* y [M, d] *= s */
+    int ldy;
+    float s;
+    float *y;
+    __device__ void operator()(int r, int c) const
+    {
+        float *p = y + (size_t)r * ldy + c;
+        *p = __fmul_rn(*p, s);
+    }
+};
+
+struct bn_f { /* y [M, C] = (x - mean) / sqrtf(var + eps) * g + bias */
+    int ldx, ldy;
+    float eps;
+    const float *x, *mean, *var, *g, *bias;
+    float *y;
+    __device__ void operator()(int r, int c) const
+    {
+        float sd = __fsqrt_rn(__fadd_rn(var[c], eps));
+        float t = __fdiv_rn(x[(size_t)r * ldx + c] - mean[c], sd);
+        y[(size_t)r * ldy + c] = __fadd_rn(__fmul_rn(t, g[c]), bias[c]);
+    }
+};
+
+struct lstm_f { /* gates [M, 4H] (i, f, g, o) -> c [M, H] in/out, h [M, H] */
+    int H, ldg, ldc, ldh;
+    const float *gates;
+    float *cs, *hs;
+    __device__ void operator()(int r, int i) const
+    {
+        const float *g = gates + (size_t)r * ldg;
+        float *c = cs + (size_t)r * ldc + i;
+        float gi = sigmoid1(g[i]), gf = sigmoid1(g[H + i]);
+        float gg = tanhf(g[2 * H + i]), go = sigmoid1(g[3 * H + i]);
+        float cn = __fadd_rn(__fmul_rn(gf, *c), __fmul_rn(gi, gg));
+        *c = cn;
+        hs[(size_t)r * ldh + i] = __fmul_rn(go, tanhf(cn));
+    }
+};
+} // namespace
+
+sr_status sr_cuda_glu(sr_glu kind, int M, int d, const float *a, int lda, const float *b, int ldb,
+                      float *y, int ldy)
+{
+    RO_ARG(kind != SR_GLU_SIGMOID && kind != SR_GLU_SILU, "glu: kind %d unknown (SIGMOID 0, SILU 1)",
+           (int)kind);
+    RO_ARG(M < 0 || d < 0, "glu: negative size (M = %d, d = %d)", M, d);
+    if (M == 0 || d == 0) return SR_OK;
+    RO_ARG(!a || !b || !y, "glu: %s is NULL", !a ? "a" : !b ? "b" : "y");
+    RO_ARG(lda < d || ldb < d || ldy < d, "glu: %s = %d < d = %d",
+           lda < d ? "lda" : ldb < d ? "ldb" : "ldy", lda < d ? lda : ldb < d ? ldb : ldy, d);
+    RO_ARG(y == a && ldy != lda, "glu: y and a alias with ldy = %d != lda = %d", ldy, lda);
+    RO_ARG(y == b && ldy != ldb, "glu: y and b alias with ldy = %d != ldb = %d", ldy, ldb);
+    return ew2d("glu", M, d, glu_f{(int)kind, lda, ldb, ldy, a, b, y});
+}
+
+sr_status sr_cuda_add(int M, int d, const float *x, int ldx, float alpha, float *y, int ldy)
+{
+    RO_ARG(M < 0 || d < 0, "add: negative size (M = %d, d = %d)", M, d);
+    if (M == 0 || d == 0) return SR_OK;
+    RO_ARG(!x || !y, "add: %s is NULL", x ? "y" : "x");
+    RO_ARG(ldx != 0 && ldx < d, "add: ldx = %d < d = %d (0 broadcasts row 0)", ldx, d);
+    RO_ARG(ldx < 0, "add: ldx = %d < 0", ldx);
+    RO_ARG(ldy < d, "add: ldy = %d < d = %d", ldy, d);
+    return ew2d("add", M, d, add_f{ldx, ldy, alpha, x, y});
+}
+
+sr_status sr_cuda_scale(int M, int d, float s, float *y, int ldy)
+{
+    RO_ARG(M < 0 || d < 0, "scale: negative size (M = %d, d = %d)", M, d);
+    if (M == 0 || d == 0) return SR_OK;
+    RO_ARG(!y, "scale: y is NULL");
+    RO_ARG(ldy < d, "scale: ldy = %d < d = %d", ldy, d);
+    return ew2d("scale", M, d, scale_f{ldy, s, y});
+}
+
+sr_status sr_cuda_batchnorm(int M, int C, const float *x, int ldx, const float *mean,
+                            const float *var, const float *g, const float *bias, float eps,
+                            float *y, int ldy)
+{
+    RO_ARG(M < 0 || C < 0, "batchnorm: negative size (M = %d, C = %d)", M, C);
+    if (M == 0 || C == 0) return SR_OK;
+    RO_ARG(!x || !y, "batchnorm: %s is NULL", x ? "y" : "x");
+    RO_ARG(!mean || !var || !g || !bias, "batchnorm: %s is NULL",
+           !mean ? "mean" : !var ? "var" : !g ? "g" : "bias");
+    RO_ARG(ldx < C || ldy < C, "batchnorm: %s = %d < C = %d", ldx < C ? "ldx" : "ldy",
+           ldx < C ? ldx : ldy, C);
+    RO_ARG(x == y && ldx != ldy, "batchnorm: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
+    return ew2d("batchnorm", M, C, bn_f{ldx, ldy, eps, x, mean, var, g, bias, y});
+}
+
+sr_status sr_cuda_lstm_cell(int M, int H, const float *gates, int ldg, float *c, int ldc,
+                            float *h, int ldh)
+{
+    RO_ARG(M < 0 || H < 0, "lstm_cell: negative size (M = %d, H = %d)", M, H);
+    if (M == 0 || H == 0) return SR_OK;
+    RO_ARG(!gates || !c || !h, "lstm_cell: %s is NULL", !gates ? "gates" : !c ? "c" : "h");
+    RO_ARG((int64_t)ldg < 4 * (int64_t)H, "lstm_cell: ldg = %d < 4 H = %lld", ldg,
+           4 * (long long)H);
+    RO_ARG(ldc < H || ldh < H, "lstm_cell: %s = %d < H = %d", ldc < H ? "ldc" : "ldh",
+           ldc < H ? ldc : ldh, H);
+    return ew2d("lstm_cell", M, H, lstm_f{H, ldg, ldc, ldh, gates, c, h});
+}
+
+/* ---- rope ----------------------------------------------------------------------------------- */
+
+namespace {
+struct rope_f { /* batch row r, pair i < hd / 2, every head of x [rows, n_head * hd] */
+    int n_seq, n_head, hd, ldx;
+    const int *row0;
+    const int64_t *pos;
+    const float *inv;
+    float *x;
+    __device__ void operator()(int r, int i) const
+    {
+        int s = seq_of(row0, n_seq, r), half = hd / 2;
+        float p = (float)(pos[s] + (int64_t)(r - row0[s]));
+        float a = __fmul_rn(p, inv[i]);
+        float cs = cosf(a), sn = sinf(a);
+        float *xr = x + (size_t)r * ldx + i;
+        for (int h = 0; h < n_head; h++) {
+            float *v = xr + (size_t)h * hd;
+            float u = v[0], w = v[half];
+            v[0] = __fsub_rn(__fmul_rn(u, cs), __fmul_rn(w, sn));
+            v[half] = __fadd_rn(__fmul_rn(w, cs), __fmul_rn(u, sn));
+        }
+    }
+};
+} // namespace
+
+sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq, float *x,
+                       int ldx)
+{
+    int rows;
+    sr_status st = check_batch("rope", b, 1, 0, &rows);
+    if (st) return st;
+    RO_ARG(n_head < 0 || hd < 0, "rope: negative size (n_head = %d, hd = %d)", n_head, hd);
+    RO_ARG(hd % 2, "rope: head width hd = %d is odd", hd);
+    if (rows == 0 || n_head == 0 || hd == 0) return SR_OK;
+    RO_ARG(!x || !inv_freq, "rope: %s is NULL", x ? "inv_freq" : "x");
+    RO_ARG((int64_t)ldx < (int64_t)n_head * hd, "rope: ldx = %d < n_head * hd = %lld", ldx,
+           (long long)n_head * hd);
+    dev_batch d;
+    if ((st = batch_upload("rope", b, 0, 1, &d))) return st;
+    st = ew2d("rope", rows, hd / 2, rope_f{d.n_seq, n_head, hd, ldx, d.row0, d.pos, inv_freq, x});
+    tmp_free(&d.mem);
+    return st;
+}
+
+/* ---- im2col1d ------------------------------------------------------------------------------- */
+
+/* col [T_out, C * ksize]: col[t, c * ksize + j] = x[t * stride + j, c]; a thread per element of
+ * col (contiguous writes). */
+__global__ static void im2col_kernel(size_t total, int C, int ksize, int stride, const float *x,
+                                     int ldx, float *col)
+{
+    size_t w = (size_t)C * ksize, step = (size_t)gridDim.x * blockDim.x;
+    for (size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x; o < total; o += step) {
+        size_t t = o / w, rem = o % w, c = rem / ksize, j = rem % ksize;
+        col[o] = x[(t * stride + j) * ldx + c];
+    }
+}
+
+sr_status sr_cuda_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
+                           float *col)
+{
+    RO_ARG(T_out < 0 || C < 0, "im2col1d: negative size (T_out = %d, C = %d)", T_out, C);
+    RO_ARG(ksize < 1 || stride < 1, "im2col1d: ksize = %d, stride = %d (each >= 1)", ksize, stride);
+    if (T_out == 0 || C == 0) return SR_OK;
+    RO_ARG(!x || !col, "im2col1d: %s is NULL", x ? "col" : "x");
+    RO_ARG(ldx < C, "im2col1d: ldx = %d < C = %d", ldx, C);
+    size_t total = (size_t)T_out * (size_t)C * (size_t)ksize;
+    im2col_kernel<<<flat_blocks(total), 256>>>(total, C, ksize, stride, x, ldx, col);
+    return sr_cuda_launched("im2col1d");
+}
+
+/* ---- conv2d_s2 ------------------------------------------------------------------------------ */
+
+/* out [C][To][Fo], a thread per output: the 9-tap sum from +0 in tap order (i, then j; taps
+ * outside the plane skipped, as rowops.c's conv3_1), then b + sum, then ReLU. */
+__global__ static void conv2d_kernel(size_t total, int T, int F, int To, int Fo, const float *in,
+                                     size_t in_stride, const float *w, const float *b, int relu,
+                                     float *out)
+{
+    size_t step = (size_t)gridDim.x * blockDim.x;
+    for (size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x; o < total; o += step) {
+        int f = (int)(o % (size_t)Fo), t = (int)(o / (size_t)Fo % (size_t)To);
+        size_t ch = o / ((size_t)Fo * (size_t)To);
+        const float *plane = in + ch * in_stride, *w9 = w + ch * 9;
+        float s = 0.0f;
+        for (int i = 0; i < 3; i++) {
+            int ti = 2 * t + i - 2;
+            if (ti < 0 || ti >= T) continue;
+            const float *row = plane + (size_t)ti * F;
+            for (int j = 0; j < 3; j++) {
+                int fj = 2 * f + j - 2;
+                if (fj < 0 || fj >= F) continue;
+                s = __fadd_rn(s, __fmul_rn(w9[i * 3 + j], row[fj]));
+            }
+        }
+        float v = __fadd_rn(b[ch], s);
+        out[o] = relu ? relu1(v) : v;
+    }
+}
+
+sr_status sr_cuda_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
+                            const float *w, const float *b, int relu, float *out)
+{
+    RO_ARG(C < 0 || T < 0 || F < 0, "conv2d_s2: negative size (C = %d, T = %d, F = %d)", C, T, F);
+    if (C == 0) return SR_OK;
+    RO_ARG(!in || !w || !b || !out, "conv2d_s2: %s is NULL",
+           !in ? "in" : !w ? "w" : !b ? "b" : "out");
+    RO_ARG(in_plane_stride != 0 && in_plane_stride < (size_t)T * (size_t)F,
+           "conv2d_s2: in_plane_stride = %zu < T * F = %zu (0 reads one plane)", in_plane_stride,
+           (size_t)T * (size_t)F);
+    int To = T / 2 + 1, Fo = F / 2 + 1;
+    size_t total = (size_t)C * (size_t)To * (size_t)Fo;
+    conv2d_kernel<<<flat_blocks(total), 256>>>(total, T, F, To, Fo, in, in_plane_stride, w, b,
+                                               relu != 0, out);
+    return sr_cuda_launched("conv2d_s2");
+}
+
+/* ---- conv_dw -------------------------------------------------------------------------------- */
+
+namespace {
+/* y[r, c] of batch row r: its sequence's input is [state (K - 1 rows) ; x rows]; s = bias,
+ * then s += w * in over j (zero state rows included as products, as rowops.c's dw_1). */
+struct dw_f {
+    int n_seq, K, ldx, ldy, layer;
+    const int *row0, *slot;
+    const float *x, *w, *bias;
+    dpool st; /* st.data NULL: no state (zeros) */
+    float *y;
+    __device__ void operator()(int r, int c) const
+    {
+        int s = seq_of(row0, n_seq, r);
+        int64_t t = r - row0[s];
+        size_t st0 = st.data ? dpool_at(st, layer, slot[s], 0) + (size_t)c : 0;
+        const float *wc = w + (size_t)c * K;
+        float acc = bias[c];
+        for (int j = 0; j < K; j++) {
+            int64_t q = t + j; /* row of [state ; x] */
+            float v;
+            if (q < K - 1) v = st.data ? pool_ld(st, st0 + (size_t)q * st.width) : 0.0f;
+            else v = x[(size_t)(r + j - (K - 1)) * ldx + c];
+            acc = __fadd_rn(acc, __fmul_rn(wc[j], v));
+        }
+        y[(size_t)r * ldy + c] = acc;
+    }
+};
+
+/* Sequence s, channel c: the state becomes the last K - 1 rows of [state ; x] (run after every
+ * dw_f of the call has read the old state; one thread owns a column, so the upward shift of
+ * kept rows reads each row before overwriting it). */
+struct dw_state_f {
+    int K, ldx, layer;
+    const int *row0, *slot;
+    const float *x;
+    dpool st;
+    __device__ void operator()(int s, int c) const
+    {
+        int r0 = row0[s], n = row0[s + 1] - r0, Ks = K - 1;
+        if (n == 0) return;
+        int keep = n >= Ks ? 0 : Ks - n;
+        size_t base = dpool_at(st, layer, slot[s], 0) + (size_t)c, ld = (size_t)st.width;
+        for (int r = 0; r < keep; r++) pool_move(st, base + r * ld, base + (size_t)(r + n) * ld);
+        for (int r = keep; r < Ks; r++)
+            pool_st(st, base + r * ld, x[(size_t)(r0 + n - Ks + r) * ldx + c]);
+    }
+};
+} // namespace
+
+sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx,
+                          const float *w, const float *bias, sr_kpool *state, int layer, float *y,
+                          int ldy)
+{
+    sr_status st;
+    RO_ARG(C < 0, "conv_dw: negative size (C = %d)", C);
+    RO_ARG(K < 1, "conv_dw: kernel size K = %d < 1", K);
+    if (state) {
+        if ((st = check_pool("conv_dw", "state", state, layer))) return st;
+        RO_ARG(state->width != C, "conv_dw: state width %d != C = %d", state->width, C);
+        RO_ARG(state->rows < K - 1, "conv_dw: state has %d rows < K - 1 = %d", state->rows, K - 1);
+    }
+    int rows;
+    if ((st = check_batch("conv_dw", b, 0, state ? state->slots : 0, &rows))) return st;
+    if (rows == 0 || C == 0) return SR_OK;
+    RO_ARG(!x || !w || !bias || !y, "conv_dw: %s is NULL",
+           !x ? "x" : !w ? "w" : !bias ? "bias" : "y");
+    RO_ARG(ldx < C || ldy < C, "conv_dw: %s = %d < C = %d", ldx < C ? "ldx" : "ldy",
+           ldx < C ? ldx : ldy, C);
+    RO_ARG(x == y, "conv_dw: y must not alias x");
+    dev_batch d;
+    if ((st = batch_upload("conv_dw", b, state != NULL, 0, &d))) return st;
+    dpool P = {NULL, (int)SR_F32, 0, 0, 0};
+    if (state) P = dpool_of(state);
+    st = ew2d("conv_dw", rows, C, dw_f{d.n_seq, K, ldx, ldy, layer, d.row0, d.slot, x, w, bias, P, y});
+    if (!st && state && K > 1)
+        st = ew2d("conv_dw state", d.n_seq, C, dw_state_f{K, ldx, layer, d.row0, d.slot, x, P});
+    tmp_free(&d.mem);
+    return st;
+}
+
+/* ---- softmax, logsoftmax -------------------------------------------------------------------- */
+
+/* One block per row of x [M, N], in place: max, e = expf(x - max) stored, sum of e in double,
+ * x = e * (float)(1 / sum) (sr_softmax). */
+__global__ static void softmax_kernel(int M, int N, float *x, int ldx)
+{
+    for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
+        float *row = x + (size_t)r * ldx;
+        float mx = -INFINITY;
+        for (int j = (int)threadIdx.x; j < N; j += ROW_THREADS) mx = row[j] > mx ? row[j] : mx;
+        mx = block_reduce(mx, op_fmax());
+        double sum = 0;
+        for (int j = (int)threadIdx.x; j < N; j += ROW_THREADS) {
+            float e = expf(row[j] - mx);
+            row[j] = e;
+            sum = __dadd_rn(sum, (double)e);
+        }
+        sum = block_reduce(sum, op_dsum());
+        float inv = (float)__ddiv_rn(1.0, sum);
+        for (int j = (int)threadIdx.x; j < N; j += ROW_THREADS) row[j] = __fmul_rn(row[j], inv);
+    }
+}
+
+/* One block per row: max in f32, sum of exp((double)x - max) in double (-Inf terms skipped),
+ * lse = (float)(max + log(sum)), y = x - lse (rowops.c's logsoftmax_rows). */
+__global__ static void logsoftmax_kernel(int M, int N, const float *x, int ldx, float *y, int ldy)
+{
+    for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
+        const float *xr = x + (size_t)r * ldx;
+        float *yr = y + (size_t)r * ldy;
+        float mx = -INFINITY;
+        for (int j = (int)threadIdx.x; j < N; j += ROW_THREADS) mx = xr[j] > mx ? xr[j] : mx;
+        mx = block_reduce(mx, op_fmax());
+        double sum = 0;
+        for (int j = (int)threadIdx.x; j < N; j += ROW_THREADS)
+            sum = __dadd_rn(sum, xr[j] == -INFINITY ? 0.0 : exp((double)xr[j] - mx));
+        sum = block_reduce(sum, op_dsum());
+        float lse = (float)__dadd_rn((double)mx, log(sum));
+        for (int j = (int)threadIdx.x; j < N; j += ROW_THREADS) yr[j] = xr[j] - lse;
+    }
+}
+
+sr_status sr_cuda_softmax(int M, int N, float *x, int ldx)
+{
+    RO_ARG(M < 0 || N < 0, "softmax: negative size (M = %d, N = %d)", M, N);
+    if (M == 0 || N == 0) return SR_OK;
+    RO_ARG(!x, "softmax: x is NULL");
+    RO_ARG(ldx < N, "softmax: ldx = %d < N = %d", ldx, N);
+    softmax_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, x, ldx);
+    return sr_cuda_launched("softmax");
+}
+
+sr_status sr_cuda_logsoftmax(int M, int N, const float *x, int ldx, float *y, int ldy)
+{
+    RO_ARG(M < 0 || N < 0, "logsoftmax: negative size (M = %d, N = %d)", M, N);
+    if (M == 0 || N == 0) return SR_OK;
+    RO_ARG(!x || !y, "logsoftmax: %s is NULL", x ? "y" : "x");
+    RO_ARG(ldx < N || ldy < N, "logsoftmax: %s = %d < N = %d", ldx < N ? "ldx" : "ldy",
+           ldx < N ? ldx : ldy, N);
+    RO_ARG(x == y && ldx != ldy, "logsoftmax: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
+    logsoftmax_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, x, ldx, y, ldy);
+    return sr_cuda_launched("logsoftmax");
+}
+
+/* ---- topk ----------------------------------------------------------------------------------- */
+
+/* rowops.c's ranking as one 64-bit key per column, larger = ranks higher: the value's bits
+ * made order-preserving in the high half (NaN lowest of all, -0 equal to +0), the column's
+ * complement in the low half (equal values: the lower column ranks higher). Keys of distinct
+ * columns differ, every key is > 0 (the low half of a column < 2^31 is >= 2^31) and below
+ * ~0 (no value maps to 0xffffffff). */
+__device__ static inline unsigned long long topk_key(float v, int col)
+{
+    unsigned u = __float_as_uint(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) u = 0; /* NaN */
+    else {
+        if ((u << 1) == 0) u = 0; /* -0 -> +0 */
+        u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    }
+    return ((unsigned long long)u << 32) | (unsigned)~(unsigned)col;
+}
+
+__device__ static inline int topk_col(unsigned long long key) { return (int)~(unsigned)key; }
+
+/* k at most this: k rounds of a block-wide argmax, each over the keys below the last pick. */
+#define TOPK_ITER_MAX 64
+/* Rows of up to this many keys (padded to a power of two) are sorted in shared memory (32 KB);
+ * longer ones in a global scratch of at most TOPK_SCRATCH bytes (fewer blocks, each looping). */
+#define TOPK_SMEM_KEYS 4096
+#define TOPK_SCRATCH ((size_t)64 << 20)
+
+__global__ static void topk_iter_kernel(int M, int N, int k, const float *x, int ldx,
+                                        int32_t *idx, float *val)
+{
+    for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
+        const float *xr = x + (size_t)r * ldx;
+        unsigned long long prev = ~0ull;
+        for (int i = 0; i < k; i++) {
+            unsigned long long best = 0;
+            for (int j = (int)threadIdx.x; j < N; j += ROW_THREADS) {
+                unsigned long long key = topk_key(xr[j], j);
+                if (key < prev && key > best) best = key;
+            }
+            best = block_reduce(best, op_umax());
+            if (threadIdx.x == 0) {
+                int col = topk_col(best);
+                idx[(size_t)r * k + i] = col;
+                if (val) val[(size_t)r * k + i] = xr[col];
+            }
+            prev = best;
+        }
+    }
+}
+
+/* Large k: the row's keys, padded with 0 to n2 (a power of two), bitonic-sorted descending in
+ * keys (shared memory when NULL, else n2 keys per block of global scratch); the first k give
+ * idx / val. */
+__global__ static void topk_sort_kernel(int M, int N, int k, const float *x, int ldx,
+                                        int32_t *idx, float *val, unsigned long long *scratch,
+                                        unsigned n2)
+{
+    extern __shared__ unsigned long long sh_keys[];
+    unsigned long long *kk = scratch ? scratch + (size_t)blockIdx.x * n2 : sh_keys;
+    for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
+        const float *xr = x + (size_t)r * ldx;
+        for (unsigned j = threadIdx.x; j < n2; j += ROW_THREADS)
+            kk[j] = j < (unsigned)N ? topk_key(xr[j], (int)j) : 0ull;
+        __syncthreads();
+        for (uint64_t size = 2; size <= n2; size <<= 1)
+            for (unsigned stride = (unsigned)(size >> 1); stride > 0; stride >>= 1) {
+                for (unsigned i = threadIdx.x; i < n2 / 2; i += ROW_THREADS) {
+                    unsigned lo = ((i & ~(stride - 1)) << 1) | (i & (stride - 1)), hi = lo + stride;
+                    unsigned long long a = kk[lo], b = kk[hi];
+                    int desc = (lo & size) == 0; /* this run's direction; the last is desc */
+                    if (desc ? a < b : a > b) kk[lo] = b, kk[hi] = a;
+                }
+                __syncthreads();
+            }
+        for (int i = (int)threadIdx.x; i < k; i += ROW_THREADS) {
+            int col = topk_col(kk[i]);
+            idx[(size_t)r * k + i] = col;
+            if (val) val[(size_t)r * k + i] = xr[col];
+        }
+        __syncthreads(); /* kk is refilled for the next row */
+    }
+}
+
+sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val)
+{
+    RO_ARG(M < 0 || N < 0, "topk: negative size (M = %d, N = %d)", M, N);
+    if (M == 0) return SR_OK;
+    RO_ARG(k < 1 || k > N, "topk: k = %d out of range (1 .. N = %d)", k, N);
+    RO_ARG(!x || !idx, "topk: %s is NULL", x ? "idx" : "x");
+    RO_ARG(ldx < N, "topk: ldx = %d < N = %d", ldx, N);
+    if (k <= TOPK_ITER_MAX) {
+        topk_iter_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, k, x, ldx, idx, val);
+        return sr_cuda_launched("topk");
+    }
+    unsigned n2 = 1;
+    while (n2 < (unsigned)N) n2 <<= 1; /* N <= INT_MAX: n2 <= 2^31 */
+    if (n2 <= TOPK_SMEM_KEYS) {
+        topk_sort_kernel<<<row_blocks(M), ROW_THREADS, n2 * sizeof(unsigned long long)>>>(
+            M, N, k, x, ldx, idx, val, NULL, n2);
+        return sr_cuda_launched("topk");
+    }
+    size_t per_row = (size_t)n2 * sizeof(unsigned long long), fit = TOPK_SCRATCH / per_row;
+    unsigned blocks = row_blocks(M);
+    if (fit < 1) fit = 1;
+    if (blocks > fit) blocks = (unsigned)fit;
+    dev_tmp t;
+    sr_status st = tmp_alloc("topk scratch", (size_t)blocks * per_row, &t);
+    if (st) return st;
+    topk_sort_kernel<<<blocks, ROW_THREADS>>>(M, N, k, x, ldx, idx, val,
+                                              (unsigned long long *)t.p, n2);
+    st = sr_cuda_launched("topk");
+    tmp_free(&t);
+    return st;
+}
+
+/* ---- kv_write ------------------------------------------------------------------------------- */
+
+namespace {
+/* Batch row r, column c: to slot slot[s], ring row (pos[s] + i) % rows, unless a later row of
+ * the same sequence in this call lands on that ring row (only the last `rows` rows are
+ * written, so no two threads store one element). */
+struct kv_f {
+    int n_seq, layer, ldx;
+    const int *row0, *slot;
+    const int64_t *pos;
+    const float *x;
+    dpool p;
+    __device__ void operator()(int r, int c) const
+    {
+        int s = seq_of(row0, n_seq, r), i = r - row0[s], n = row0[s + 1] - row0[s];
+        if (n - i > p.rows) return;
+        int ring = (int)((pos[s] + i) % p.rows);
+        pool_st(p, dpool_at(p, layer, slot[s], ring) + (size_t)c, x[(size_t)r * ldx + c]);
+    }
+};
+} // namespace
+
+sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx)
+{
+    RO_ARG(!p, "kv_write: pool p is NULL");
+    sr_status st = check_pool("kv_write", "p", p, layer);
+    if (st) return st;
+    int rows;
+    if ((st = check_batch("kv_write", b, 1, p->slots, &rows))) return st;
+    if (rows == 0) return SR_OK;
+    RO_ARG(!x, "kv_write: x is NULL");
+    RO_ARG(ldx < p->width, "kv_write: ldx = %d < pool width %d", ldx, p->width);
+    dev_batch d;
+    if ((st = batch_upload("kv_write", b, 1, 1, &d))) return st;
+    st = ew2d("kv_write", rows, p->width,
+              kv_f{d.n_seq, layer, ldx, d.row0, d.slot, d.pos, x, dpool_of(p)});
+    tmp_free(&d.mem);
+    return st;
+}

@@ -1,0 +1,464 @@
+/*
+ * test_ops_cuda.c — the CUDA table's op set against the CPU table's (suite kernels_cuda), in the
+ * style of ggml's test-backend-ops: the same random inputs through both tables, the device
+ * result downloaded and compared. The CPU ops are themselves checked against double references
+ * (kernels_gemm_op, kernels_gemm_bf16, kernels_ops_rows, kernels_attn), so agreement with them
+ * carries those checks over to the device.
+ *
+ * Bit for bit where the device computes the same sequence of correctly rounded operations:
+ * copy2d, zero, gather, im2col1d, kv_write (round to nearest even into f16 / bf16), scale, topk
+ * (indices and values), gemm with no activation or ReLU (one FMA per k in increasing k per
+ * output, the epilogue's roundings one by one; precision bf16 against the CPU's portable path,
+ * VDPBF16PS's sequence) — and a gemm row computed alone equals the same row in a batch — and
+ * attn (attn.cu performs kernels/cpu/attn.c's sequence: fmaf chains in key and column order,
+ * its exp polynomial, the normalizer in double in key order). Elsewhere within a stated
+ * tolerance, because the device's erff / expf / tanhf / cosf / sinf and its parallel
+ * reductions round differently from the host's:
+ *   gemm with GELU / SiLU      2e-6 (1 + |y|)
+ *   norm, batchnorm, softmax, logsoftmax, act, glu, lstm_cell, add   2e-6 (1 + |y|)
+ *   rope, conv2d_s2, conv_dw   4e-6 (1 + |y|)
+ * Without a CUDA device (or without make CUDA=1) every test skips with the reason.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/dtype.h"
+#include "../core/sr.h"
+#include "../kernels/cpu/cpu_impl.h"
+#include "../kernels/kernels.h"
+#include "test.h"
+
+static uint64_t rng = 1;
+static float rnd(void) /* uniform in [-1, 1) */
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(uint32_t)(rng >> 40) / (double)(1u << 24) * 2.0 - 1.0);
+}
+static int rndi(int n) { return (int)((rnd() + 1.0f) * 0.5f * (float)n) % (n > 0 ? n : 1); }
+
+/* The device table, or NULL after reporting the skip. */
+static const sr_kernels *gpu(void)
+{
+    const sr_kernels *g = NULL;
+    sr_status st = sr_kernels_cuda(&g);
+    if (st) {
+        char why[300];
+        snprintf(why, sizeof why, "no CUDA table here (%s)", sr_last_error());
+        TEST_SKIP(why);
+        return NULL;
+    }
+    return g;
+}
+
+static float *rand_host(size_t n, float mag)
+{
+    float *h = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; h && i < n; i++) h[i] = mag * rnd();
+    return h;
+}
+
+/* A device copy of host floats (NULL on failure, reported). */
+static float *dev(const sr_kernels *g, const float *h, size_t n)
+{
+    float *d = g->alloc((n ? n : 1) * sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL(d);
+    if (d && n) CU_ASSERT_EQUAL(g->upload(d, h, n * sizeof(float)), SR_OK);
+    return d;
+}
+
+static float *back(const sr_kernels *g, const float *d, size_t n)
+{
+    float *h = malloc((n ? n : 1) * sizeof(float));
+    if (h && n) CU_ASSERT_EQUAL(g->download(h, d, n * sizeof(float)), SR_OK);
+    return h;
+}
+
+/* 1 when a and b agree: bitwise (tol < 0) or |a - b| <= tol (1 + |b|), NaN only with NaN. */
+static int agree(const float *a, const float *b, size_t n, double tol, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        int ok;
+        if (tol < 0) ok = !memcmp(&a[i], &b[i], sizeof a[i]);
+        else if (isnan(b[i])) ok = isnan(a[i]);
+        else ok = fabs((double)a[i] - (double)b[i]) <= tol * (1.0 + fabs((double)b[i]));
+        if (!ok) {
+            printf("\n      %s: element %zu: cuda %.9g, cpu %.9g", what, i, (double)a[i], (double)b[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- gemm, gather -------------------------------------------------------------------------- */
+
+static void test_gemm(void)
+{
+    const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
+    if (!g) return;
+    static const sr_dtype dts[] = {SR_F32, SR_BF16, SR_F16, SR_I8};
+    static const int shapes[][3] = {{1, 1, 1}, {5, 33, 17}, {16, 64, 301}, {70, 100, 1100}};
+    int bad = 0;
+    for (int d = 0; d < 5; d++) /* the 4 dtypes exact, then bf16 products */
+        for (int s = 0; s < 4; s++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldx = K + 3, ldy = N + 2;
+            sr_dtype dt = d < 4 ? dts[d] : SR_BF16;
+            sr_kmul mul = d < 4 ? SR_KMUL_EXACT : SR_KMUL_BF16;
+            size_t nw = (size_t)N * K;
+            void *hw = malloc(nw * 4);
+            float *scale = rand_host((size_t)N, 0.01f), *bias = rand_host((size_t)N, 1.0f);
+            for (size_t i = 0; i < nw; i++) {
+                float v = rnd();
+                if (dt == SR_F32) ((float *)hw)[i] = v;
+                else if (dt == SR_BF16) ((uint16_t *)hw)[i] = sr_f32_to_bf16(v);
+                else if (dt == SR_F16) ((uint16_t *)hw)[i] = sr_f32_to_f16(v);
+                else ((int8_t *)hw)[i] = (int8_t)(127 * v);
+            }
+            sr_kweight *Wc = NULL, *Wg = NULL;
+            CU_ASSERT_EQUAL_FATAL(c->weight_create(hw, dt, N, K, scale, mul, &Wc), SR_OK);
+            CU_ASSERT_EQUAL_FATAL(g->weight_create(hw, dt, N, K, scale, mul, &Wg), SR_OK);
+            float *x = rand_host((size_t)M * ldx, 1.0f), *y0 = rand_host((size_t)M * ldy, 1.0f);
+            float *dx = dev(g, x, (size_t)M * ldx), *dbias = dev(g, bias, (size_t)N);
+            if (mul == SR_KMUL_BF16) sr_cpu_gemm_force_bf16("portable"); /* VDPBF16PS's sums */
+            for (int act = 0; act < 4; act++) {
+                float alpha = act == 2 ? 0.7f : 1.0f, beta = act % 2 ? 1.3f : 0.0f;
+                float *yc = malloc((size_t)M * ldy * sizeof(float));
+                memcpy(yc, y0, (size_t)M * ldy * sizeof(float));
+                float *dy = dev(g, y0, (size_t)M * ldy);
+                CU_ASSERT_EQUAL(c->gemm(M, x, ldx, Wc, act % 2 ? bias : NULL, (sr_act)act, alpha, beta, yc, ldy), SR_OK);
+                CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wg, act % 2 ? dbias : NULL, (sr_act)act, alpha, beta, dy, ldy), SR_OK);
+                float *yg = back(g, dy, (size_t)M * ldy);
+                int exact = act == SR_ACT_NONE || act == SR_ACT_RELU;
+                bad += !agree(yg, yc, (size_t)M * ldy, exact ? -1.0 : 2e-6, "gemm");
+                /* row M - 1 alone: the same bits as in the batch */
+                CU_ASSERT_EQUAL(g->gemm(1, dx + (size_t)(M - 1) * ldx, ldx, Wg, act % 2 ? dbias : NULL,
+                                        (sr_act)act, alpha, 0.0f, dy, ldy), SR_OK);
+                float *y1 = back(g, dy, (size_t)N);
+                if (beta == 0.0f) bad += !agree(y1, yg + (size_t)(M - 1) * ldy, (size_t)N, -1.0, "gemm row alone");
+                free(yc); free(yg); free(y1);
+                g->free(dy);
+            }
+            sr_cpu_gemm_force_bf16(NULL);
+            /* gather: the stored rows, exactly */
+            {
+                int32_t ids[4] = {0, N - 1, N / 2, 0};
+                float *gc = malloc((size_t)4 * K * sizeof(float));
+                float *dg = g->alloc((size_t)4 * K * sizeof(float));
+                CU_ASSERT_EQUAL(c->gather(Wc, ids, 4, gc, K), SR_OK);
+                CU_ASSERT_EQUAL(g->gather(Wg, ids, 4, dg, K), SR_OK);
+                float *gg = back(g, dg, (size_t)4 * K);
+                bad += !agree(gg, gc, (size_t)4 * K, -1.0, "gather");
+                free(gc); free(gg);
+                g->free(dg);
+            }
+            c->weight_free(Wc);
+            g->weight_free(Wg);
+            g->free(dx);
+            g->free(dbias);
+            free(hw); free(scale); free(bias); free(x); free(y0);
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* ---- row ops -------------------------------------------------------------------------------- */
+
+static void test_rows(void)
+{
+    const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
+    if (!g) return;
+    const int M = 7, d = 300, ld = 301;
+    size_t n = (size_t)M * ld;
+    float *x = rand_host(n, 3.0f), *x2 = rand_host(n, 3.0f), *gv = rand_host((size_t)d, 1.0f);
+    float *bv = rand_host((size_t)d, 1.0f), *mul = rand_host(n, 1.0f), *var = rand_host((size_t)d, 1.0f);
+    for (int i = 0; i < d; i++) var[i] = fabsf(var[i]) + 0.1f;
+    float *dx = dev(g, x, n), *dx2 = dev(g, x2, n), *dg = dev(g, gv, (size_t)d), *db = dev(g, bv, (size_t)d);
+    float *dmul = dev(g, mul, n), *dvar = dev(g, var, (size_t)d);
+    float *yc = malloc(n * sizeof(float)), *dy = g->alloc(n * sizeof(float));
+    int bad = 0;
+#define RUN_BOTH(call_c, call_g, tol, what)                                                    \
+    do {                                                                                       \
+        memcpy(yc, x2, n * sizeof(float));                                                     \
+        CU_ASSERT_EQUAL(g->upload(dy, x2, n * sizeof(float)), SR_OK);                          \
+        CU_ASSERT_EQUAL(call_c, SR_OK);                                                        \
+        CU_ASSERT_EQUAL(call_g, SR_OK);                                                        \
+        float *yg_ = back(g, dy, n);                                                           \
+        bad += !agree(yg_, yc, n, tol, what);                                                  \
+        free(yg_);                                                                             \
+    } while (0)
+    for (int kind = 0; kind < 2; kind++)
+        for (int m = 0; m < 3; m++) {
+            const float *mh = m == 0 ? NULL : mul, *md = m == 0 ? NULL : dmul;
+            int ldm = m == 2 ? ld : 0;
+            RUN_BOTH(c->norm((sr_norm_kind)kind, M, d, x, ld, gv, bv, 1e-5f, mh, ldm, yc, ld),
+                     g->norm((sr_norm_kind)kind, M, d, dx, ld, dg, db, 1e-5f, md, ldm, dy, ld), 2e-6, "norm");
+        }
+    for (int a = 0; a < 4; a++)
+        RUN_BOTH(c->act((sr_act)a, n, x, yc), g->act((sr_act)a, n, dx, dy), 2e-6, "act");
+    for (int k = 0; k < 2; k++)
+        RUN_BOTH(c->glu((sr_glu)k, M, d, x, ld, x2, ld, yc, ld), g->glu((sr_glu)k, M, d, dx, ld, dx2, ld, dy, ld),
+                 2e-6, "glu");
+    RUN_BOTH(c->add(M, d, x, ld, 0.75f, yc, ld), g->add(M, d, dx, ld, 0.75f, dy, ld), 2e-6, "add");
+    RUN_BOTH(c->add(M, d, x, 0, 1.0f, yc, ld), g->add(M, d, dx, 0, 1.0f, dy, ld), 2e-6, "add row 0");
+    RUN_BOTH(c->scale(M, d, -1.5f, yc, ld), g->scale(M, d, -1.5f, dy, ld), -1.0, "scale");
+    RUN_BOTH(c->copy2d(M, d, x, ld, yc, ld), g->copy2d(M, d, dx, ld, dy, ld), -1.0, "copy2d");
+    RUN_BOTH(c->batchnorm(M, d, x, ld, bv, var, gv, mul, 1e-5f, yc, ld),
+             g->batchnorm(M, d, dx, ld, db, dvar, dg, dmul, 1e-5f, dy, ld), 2e-6, "batchnorm");
+    RUN_BOTH(c->softmax(M, d, yc, ld), g->softmax(M, d, dy, ld), 2e-6, "softmax");
+    RUN_BOTH(c->logsoftmax(M, d, x, ld, yc, ld), g->logsoftmax(M, d, dx, ld, dy, ld), 2e-6, "logsoftmax");
+    /* lstm: gates [M, 4H] in x, c and h in the two halves of y */
+    {
+        const int H = 70;
+        RUN_BOTH(c->lstm_cell(M, H, x, ld, yc, ld, yc + 150, ld),
+                 g->lstm_cell(M, H, dx, ld, dy, ld, dy + 150, ld), 2e-6, "lstm_cell");
+    }
+    /* zero */
+    g->zero(dy, n * sizeof(float));
+    memset(yc, 0, n * sizeof(float));
+    {
+        float *yg = back(g, dy, n);
+        bad += !agree(yg, yc, n, -1.0, "zero");
+        free(yg);
+    }
+    /* topk with ties and NaN */
+    {
+        x[3] = x[9] = 2.5f;
+        x[ld + 4] = NAN;
+        CU_ASSERT_EQUAL(g->upload(dx, x, n * sizeof(float)), SR_OK);
+        const int k = 5;
+        int32_t ic[7 * 5], ig[7 * 5];
+        float vc[7 * 5], *vg;
+        int32_t *di = g->alloc(sizeof ig);
+        float *dv = g->alloc(sizeof vc);
+        CU_ASSERT_EQUAL(c->topk(M, d, k, x, ld, ic, vc), SR_OK);
+        CU_ASSERT_EQUAL(g->topk(M, d, k, dx, ld, di, dv), SR_OK);
+        CU_ASSERT_EQUAL(g->download(ig, di, sizeof ig), SR_OK);
+        vg = back(g, dv, (size_t)M * k);
+        bad += memcmp(ic, ig, sizeof ic) != 0;
+        bad += !agree(vg, vc, (size_t)M * k, -1.0, "topk values");
+        free(vg);
+        g->free(di);
+        g->free(dv);
+    }
+#undef RUN_BOTH
+    CU_ASSERT_EQUAL(bad, 0);
+    g->free(dx); g->free(dx2); g->free(dg); g->free(db); g->free(dmul); g->free(dvar); g->free(dy);
+    free(x); free(x2); free(gv); free(bv); free(mul); free(var); free(yc);
+}
+
+/* ---- convolutions, rope --------------------------------------------------------------------- */
+
+static void test_conv_rope(void)
+{
+    const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
+    if (!g) return;
+    int bad = 0;
+    /* im2col1d: T_out 9, C 5, ksize 3, stride 2 over 19 + 2 rows */
+    {
+        const int T = 9, C = 5, ks = 3, st = 2, ldx = 6, rows = (T - 1) * st + ks;
+        float *x = rand_host((size_t)rows * ldx, 1.0f), *dx = dev(g, x, (size_t)rows * ldx);
+        size_t nc = (size_t)T * C * ks;
+        float *cc = malloc(nc * sizeof(float)), *dc = g->alloc(nc * sizeof(float));
+        CU_ASSERT_EQUAL(c->im2col1d(T, C, ks, st, x, ldx, cc), SR_OK);
+        CU_ASSERT_EQUAL(g->im2col1d(T, C, ks, st, dx, ldx, dc), SR_OK);
+        float *cg = back(g, dc, nc);
+        bad += !agree(cg, cc, nc, -1.0, "im2col1d");
+        free(x); free(cc); free(cg);
+        g->free(dx); g->free(dc);
+    }
+    /* conv2d_s2: C 4, T 11, F 13, one input plane for all channels and one per channel */
+    for (int shared = 0; shared < 2; shared++) {
+        const int C = 4, T = 11, F = 13, To = T / 2 + 1, Fo = F / 2 + 1;
+        size_t nin = (size_t)C * T * F, nout = (size_t)C * To * Fo;
+        float *in = rand_host(nin, 1.0f), *w = rand_host((size_t)C * 9, 1.0f), *b = rand_host((size_t)C, 1.0f);
+        float *din = dev(g, in, nin), *dw = dev(g, w, (size_t)C * 9), *db = dev(g, b, (size_t)C);
+        float *oc = malloc(nout * sizeof(float)), *dout = g->alloc(nout * sizeof(float));
+        size_t ps = shared ? 0 : (size_t)T * F;
+        CU_ASSERT_EQUAL(c->conv2d_s2(C, T, F, in, ps, w, b, shared, oc), SR_OK);
+        CU_ASSERT_EQUAL(g->conv2d_s2(C, T, F, din, ps, dw, db, shared, dout), SR_OK);
+        float *og = back(g, dout, nout);
+        bad += !agree(og, oc, nout, 4e-6, "conv2d_s2");
+        free(in); free(w); free(b); free(oc); free(og);
+        g->free(din); g->free(dw); g->free(db); g->free(dout);
+    }
+    /* conv_dw over two sequences with state in a pool, two chunks (the state carries) */
+    for (int pdt = 0; pdt < 2; pdt++) {
+        const int C = 24, K = 9, ld = 25;
+        sr_dtype dt = pdt ? SR_F16 : SR_F32;
+        sr_kpool *pc = NULL, *pg = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, dt, 2, 3, K - 1, C, &pc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, dt, 2, 3, K - 1, C, &pg), SR_OK);
+        float *w = rand_host((size_t)C * K, 1.0f), *bias = rand_host((size_t)C, 1.0f);
+        float *dw = dev(g, w, (size_t)C * K), *dbias = dev(g, bias, (size_t)C);
+        for (int chunk = 0; chunk < 2; chunk++) {
+            int row0[3] = {0, 4, 4 + 7}, slot[2] = {2, 0};
+            int64_t pos[2] = {chunk * 4, chunk * 7};
+            sr_kbatch b = {.n_seq = 2, .row0 = row0, .slot = slot, .pos = pos};
+            size_t n = (size_t)11 * ld;
+            float *x = rand_host(n, 1.0f), *dx = dev(g, x, n);
+            float *yc = malloc(n * sizeof(float)), *dy = g->alloc(n * sizeof(float));
+            CU_ASSERT_EQUAL(c->conv_dw(&b, C, K, x, ld, w, bias, pc, 1, yc, ld), SR_OK);
+            CU_ASSERT_EQUAL(g->conv_dw(&b, C, K, dx, ld, dw, dbias, pg, 1, dy, ld), SR_OK);
+            float *yg = back(g, dy, n);
+            for (int r = 0; r < 11; r++) bad += !agree(yg + (size_t)r * ld, yc + (size_t)r * ld, (size_t)C, 4e-6, "conv_dw");
+            free(x); free(yc); free(yg);
+            g->free(dx); g->free(dy);
+        }
+        free(w); free(bias);
+        g->free(dw); g->free(dbias);
+        sr_kpool_free(c, pc);
+        sr_kpool_free(g, pg);
+    }
+    /* rope over a batch of two sequences at different positions */
+    {
+        const int H = 3, hd = 16, ld = H * hd + 1;
+        int row0[3] = {0, 3, 8};
+        int64_t pos[2] = {0, 1000};
+        sr_kbatch b = {.n_seq = 2, .row0 = row0, .slot = NULL, .pos = pos};
+        float inv[8];
+        for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+        size_t n = (size_t)8 * ld;
+        float *x = rand_host(n, 1.0f), *dx = dev(g, x, n), *dinv = dev(g, inv, (size_t)hd / 2);
+        CU_ASSERT_EQUAL(c->rope(&b, H, hd, inv, x, ld), SR_OK);
+        CU_ASSERT_EQUAL(g->rope(&b, H, hd, dinv, dx, ld), SR_OK);
+        float *xg = back(g, dx, n);
+        bad += !agree(xg, x, n, 4e-6, "rope");
+        free(x); free(xg);
+        g->free(dx); g->free(dinv);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* ---- pools: kv_write, attn ------------------------------------------------------------------- */
+
+/* Both tables' pools (f32 / f16 / bf16) filled through kv_write with more positions than ring
+ * rows (wrap-around): the same bytes; then attention of three sequences of different lengths,
+ * slots and positions in one call, plain with GQA and with rel-pos, an empty range among them. */
+static void test_attn(void)
+{
+    const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
+    if (!g) return;
+    static const sr_dtype dts[] = {SR_F32, SR_F16, SR_BF16};
+    int bad = 0;
+    for (int di = 0; di < 3; di++)
+        for (int rel = 0; rel < 2; rel++) {
+            const int H = 4, G = rel ? 4 : 2, hd = 16, w = H * hd, kw = G * hd, rows = 20, slots = 3;
+            sr_kpool *Kc, *Vc, *Kg, *Vg;
+            CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, dts[di], 2, slots, rows, kw, &Kc), SR_OK);
+            CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, dts[di], 2, slots, rows, kw, &Vc), SR_OK);
+            CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, dts[di], 2, slots, rows, kw, &Kg), SR_OK);
+            CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, dts[di], 2, slots, rows, kw, &Vg), SR_OK);
+            /* history: slot s holds positions [0, 30 + s) (the last 20 of them) */
+            for (int s = 0; s < slots; s++) {
+                int n = 30 + s, row0[2] = {0, n}, slot[1] = {s};
+                int64_t pos[1] = {0};
+                sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = slot, .pos = pos};
+                float *k = rand_host((size_t)n * kw, 1.0f), *v = rand_host((size_t)n * kw, 1.0f);
+                float *dk = dev(g, k, (size_t)n * kw), *dv = dev(g, v, (size_t)n * kw);
+                CU_ASSERT_EQUAL(c->kv_write(Kc, 1, &b, k, kw), SR_OK);
+                CU_ASSERT_EQUAL(c->kv_write(Vc, 1, &b, v, kw), SR_OK);
+                CU_ASSERT_EQUAL(g->kv_write(Kg, 1, &b, dk, kw), SR_OK);
+                CU_ASSERT_EQUAL(g->kv_write(Vg, 1, &b, dv, kw), SR_OK);
+                free(k); free(v);
+                g->free(dk); g->free(dv);
+            }
+            /* the device pools hold the same bytes */
+            {
+                char *hb = malloc(Kg->bytes);
+                CU_ASSERT_EQUAL(g->download(hb, Kg->data, Kg->bytes), SR_OK);
+                bad += memcmp(hb, Kc->data, Kc->bytes) != 0;
+                free(hb);
+            }
+            /* queries: 3 sequences (slots 2, 0, 1) of 4, 1, 6 new rows at their ends */
+            int row0[4] = {0, 4, 5, 11}, slot[3] = {2, 0, 1};
+            int64_t pos[3] = {28, 29, 25}, lo[11], hi[11];
+            for (int s = 0, r = 0; s < 3; s++)
+                for (int i = 0; i < row0[s + 1] - row0[s]; i++, r++) {
+                    int64_t p = pos[s] + i;
+                    hi[r] = p + 1;
+                    lo[r] = hi[r] - 1 - rndi(rows - 1);
+                    int64_t oldest = 30 + slot[s] - rows; /* the ring holds [oldest, 30 + slot) */
+                    if (lo[r] < oldest) lo[r] = oldest;
+                    if (r == 4) lo[r] = hi[r]; /* an empty range: a zero row */
+                }
+            sr_kbatch b = {.n_seq = 3, .row0 = row0, .slot = slot, .pos = pos};
+            int nrel = 2 * rows + 1;
+            float *relh = rand_host((size_t)nrel * w, 1.0f), *u = rand_host((size_t)w, 0.5f), *v = rand_host((size_t)w, 0.5f);
+            float *drel = dev(g, relh, (size_t)nrel * w), *du = dev(g, u, (size_t)w), *dv = dev(g, v, (size_t)w);
+            sr_kattn a = {.n_head = H, .n_kv_head = G, .head_dim = hd, .scale = 0.25f, .lo = lo, .hi = hi};
+            if (rel) {
+                a.rel = relh;
+                a.rel_max = rows;
+                a.rel_min = -rows;
+                a.pos_u = u;
+                a.pos_v = v;
+            }
+            sr_kattn ag = a;
+            if (rel) {
+                ag.rel = drel;
+                ag.pos_u = du;
+                ag.pos_v = dv;
+            }
+            const int ld = w + 3;
+            size_t n = (size_t)11 * ld;
+            float *q = rand_host(n, 2.0f), *dq = dev(g, q, n);
+            float *oc = malloc(n * sizeof(float)), *dout = g->alloc(n * sizeof(float));
+            CU_ASSERT_EQUAL(c->attn(&a, &b, q, ld, Kc, Vc, 1, oc, ld), SR_OK);
+            CU_ASSERT_EQUAL(g->attn(&ag, &b, dq, ld, Kg, Vg, 1, dout, ld), SR_OK);
+            float *og = back(g, dout, n);
+            for (int r = 0; r < 11; r++)
+                bad += !agree(og + (size_t)r * ld, oc + (size_t)r * ld, (size_t)w, -1.0, "attn");
+            free(relh); free(u); free(v); free(q); free(oc); free(og);
+            g->free(drel); g->free(du); g->free(dv); g->free(dq); g->free(dout);
+            sr_kpool_free(c, Kc); sr_kpool_free(c, Vc); sr_kpool_free(g, Kg); sr_kpool_free(g, Vg);
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The device table's ops refuse bad arguments as the CPU's do (the same messages). */
+static void test_bad_args(void)
+{
+    const sr_kernels *g = gpu();
+    if (!g) return;
+    float host[12] = {0};
+    sr_kweight *W = NULL;
+    TEST_ASSERT_ERR(g->weight_create(host, SR_F32, 0, 4, NULL, SR_KMUL_EXACT, &W), SR_ERR_ARG, "weight_create: shape");
+    TEST_ASSERT_ERR(g->weight_create(host, SR_F32, 3, 4, NULL, SR_KMUL_BF16, &W), SR_ERR_ARG,
+                    "weight_create: bf16 products need a bf16 weight");
+    CU_ASSERT_EQUAL_FATAL(g->weight_create(host, SR_F32, 3, 4, NULL, SR_KMUL_EXACT, &W), SR_OK);
+    float *x = g->alloc(64 * sizeof(float));
+    TEST_ASSERT_ERR(g->gemm(-1, x, 4, W, NULL, SR_ACT_NONE, 1, 0, x + 32, 3), SR_ERR_ARG, "gemm: M");
+    TEST_ASSERT_ERR(g->gemm(2, x, 3, W, NULL, SR_ACT_NONE, 1, 0, x + 32, 3), SR_ERR_ARG, "gemm: ldx = 3 < k = 4");
+    int32_t ids[2] = {1, 3};
+    TEST_ASSERT_ERR(g->gather(W, ids, 2, x, 4), SR_ERR_ARG, "gather: ids[1] = 3 out of [0, 3)");
+    TEST_ASSERT_ERR(g->softmax(-1, 4, x, 4), SR_ERR_ARG, "softmax");
+    g->weight_free(W);
+    g->weight_free(NULL);
+    g->free(x);
+    /* SRKIT_CUDA_CHECK=1: a host pointer is refused by name, device pointers pass */
+    setenv("SRKIT_CUDA_CHECK", "1", 1);
+    const sr_kernels *gc = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_cuda(&gc), SR_OK);
+    unsetenv("SRKIT_CUDA_CHECK");
+    float hx[4] = {1, 2, 3, 4}, *dx = dev(gc, hx, 4), *dy = gc->alloc(4 * sizeof(float));
+    TEST_ASSERT_ERR(gc->scale(1, 4, 2.0f, hx, 4), SR_ERR_ARG, "cuda scale: y");
+    TEST_ASSERT_ERR(gc->copy2d(1, 4, hx, 4, dy, 4), SR_ERR_ARG, "cuda copy2d: x");
+    CU_ASSERT_EQUAL(gc->copy2d(1, 4, dx, 4, dy, 4), SR_OK);
+    gc->free(dx);
+    gc->free(dy);
+    /* a backend not yet ported to device memory is refused on cuda, naming itself */
+    sr_options o;
+    sr_options_init(&o);
+    o.device = "cuda";
+    sr_model *m = NULL;
+    TEST_ASSERT_ERR(sr_model_load(test_fixture("whisper/rand.h5"), &o, &m), SR_ERR_UNSUPPORTED,
+                    "the whisper backend does not run on cuda yet");
+    CU_ASSERT_PTR_NULL(m);
+}
+
+void test_register_ops_cuda(void)
+{
+    TEST_SUITE("kernels_cuda", {"gemm_gather", test_gemm}, {"row_ops", test_rows},
+               {"conv_rope", test_conv_rope}, {"kv_write_attn", test_attn}, {"bad_args", test_bad_args});
+}
