@@ -244,6 +244,8 @@ struct sr_model {
     const sr_kernels *k;     /* compute table chosen at load */
     sr_options opt;
     sr_tensor *tensors;      /* every tensor loaded, freed at sr_model_free */
+    void **tmem;             /* table-memory copies made by sr_model_ftensor (off the CPU) */
+    size_t n_tmem, cap_tmem;
     size_t n_tensors, cap_tensors;
     size_t weight_bytes;
     int bf16_products;       /* options precision "bf16" (sr_model_kweight) */
@@ -258,6 +260,12 @@ struct sr_model {
  * pointer to it (valid for the model's life). See sr_h5_tensor for conversion and checks. */
 sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                           const int64_t *shape, const sr_tensor **out);
+
+/* The same as f32 in the model's table memory (*out valid for the model's life): the host
+ * tensor itself on the CPU table, a copy uploaded once on any other (freed at sr_model_free).
+ * For the small parameters ops read (biases, norm gains, conv kernels). */
+sr_status sr_model_ftensor(sr_model *m, sr_h5 *f, const char *name, int ndim,
+                           const int64_t *shape, const float **out);
 
 /* Load /weights/<name> as an [n, k] matrix (a Linear weight [out, in], or an embedding
  * [vocab, dim]) into the model's kernel table as an sr_kweight (the gemm / gather layout),

@@ -279,7 +279,9 @@ const sr_kernels *sr_kernels_cpu(void);
  * the runtime) when no device is usable. */
 sr_status sr_kernels_cuda(const sr_kernels **out);
 
-/* "cpu" / "cuda" / NULL (= cpu). Unknown names: SR_ERR_ARG listing the known ones. */
+/* "cpu" / "cuda" / NULL (= cpu), or "cpu-guard" (kernels/cpu/guard.c: the CPU ops over memory
+ * the host cannot touch outside them; for tests and porting backends). Unknown names:
+ * SR_ERR_ARG listing the known ones. */
 sr_status sr_kernels_select(const char *device, const sr_kernels **out);
 
 /* ---- shared by the table implementations (kernels/) ---- */

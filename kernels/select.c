@@ -4,6 +4,7 @@
  * The CUDA table itself lives in kernels/cuda/cuda.cu and is linked only with make CUDA=1.
  */
 #include "../core/internal.h"
+#include "cpu/cpu_impl.h" /* sr_kernels_cpu_guard */
 #include "kernels.h"
 
 #include <string.h>
@@ -59,7 +60,11 @@ sr_status sr_kernels_select(const char *device, const sr_kernels **out)
         return SR_OK;
     }
     if (strcmp(device, "cuda") == 0) return sr_kernels_cuda(out);
-    return sr_error(SR_ERR_ARG, "device \"%s\": unknown; known devices: cpu, cuda", device);
+    if (strcmp(device, "cpu-guard") == 0) { /* kernels/cpu/guard.c: for tests and porting */
+        *out = sr_kernels_cpu_guard();
+        return SR_OK;
+    }
+    return sr_error(SR_ERR_ARG, "device \"%s\": unknown; known devices: cpu, cuda, cpu-guard", device);
 }
 
 sr_status sr_kernels_require(const sr_kernels *k, const char *what)

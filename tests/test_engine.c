@@ -322,6 +322,24 @@ static void test_precision_bf16(void)
     sr_model_free(m);
 }
 
+/* On cpu-guard (the CPU ops over memory the host cannot touch outside them: a stand-in for a
+ * device) the device-ready backends' batched steps equal their solo streams too. */
+static void test_cpu_guard(void)
+{
+    sr_options o;
+    sr_options_init(&o);
+    o.device = "cpu-guard";
+    const char *names[] = {"fastconformer/rand.h5", "voxtral/model.h5"};
+    for (int i = 0; i < 2; i++) {
+        sr_model *m = NULL;
+        sr_status st = sr_model_load(test_fixture(names[i]), &o, &m);
+        if (st) printf("\n      load %s on cpu-guard: %s\n", names[i], sr_last_error());
+        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+        engine_vs_solo(m, NULL, 4, 0.5, 1.5, 31 + (uint64_t)i, names[i]);
+        sr_model_free(m);
+    }
+}
+
 /* Real tiny.en with generated speech (both optional). */
 static void test_tiny_en(void)
 {
@@ -619,7 +637,7 @@ void test_register_engine(void)
     TEST_SUITE("engine_equals_solo", {"test_linear_32_streams", test_linear_32},
                {"fastconformer", test_fastconformer}, {"whisper", test_whisper},
                {"voxtral", test_voxtral}, {"tiny_en", test_tiny_en},
-               {"precision_bf16", test_precision_bf16});
+               {"precision_bf16", test_precision_bf16}, {"cpu_guard", test_cpu_guard});
     TEST_SUITE("engine_threads", {"fed_from_threads", test_threads});
     TEST_SUITE("engine_api", {"api", test_api}, {"a failing stream", test_failure});
 }

@@ -21,7 +21,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "../core/sr.h"
 #include "../kernels/kernels.h"
 #include "../kernels/ops.h"
 #include "test.h"
@@ -495,8 +498,197 @@ static void test_cpu_activations(void)
     sr_ops_force_portable(0);
 }
 
+/* ---- cpu-guard: the stand-in for a device (kernels/cpu/guard.c) ----------------------- */
+
+/* Its ops give the CPU's bits over its own memory, and refuse host memory by name. */
+static void test_guard_ops(void)
+{
+    const sr_kernels *g = NULL, *c = sr_kernels_cpu();
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_select("cpu-guard", &g), SR_OK);
+    CU_ASSERT_STRING_EQUAL(g->name, "cpu-guard");
+    CU_ASSERT_EQUAL(sr_kernels_require(g, "guard"), SR_OK);
+    enum { M = 3, N = 40, K = 33 };
+    float w[N * K], x[M * K], yc[M * N], yg[M * N];
+    for (int i = 0; i < N * K; i++) w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < M * K; i++) x[i] = (float)((i * 11) % 29) / 29.0f - 0.5f;
+    sr_kweight *Wc = NULL, *Wg = NULL;
+    CU_ASSERT_EQUAL_FATAL(c->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(g->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wg), SR_OK);
+    float *dx = g->alloc(sizeof x), *dy = g->alloc(sizeof yg);
+    CU_ASSERT_FATAL(dx && dy);
+    CU_ASSERT_EQUAL(g->upload(dx, x, sizeof x), SR_OK);
+    CU_ASSERT_EQUAL(c->gemm(M, x, K, Wc, NULL, SR_ACT_GELU, 1.0f, 0.0f, yc, N), SR_OK);
+    CU_ASSERT_EQUAL(g->gemm(M, dx, K, Wg, NULL, SR_ACT_GELU, 1.0f, 0.0f, dy, N), SR_OK);
+    CU_ASSERT_EQUAL(g->softmax(M, N, dy, N), SR_OK);
+    CU_ASSERT_EQUAL(c->softmax(M, N, yc, N), SR_OK);
+    CU_ASSERT_EQUAL(g->download(yg, dy, sizeof yg), SR_OK);
+    CU_ASSERT_EQUAL(memcmp(yc, yg, sizeof yc), 0);
+    /* host memory handed to an op, an upload or a download: refused, naming it */
+    TEST_ASSERT_ERR(g->gemm(M, x, K, Wg, NULL, SR_ACT_NONE, 1.0f, 0.0f, dy, N), SR_ERR_ARG,
+                    "cpu-guard gemm: x");
+    TEST_ASSERT_ERR(g->softmax(M, N, yg, N), SR_ERR_ARG, "cpu-guard softmax: x");
+    TEST_ASSERT_ERR(g->upload(yg, x, sizeof x), SR_ERR_ARG, "cpu-guard upload: dst");
+    TEST_ASSERT_ERR(g->download(yg, x, sizeof x), SR_ERR_ARG, "cpu-guard download: src");
+    sr_kpool *P = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_F16, 2, 2, 4, 8, &P), SR_OK);
+    CU_ASSERT_EQUAL(sr_kpool_clear(g, P, 1), SR_OK);
+    sr_kpool_free(g, P);
+    c->weight_free(Wc);
+    g->weight_free(Wg);
+    g->weight_free(NULL);
+    g->free(dx);
+    g->free(dy);
+    g->free(NULL);
+}
+
+/* A host read of its memory faults (in a child process: SIGSEGV, or ASan's report and a
+ * non-zero exit under make debug); the same read inside an op is fine. */
+static void test_guard_faults(void)
+{
+    const sr_kernels *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_select("cpu-guard", &g), SR_OK);
+    float *d = g->alloc(64 * sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    g->zero(d, 64 * sizeof(float));
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        volatile float v = ((volatile float *)d)[3]; /* must fault */
+        (void)v;
+        _exit(0);
+    }
+    int wst = 0;
+    CU_ASSERT_EQUAL(waitpid(pid, &wst, 0), pid);
+    CU_ASSERT(WIFSIGNALED(wst) || (WIFEXITED(wst) && WEXITSTATUS(wst) != 0));
+    float back[64];
+    CU_ASSERT_EQUAL(g->download(back, d, sizeof back), SR_OK);
+    CU_ASSERT_EQUAL(back[3], 0.0f);
+    g->free(d);
+}
+
+/* A device-ready backend (test_linear) runs on cpu-guard with the CPU's tokens and timeline
+ * (no host access to table memory, or the test would crash); one that is not (whisper) is
+ * refused by name. */
+static void test_guard_model(void)
+{
+    sr_options o;
+    sr_options_init(&o);
+    o.device = "cpu-guard";
+    sr_model *mg = NULL, *mc = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(test_fixture("test_linear.h5"), &o, &mg), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(test_fixture("test_linear.h5"), NULL, &mc), SR_OK);
+    enum { N = 16000 * 3 + 1234 };
+    float *a = malloc(N * sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    for (int i = 0; i < N; i++) a[i] = 0.3f * sinf(0.001f * (float)i * (float)(1 + i / 4000));
+    sr_stream *sg = NULL, *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(mg, NULL, &sg), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(mc, NULL, &sc), SR_OK);
+    for (size_t at = 0; at < N; at += 7000) {
+        size_t n = N - at < 7000 ? N - at : 7000;
+        CU_ASSERT_EQUAL(sr_stream_feed(sg, a + at, n), SR_OK);
+        CU_ASSERT_EQUAL(sr_stream_feed(sc, a + at, n), SR_OK);
+    }
+    CU_ASSERT_EQUAL(sr_stream_finish(sg), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(sc), SR_OK);
+    const sr_hypothesis *hg = sr_stream_hypothesis(sg), *hc = sr_stream_hypothesis(sc);
+    CU_ASSERT_EQUAL(hg->n_tokens, hc->n_tokens);
+    CU_ASSERT(hc->n_tokens > 0);
+    CU_ASSERT(hg->n_tokens == hc->n_tokens &&
+              !memcmp(hg->tokens, hc->tokens, (size_t)hc->n_tokens * sizeof(int32_t)));
+    CU_ASSERT_EQUAL(sr_stream_timeline(sg)->n, sr_stream_timeline(sc)->n);
+    sr_stream_close(sg);
+    sr_stream_close(sc);
+    sr_model_free(mg);
+    sr_model_free(mc);
+    free(a);
+    sr_model *m = NULL;
+    TEST_ASSERT_ERR(sr_model_load(test_fixture("whisper/rand.h5"), &o, &m), SR_ERR_UNSUPPORTED,
+                    "the whisper backend does not run on cpu-guard yet");
+    CU_ASSERT_PTR_NULL(m);
+}
+
+/* tokens and timeline length of one stream over audio a (fed in pieces of 7000 samples) */
+static int run_tokens(const sr_model *m, const sr_stream_config *cfg, const float *a, size_t n,
+                      int32_t *tok, int cap, size_t *n_entries)
+{
+    sr_stream *s = NULL;
+    sr_status st = sr_stream_open(m, cfg, &s);
+    if (st) printf("\n      stream_open: %s", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    for (size_t at = 0; at < n; at += 7000)
+        CU_ASSERT_EQUAL(sr_stream_feed(s, a + at, n - at < 7000 ? n - at : 7000), SR_OK);
+    st = sr_stream_finish(s);
+    if (st) printf("\n      finish: %s", sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    const sr_hypothesis *h = sr_stream_hypothesis(s);
+    int nt = h->n_tokens < cap ? h->n_tokens : cap;
+    memcpy(tok, h->tokens, (size_t)nt * sizeof *tok);
+    *n_entries = sr_stream_timeline(s)->n;
+    sr_stream_close(s);
+    return nt;
+}
+
+/* The backends marked device_ready (FastConformer RNN-T and TDT, Voxtral) run their per-chunk
+ * paths on cpu-guard, i.e. through the table only (a host access to table memory would crash
+ * this test), with the CPU's tokens and timeline length: streaming, offline, beam search,
+ * 16-bit caches. */
+static void test_guard_backends(void)
+{
+    struct {
+        const char *fixture, *strategy, *decoder, *cache_dtype;
+        int beam;
+    } cases[] = {
+        {"fastconformer/rand.h5", NULL, NULL, NULL, 0},
+        {"fastconformer/rand.h5", NULL, NULL, "f16", 0},
+        {"fastconformer/rand.h5", NULL, "rnnt_beam", NULL, 3},
+        {"fastconformer/rand.h5", "offline", NULL, NULL, 0},
+        {"fastconformer/rand_tdt.h5", NULL, NULL, NULL, 0},
+        {"voxtral/model.h5", NULL, NULL, NULL, 0},
+        {"voxtral/model.h5", NULL, NULL, "bf16", 0},
+    };
+    enum { N = 16000 * 2 + 777, CAP = 4096 };
+    float *a = malloc(N * sizeof(float));
+    int32_t *tc = malloc(CAP * sizeof(int32_t)), *tg = malloc(CAP * sizeof(int32_t));
+    CU_ASSERT_FATAL(a && tc && tg);
+    for (int i = 0; i < N; i++) a[i] = 0.3f * sinf(0.002f * (float)i * (float)(1 + i / 3000)) + 0.05f * cosf(0.37f * (float)i);
+    sr_options o;
+    sr_options_init(&o);
+    o.device = "cpu-guard";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sr_model *mc = NULL, *mg = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_model_load(test_fixture(cases[i].fixture), NULL, &mc), SR_OK);
+        sr_status st = sr_model_load(test_fixture(cases[i].fixture), &o, &mg);
+        if (st) printf("\n      %s on cpu-guard: %s", cases[i].fixture, sr_last_error());
+        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+        sr_stream_config c;
+        sr_stream_config_init(&c);
+        c.strategy = cases[i].strategy;
+        c.decoder = cases[i].decoder;
+        c.cache_dtype = cases[i].cache_dtype;
+        c.beam = cases[i].beam;
+        size_t ec = 0, eg = 0;
+        int nc = run_tokens(mc, &c, a, N, tc, CAP, &ec), ng = run_tokens(mg, &c, a, N, tg, CAP, &eg);
+        int same = nc == ng && ec == eg && !memcmp(tc, tg, (size_t)nc * sizeof *tc);
+        if (!same) printf("\n      %s %s %s: cpu %d tokens / %zu entries, cpu-guard %d / %zu", cases[i].fixture,
+                          cases[i].decoder ? cases[i].decoder : "", cases[i].cache_dtype ? cases[i].cache_dtype : "",
+                          nc, ec, ng, eg);
+        CU_ASSERT(same);
+        CU_ASSERT(ec > 1);
+        sr_model_free(mc);
+        sr_model_free(mg);
+    }
+    free(a);
+    free(tc);
+    free(tg);
+}
+
 void test_register_kernels(void)
 {
+    TEST_SUITE("kernels_guard", {"ops_and_host_pointers", test_guard_ops},
+               {"host_access_faults", test_guard_faults}, {"test_linear_on_guard", test_guard_model},
+               {"backends_on_guard", test_guard_backends});
     TEST_SUITE("kernels_gemm", {"cpu_sgemm_vs_naive", test_cpu_sgemm_vs_naive},
                {"cpu_threads", test_cpu_threads}, {"cpu_empty", test_cpu_empty},
                {"cpu_memory", test_cpu_memory}, {"cpu_bad_args", test_cpu_bad_args},

@@ -31,6 +31,9 @@ void sr_cpu_parallel(int threads, int n_parts, void (*fn)(void *ctx, int part), 
 sr_status sr_cpu_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
                                sr_kmul mul, sr_kweight **out);
 void sr_cpu_weight_free(sr_kweight *w);
+/* Bytes of W->scale (SR_I8's scales, padded to the panels; 0 otherwise); W->data holds the
+ * rest of W->bytes. Both are posix_memalign blocks (guard.c moves them). */
+size_t sr_cpu_weight_scale_bytes(const sr_kweight *W);
 sr_status sr_cpu_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                       sr_act act, float alpha, float beta, float *y, int ldy);
 sr_status sr_cpu_gather(const sr_kweight *E, const int32_t *ids, int n, float *y, int ldy);
@@ -68,6 +71,10 @@ const char *sr_cpu_rowops_force(int isa);
 /* ---- attn.c ------------------------------------------------------------------------------- */
 sr_status sr_cpu_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                       const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo);
+
+/* ---- guard.c: the "cpu-guard" table ---------------------------------------------------------- */
+/* The CPU ops over memory the host cannot read outside them (see guard.c). Never NULL. */
+const sr_kernels *sr_kernels_cpu_guard(void);
 
 /* ---- path hooks, for tests and benchmarks only (process-wide, not thread-safe) ------------
  * Every path of an op gives the same bits; the tests prove it by forcing each. gemm / attn:

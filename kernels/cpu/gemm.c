@@ -254,6 +254,11 @@ sr_status sr_cpu_weight_create(const void *host, sr_dtype dt, int n, int k, cons
     return SR_OK;
 }
 
+size_t sr_cpu_weight_scale_bytes(const sr_kweight *W)
+{
+    return W->dtype == SR_I8 ? (size_t)n_panels(W) * NR * sizeof(float) : 0;
+}
+
 void sr_cpu_weight_free(sr_kweight *w)
 {
     if (!w) return;

@@ -717,6 +717,7 @@ const sr_model_ops sr_fastconformer_rnnt_ops = {
     .name = "fastconformer_rnnt",
     .description = "NeMo cache-aware streaming FastConformer with an RNN-T / TDT decoder (Nemotron)",
     .default_decoder = "rnnt_greedy",
+    .device_ready = 1, /* every per-chunk access through the table (checked on cpu-guard) */
     .load = fc_load_ops,
     .unload = fc_model_unload,
     .config_info = fc_config_info,

@@ -39,11 +39,7 @@ void fc_sinusoids(int d, int p0, int n, float *out)
 static sr_status ten(sr_model *m, sr_h5 *f, const char *name, int ndim, const int64_t *shape,
                      const float **out)
 {
-    const sr_tensor *t;
-    sr_status st = sr_model_tensor(m, f, name, SR_F32, ndim, shape, &t);
-    if (st) return st;
-    *out = t->data;
-    return SR_OK;
+    return sr_model_ftensor(m, f, name, ndim, shape, out);
 }
 
 static const cJSON *cfg_item(const sr_model *m, const char *key)

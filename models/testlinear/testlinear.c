@@ -8,6 +8,10 @@
  * scored one frame at a time (SYNC scorer); token `blank` means "no token".
  * A final partial chunk is zero-padded to a whole chunk; an empty one produces no frame.
  *
+ * Device-neutral: the features are computed on the host and uploaded, the product runs in the
+ * table's memory and the logits are downloaded for the decoder, so it runs on any table (the
+ * tests run it on "cpu-guard", which faults on any host access to table memory).
+ *
  * Failure hook (for the engine's failure tests; this backend serves tests only): a chunk whose
  * first sample is exactly TL_FAIL_SAMPLE fails with SR_ERR_ARG. The value is not k / 32768
  * for any integer k, so no 16-bit recording contains it.
@@ -23,15 +27,17 @@ typedef struct {
     int chunk;          /* samples per chunk */
     int n_bands, vocab, blank;
     const sr_kweight *w; /* [vocab, n_bands] */
-    const float *b;     /* [vocab] */
+    float *b;           /* [vocab], table memory */
 } tl_model;
 
 typedef struct {
     const sr_model *m;
     const tl_model *tm;
     int n_frames;       /* frames produced */
-    float *feat;        /* [n_bands] features of the latest frame */
-    float *pad;         /* [chunk] zero-padded final chunk */
+    float *feat;        /* [n_bands] features of the latest frame (host) */
+    float *pad;         /* [chunk] zero-padded final chunk (host) */
+    float *dfeat;       /* [n_bands] table memory */
+    float *dlogits;     /* [vocab] table memory */
 } tl_stream;
 
 static sr_status tl_load(sr_model *m, sr_h5 *f)
@@ -59,17 +65,24 @@ static sr_status tl_load(sr_model *m, sr_h5 *f)
     if ((st = sr_model_weight(m, f, "proj.weight", SR_F32, tm->vocab, tm->n_bands, &tm->w)) ||
         (st = sr_model_tensor(m, f, "proj.bias", SR_F32, 1, (int64_t[]){tm->vocab}, &b)))
         goto fail;
-    tm->b = b->data;
+    if (!(tm->b = m->k->alloc((size_t)tm->vocab * sizeof(float)))) {
+        st = sr_error(SR_ERR_NOMEM, "%s: proj.bias in %s memory", m->path, m->k->name);
+        goto fail;
+    }
+    if ((st = m->k->upload(tm->b, b->data, (size_t)tm->vocab * sizeof(float)))) goto fail;
     m->impl = tm;
     return SR_OK;
 fail:
+    m->k->free(tm->b);
     free(tm);
     return st;
 }
 
 static void tl_unload(sr_model *m)
 {
-    free(m->impl);
+    tl_model *tm = m->impl;
+    if (tm) m->k->free(tm->b);
+    free(tm);
     m->impl = NULL;
 }
 
@@ -81,9 +94,14 @@ static sr_status tl_step(void *ctx, int t, int32_t prev, float *logits)
     const tl_model *tm = s->tm;
     if (t != s->n_frames - 1)
         return sr_error(SR_ERR_ARG, "test_linear: step over frame %d, only frame %d is held", t, s->n_frames - 1);
-    /* logits[1, vocab] = feat[1, n_bands] · W^T + b */
-    return s->m->k->gemm(1, s->feat, tm->n_bands, tm->w, tm->b, SR_ACT_NONE, 1.0f, 0.0f, logits,
-                         tm->vocab);
+    /* logits[1, vocab] = feat[1, n_bands] · W^T + b, in table memory, then to the decoder */
+    const sr_kernels *k = s->m->k;
+    sr_status st = k->upload(s->dfeat, s->feat, (size_t)tm->n_bands * sizeof(float));
+    if (!st)
+        st = k->gemm(1, s->dfeat, tm->n_bands, tm->w, tm->b, SR_ACT_NONE, 1.0f, 0.0f, s->dlogits,
+                     tm->vocab);
+    if (!st) st = k->download(logits, s->dlogits, (size_t)tm->vocab * sizeof(float));
+    return st;
 }
 
 static void tl_reset(void *state)
@@ -98,6 +116,8 @@ static void tl_stream_close(void *state)
     if (!s) return;
     free(s->feat);
     free(s->pad);
+    s->m->k->free(s->dfeat);
+    s->m->k->free(s->dlogits);
     free(s);
 }
 
@@ -108,8 +128,6 @@ static sr_status tl_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     (void)batch;
     (void)slot;
     const tl_model *tm = m->impl;
-    if (strcmp(m->k->name, "cpu"))
-        return sr_error(SR_ERR_UNSUPPORTED, "test_linear runs on cpu only, not %s", m->k->name);
     if (cfg->strategy && strcmp(cfg->strategy, "sync"))
         return sr_error(SR_ERR_ARG, "stream.strategy: \"%s\" unknown for test_linear (known: sync)", cfg->strategy);
     if (cfg->chunk_ms && cfg->chunk_ms * 16 != tm->chunk)
@@ -120,7 +138,9 @@ static sr_status tl_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     s->tm = tm;
     s->feat = sr_calloc((size_t)tm->n_bands, sizeof(float), "test_linear features");
     s->pad = sr_calloc((size_t)tm->chunk, sizeof(float), "test_linear padding");
-    if (!s->feat || !s->pad) {
+    s->dfeat = m->k->alloc((size_t)tm->n_bands * sizeof(float));
+    s->dlogits = m->k->alloc((size_t)tm->vocab * sizeof(float));
+    if (!s->feat || !s->pad || !s->dfeat || !s->dlogits) {
         tl_stream_close(s);
         return SR_ERR_NOMEM;
     }
@@ -162,13 +182,15 @@ static sr_status tl_process(void *state, const float *pcm, size_t n, int final)
 static size_t tl_state_bytes(const void *state)
 {
     const tl_stream *s = state;
-    return sizeof *s + (size_t)s->tm->n_bands * sizeof(float) + (size_t)s->tm->chunk * sizeof(float);
+    return sizeof *s + 2 * (size_t)s->tm->n_bands * sizeof(float) +
+           (size_t)s->tm->chunk * sizeof(float) + (size_t)s->tm->vocab * sizeof(float);
 }
 
 const sr_model_ops sr_test_linear_ops = {
     .name = "test_linear",
     .description = "test-only backend: log band energies through one linear map (sync scorer)",
     .default_decoder = "sync_greedy",
+    .device_ready = 1,
     .load = tl_load,
     .unload = tl_unload,
     .stream_open = tl_stream_open,

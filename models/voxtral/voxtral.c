@@ -609,6 +609,7 @@ const sr_model_ops sr_voxtral_ops = {
     .description = "Voxtral Realtime: causal RoPE audio encoder with ring K/V caches, frame-"
                    "concat adapter, Mistral decoder with delay-conditioned norms (sync scorer)",
     .default_decoder = "sync_greedy",
+    .device_ready = 1, /* every per-chunk access through the table (checked on cpu-guard) */
     .load = load,
     .unload = vx_unload,
     .batch_open = batch_open,

@@ -62,7 +62,7 @@ typedef struct vx_model {
     const float *enc_norm, *dec_norm;
     vx_lin proj1, proj2;               /* [dim, ds * enc_dim], [dim, dim] */
     const sr_kweight *embed;           /* [vocab, dim]: lookups and the tied output projection */
-    float *enc_inv, *dec_inv;          /* RoPE inverse frequencies [hd / 2] (host) */
+    float *enc_inv, *dec_inv;          /* RoPE inverse frequencies [hd / 2] (table memory) */
     sr_mel *mel;
 } vx_model;
 

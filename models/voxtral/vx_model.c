@@ -311,13 +311,13 @@ static sr_status cfg_float(const sr_model *m, const char *key, float *out)
     return SR_OK;
 }
 
-static void vx_free(vx_model *w)
+static void vx_free(const sr_kernels *k, vx_model *w)
 {
     if (!w) return;
     free(w->enc);
     free(w->dec);
-    free(w->enc_inv);
-    free(w->dec_inv);
+    k->free(w->enc_inv);
+    k->free(w->dec_inv);
     sr_mel_free(w->mel);
     free(w);
 }
@@ -393,11 +393,8 @@ static sr_status mat(sr_model *m, sr_h5 *f, sr_dtype want, const char *name, int
 /* A vector (norm gain, bias) as an f32 host tensor. */
 static sr_status vec(sr_model *m, sr_h5 *f, const char *name, int n, const float **out)
 {
-    const sr_tensor *t;
     int64_t shape[1] = {n};
-    sr_status st = sr_model_tensor(m, f, name, SR_F32, 1, shape, &t);
-    if (!st) *out = t->data;
-    return st;
+    return sr_model_ftensor(m, f, name, 1, shape, out);
 }
 
 static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *w, int enc,
@@ -434,13 +431,20 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *
     return st;
 }
 
-static float *inv_freq(int hd, float theta)
+/* RoPE inverse frequencies [hd / 2] in the table's memory (computed on the host, uploaded). */
+static float *inv_freq(const sr_kernels *k, int hd, float theta)
 {
     float *inv = sr_malloc((size_t)(hd / 2) * sizeof(float), "voxtral rope frequencies");
     if (!inv) return NULL;
     for (int i = 0; i < hd / 2; i++) /* torch: 1 / theta ** (arange(0, hd, 2).float() / hd) */
         inv[i] = 1.0f / powf(theta, (float)(2 * i) / (float)hd);
-    return inv;
+    float *d = k->alloc((size_t)(hd / 2) * sizeof(float));
+    if (d && k->upload(d, inv, (size_t)(hd / 2) * sizeof(float))) {
+        k->free(d);
+        d = NULL;
+    }
+    free(inv);
+    return d;
 }
 
 sr_status vx_load(sr_model *m, sr_h5 *f)
@@ -470,8 +474,8 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
     if (!st) {
         w->enc = sr_calloc((size_t)w->enc_layers, sizeof *w->enc, "voxtral encoder layers");
         w->dec = sr_calloc((size_t)w->n_layers, sizeof *w->dec, "voxtral decoder layers");
-        w->enc_inv = inv_freq(w->enc_hd, w->enc_theta);
-        w->dec_inv = inv_freq(w->hd, w->theta);
+        w->enc_inv = inv_freq(m->k, w->enc_hd, w->enc_theta);
+        w->dec_inv = inv_freq(m->k, w->hd, w->theta);
         if (!w->enc || !w->dec || !w->enc_inv || !w->dec_inv) st = SR_ERR_NOMEM;
     }
     int E = w->enc_dim;
@@ -488,7 +492,7 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
     for (int l = 0; !st && l < w->n_layers; l++) st = load_layer(m, f, wt, w, 0, l, &w->dec[l]);
     if (!st) st = vec(m, f, "model.language_model.norm.weight", w->dim, &w->dec_norm);
     if (st) {
-        vx_free(w);
+        vx_free(m->k, w);
         return st;
     }
     m->impl = w;
@@ -497,6 +501,6 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
 
 void vx_unload(sr_model *m)
 {
-    vx_free(m->impl);
+    vx_free(m->k, m->impl);
     m->impl = NULL;
 }

@@ -47,12 +47,8 @@ static sr_status cfg_id_list(const sr_model *m, const char *key, int n_vocab, ui
 static sr_status ten(sr_model *m, sr_h5 *f, const char *name, int ndim, int64_t a, int64_t b,
                      int64_t c, const float **out)
 {
-    const sr_tensor *t;
     int64_t shape[3] = {a, b, c};
-    sr_status st = sr_model_tensor(m, f, name, SR_F32, ndim, shape, &t);
-    if (st) return st;
-    *out = t->data;
-    return SR_OK;
+    return sr_model_ftensor(m, f, name, ndim, shape, out);
 }
 
 static sr_status load_block(sr_model *m, sr_h5 *f, const char *pre, int cross, int d,
