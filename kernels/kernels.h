@@ -292,6 +292,73 @@ sr_status sr_kernels_select(const char *device, const sr_kernels **out);
 sr_status sr_kernels_check_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A,
                                  int lda, const float *B, int ldb, const float *C, int ldc);
 
+/* The same for the Linear ops (kernels/check.c), so every table refuses the same arguments
+ * with the same messages: weight_create (also sets *out = NULL), gemm (M = 0 passes: a no-op)
+ * and gather (n = 0 passes; every id in [0, E->n)). The weight handle is checked for a valid
+ * shape, dtype, mul and data; its layout is the table's own. */
+sr_status sr_kernels_check_weight_create(const void *host, sr_dtype dt, int n, int k,
+                                         const float *scale, sr_kmul mul, sr_kweight **out);
+sr_status sr_kernels_check_gemm(int M, const float *x, int ldx, const sr_kweight *W, sr_act act,
+                                const float *y, int ldy);
+sr_status sr_kernels_check_gather(const sr_kweight *E, const int32_t *ids, int n, const float *y,
+                                  int ldy);
+
+/* The same for the other ops (kernels/check.c): SR_OK or SR_ERR_ARG "<op>: ..."; SR_OK also
+ * for the op's no-op cases (empty sizes: the caller then returns SR_OK). Batch ops give back
+ * the batch's row count (*rows, 0 on failure). */
+/* copy2d: sizes, pointers, ld >= d (M = 0 or d = 0 passes). */
+sr_status sr_kernels_check_copy2d(int M, int d, const float *x, int ldx, const float *y, int ldy);
+/* norm: kind, sizes, pointers (b for LAYER), lds, in-place with equal lds, ld_mul. */
+sr_status sr_kernels_check_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx,
+                                const float *g, const float *b, const float *mul, int ld_mul,
+                                const float *y, int ldy);
+/* act: the activation, pointers, n <= INT64_MAX (n = 0 passes). */
+sr_status sr_kernels_check_act(sr_act act, size_t n, const float *x, const float *y);
+/* glu: kind, sizes, pointers, lds, y aliasing a or b only with the same ld. */
+sr_status sr_kernels_check_glu(sr_glu kind, int M, int d, const float *a, int lda, const float *b,
+                               int ldb, const float *y, int ldy);
+/* add: sizes, pointers, ldx >= d or 0 (broadcast), ldy >= d. */
+sr_status sr_kernels_check_add(int M, int d, const float *x, int ldx, const float *y, int ldy);
+/* scale: sizes, y, ldy >= d. */
+sr_status sr_kernels_check_scale(int M, int d, const float *y, int ldy);
+/* rope: the batch (with positions), sizes, even hd, pointers, ldx >= n_head * hd. */
+sr_status sr_kernels_check_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq,
+                                const float *x, int ldx, int *rows);
+/* im2col1d: sizes, ksize and stride >= 1, pointers, ldx >= C. */
+sr_status sr_kernels_check_im2col1d(int T_out, int C, int ksize, int stride, const float *x,
+                                    int ldx, const float *col);
+/* conv2d_s2: sizes, pointers, in_plane_stride 0 or >= T * F (C = 0 passes). */
+sr_status sr_kernels_check_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
+                                     const float *w, const float *b, const float *out);
+/* conv_dw: sizes, the state pool (width C, >= K - 1 rows) and the batch's slots in it, pointers,
+ * lds, y not aliasing x (*rows = 0 or C = 0 passes). */
+sr_status sr_kernels_check_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx,
+                                   const float *w, const float *bias, const sr_kpool *state,
+                                   int layer, const float *y, int ldy, int *rows);
+/* batchnorm: sizes, pointers, lds, in-place with equal lds. */
+sr_status sr_kernels_check_batchnorm(int M, int C, const float *x, int ldx, const float *mean,
+                                     const float *var, const float *g, const float *bias,
+                                     const float *y, int ldy);
+/* lstm_cell: sizes, pointers, ldg >= 4 H, ldc and ldh >= H. */
+sr_status sr_kernels_check_lstm_cell(int M, int H, const float *gates, int ldg, const float *c,
+                                     int ldc, const float *h, int ldh);
+/* softmax: sizes, x, ldx >= N. */
+sr_status sr_kernels_check_softmax(int M, int N, const float *x, int ldx);
+/* logsoftmax: sizes, pointers, lds >= N, in-place with equal lds. */
+sr_status sr_kernels_check_logsoftmax(int M, int N, const float *x, int ldx, const float *y,
+                                      int ldy);
+/* topk: sizes, 1 <= k <= N, x and idx, ldx >= N (M = 0 passes; val may be NULL). */
+sr_status sr_kernels_check_topk(int M, int N, int k, const float *x, int ldx, const int32_t *idx);
+/* kv_write: the pool and layer, the batch (positions, distinct slots), x, ldx >= width. */
+sr_status sr_kernels_check_kv_write(const sr_kpool *p, int layer, const sr_kbatch *b,
+                                    const float *x, int ldx, int *rows);
+/* attn: heads, batch, K / V pools, q / out (no overlap), ranges held by the pools, rel-pos
+ * distances; *maxlen the longest range, *keys the ranges' total (either may be NULL; 0 for
+ * an empty batch, whose row count b->row0[b->n_seq] is then 0). */
+sr_status sr_kernels_check_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
+                                const sr_kpool *K, const sr_kpool *V, int layer, const float *out,
+                                int ldo, int64_t *maxlen, int64_t *keys);
+
 #ifdef SR_WITH_CUDA
 /* kernels/cuda/cuda.cu (extern "C"): the cuBLAS table after checking that a device exists. */
 sr_status sr_cuda_kernels(const sr_kernels **out);

@@ -7,6 +7,7 @@
 #include "cpu/cpu_impl.h" /* sr_kernels_cpu_guard */
 #include "kernels.h"
 
+#include <stdint.h>
 #include <string.h>
 
 sr_status sr_kernels_check_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A,

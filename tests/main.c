@@ -138,6 +138,26 @@ sr_model *test_load_model(const char *name)
     return m;
 }
 
+int test_stream_tokens(const sr_model *m, const sr_stream_config *cfg, const float *a, size_t n,
+                       int32_t *tok, int cap, size_t *n_entries)
+{
+    sr_stream *s = NULL;
+    sr_status st = sr_stream_open(m, cfg, &s);
+    if (st) printf("\n      stream_open: %s", sr_last_error());
+    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+    for (size_t at = 0; at < n; at += 7000)
+        CU_ASSERT_EQUAL(sr_stream_feed(s, a + at, n - at < 7000 ? n - at : 7000), SR_OK);
+    st = sr_stream_finish(s);
+    if (st) printf("\n      finish: %s", sr_last_error());
+    CU_ASSERT_EQUAL(st, SR_OK);
+    const sr_hypothesis *h = sr_stream_hypothesis(s);
+    int nt = h->n_tokens < cap ? h->n_tokens : cap;
+    memcpy(tok, h->tokens, (size_t)nt * sizeof *tok);
+    *n_entries = sr_stream_timeline(s)->n;
+    sr_stream_close(s);
+    return nt;
+}
+
 sr_h5 *test_open_golden(const char *name)
 {
     sr_h5 *g = NULL;

@@ -66,6 +66,12 @@ float *test_golden_audio(sr_h5 *f, size_t *n);
  * ends the test (CU_ASSERT_..._FATAL). */
 sr_model *test_load_model(const char *name);
 
+/* One stream of m (cfg may be NULL) over audio a[n], fed in pieces of 7000 samples, then
+ * finished: its tokens (up to cap) into tok, the count returned, its timeline length in
+ * *n_entries. Failures are test failures (open: fatal). */
+int test_stream_tokens(const sr_model *m, const sr_stream_config *cfg, const float *a, size_t n,
+                       int32_t *tok, int cap, size_t *n_entries);
+
 /* Open golden fixture tests/fixtures/<name> as plain HDF5 (sr_h5_open_plain); a failure prints
  * the message and ends the test. */
 sr_h5 *test_open_golden(const char *name);

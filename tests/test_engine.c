@@ -329,13 +329,20 @@ static void test_cpu_guard(void)
     sr_options o;
     sr_options_init(&o);
     o.device = "cpu-guard";
-    const char *names[] = {"fastconformer/rand.h5", "voxtral/model.h5"};
-    for (int i = 0; i < 2; i++) {
+    const char *names[] = {"fastconformer/rand.h5", "voxtral/model.h5", "whisper/rand.h5"};
+    for (int i = 0; i < 3; i++) {
         sr_model *m = NULL;
         sr_status st = sr_model_load(test_fixture(names[i]), &o, &m);
         if (st) printf("\n      load %s on cpu-guard: %s\n", names[i], sr_last_error());
         CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-        engine_vs_solo(m, NULL, 4, 0.5, 1.5, 31 + (uint64_t)i, names[i]);
+        sr_stream_config c;
+        sr_stream_config_init(&c);
+        if (i == 2) {
+            c.strategy = "whisperrt";
+            c.chunk_ms = 100;
+            c.decoder = "stable_greedy";
+        }
+        engine_vs_solo(m, &c, 4, 0.5, 1.5, 31 + (uint64_t)i, names[i]);
         sr_model_free(m);
     }
 }

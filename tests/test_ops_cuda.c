@@ -447,40 +447,10 @@ static void test_bad_args(void)
     CU_ASSERT_EQUAL(gc->copy2d(1, 4, dx, 4, dy, 4), SR_OK);
     gc->free(dx);
     gc->free(dy);
-    /* a backend not yet ported to device memory is refused on cuda, naming itself */
-    sr_options o;
-    sr_options_init(&o);
-    o.device = "cuda";
-    sr_model *m = NULL;
-    setenv("SRKIT_CUDA_UNVALIDATED", "1", 1);
-    TEST_ASSERT_ERR(sr_model_load(test_fixture("whisper/rand.h5"), &o, &m), SR_ERR_UNSUPPORTED,
-                    "the whisper backend does not run on cuda yet");
-    unsetenv("SRKIT_CUDA_UNVALIDATED");
-    CU_ASSERT_PTR_NULL(m);
 }
 
 /* The device-ready backends (FastConformer RNN-T / TDT, Voxtral; the same set kernels_guard
  * runs on cpu-guard) on the device: the CPU's tokens and timeline length. */
-static int stream_tokens(const sr_model *m, const sr_stream_config *cfg, const float *a, size_t n,
-                         int32_t *tok, int cap, size_t *n_entries)
-{
-    sr_stream *s = NULL;
-    sr_status st = sr_stream_open(m, cfg, &s);
-    if (st) printf("\n      stream_open: %s", sr_last_error());
-    CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-    for (size_t at = 0; at < n; at += 7000)
-        CU_ASSERT_EQUAL(sr_stream_feed(s, a + at, n - at < 7000 ? n - at : 7000), SR_OK);
-    st = sr_stream_finish(s);
-    if (st) printf("\n      finish: %s", sr_last_error());
-    CU_ASSERT_EQUAL(st, SR_OK);
-    const sr_hypothesis *h = sr_stream_hypothesis(s);
-    int nt = h->n_tokens < cap ? h->n_tokens : cap;
-    memcpy(tok, h->tokens, (size_t)nt * sizeof *tok);
-    *n_entries = sr_stream_timeline(s)->n;
-    sr_stream_close(s);
-    return nt;
-}
-
 static void test_backends(void)
 {
     if (!gpu()) return;
@@ -491,6 +461,7 @@ static void test_backends(void)
         {"fastconformer/rand.h5", NULL, NULL, 0},      {"fastconformer/rand.h5", NULL, "f16", 0},
         {"fastconformer/rand.h5", "rnnt_beam", NULL, 3}, {"fastconformer/rand_tdt.h5", NULL, NULL, 0},
         {"voxtral/model.h5", NULL, NULL, 0},           {"voxtral/model.h5", NULL, "bf16", 0},
+        {"whisper/rand.h5", "stable_greedy", NULL, 0}, {"whisper/rand.h5", "stable_beam", NULL, 3},
     };
     enum { N = 16000 * 2 + 777, CAP = 4096 };
     float *a = malloc(N * sizeof(float));
@@ -515,8 +486,9 @@ static void test_backends(void)
         c.decoder = cases[i].decoder;
         c.cache_dtype = cases[i].cache_dtype;
         c.beam = cases[i].beam;
+        if (strstr(cases[i].fixture, "whisper")) c.strategy = "whisperrt";
         size_t ec = 0, eg = 0;
-        int nc = stream_tokens(mc, &c, a, N, tc, CAP, &ec), ng = stream_tokens(mg, &c, a, N, tg, CAP, &eg);
+        int nc = test_stream_tokens(mc, &c, a, N, tc, CAP, &ec), ng = test_stream_tokens(mg, &c, a, N, tg, CAP, &eg);
         int same = nc == ng && ec == eg && !memcmp(tc, tg, (size_t)nc * sizeof *tc);
         if (!same) printf("\n      %s: cpu %d tokens / %zu entries, cuda %d / %zu", cases[i].fixture, nc, ec, ng, eg);
         CU_ASSERT(same);

@@ -64,6 +64,10 @@
 #endif
 
 #define LB_MAX 32          /* lanes (query row x head) per block */
+/* kernels/check.c refuses key ranges longer than INT32_MAX / 32 - 4 * 32 (ATTN_MAX_KEYS) for
+ * every table: the work areas below are sized in int from maxlen and LB_MAX, so a change of
+ * LB_MAX must change that limit with it. */
+_Static_assert(LB_MAX == 32, "kernels/check.c's ATTN_MAX_KEYS assumes 32-lane blocks");
 #define KG 12              /* keys per score group (a multiple of the kernels' 12 and 6) */
 #define GQ 6               /* lanes per value group */
 #define MIN_PAR_FMA (1L << 18) /* multiply-adds below which one thread does it all */
@@ -1013,99 +1017,18 @@ static void attn_part(void *ctx, int part)
 
 /* ---- the op ------------------------------------------------------------------------------- */
 
-static sr_status check_pool(const char *name, const sr_kpool *P, int layer, int width)
-{
-    if (!P) return sr_error(SR_ERR_ARG, "attn: %s is NULL", name);
-    if (P->dtype != SR_F32 && P->dtype != SR_F16 && P->dtype != SR_BF16)
-        return sr_error(SR_ERR_ARG, "attn: %s pool dtype %s (f32, f16 or bf16)", name,
-                        sr_dtype_name(P->dtype));
-    if (!P->data || P->layers < 1 || P->slots < 1 || P->rows < 1)
-        return sr_error(SR_ERR_ARG, "attn: %s is not a pool from sr_kpool_create", name);
-    if (P->width != width)
-        return sr_error(SR_ERR_ARG, "attn: %s pool width %d != n_kv_head * head_dim = %d", name,
-                        P->width, width);
-    if (layer < 0 || layer >= P->layers)
-        return sr_error(SR_ERR_ARG, "attn: layer %d out of [0, %d) of %s", layer, P->layers, name);
-    return SR_OK;
-}
-
 sr_status sr_cpu_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                       const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo)
 {
-    if (!a) return sr_error(SR_ERR_ARG, "attn: a is NULL");
-    if (!b) return sr_error(SR_ERR_ARG, "attn: b is NULL");
-    if (a->n_head < 1 || a->n_kv_head < 1 || a->head_dim < 1)
-        return sr_error(SR_ERR_ARG, "attn: n_head %d, n_kv_head %d, head_dim %d (each >= 1)",
-                        a->n_head, a->n_kv_head, a->head_dim);
-    if (a->n_head % a->n_kv_head)
-        return sr_error(SR_ERR_ARG, "attn: n_head %d is not a multiple of n_kv_head %d", a->n_head,
-                        a->n_kv_head);
-    if ((int64_t)a->n_head * a->head_dim > INT32_MAX / 2)
-        return sr_error(SR_ERR_ARG, "attn: n_head %d x head_dim %d too large", a->n_head, a->head_dim);
-    if (b->n_seq < 0) return sr_error(SR_ERR_ARG, "attn: n_seq = %d < 0", b->n_seq);
-    if (!b->row0) return sr_error(SR_ERR_ARG, "attn: b->row0 is NULL");
-    if (b->row0[0] != 0) return sr_error(SR_ERR_ARG, "attn: row0[0] = %d (must be 0)", b->row0[0]);
-    for (int s = 0; s < b->n_seq; s++)
-        if (b->row0[s + 1] < b->row0[s])
-            return sr_error(SR_ERR_ARG, "attn: row0[%d] = %d < row0[%d] = %d", s + 1,
-                            b->row0[s + 1], s, b->row0[s]);
-    const int H = a->n_head, G = a->n_kv_head, hd = a->head_dim, grp = H / G;
-    sr_status st;
-    if ((st = check_pool("K", K, layer, G * hd)) || (st = check_pool("V", V, layer, G * hd))) return st;
+    /* kernels/check.c: the checks every table shares; maxlen sizes the work areas */
+    int64_t maxlen, keys;
+    sr_status st = sr_kernels_check_attn(a, b, q, ldq, K, V, layer, out, ldo, &maxlen, &keys);
+    if (st) return st;
     const int M = b->row0[b->n_seq];
     if (M == 0) return SR_OK;
-    if (!q || !out) return sr_error(SR_ERR_ARG, "attn: %s is NULL", q ? "out" : "q");
-    if (ldq < H * hd) return sr_error(SR_ERR_ARG, "attn: ldq = %d < n_head * head_dim = %d", ldq, H * hd);
-    if (ldo < H * hd) return sr_error(SR_ERR_ARG, "attn: ldo = %d < n_head * head_dim = %d", ldo, H * hd);
-    {
-        const char *qb = (const char *)q, *ob = (const char *)out;
-        const char *qe = (const char *)(q + (size_t)(M - 1) * ldq + (size_t)H * hd);
-        const char *oe = (const char *)(out + (size_t)(M - 1) * ldo + (size_t)H * hd);
-        if (qb < oe && ob < qe) return sr_error(SR_ERR_ARG, "attn: q and out overlap");
-    }
-    if (!b->slot) return sr_error(SR_ERR_ARG, "attn: b->slot is NULL");
-    if (!a->lo || !a->hi) return sr_error(SR_ERR_ARG, "attn: %s is NULL", a->lo ? "hi" : "lo");
+    const int H = a->n_head, G = a->n_kv_head, hd = a->head_dim, grp = H / G;
     const int rel = a->rel != NULL;
-    if (rel) {
-        if (!a->pos_u || !a->pos_v)
-            return sr_error(SR_ERR_ARG, "attn: rel-pos without %s", a->pos_u ? "pos_v" : "pos_u");
-        if (!b->pos) return sr_error(SR_ERR_ARG, "attn: rel-pos needs b->pos (NULL)");
-        if (a->rel_max < a->rel_min)
-            return sr_error(SR_ERR_ARG, "attn: rel_max %d < rel_min %d", a->rel_max, a->rel_min);
-    }
-    const int prow = SR_MIN(K->rows, V->rows);
-    int64_t maxlen = 0;
-    double work_fma = 0;
-    for (int s = 0; s < b->n_seq; s++) {
-        if (b->row0[s + 1] == b->row0[s]) continue;
-        int sl = b->slot[s];
-        if (sl < 0 || sl >= K->slots || sl >= V->slots)
-            return sr_error(SR_ERR_ARG, "attn: slot[%d] = %d out of [0, %d)", s, sl,
-                            SR_MIN(K->slots, V->slots));
-        if (rel && b->pos[s] < 0)
-            return sr_error(SR_ERR_ARG, "attn: pos[%d] = %lld < 0", s, (long long)b->pos[s]);
-        for (int r = b->row0[s]; r < b->row0[s + 1]; r++) {
-            int64_t lo = a->lo[r], hi = a->hi[r];
-            if (lo < 0 || hi < lo)
-                return sr_error(SR_ERR_ARG, "attn: row %d: key range [lo = %lld, hi = %lld) (need 0 <= lo <= hi)",
-                                r, (long long)lo, (long long)hi);
-            if (hi - lo > prow)
-                return sr_error(SR_ERR_ARG, "attn: row %d: key range [%lld, %lld) holds %lld keys, more than the pool's %d rows",
-                                r, (long long)lo, (long long)hi, (long long)(hi - lo), prow);
-            if (rel && hi > lo) {
-                int64_t p = b->pos[s] + (r - b->row0[s]);
-                if (p - lo > a->rel_max || p - (hi - 1) < a->rel_min)
-                    return sr_error(SR_ERR_ARG, "attn: row %d (position %lld): distances %lld .. %lld outside rel [rel_min = %d, rel_max = %d]",
-                                    r, (long long)p, (long long)(p - lo), (long long)(p - (hi - 1)),
-                                    a->rel_min, a->rel_max);
-            }
-            maxlen = SR_MAX(maxlen, hi - lo);
-            work_fma += (double)(hi - lo);
-        }
-    }
-
-    if (maxlen > INT32_MAX / LB_MAX - 4 * LB_MAX)
-        return sr_error(SR_ERR_ARG, "attn: key ranges of %lld keys are too long", (long long)maxlen);
+    const double work_fma = (double)keys;
 
     /* blocks: per sequence, lanes (query head of the group hh, row i) as hh * rows + i, cut
      * into runs of up to block_lanes whose hulls stay within cap keys (and rel rows) */

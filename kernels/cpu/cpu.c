@@ -122,12 +122,8 @@ static void cpu_zero(void *p, size_t bytes)
 
 static sr_status cpu_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
 {
-    if (M < 0 || d < 0) return sr_error(SR_ERR_ARG, "copy2d: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    if (!x || !y) return sr_error(SR_ERR_ARG, "copy2d: %s is NULL", x ? "y" : "x");
-    if (ldx < d || ldy < d)
-        return sr_error(SR_ERR_ARG, "copy2d: %s = %d < d = %d", ldx < d ? "ldx" : "ldy",
-                        ldx < d ? ldx : ldy, d);
+    sr_status st = sr_kernels_check_copy2d(M, d, x, ldx, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     for (int r = 0; r < M; r++)
         memcpy(y + (size_t)r * ldy, x + (size_t)r * ldx, (size_t)d * sizeof(float));
     return SR_OK;

@@ -208,19 +208,8 @@ static void repack_panel(void *ctx, int p)
 sr_status sr_cpu_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
                                sr_kmul mul, sr_kweight **out)
 {
-    if (!out) return sr_error(SR_ERR_ARG, "weight_create: out is NULL");
-    *out = NULL;
-    if (n < 1 || k < 1)
-        return sr_error(SR_ERR_ARG, "weight_create: shape [n = %d, k = %d] (both must be >= 1)", n, k);
-    if (dt != SR_F32 && dt != SR_BF16 && dt != SR_F16 && dt != SR_I8)
-        return sr_error(SR_ERR_ARG, "weight_create: dtype %d is not f32, bf16, f16 or i8", (int)dt);
-    if (!host) return sr_error(SR_ERR_ARG, "weight_create: host is NULL");
-    if (dt == SR_I8 && !scale) return sr_error(SR_ERR_ARG, "weight_create: i8 weight without scale");
-    if (mul != SR_KMUL_EXACT && mul != SR_KMUL_BF16)
-        return sr_error(SR_ERR_ARG, "weight_create: mul %d is not exact or bf16", (int)mul);
-    if (mul == SR_KMUL_BF16 && dt != SR_BF16)
-        return sr_error(SR_ERR_ARG, "weight_create: bf16 products need a bf16 weight (dtype %s)",
-                        sr_dtype_name(dt));
+    sr_status st = sr_kernels_check_weight_create(host, dt, n, k, scale, mul, out);
+    if (st) return st;
     sr_kweight *W = calloc(1, sizeof *W);
     if (!W) return sr_error(SR_ERR_NOMEM, "weight_create: %d x %d weight", n, k);
     W->n = n;
@@ -996,14 +985,6 @@ int sr_cpu_gemm_force_bf16(const char *name)
 
 const char *sr_cpu_gemm_bf16_path(void) { return bf_names[bf_path()]; }
 
-static int valid_weight(const sr_kweight *W)
-{
-    return W->n >= 1 && W->k >= 1 && W->data &&
-           (W->dtype == SR_F32 || W->dtype == SR_BF16 || W->dtype == SR_F16 ||
-            (W->dtype == SR_I8 && W->scale)) &&
-           (W->mul == SR_KMUL_EXACT || (W->mul == SR_KMUL_BF16 && W->dtype == SR_BF16));
-}
-
 /* Blocking of a product (file comment): k blocks, panel groups, row blocks. */
 static void plan(gemm_job *j, int threads)
 {
@@ -1041,19 +1022,8 @@ static void plan(gemm_job *j, int threads)
 sr_status sr_cpu_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                       sr_act act, float alpha, float beta, float *y, int ldy)
 {
-    if (M < 0) return sr_error(SR_ERR_ARG, "gemm: M = %d < 0", M);
-    if (!W) return sr_error(SR_ERR_ARG, "gemm: W is NULL");
-    if (!valid_weight(W)) return sr_error(SR_ERR_ARG, "gemm: W is not a weight from weight_create");
-    if (act != SR_ACT_NONE && act != SR_ACT_GELU && act != SR_ACT_SILU && act != SR_ACT_RELU)
-        return sr_error(SR_ERR_ARG, "gemm: act = %d is not a known activation", (int)act);
-    if (M == 0) return SR_OK;
-    if (!x || !y) return sr_error(SR_ERR_ARG, "gemm: %s is NULL", x ? "y" : "x");
-    if (ldx < W->k) return sr_error(SR_ERR_ARG, "gemm: ldx = %d < k = %d", ldx, W->k);
-    if (ldy < W->n) return sr_error(SR_ERR_ARG, "gemm: ldy = %d < n = %d", ldy, W->n);
-    const char *xb = (const char *)x, *yb = (const char *)y;
-    const char *xe = (const char *)(x + (size_t)(M - 1) * ldx + W->k);
-    const char *ye = (const char *)(y + (size_t)(M - 1) * ldy + W->n);
-    if (xb < ye && yb < xe) return sr_error(SR_ERR_ARG, "gemm: x and y overlap");
+    sr_status st = sr_kernels_check_gemm(M, x, ldx, W, act, y, ldy);
+    if (st || M == 0) return st;
 
     gemm_job j = {.M = M, .K = W->k, .N = W->n, .ldx = ldx, .ldy = ldy, .x = x, .W = W,
                   .bias = bias, .act = act, .alpha = alpha, .beta = beta, .y = y,
@@ -1093,15 +1063,8 @@ sr_status sr_cpu_gemm(int M, const float *x, int ldx, const sr_kweight *W, const
 
 sr_status sr_cpu_gather(const sr_kweight *E, const int32_t *ids, int n, float *y, int ldy)
 {
-    if (n < 0) return sr_error(SR_ERR_ARG, "gather: n = %d < 0", n);
-    if (!E) return sr_error(SR_ERR_ARG, "gather: E is NULL");
-    if (!valid_weight(E)) return sr_error(SR_ERR_ARG, "gather: E is not a weight from weight_create");
-    if (n == 0) return SR_OK;
-    if (!ids || !y) return sr_error(SR_ERR_ARG, "gather: %s is NULL", ids ? "y" : "ids");
-    if (ldy < E->k) return sr_error(SR_ERR_ARG, "gather: ldy = %d < k = %d", ldy, E->k);
-    for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= E->n)
-            return sr_error(SR_ERR_ARG, "gather: ids[%d] = %d out of [0, %d)", i, (int)ids[i], E->n);
+    sr_status st = sr_kernels_check_gather(E, ids, n, y, ldy);
+    if (st || n == 0) return st;
     const size_t K = (size_t)E->k, pb = panel_bytes(E);
     for (int i = 0; i < n; i++) {
         int r = ids[i];

@@ -41,6 +41,9 @@
  *
  * Large calls are split over the CPU worker pool (pool.c) by rows, channels or sequences; a
  * part writes only its own outputs (and its own cache slot, or its own channels of one).
+ *
+ * Argument checks: kernels/check.c (sr_kernels_check_<op>), shared with the CUDA table so that
+ * both tables refuse the same calls with the same messages.
  */
 #include "../../core/dtype.h"
 #include "../../core/internal.h"
@@ -61,44 +64,7 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-/* ---- argument checks ------------------------------------------------------------------------ */
-
-#define RO_ARG(cond, ...)                                                                     \
-    do {                                                                                      \
-        if (cond) return sr_error(SR_ERR_ARG, __VA_ARGS__);                                   \
-    } while (0)
-
-/* Validate the batch b of op: sequences, row ranges, positions (need_pos) and, when slots > 0,
- * slot ids in [0, slots), pairwise distinct (two sequences writing one cache slot would race).
- * *rows = the batch's row count. */
-static sr_status check_batch(const char *op, const sr_kbatch *b, int need_pos, int slots, int *rows)
-{
-    *rows = 0;
-    RO_ARG(!b, "%s: batch b is NULL", op);
-    RO_ARG(b->n_seq < 0, "%s: b->n_seq = %d < 0", op, b->n_seq);
-    if (b->n_seq == 0) return SR_OK;
-    RO_ARG(!b->row0, "%s: b->row0 is NULL", op);
-    RO_ARG(b->row0[0] != 0, "%s: b->row0[0] = %d (must be 0)", op, b->row0[0]);
-    for (int s = 0; s < b->n_seq; s++) {
-        RO_ARG(b->row0[s + 1] < b->row0[s], "%s: b->row0 decreases at sequence %d (%d after %d)",
-               op, s, b->row0[s + 1], b->row0[s]);
-        if (need_pos) {
-            RO_ARG(!b->pos, "%s: b->pos is NULL", op);
-            RO_ARG(b->pos[s] < 0 || b->pos[s] > INT64_MAX - (b->row0[s + 1] - b->row0[s]),
-                   "%s: b->pos[%d] = %lld out of range", op, s, (long long)b->pos[s]);
-        }
-        if (slots > 0) {
-            RO_ARG(!b->slot, "%s: b->slot is NULL", op);
-            RO_ARG(b->slot[s] < 0 || b->slot[s] >= slots,
-                   "%s: b->slot[%d] = %d out of range (%d slots)", op, s, b->slot[s], slots);
-            for (int q = 0; q < s; q++)
-                RO_ARG(b->slot[q] == b->slot[s], "%s: slot %d used by sequences %d and %d", op,
-                       b->slot[s], q, s);
-        }
-    }
-    *rows = b->row0[b->n_seq];
-    return SR_OK;
-}
+/* ---- batches -------------------------------------------------------------------------------- */
 
 /* The sequence holding batch row r (< the row count): the last s with row0[s] <= r, which is
  * never an empty one. */
@@ -111,19 +77,6 @@ static int seq_of(const sr_kbatch *b, int r)
         else hi = mid - 1;
     }
     return lo;
-}
-
-static sr_status check_pool(const char *op, const char *name, const sr_kpool *p, int layer)
-{
-    RO_ARG(!p->data, "%s: %s->data is NULL", op, name);
-    RO_ARG(p->dtype != SR_F32 && p->dtype != SR_F16 && p->dtype != SR_BF16,
-           "%s: %s element type %s (f32, f16 or bf16)", op, name, sr_dtype_name(p->dtype));
-    RO_ARG(p->layers < 1 || p->slots < 1 || p->rows < 1 || p->width < 1,
-           "%s: %s shape %d x %d x %d x %d (each >= 1)", op, name, p->layers, p->slots, p->rows,
-           p->width);
-    RO_ARG(layer < 0 || layer >= p->layers, "%s: layer %d out of range (%s has %d)", op, layer,
-           name, p->layers);
-    return SR_OK;
 }
 
 /* ---- splitting work over the pool ----------------------------------------------------------- */
@@ -659,19 +612,8 @@ static void norm_rows(void *p, int64_t lo, int64_t hi)
 sr_status sr_cpu_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
                       const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy)
 {
-    RO_ARG(kind != SR_NORM_LAYER && kind != SR_NORM_RMS, "norm: kind %d unknown (LAYER 0, RMS 1)",
-           (int)kind);
-    RO_ARG(M < 0 || d < 0, "norm: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!x || !y, "norm: %s is NULL", x ? "y" : "x");
-    RO_ARG(!g, "norm: g is NULL");
-    RO_ARG(kind == SR_NORM_LAYER && !b, "norm: b is NULL (LayerNorm needs a bias)");
-    RO_ARG(ldx < d || ldy < d, "norm: %s = %d < d = %d", ldx < d ? "ldx" : "ldy",
-           ldx < d ? ldx : ldy, d);
-    RO_ARG(x == y && ldx != ldy, "norm: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
-    RO_ARG(mul && ld_mul != 0 && ld_mul < d, "norm: ld_mul = %d < d = %d (0 broadcasts one row)",
-           ld_mul, d);
-    RO_ARG(mul && ld_mul < 0, "norm: ld_mul = %d < 0", ld_mul);
+    sr_status st = sr_kernels_check_norm(kind, M, d, x, ldx, g, b, mul, ld_mul, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     norm_ctx c = {ro_pick(), kind, d, ldx, ldy, ld_mul, x, g, b, mul, eps, y};
     ro_for(M, 8.0 * d, norm_rows, &c);
     return SR_OK;
@@ -703,11 +645,8 @@ static void act_range(void *p, int64_t lo, int64_t hi)
 
 sr_status sr_cpu_act(sr_act act, size_t n, const float *x, float *y)
 {
-    RO_ARG(act != SR_ACT_NONE && act != SR_ACT_GELU && act != SR_ACT_SILU && act != SR_ACT_RELU,
-           "act: activation %d unknown", (int)act);
-    if (n == 0) return SR_OK;
-    RO_ARG(!x || !y, "act: %s is NULL", x ? "y" : "x");
-    RO_ARG(n > (size_t)INT64_MAX, "act: n = %zu too large", n);
+    sr_status st = sr_kernels_check_act(act, n, x, y);
+    if (st || n == 0) return st;
     if (act == SR_ACT_NONE && x == y) return SR_OK;
     act_ctx c = {ro_pick(), act, x, y};
     double unit = act == SR_ACT_GELU || act == SR_ACT_SILU ? 4.0 : 1.0;
@@ -752,15 +691,8 @@ static void glu_rows(void *p, int64_t lo, int64_t hi)
 sr_status sr_cpu_glu(sr_glu kind, int M, int d, const float *a, int lda, const float *b, int ldb,
                      float *y, int ldy)
 {
-    RO_ARG(kind != SR_GLU_SIGMOID && kind != SR_GLU_SILU, "glu: kind %d unknown (SIGMOID 0, SILU 1)",
-           (int)kind);
-    RO_ARG(M < 0 || d < 0, "glu: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!a || !b || !y, "glu: %s is NULL", !a ? "a" : !b ? "b" : "y");
-    RO_ARG(lda < d || ldb < d || ldy < d, "glu: %s = %d < d = %d",
-           lda < d ? "lda" : ldb < d ? "ldb" : "ldy", lda < d ? lda : ldb < d ? ldb : ldy, d);
-    RO_ARG(y == a && ldy != lda, "glu: y and a alias with ldy = %d != lda = %d", ldy, lda);
-    RO_ARG(y == b && ldy != ldb, "glu: y and b alias with ldy = %d != ldb = %d", ldy, ldb);
+    sr_status st = sr_kernels_check_glu(kind, M, d, a, lda, b, ldb, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     glu_ctx c = {ro_pick(), kind, d, lda, ldb, ldy, a, b, y};
     ro_for(M, 12.0 * d, glu_rows, &c);
     return SR_OK;
@@ -791,12 +723,8 @@ static void scale_rows(void *p, int64_t lo, int64_t hi)
 
 sr_status sr_cpu_add(int M, int d, const float *x, int ldx, float alpha, float *y, int ldy)
 {
-    RO_ARG(M < 0 || d < 0, "add: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!x || !y, "add: %s is NULL", x ? "y" : "x");
-    RO_ARG(ldx != 0 && ldx < d, "add: ldx = %d < d = %d (0 broadcasts row 0)", ldx, d);
-    RO_ARG(ldx < 0, "add: ldx = %d < 0", ldx);
-    RO_ARG(ldy < d, "add: ldy = %d < d = %d", ldy, d);
+    sr_status st = sr_kernels_check_add(M, d, x, ldx, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     ew_ctx c = {ro_pick(), d, ldx, ldy, x, alpha, 0.0f, y};
     ro_for(M, 2.0 * d, add_rows, &c);
     return SR_OK;
@@ -804,10 +732,8 @@ sr_status sr_cpu_add(int M, int d, const float *x, int ldx, float alpha, float *
 
 sr_status sr_cpu_scale(int M, int d, float s, float *y, int ldy)
 {
-    RO_ARG(M < 0 || d < 0, "scale: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!y, "scale: y is NULL");
-    RO_ARG(ldy < d, "scale: ldy = %d < d = %d", ldy, d);
+    sr_status st = sr_kernels_check_scale(M, d, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     ew_ctx c = {ro_pick(), d, 0, ldy, NULL, 0.0f, s, y};
     ro_for(M, 1.0 * d, scale_rows, &c);
     return SR_OK;
@@ -854,14 +780,8 @@ sr_status sr_cpu_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_f
                       int ldx)
 {
     int rows;
-    sr_status st = check_batch("rope", b, 1, 0, &rows);
-    if (st) return st;
-    RO_ARG(n_head < 0 || hd < 0, "rope: negative size (n_head = %d, hd = %d)", n_head, hd);
-    RO_ARG(hd % 2, "rope: head width hd = %d is odd", hd);
-    if (rows == 0 || n_head == 0 || hd == 0) return SR_OK;
-    RO_ARG(!x || !inv_freq, "rope: %s is NULL", x ? "inv_freq" : "x");
-    RO_ARG((int64_t)ldx < (int64_t)n_head * hd, "rope: ldx = %d < n_head * hd = %lld", ldx,
-           (long long)n_head * hd);
+    sr_status st = sr_kernels_check_rope(b, n_head, hd, inv_freq, x, ldx, &rows);
+    if (st || rows == 0 || n_head == 0 || hd == 0) return st;
     rope_ctx c = {ro_pick(), b, n_head, hd, ldx, inv_freq, x};
     ro_for(rows, 40.0 * hd / 2 + 3.0 * n_head * hd, rope_rows, &c);
     return SR_OK;
@@ -891,11 +811,8 @@ static void im2col_rows(void *p, int64_t lo, int64_t hi)
 sr_status sr_cpu_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
                           float *col)
 {
-    RO_ARG(T_out < 0 || C < 0, "im2col1d: negative size (T_out = %d, C = %d)", T_out, C);
-    RO_ARG(ksize < 1 || stride < 1, "im2col1d: ksize = %d, stride = %d (each >= 1)", ksize, stride);
-    if (T_out == 0 || C == 0) return SR_OK;
-    RO_ARG(!x || !col, "im2col1d: %s is NULL", x ? "col" : "x");
-    RO_ARG(ldx < C, "im2col1d: ldx = %d < C = %d", ldx, C);
+    sr_status st = sr_kernels_check_im2col1d(T_out, C, ksize, stride, x, ldx, col);
+    if (st || T_out == 0 || C == 0) return st;
     im2col_ctx c = {C, ksize, stride, ldx, x, col};
     ro_for(T_out, 2.0 * C * ksize, im2col_rows, &c);
     return SR_OK;
@@ -938,13 +855,8 @@ static void conv2d_planes(void *p, int64_t lo, int64_t hi)
 sr_status sr_cpu_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
                            const float *w, const float *b, int relu, float *out)
 {
-    RO_ARG(C < 0 || T < 0 || F < 0, "conv2d_s2: negative size (C = %d, T = %d, F = %d)", C, T, F);
-    if (C == 0) return SR_OK;
-    RO_ARG(!in || !w || !b || !out, "conv2d_s2: %s is NULL",
-           !in ? "in" : !w ? "w" : !b ? "b" : "out");
-    RO_ARG(in_plane_stride != 0 && in_plane_stride < (size_t)T * (size_t)F,
-           "conv2d_s2: in_plane_stride = %zu < T * F = %zu (0 reads one plane)", in_plane_stride,
-           (size_t)T * (size_t)F);
+    sr_status st = sr_kernels_check_conv2d_s2(C, T, F, in, in_plane_stride, w, b, out);
+    if (st || C == 0) return st;
     int To = T / 2 + 1, Fo = F / 2 + 1;
     conv2d_ctx c = {ro_pick(), T, F, To, Fo, relu != 0, in, w, b, in_plane_stride, out};
     ro_for(C, 20.0 * To * Fo, conv2d_planes, &c);
@@ -1005,22 +917,9 @@ sr_status sr_cpu_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int l
                          const float *w, const float *bias, sr_kpool *state, int layer, float *y,
                          int ldy)
 {
-    sr_status st;
-    RO_ARG(C < 0, "conv_dw: negative size (C = %d)", C);
-    RO_ARG(K < 1, "conv_dw: kernel size K = %d < 1", K);
-    if (state) {
-        if ((st = check_pool("conv_dw", "state", state, layer))) return st;
-        RO_ARG(state->width != C, "conv_dw: state width %d != C = %d", state->width, C);
-        RO_ARG(state->rows < K - 1, "conv_dw: state has %d rows < K - 1 = %d", state->rows, K - 1);
-    }
     int rows;
-    if ((st = check_batch("conv_dw", b, 0, state ? state->slots : 0, &rows))) return st;
-    if (rows == 0 || C == 0) return SR_OK;
-    RO_ARG(!x || !w || !bias || !y, "conv_dw: %s is NULL",
-           !x ? "x" : !w ? "w" : !bias ? "bias" : "y");
-    RO_ARG(ldx < C || ldy < C, "conv_dw: %s = %d < C = %d", ldx < C ? "ldx" : "ldy",
-           ldx < C ? ldx : ldy, C);
-    RO_ARG(x == y, "conv_dw: y must not alias x");
+    sr_status st = sr_kernels_check_conv_dw(b, C, K, x, ldx, w, bias, state, layer, y, ldy, &rows);
+    if (st || rows == 0 || C == 0) return st;
     int groups = (C + DW_GROUP - 1) / DW_GROUP;
     dw_ctx c = {ro_pick(), b, C, K, ldx, ldy, groups, layer, x, w, bias, state, y};
     ro_for((int64_t)b->n_seq * groups, 2.0 * K * DW_GROUP * ((double)rows / b->n_seq + 1),
@@ -1058,14 +957,8 @@ sr_status sr_cpu_batchnorm(int M, int C, const float *x, int ldx, const float *m
                            const float *var, const float *g, const float *bias, float eps,
                            float *y, int ldy)
 {
-    RO_ARG(M < 0 || C < 0, "batchnorm: negative size (M = %d, C = %d)", M, C);
-    if (M == 0 || C == 0) return SR_OK;
-    RO_ARG(!x || !y, "batchnorm: %s is NULL", x ? "y" : "x");
-    RO_ARG(!mean || !var || !g || !bias, "batchnorm: %s is NULL",
-           !mean ? "mean" : !var ? "var" : !g ? "g" : "bias");
-    RO_ARG(ldx < C || ldy < C, "batchnorm: %s = %d < C = %d", ldx < C ? "ldx" : "ldy",
-           ldx < C ? ldx : ldy, C);
-    RO_ARG(x == y && ldx != ldy, "batchnorm: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
+    sr_status st = sr_kernels_check_batchnorm(M, C, x, ldx, mean, var, g, bias, y, ldy);
+    if (st || M == 0 || C == 0) return st;
     bn_ctx c = {ro_pick(), C, ldx, ldy, x, mean, var, g, bias, eps, y};
     ro_for(M, 4.0 * C, bn_rows, &c);
     return SR_OK;
@@ -1101,13 +994,8 @@ static void lstm_rows(void *p, int64_t lo, int64_t hi)
 sr_status sr_cpu_lstm_cell(int M, int H, const float *gates, int ldg, float *c, int ldc, float *h,
                            int ldh)
 {
-    RO_ARG(M < 0 || H < 0, "lstm_cell: negative size (M = %d, H = %d)", M, H);
-    if (M == 0 || H == 0) return SR_OK;
-    RO_ARG(!gates || !c || !h, "lstm_cell: %s is NULL", !gates ? "gates" : !c ? "c" : "h");
-    RO_ARG((int64_t)ldg < 4 * (int64_t)H, "lstm_cell: ldg = %d < 4 H = %lld", ldg,
-           4 * (long long)H);
-    RO_ARG(ldc < H || ldh < H, "lstm_cell: %s = %d < H = %d", ldc < H ? "ldc" : "ldh",
-           ldc < H ? ldc : ldh, H);
+    sr_status st = sr_kernels_check_lstm_cell(M, H, gates, ldg, c, ldc, h, ldh);
+    if (st || M == 0 || H == 0) return st;
     lstm_ctx L = {H, ldg, ldc, ldh, gates, c, h};
     ro_for(M, 60.0 * H, lstm_rows, &L);
     return SR_OK;
@@ -1129,10 +1017,8 @@ static void softmax_rows(void *p, int64_t lo, int64_t hi)
 
 sr_status sr_cpu_softmax(int M, int N, float *x, int ldx)
 {
-    RO_ARG(M < 0 || N < 0, "softmax: negative size (M = %d, N = %d)", M, N);
-    if (M == 0 || N == 0) return SR_OK;
-    RO_ARG(!x, "softmax: x is NULL");
-    RO_ARG(ldx < N, "softmax: ldx = %d < N = %d", ldx, N);
+    sr_status st = sr_kernels_check_softmax(M, N, x, ldx);
+    if (st || M == 0 || N == 0) return st;
     sm_ctx c = {N, ldx, ldx, x, x};
     ro_for(M, 6.0 * N, softmax_rows, &c);
     return SR_OK;
@@ -1155,12 +1041,8 @@ static void logsoftmax_rows(void *p, int64_t lo, int64_t hi)
 
 sr_status sr_cpu_logsoftmax(int M, int N, const float *x, int ldx, float *y, int ldy)
 {
-    RO_ARG(M < 0 || N < 0, "logsoftmax: negative size (M = %d, N = %d)", M, N);
-    if (M == 0 || N == 0) return SR_OK;
-    RO_ARG(!x || !y, "logsoftmax: %s is NULL", x ? "y" : "x");
-    RO_ARG(ldx < N || ldy < N, "logsoftmax: %s = %d < N = %d", ldx < N ? "ldx" : "ldy",
-           ldx < N ? ldx : ldy, N);
-    RO_ARG(x == y && ldx != ldy, "logsoftmax: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
+    sr_status st = sr_kernels_check_logsoftmax(M, N, x, ldx, y, ldy);
+    if (st || M == 0 || N == 0) return st;
     sm_ctx c = {N, ldx, ldy, x, y};
     ro_for(M, 20.0 * N, logsoftmax_rows, &c);
     return SR_OK;
@@ -1238,11 +1120,8 @@ static void topk_rows(void *p, int64_t lo, int64_t hi)
 
 sr_status sr_cpu_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val)
 {
-    RO_ARG(M < 0 || N < 0, "topk: negative size (M = %d, N = %d)", M, N);
-    if (M == 0) return SR_OK;
-    RO_ARG(k < 1 || k > N, "topk: k = %d out of range (1 .. N = %d)", k, N);
-    RO_ARG(!x || !idx, "topk: %s is NULL", x ? "idx" : "x");
-    RO_ARG(ldx < N, "topk: ldx = %d < N = %d", ldx, N);
+    sr_status st = sr_kernels_check_topk(M, N, k, x, ldx, idx);
+    if (st || M == 0) return st;
     topk_ctx c = {N, k, ldx, x, idx, val};
     ro_for(M, 2.0 * N + 20.0 * k, topk_rows, &c);
     return SR_OK;
@@ -1276,14 +1155,9 @@ static void kv_rows(void *ctx, int64_t lo, int64_t hi)
 
 sr_status sr_cpu_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx)
 {
-    RO_ARG(!p, "kv_write: pool p is NULL");
-    sr_status st = check_pool("kv_write", "p", p, layer);
-    if (st) return st;
     int rows;
-    if ((st = check_batch("kv_write", b, 1, p->slots, &rows))) return st;
-    if (rows == 0) return SR_OK;
-    RO_ARG(!x, "kv_write: x is NULL");
-    RO_ARG(ldx < p->width, "kv_write: ldx = %d < pool width %d", ldx, p->width);
+    sr_status st = sr_kernels_check_kv_write(p, layer, b, x, ldx, &rows);
+    if (st || rows == 0) return st;
     kv_ctx c = {ro_pick(), p, layer, ldx, b, x};
     ro_for(rows, (p->dtype == SR_F32 ? 1.0 : 3.0) * p->width, kv_rows, &c);
     return SR_OK;

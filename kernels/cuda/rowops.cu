@@ -1,7 +1,8 @@
 /*
  * rowops.cu — the CUDA table's row-wise, element-wise, convolution, cache and search ops
  * (contracts: the op typedefs of kernels/kernels.h; the CPU references: kernels/cpu/rowops.c
- * and kernels/ops.h, whose argument checks and messages are repeated here word for word).
+ * and kernels/ops.h). The argument checks are kernels/check.c's, shared with the CPU table so
+ * that both refuse the same calls with the same messages.
  *
  * Shapes of the kernels:
  *   element-wise (glu, add, scale, batchnorm, lstm_cell, rope, kv_write, conv_dw)
@@ -45,58 +46,6 @@
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdint.h>
-
-/* ---- argument checks (rowops.c's, with its messages) ---------------------------------------- */
-
-#define RO_ARG(cond, ...)                                                                     \
-    do {                                                                                      \
-        if (cond) return sr_error(SR_ERR_ARG, __VA_ARGS__);                                   \
-    } while (0)
-
-/* Validate the batch b of op: sequences, row ranges, positions (need_pos) and, when slots > 0,
- * slot ids in [0, slots), pairwise distinct (two sequences writing one cache slot would race).
- * *rows = the batch's row count. */
-static sr_status check_batch(const char *op, const sr_kbatch *b, int need_pos, int slots, int *rows)
-{
-    *rows = 0;
-    RO_ARG(!b, "%s: batch b is NULL", op);
-    RO_ARG(b->n_seq < 0, "%s: b->n_seq = %d < 0", op, b->n_seq);
-    if (b->n_seq == 0) return SR_OK;
-    RO_ARG(!b->row0, "%s: b->row0 is NULL", op);
-    RO_ARG(b->row0[0] != 0, "%s: b->row0[0] = %d (must be 0)", op, b->row0[0]);
-    for (int s = 0; s < b->n_seq; s++) {
-        RO_ARG(b->row0[s + 1] < b->row0[s], "%s: b->row0 decreases at sequence %d (%d after %d)",
-               op, s, b->row0[s + 1], b->row0[s]);
-        if (need_pos) {
-            RO_ARG(!b->pos, "%s: b->pos is NULL", op);
-            RO_ARG(b->pos[s] < 0 || b->pos[s] > INT64_MAX - (b->row0[s + 1] - b->row0[s]),
-                   "%s: b->pos[%d] = %lld out of range", op, s, (long long)b->pos[s]);
-        }
-        if (slots > 0) {
-            RO_ARG(!b->slot, "%s: b->slot is NULL", op);
-            RO_ARG(b->slot[s] < 0 || b->slot[s] >= slots,
-                   "%s: b->slot[%d] = %d out of range (%d slots)", op, s, b->slot[s], slots);
-            for (int q = 0; q < s; q++)
-                RO_ARG(b->slot[q] == b->slot[s], "%s: slot %d used by sequences %d and %d", op,
-                       b->slot[s], q, s);
-        }
-    }
-    *rows = b->row0[b->n_seq];
-    return SR_OK;
-}
-
-static sr_status check_pool(const char *op, const char *name, const sr_kpool *p, int layer)
-{
-    RO_ARG(!p->data, "%s: %s->data is NULL", op, name);
-    RO_ARG(p->dtype != SR_F32 && p->dtype != SR_F16 && p->dtype != SR_BF16,
-           "%s: %s element type %s (f32, f16 or bf16)", op, name, sr_dtype_name(p->dtype));
-    RO_ARG(p->layers < 1 || p->slots < 1 || p->rows < 1 || p->width < 1,
-           "%s: %s shape %d x %d x %d x %d (each >= 1)", op, name, p->layers, p->slots, p->rows,
-           p->width);
-    RO_ARG(layer < 0 || layer >= p->layers, "%s: layer %d out of range (%s has %d)", op, layer,
-           name, p->layers);
-    return SR_OK;
-}
 
 /* ---- temporary device buffers and batch uploads --------------------------------------------- */
 
@@ -345,11 +294,8 @@ void sr_cuda_zero(void *p, size_t bytes)
 
 sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
 {
-    RO_ARG(M < 0 || d < 0, "copy2d: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!x || !y, "copy2d: %s is NULL", x ? "y" : "x");
-    RO_ARG(ldx < d || ldy < d, "copy2d: %s = %d < d = %d", ldx < d ? "ldx" : "ldy",
-           ldx < d ? ldx : ldy, d);
+    sr_status st = sr_kernels_check_copy2d(M, d, x, ldx, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     cudaError_t e = cudaMemcpy2DAsync(y, (size_t)ldy * sizeof(float), x, (size_t)ldx * sizeof(float),
                                       (size_t)d * sizeof(float), (size_t)M,
                                       cudaMemcpyDeviceToDevice, 0);
@@ -402,19 +348,8 @@ __global__ static void norm_kernel(int kind, int M, int d, const float *x, int l
 sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
                        const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy)
 {
-    RO_ARG(kind != SR_NORM_LAYER && kind != SR_NORM_RMS, "norm: kind %d unknown (LAYER 0, RMS 1)",
-           (int)kind);
-    RO_ARG(M < 0 || d < 0, "norm: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!x || !y, "norm: %s is NULL", x ? "y" : "x");
-    RO_ARG(!g, "norm: g is NULL");
-    RO_ARG(kind == SR_NORM_LAYER && !b, "norm: b is NULL (LayerNorm needs a bias)");
-    RO_ARG(ldx < d || ldy < d, "norm: %s = %d < d = %d", ldx < d ? "ldx" : "ldy",
-           ldx < d ? ldx : ldy, d);
-    RO_ARG(x == y && ldx != ldy, "norm: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
-    RO_ARG(mul && ld_mul != 0 && ld_mul < d, "norm: ld_mul = %d < d = %d (0 broadcasts one row)",
-           ld_mul, d);
-    RO_ARG(mul && ld_mul < 0, "norm: ld_mul = %d < 0", ld_mul);
+    sr_status st = sr_kernels_check_norm(kind, M, d, x, ldx, g, b, mul, ld_mul, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     norm_kernel<<<row_blocks(M), ROW_THREADS>>>((int)kind, M, d, x, ldx, g, b, eps, mul, ld_mul,
                                                 y, ldy);
     return sr_cuda_launched("norm");
@@ -433,11 +368,8 @@ __global__ static void act_kernel(int act, size_t n, const float *x, float *y)
 
 sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y)
 {
-    RO_ARG(act != SR_ACT_NONE && act != SR_ACT_GELU && act != SR_ACT_SILU && act != SR_ACT_RELU,
-           "act: activation %d unknown", (int)act);
-    if (n == 0) return SR_OK;
-    RO_ARG(!x || !y, "act: %s is NULL", x ? "y" : "x");
-    RO_ARG(n > (size_t)INT64_MAX, "act: n = %zu too large", n);
+    sr_status st = sr_kernels_check_act(act, n, x, y);
+    if (st || n == 0) return st;
     if (act == SR_ACT_NONE) {
         if (x == y) return SR_OK;
         cudaError_t e = cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, 0);
@@ -522,35 +454,22 @@ struct lstm_f { /* gates [M, 4H] (i, f, g, o) -> c [M, H] in/out, h [M, H] */
 sr_status sr_cuda_glu(sr_glu kind, int M, int d, const float *a, int lda, const float *b, int ldb,
                       float *y, int ldy)
 {
-    RO_ARG(kind != SR_GLU_SIGMOID && kind != SR_GLU_SILU, "glu: kind %d unknown (SIGMOID 0, SILU 1)",
-           (int)kind);
-    RO_ARG(M < 0 || d < 0, "glu: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!a || !b || !y, "glu: %s is NULL", !a ? "a" : !b ? "b" : "y");
-    RO_ARG(lda < d || ldb < d || ldy < d, "glu: %s = %d < d = %d",
-           lda < d ? "lda" : ldb < d ? "ldb" : "ldy", lda < d ? lda : ldb < d ? ldb : ldy, d);
-    RO_ARG(y == a && ldy != lda, "glu: y and a alias with ldy = %d != lda = %d", ldy, lda);
-    RO_ARG(y == b && ldy != ldb, "glu: y and b alias with ldy = %d != ldb = %d", ldy, ldb);
+    sr_status st = sr_kernels_check_glu(kind, M, d, a, lda, b, ldb, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     return ew2d("glu", M, d, glu_f{(int)kind, lda, ldb, ldy, a, b, y});
 }
 
 sr_status sr_cuda_add(int M, int d, const float *x, int ldx, float alpha, float *y, int ldy)
 {
-    RO_ARG(M < 0 || d < 0, "add: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!x || !y, "add: %s is NULL", x ? "y" : "x");
-    RO_ARG(ldx != 0 && ldx < d, "add: ldx = %d < d = %d (0 broadcasts row 0)", ldx, d);
-    RO_ARG(ldx < 0, "add: ldx = %d < 0", ldx);
-    RO_ARG(ldy < d, "add: ldy = %d < d = %d", ldy, d);
+    sr_status st = sr_kernels_check_add(M, d, x, ldx, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     return ew2d("add", M, d, add_f{ldx, ldy, alpha, x, y});
 }
 
 sr_status sr_cuda_scale(int M, int d, float s, float *y, int ldy)
 {
-    RO_ARG(M < 0 || d < 0, "scale: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
-    RO_ARG(!y, "scale: y is NULL");
-    RO_ARG(ldy < d, "scale: ldy = %d < d = %d", ldy, d);
+    sr_status st = sr_kernels_check_scale(M, d, y, ldy);
+    if (st || M == 0 || d == 0) return st;
     return ew2d("scale", M, d, scale_f{ldy, s, y});
 }
 
@@ -558,27 +477,16 @@ sr_status sr_cuda_batchnorm(int M, int C, const float *x, int ldx, const float *
                             const float *var, const float *g, const float *bias, float eps,
                             float *y, int ldy)
 {
-    RO_ARG(M < 0 || C < 0, "batchnorm: negative size (M = %d, C = %d)", M, C);
-    if (M == 0 || C == 0) return SR_OK;
-    RO_ARG(!x || !y, "batchnorm: %s is NULL", x ? "y" : "x");
-    RO_ARG(!mean || !var || !g || !bias, "batchnorm: %s is NULL",
-           !mean ? "mean" : !var ? "var" : !g ? "g" : "bias");
-    RO_ARG(ldx < C || ldy < C, "batchnorm: %s = %d < C = %d", ldx < C ? "ldx" : "ldy",
-           ldx < C ? ldx : ldy, C);
-    RO_ARG(x == y && ldx != ldy, "batchnorm: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
+    sr_status st = sr_kernels_check_batchnorm(M, C, x, ldx, mean, var, g, bias, y, ldy);
+    if (st || M == 0 || C == 0) return st;
     return ew2d("batchnorm", M, C, bn_f{ldx, ldy, eps, x, mean, var, g, bias, y});
 }
 
 sr_status sr_cuda_lstm_cell(int M, int H, const float *gates, int ldg, float *c, int ldc,
                             float *h, int ldh)
 {
-    RO_ARG(M < 0 || H < 0, "lstm_cell: negative size (M = %d, H = %d)", M, H);
-    if (M == 0 || H == 0) return SR_OK;
-    RO_ARG(!gates || !c || !h, "lstm_cell: %s is NULL", !gates ? "gates" : !c ? "c" : "h");
-    RO_ARG((int64_t)ldg < 4 * (int64_t)H, "lstm_cell: ldg = %d < 4 H = %lld", ldg,
-           4 * (long long)H);
-    RO_ARG(ldc < H || ldh < H, "lstm_cell: %s = %d < H = %d", ldc < H ? "ldc" : "ldh",
-           ldc < H ? ldc : ldh, H);
+    sr_status st = sr_kernels_check_lstm_cell(M, H, gates, ldg, c, ldc, h, ldh);
+    if (st || M == 0 || H == 0) return st;
     return ew2d("lstm_cell", M, H, lstm_f{H, ldg, ldc, ldh, gates, c, h});
 }
 
@@ -612,14 +520,8 @@ sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_
                        int ldx)
 {
     int rows;
-    sr_status st = check_batch("rope", b, 1, 0, &rows);
-    if (st) return st;
-    RO_ARG(n_head < 0 || hd < 0, "rope: negative size (n_head = %d, hd = %d)", n_head, hd);
-    RO_ARG(hd % 2, "rope: head width hd = %d is odd", hd);
-    if (rows == 0 || n_head == 0 || hd == 0) return SR_OK;
-    RO_ARG(!x || !inv_freq, "rope: %s is NULL", x ? "inv_freq" : "x");
-    RO_ARG((int64_t)ldx < (int64_t)n_head * hd, "rope: ldx = %d < n_head * hd = %lld", ldx,
-           (long long)n_head * hd);
+    sr_status st = sr_kernels_check_rope(b, n_head, hd, inv_freq, x, ldx, &rows);
+    if (st || rows == 0 || n_head == 0 || hd == 0) return st;
     dev_batch d;
     if ((st = batch_upload("rope", b, 0, 1, &d))) return st;
     st = ew2d("rope", rows, hd / 2, rope_f{d.n_seq, n_head, hd, ldx, d.row0, d.pos, inv_freq, x});
@@ -644,11 +546,8 @@ __global__ static void im2col_kernel(size_t total, int C, int ksize, int stride,
 sr_status sr_cuda_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
                            float *col)
 {
-    RO_ARG(T_out < 0 || C < 0, "im2col1d: negative size (T_out = %d, C = %d)", T_out, C);
-    RO_ARG(ksize < 1 || stride < 1, "im2col1d: ksize = %d, stride = %d (each >= 1)", ksize, stride);
-    if (T_out == 0 || C == 0) return SR_OK;
-    RO_ARG(!x || !col, "im2col1d: %s is NULL", x ? "col" : "x");
-    RO_ARG(ldx < C, "im2col1d: ldx = %d < C = %d", ldx, C);
+    sr_status st = sr_kernels_check_im2col1d(T_out, C, ksize, stride, x, ldx, col);
+    if (st || T_out == 0 || C == 0) return st;
     size_t total = (size_t)T_out * (size_t)C * (size_t)ksize;
     im2col_kernel<<<flat_blocks(total), 256>>>(total, C, ksize, stride, x, ldx, col);
     return sr_cuda_launched("im2col1d");
@@ -686,13 +585,8 @@ __global__ static void conv2d_kernel(size_t total, int T, int F, int To, int Fo,
 sr_status sr_cuda_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
                             const float *w, const float *b, int relu, float *out)
 {
-    RO_ARG(C < 0 || T < 0 || F < 0, "conv2d_s2: negative size (C = %d, T = %d, F = %d)", C, T, F);
-    if (C == 0) return SR_OK;
-    RO_ARG(!in || !w || !b || !out, "conv2d_s2: %s is NULL",
-           !in ? "in" : !w ? "w" : !b ? "b" : "out");
-    RO_ARG(in_plane_stride != 0 && in_plane_stride < (size_t)T * (size_t)F,
-           "conv2d_s2: in_plane_stride = %zu < T * F = %zu (0 reads one plane)", in_plane_stride,
-           (size_t)T * (size_t)F);
+    sr_status st = sr_kernels_check_conv2d_s2(C, T, F, in, in_plane_stride, w, b, out);
+    if (st || C == 0) return st;
     int To = T / 2 + 1, Fo = F / 2 + 1;
     size_t total = (size_t)C * (size_t)To * (size_t)Fo;
     conv2d_kernel<<<flat_blocks(total), 256>>>(total, T, F, To, Fo, in, in_plane_stride, w, b,
@@ -754,22 +648,9 @@ sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int 
                           const float *w, const float *bias, sr_kpool *state, int layer, float *y,
                           int ldy)
 {
-    sr_status st;
-    RO_ARG(C < 0, "conv_dw: negative size (C = %d)", C);
-    RO_ARG(K < 1, "conv_dw: kernel size K = %d < 1", K);
-    if (state) {
-        if ((st = check_pool("conv_dw", "state", state, layer))) return st;
-        RO_ARG(state->width != C, "conv_dw: state width %d != C = %d", state->width, C);
-        RO_ARG(state->rows < K - 1, "conv_dw: state has %d rows < K - 1 = %d", state->rows, K - 1);
-    }
     int rows;
-    if ((st = check_batch("conv_dw", b, 0, state ? state->slots : 0, &rows))) return st;
-    if (rows == 0 || C == 0) return SR_OK;
-    RO_ARG(!x || !w || !bias || !y, "conv_dw: %s is NULL",
-           !x ? "x" : !w ? "w" : !bias ? "bias" : "y");
-    RO_ARG(ldx < C || ldy < C, "conv_dw: %s = %d < C = %d", ldx < C ? "ldx" : "ldy",
-           ldx < C ? ldx : ldy, C);
-    RO_ARG(x == y, "conv_dw: y must not alias x");
+    sr_status st = sr_kernels_check_conv_dw(b, C, K, x, ldx, w, bias, state, layer, y, ldy, &rows);
+    if (st || rows == 0 || C == 0) return st;
     dev_batch d;
     if ((st = batch_upload("conv_dw", b, state != NULL, 0, &d))) return st;
     dpool P = {NULL, (int)SR_F32, 0, 0, 0};
@@ -825,22 +706,16 @@ __global__ static void logsoftmax_kernel(int M, int N, const float *x, int ldx, 
 
 sr_status sr_cuda_softmax(int M, int N, float *x, int ldx)
 {
-    RO_ARG(M < 0 || N < 0, "softmax: negative size (M = %d, N = %d)", M, N);
-    if (M == 0 || N == 0) return SR_OK;
-    RO_ARG(!x, "softmax: x is NULL");
-    RO_ARG(ldx < N, "softmax: ldx = %d < N = %d", ldx, N);
+    sr_status st = sr_kernels_check_softmax(M, N, x, ldx);
+    if (st || M == 0 || N == 0) return st;
     softmax_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, x, ldx);
     return sr_cuda_launched("softmax");
 }
 
 sr_status sr_cuda_logsoftmax(int M, int N, const float *x, int ldx, float *y, int ldy)
 {
-    RO_ARG(M < 0 || N < 0, "logsoftmax: negative size (M = %d, N = %d)", M, N);
-    if (M == 0 || N == 0) return SR_OK;
-    RO_ARG(!x || !y, "logsoftmax: %s is NULL", x ? "y" : "x");
-    RO_ARG(ldx < N || ldy < N, "logsoftmax: %s = %d < N = %d", ldx < N ? "ldx" : "ldy",
-           ldx < N ? ldx : ldy, N);
-    RO_ARG(x == y && ldx != ldy, "logsoftmax: x and y alias with ldx = %d != ldy = %d", ldx, ldy);
+    sr_status st = sr_kernels_check_logsoftmax(M, N, x, ldx, y, ldy);
+    if (st || M == 0 || N == 0) return st;
     logsoftmax_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, x, ldx, y, ldy);
     return sr_cuda_launched("logsoftmax");
 }
@@ -930,11 +805,8 @@ __global__ static void topk_sort_kernel(int M, int N, int k, const float *x, int
 
 sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val)
 {
-    RO_ARG(M < 0 || N < 0, "topk: negative size (M = %d, N = %d)", M, N);
-    if (M == 0) return SR_OK;
-    RO_ARG(k < 1 || k > N, "topk: k = %d out of range (1 .. N = %d)", k, N);
-    RO_ARG(!x || !idx, "topk: %s is NULL", x ? "idx" : "x");
-    RO_ARG(ldx < N, "topk: ldx = %d < N = %d", ldx, N);
+    sr_status st = sr_kernels_check_topk(M, N, k, x, ldx, idx);
+    if (st || M == 0) return st;
     if (k <= TOPK_ITER_MAX) {
         topk_iter_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, k, x, ldx, idx, val);
         return sr_cuda_launched("topk");
@@ -951,7 +823,7 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
     if (fit < 1) fit = 1;
     if (blocks > fit) blocks = (unsigned)fit;
     dev_tmp t;
-    sr_status st = tmp_alloc("topk scratch", (size_t)blocks * per_row, &t);
+    st = tmp_alloc("topk scratch", (size_t)blocks * per_row, &t);
     if (st) return st;
     topk_sort_kernel<<<blocks, ROW_THREADS>>>(M, N, k, x, ldx, idx, val,
                                               (unsigned long long *)t.p, n2);
@@ -984,14 +856,9 @@ struct kv_f {
 
 sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx)
 {
-    RO_ARG(!p, "kv_write: pool p is NULL");
-    sr_status st = check_pool("kv_write", "p", p, layer);
-    if (st) return st;
     int rows;
-    if ((st = check_batch("kv_write", b, 1, p->slots, &rows))) return st;
-    if (rows == 0) return SR_OK;
-    RO_ARG(!x, "kv_write: x is NULL");
-    RO_ARG(ldx < p->width, "kv_write: ldx = %d < pool width %d", ldx, p->width);
+    sr_status st = sr_kernels_check_kv_write(p, layer, b, x, ldx, &rows);
+    if (st || rows == 0) return st;
     dev_batch d;
     if ((st = batch_upload("kv_write", b, 1, 1, &d))) return st;
     st = ew2d("kv_write", rows, p->width,

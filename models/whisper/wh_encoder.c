@@ -93,14 +93,17 @@ sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, flo
 sr_status wh_stem_stream_init(wh_stem_stream *st, const wh_model *w, int max_in)
 {
     memset(st, 0, sizeof *st);
+    st->k = w->k;
     st->n_mels = w->n_mels;
     st->d = w->d;
     st->cap = max_in + 4;
-    st->mel = sr_malloc((size_t)st->cap * w->n_mels * sizeof(float), "whisper stem mel rows");
-    st->c1 = sr_malloc((size_t)st->cap * w->d * sizeof(float), "whisper stem conv1 rows");
-    if (!st->mel || !st->c1) {
+    size_t wmax = (size_t)(w->n_mels > w->d ? w->n_mels : w->d);
+    st->mel = w->k->alloc((size_t)st->cap * w->n_mels * sizeof(float));
+    st->c1 = w->k->alloc((size_t)st->cap * w->d * sizeof(float));
+    st->tmp = w->k->alloc((size_t)st->cap * wmax * sizeof(float));
+    if (!st->mel || !st->c1 || !st->tmp) {
         wh_stem_stream_free(st);
-        return SR_ERR_NOMEM;
+        return sr_error(SR_ERR_NOMEM, "whisper stem rows (%d)", st->cap);
     }
     return SR_OK;
 }
@@ -114,20 +117,31 @@ void wh_stem_stream_reset(wh_stem_stream *st)
 
 void wh_stem_stream_free(wh_stem_stream *st)
 {
-    free(st->mel);
-    free(st->c1);
+    if (st->k) {
+        st->k->free(st->mel);
+        st->k->free(st->c1);
+        st->k->free(st->tmp);
+    }
     memset(st, 0, sizeof *st);
 }
 
-/* Drop held rows before `keep` (absolute), shifting the rest to the front. */
-static void drop_before(float *buf, int *n, int64_t *base, int64_t keep, int width)
+/* Drop held rows before `keep` (absolute), shifting the rest to the front: through tmp, as
+ * the table's copy2d takes no overlapping rows. */
+static sr_status drop_before(const wh_stem_stream *st, float *buf, int *n, int64_t *base,
+                             int64_t keep, int width)
 {
-    if (keep <= *base) return;
+    if (keep <= *base) return SR_OK;
     int64_t drop = keep - *base;
     if (drop > *n) drop = *n;
-    memmove(buf, buf + (size_t)drop * width, (size_t)(*n - drop) * width * sizeof(float));
-    *n -= (int)drop;
+    int left = *n - (int)drop;
+    sr_status e = SR_OK;
+    if (left > 0 && drop > 0) {
+        e = st->k->copy2d(left, width, buf + (size_t)drop * width, width, st->tmp, width);
+        if (!e) e = st->k->copy2d(left, width, st->tmp, width, buf, width);
+    }
+    *n = left;
     *base += drop;
+    return e;
 }
 
 sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch *s,
@@ -135,17 +149,21 @@ sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch 
 {
     *n_out = 0;
     /* keep mel rows from n_c1 - 1 (the left neighbour of the next conv1 output) */
-    drop_before(st->mel, &st->mel_n, &st->mel_base, st->n_c1 - 1, st->n_mels);
+    sr_status e0 = drop_before(st, st->mel, &st->mel_n, &st->mel_base, st->n_c1 - 1, st->n_mels);
+    if (e0) return e0;
     if (st->mel_n + n > st->cap)
         return sr_error(SR_ERR_ARG, "whisper stem: %d mel frames in one feed exceed %d", n,
                         st->cap - 4);
-    if (n) memcpy(st->mel + (size_t)st->mel_n * st->n_mels, mel, (size_t)n * st->n_mels * sizeof(float));
+    /* mel: host rows from the front-end */
+    if (n && (e0 = st->k->upload(st->mel + (size_t)st->mel_n * st->n_mels, mel,
+                                 (size_t)n * st->n_mels * sizeof(float))))
+        return e0;
     st->mel_n += n;
     int64_t mel_total = st->mel_base + st->mel_n;
 
     /* conv1 outputs t with mel t + 1 present (all of them at the end) */
     int64_t c1_target = final ? mel_total : (mel_total > 0 ? mel_total - 1 : 0);
-    drop_before(st->c1, &st->c1_n, &st->c1_base, 2 * st->n_out - 1, st->d);
+    if ((e0 = drop_before(st, st->c1, &st->c1_n, &st->c1_base, 2 * st->n_out - 1, st->d))) return e0;
     if (c1_target > st->n_c1) {
         if (st->c1_n + (c1_target - st->n_c1) > st->cap)
             return sr_error(SR_ERR_ARG, "whisper stem: conv1 buffer overflow");

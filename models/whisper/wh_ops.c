@@ -56,22 +56,24 @@ sr_status wh_kbatch_add(wh_scratch *s, int *n_seq, int rows, int slot, int slot2
 sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
 {
     memset(s, 0, sizeof *s);
+    const sr_kernels *k = w->k;
+    s->k = k;
     s->rows = rows;
     s->keys = keys;
     s->d = w->d;
     size_t r = (size_t)rows, d = (size_t)w->d;
     size_t cin = (size_t)(w->n_mels > w->d ? w->n_mels : w->d);
     s->colw = (int)(3 * cin);
-    s->h = sr_malloc(r * d * sizeof(float), "whisper scratch h");
-    s->q = sr_malloc(r * d * sizeof(float), "whisper scratch q");
-    s->a = sr_malloc(r * d * sizeof(float), "whisper scratch a");
-    s->kv = sr_malloc(r * d * sizeof(float), "whisper scratch kv");
-    s->mlp = sr_malloc(r * 4 * d * sizeof(float), "whisper scratch mlp");
+    s->h = k->alloc(r * d * sizeof(float));
+    s->q = k->alloc(r * d * sizeof(float));
+    s->a = k->alloc(r * d * sizeof(float));
+    s->kv = k->alloc(r * d * sizeof(float));
+    s->mlp = k->alloc(r * 4 * d * sizeof(float));
     /* the stem's im2col covers the mel frames of one chunk: 2 per encoder row plus the held
      * context and the end-of-signal flush */
     s->col_rows = 2 * rows + 16;
-    s->col = sr_malloc((size_t)s->col_rows * (size_t)s->colw * sizeof(float), "whisper scratch im2col");
-    s->edge = sr_malloc(3 * cin * sizeof(float), "whisper scratch stem edge");
+    s->col = k->alloc((size_t)s->col_rows * (size_t)s->colw * sizeof(float));
+    s->edge = k->alloc(3 * cin * sizeof(float));
     s->lo = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
     s->hi = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
     s->hi2 = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
@@ -82,7 +84,7 @@ sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
     if (!s->h || !s->q || !s->a || !s->kv || !s->mlp || !s->col || !s->edge || !s->lo || !s->hi ||
         !s->hi2 || !s->pos || !s->row0 || !s->slot || !s->slot2) {
         wh_scratch_free(s);
-        return SR_ERR_NOMEM;
+        return sr_error(SR_ERR_NOMEM, "whisper scratch of %d rows", rows);
     }
     s->row0[0] = 0;
     return SR_OK;
@@ -90,13 +92,15 @@ sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
 
 void wh_scratch_free(wh_scratch *s)
 {
-    free(s->h);
-    free(s->q);
-    free(s->a);
-    free(s->kv);
-    free(s->mlp);
-    free(s->col);
-    free(s->edge);
+    if (s->k) {
+        s->k->free(s->h);
+        s->k->free(s->q);
+        s->k->free(s->a);
+        s->k->free(s->kv);
+        s->k->free(s->mlp);
+        s->k->free(s->col);
+        s->k->free(s->edge);
+    }
     free(s->lo);
     free(s->hi);
     free(s->hi2);

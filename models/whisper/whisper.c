@@ -306,12 +306,18 @@ static sr_status aed_flush(wh_batch *b, int *ln)
 {
     const wh_model *w = b->w;
     int V = w->n_vocab;
+    const sr_kernels *k = w->k;
+    size_t bytes = (size_t)*ln * V * sizeof(float);
     sr_status st = *ln ? wh_logits(w, b->lh, *ln, b->logits) : SR_OK;
+    /* the logit rules on the host (they index tokens and positions), then back to the table */
+    if (!st && *ln) st = k->download(b->hlog, b->logits, bytes);
     if (!st)
-        for (int r = 0; r < *ln; r++) apply_rules(w, b->logits + (size_t)r * V, b->lpos[r], b->lclosed[r]);
+        for (int r = 0; r < *ln; r++) apply_rules(w, b->hlog + (size_t)r * V, b->lpos[r], b->lclosed[r]);
+    if (!st && *ln) st = k->upload(b->logits, b->hlog, bytes);
     /* one log-softmax over every staged row (rows are independent: the same bits as per row) */
-    if (!st && *ln) st = w->k->logsoftmax(*ln, V, b->logits, V, b->logits, V);
-    for (int r = 0; r < *ln && !st; r++) memcpy(b->ldst[r], b->logits + (size_t)r * V, (size_t)V * sizeof(float));
+    if (!st && *ln) st = k->logsoftmax(*ln, V, b->logits, V, b->logits, V);
+    for (int r = 0; r < *ln && !st; r++)
+        st = k->download(b->ldst[r], b->logits + (size_t)r * V, (size_t)V * sizeof(float));
     *ln = 0;
     return st;
 }
@@ -486,13 +492,14 @@ static sr_status wh_aed_no_speech_batch(const sr_aed_ns_req *r, int count)
      * the logits buffer 4 max_streams */
     sr_status st = wh_decode(w, &b->ds, b->dq, nq, b->ns_k, b->ns_v, b->xk, b->xv);
     if (!st) st = wh_logits(w, b->ds.h, nq, b->logits);
+    if (!st) st = w->k->download(b->hlog, b->logits, (size_t)nq * w->n_vocab * sizeof(float));
     if (st) {
         for (int q = 0; q < nq; q++) ((wh_stream *)r[b->idx[q]].ctx)->ns_win = -1;
         return sr_error_prefix(st, "whisper aed_no_speech");
     }
     for (int q = 0; q < nq; q++) {
         wh_stream *s = r[b->idx[q]].ctx;
-        const float *row = b->logits + (size_t)q * w->n_vocab;
+        const float *row = b->hlog + (size_t)q * w->n_vocab;
         float mx = row[0];
         for (int v = 1; v < w->n_vocab; v++) mx = row[v] > mx ? row[v] : mx;
         double sum = 0;
@@ -566,7 +573,14 @@ static sr_status encode_window(wh_stream *s, const float *pcm, int hw)
         return sr_error(SR_ERR_FORMAT, "whisper: %d mel frames in a window, expected %d", L,
                         2 * w->n_audio_ctx);
     }
-    st = wh_stem(w, &b->es, mel, L, b->x);
+    /* the host's mel rows into table memory for the stem */
+    size_t mb = (size_t)L * w->n_mels * sizeof(float);
+    float *dmel = w->k->alloc(mb);
+    if (!dmel) st = sr_error(SR_ERR_NOMEM, "whisper: %zu bytes of %s memory for a window's mel", mb,
+                             w->k->name);
+    if (!st) st = w->k->upload(dmel, mel, mb);
+    if (!st) st = wh_stem(w, &b->es, dmel, L, b->x);
+    w->k->free(dmel);
     free(mel);
     if (st) return st;
     wh_eseq q = {.n = w->n_audio_ctx, .p0 = 0, .slot = s->bslot};
@@ -648,7 +662,11 @@ static sr_status rt_blocks(wh_batch *b, wh_stream *const *ss, const int *final, 
             s->n_blocks++;
             s->ver++;
             s->pend_n -= bsz;
-            memmove(s->pend, s->pend + (size_t)bsz * d, (size_t)s->pend_n * d * sizeof(float));
+            if (s->pend_n > 0) { /* through pend_tmp: copy2d takes no overlapping rows */
+                st = w->k->copy2d(s->pend_n, w->d, s->pend + (size_t)bsz * d, w->d, s->pend_tmp, w->d);
+                if (!st) st = w->k->copy2d(s->pend_n, w->d, s->pend_tmp, w->d, s->pend, w->d);
+                if (st) return st;
+            }
         }
     }
 }
@@ -803,7 +821,8 @@ static void wh_stream_close(void *state)
     sr_mel_stream_close(s->ms);
     free(s->mel_new);
     wh_stem_stream_free(&s->stem);
-    free(s->pend);
+    s->w->k->free(s->pend);
+    s->w->k->free(s->pend_tmp);
     free(s->win_len);
     free(s->audio);
     for (int i = 0; i < WH_MAX_SLOTS; i++) free(s->slot[i].tok);
@@ -891,7 +910,8 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
             goto fail;
         st = SR_ERR_NOMEM;
         if (!(s->mel_new = sr_malloc((size_t)s->mel_cap * w->n_mels * f, "whisper mel frames")) ||
-            !(s->pend = sr_malloc((size_t)s->pend_cap * d * f, "whisper pending frames")))
+            !(s->pend = w->k->alloc((size_t)s->pend_cap * d * f)) ||
+            !(s->pend_tmp = w->k->alloc((size_t)s->pend_cap * d * f)))
             goto fail;
     } else if (c.strategy == WH_REENCODE) {
         if ((st = grow_audio(s, (size_t)w->window_samples))) goto fail;
@@ -933,11 +953,12 @@ static void wh_batch_close(void *batch)
     for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) sr_kpool_free(k, pools[i]);
     wh_scratch_free(&b->es);
     wh_scratch_free(&b->ds);
-    free(b->x);
+    k->free(b->x);
     free(b->eq);
     free(b->exslot);
-    free(b->lh);
-    free(b->logits);
+    k->free(b->lh);
+    k->free(b->logits);
+    free(b->hlog);
     free(b->ldst);
     free(b->lpos);
     free(b->lclosed);
@@ -1000,11 +1021,12 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         (st = wh_scratch_init(&b->ds, w, drows, SR_MAX(w->n_text_ctx, w->n_audio_ctx))))
         goto fail;
     st = SR_ERR_NOMEM;
-    if (!(b->x = sr_malloc((size_t)erows * d * f, "whisper encoder rows")) ||
+    if (!(b->x = k->alloc((size_t)erows * d * f)) ||
         !(b->eq = sr_malloc((size_t)ms * sizeof(wh_eseq), "whisper encoder sequences")) ||
         !(b->exslot = sr_malloc((size_t)ms * sizeof(int), "whisper encoder sequences")) ||
-        !(b->lh = sr_malloc(lr * d * f, "whisper logits inputs")) ||
-        !(b->logits = sr_malloc(lr * (size_t)w->n_vocab * f, "whisper logits")) ||
+        !(b->lh = k->alloc(lr * d * f)) ||
+        !(b->logits = k->alloc(lr * (size_t)w->n_vocab * f)) ||
+        !(b->hlog = sr_malloc(lr * (size_t)w->n_vocab * f, "whisper logits (host)")) ||
         !(b->ldst = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
         !(b->lpos = sr_malloc(lr * sizeof(int), "whisper logits rows")) ||
         !(b->lclosed = sr_malloc(lr, "whisper logits rows")) ||
@@ -1030,6 +1052,7 @@ const sr_model_ops sr_whisper_ops = {
     .description = "OpenAI Whisper encoder-decoder; strategies whisperrt (causal block encoder "
                    "with K/V caches), reencode, offline",
     .default_decoder = NULL, /* per model file: wh_defaults */
+    .device_ready = 1, /* every per-chunk access through the table (checked on cpu-guard) */
     .defaults = wh_defaults,
     .load = wh_model_load,
     .unload = wh_model_unload,

@@ -71,10 +71,11 @@ typedef struct wh_model {
 /* Scratch for one forward pass of up to `rows` query rows (of all sequences together) over up
  * to `keys` keys, with the sr_kbatch arrays of up to `rows` sequences. */
 typedef struct {
+    const sr_kernels *k;         /* the table whose memory the float buffers are */
     int rows, keys, d, colw, col_rows;
-    float *h, *q, *a, *kv, *mlp; /* [rows, d] x4 (kv: new K/V rows), [rows, 4d] */
-    float *col;                  /* [col_rows = 2 rows + 16, 3 max(n_mels, d)] stem im2col */
-    float *edge;                 /* [3, max(n_mels, d)] a stem row's inputs with zero padding */
+    float *h, *q, *a, *kv, *mlp; /* [rows, d] x4 (kv: new K/V rows), [rows, 4d] (table memory) */
+    float *col;                  /* [col_rows = 2 rows + 16, 3 max(n_mels, d)] stem im2col (table) */
+    float *edge;                 /* [3, max(n_mels, d)] a stem row's inputs with zero padding (table) */
     int64_t *lo, *hi, *hi2;      /* [rows] key ranges of each query row (attention) */
     int *row0;                   /* [rows + 1] first row of each sequence (sr_kbatch) */
     int *slot, *slot2;           /* [rows] each sequence's slot in two pools (self, cross) */
@@ -122,9 +123,11 @@ sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, flo
  * right edge is zero-padded as the whole-signal stem pads it, so the concatenated output equals
  * wh_stem on the concatenated input. */
 typedef struct {
+    const sr_kernels *k;                         /* mel, c1 and tmp are its memory */
     int n_mels, d;
     float *mel;   int mel_n;  int64_t mel_base;  /* held mel frames [mel_base, mel_base + n) */
     float *c1;    int c1_n;   int64_t c1_base;   /* held conv1 outputs */
+    float *tmp;                                  /* [cap, max(n_mels, d)]: dropping rows */
     int64_t n_c1, n_out;                         /* conv1 / conv2 outputs produced */
     int cap;                                     /* rows each buffer holds */
 } wh_stem_stream;
@@ -211,14 +214,15 @@ typedef struct wh_batch {
     /* encoder scratch: whisperrt max_streams * max(tau, tau0) rows (all streams' blocks),
      * offline / reencode n_audio_ctx rows (one window at a time) */
     wh_scratch es;
-    float *x;                   /* [es.rows, d] encoder rows being computed */
+    float *x;                   /* [es.rows, d] encoder rows being computed (table memory) */
     wh_eseq *eq;                /* [max_streams] blocks of one encoder pass */
     int *exslot;                /* [max_streams] their cross K/V slots */
     /* decoder scratch: max(n_text_ctx, max_streams * WH_BATCH_ROWS) rows of all sequences */
     wh_scratch ds;
     int lrows;                  /* max_streams * WH_BATCH_ROWS: logits rows of one gemm */
-    float *lh;                  /* [lrows, d] hidden rows staged for the logits gemm */
-    float *logits;              /* [lrows, n_vocab] */
+    float *lh;                  /* [lrows, d] hidden rows staged for the logits gemm (table) */
+    float *logits;              /* [lrows, n_vocab] (table memory) */
+    float *hlog;                /* [lrows, n_vocab] host: the logit rules run there */
     float **ldst;               /* [lrows] where each staged row's log-probabilities go */
     int *lpos;                  /* [lrows] its window-local text position */
     uint8_t *lclosed;           /* [lrows] 1: its window is not the newest */
@@ -249,7 +253,8 @@ typedef struct wh_stream {
     sr_mel_stream *ms;
     float *mel_new; int mel_cap;
     wh_stem_stream stem;
-    float *pend; int pend_n, pend_cap; /* stem frames waiting for their block */
+    float *pend; int pend_n, pend_cap; /* stem frames waiting for their block (table memory) */
+    float *pend_tmp;            /* [pend_cap, d] table memory: dropping encoded frames */
     int64_t n_blocks;           /* blocks encoded in the stream */
     int enc_len;                /* encoder frames of the current window (in b->ek / b->ev) */
     /* windows: cross K/V of the held ones [win_first, n_win) in b->xk / b->xv */
