@@ -199,7 +199,11 @@ typedef sr_status (*sr_kattn_fn)(const sr_kattn *a, const sr_kbatch *b, const fl
                              int ldo);
 
 typedef struct sr_kernels {
-    const char *name; /* "cpu" | "cuda" */
+    const char *name; /* "cpu" | "cuda" | "cpu-guard" */
+    /* 1 when the host may read and write this table's memory directly (the CPU table): a
+     * backend may then skip a download / upload round trip for host-side work on a buffer.
+     * Results must be the same either way. */
+    int host_visible;
 
     /* memory of this table's device */
     void *(*alloc)(size_t bytes);                       /* NULL on failure */

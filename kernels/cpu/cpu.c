@@ -131,6 +131,7 @@ static sr_status cpu_copy2d(int M, int d, const float *x, int ldx, float *y, int
 
 static const sr_kernels cpu_table = {
     .name = "cpu",
+    .host_visible = 1,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_upload,

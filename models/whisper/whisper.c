@@ -309,11 +309,13 @@ static sr_status aed_flush(wh_batch *b, int *ln)
     const sr_kernels *k = w->k;
     size_t bytes = (size_t)*ln * V * sizeof(float);
     sr_status st = *ln ? wh_logits(w, b->lh, *ln, b->logits) : SR_OK;
-    /* the logit rules on the host (they index tokens and positions), then back to the table */
-    if (!st && *ln) st = k->download(b->hlog, b->logits, bytes);
+    /* the logit rules on the host (they index tokens and positions): in place where the host
+     * sees table memory, else on a host copy sent back */
+    float *hl = k->host_visible ? b->logits : b->hlog;
+    if (!st && *ln && !k->host_visible) st = k->download(b->hlog, b->logits, bytes);
     if (!st)
-        for (int r = 0; r < *ln; r++) apply_rules(w, b->hlog + (size_t)r * V, b->lpos[r], b->lclosed[r]);
-    if (!st && *ln) st = k->upload(b->logits, b->hlog, bytes);
+        for (int r = 0; r < *ln; r++) apply_rules(w, hl + (size_t)r * V, b->lpos[r], b->lclosed[r]);
+    if (!st && *ln && !k->host_visible) st = k->upload(b->logits, b->hlog, bytes);
     /* one log-softmax over every staged row (rows are independent: the same bits as per row) */
     if (!st && *ln) st = k->logsoftmax(*ln, V, b->logits, V, b->logits, V);
     for (int r = 0; r < *ln && !st; r++)
