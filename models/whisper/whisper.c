@@ -840,8 +840,9 @@ static size_t wh_state_bytes(const void *state)
     size_t d = (size_t)w->d, f = sizeof(float);
     size_t b = sizeof *s;
     b += (size_t)s->mel_cap * w->n_mels * f;
-    if (s->stem.mel) b += (size_t)s->stem.cap * (w->n_mels + d) * f;
-    b += (size_t)s->pend_cap * d * f;
+    if (s->stem.mel) /* mel and conv1 rows, and the temp their drops go through */
+        b += (size_t)s->stem.cap * (w->n_mels + d + (size_t)SR_MAX(w->n_mels, w->d)) * f;
+    b += 2 * (size_t)s->pend_cap * d * f; /* pend, pend_tmp */
     b += (size_t)s->win_cap * sizeof(int);
     b += s->audio_cap * f;
     b += (size_t)s->n_slots * (size_t)w->n_text_ctx * sizeof(int32_t);
@@ -984,7 +985,8 @@ static size_t wh_batch_bytes(const void *batch)
     n += (size_t)b->es.rows * d * f;
     n += ms * (sizeof(wh_eseq) + 2 * sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) +
                sizeof(void *) + (size_t)w->n_text_ctx * sizeof(int32_t));
-    n += (size_t)b->lrows * ((d + (size_t)w->n_vocab) * f + sizeof(float *) + sizeof(int) + 1);
+    /* lh, logits, the host copy of the logits, ldst, lpos, lclosed */
+    n += (size_t)b->lrows * ((d + 2 * (size_t)w->n_vocab) * f + sizeof(float *) + sizeof(int) + 1);
     return n;
 }
 
