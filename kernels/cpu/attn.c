@@ -49,6 +49,7 @@
  */
 #include "../../core/dtype.h"
 #include "../../core/internal.h"
+#include "../exp_poly.h"
 #include "cpu_impl.h"
 
 #include <math.h>
@@ -79,33 +80,22 @@ enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
  * in the exponent bits; x < -87.34 gives 0, x > 88 is clamped to 88, NaN stays NaN. Scores
  * only ever pass s - max <= 0 (or NaN). Each step is a separate correctly rounded operation so
  * the scalar and vector versions agree bit for bit. */
-#define EXP_LO (-87.3365447505531f)
-#define EXP_HI 88.0f
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_C1 0.693359375f
-#define EXP_C2 (-2.12194440e-4f)
-#define EXP_P0 1.9875691500e-4f
-#define EXP_P1 1.3981999507e-3f
-#define EXP_P2 8.3334519073e-3f
-#define EXP_P3 4.1665795894e-2f
-#define EXP_P4 1.6666665459e-1f
-#define EXP_P5 5.0000001201e-1f
 
 static float exp_1(float x)
 {
     if (isnan(x)) return x;
-    if (x < EXP_LO) return 0.0f;
-    float c = x < EXP_HI ? x : EXP_HI;
-    float t = c * EXP_LOG2E;
+    if (x < SR_EXP_LO) return 0.0f;
+    float c = x < SR_EXP_HI ? x : SR_EXP_HI;
+    float t = c * SR_EXP_LOG2E;
     float n = rintf(t);
-    float r = fmaf(-n, EXP_C1, c);
-    r = fmaf(-n, EXP_C2, r);
-    float p = EXP_P0;
-    p = fmaf(p, r, EXP_P1);
-    p = fmaf(p, r, EXP_P2);
-    p = fmaf(p, r, EXP_P3);
-    p = fmaf(p, r, EXP_P4);
-    p = fmaf(p, r, EXP_P5);
+    float r = fmaf(-n, SR_EXP_C1, c);
+    r = fmaf(-n, SR_EXP_C2, r);
+    float p = SR_EXP_P0;
+    p = fmaf(p, r, SR_EXP_P1);
+    p = fmaf(p, r, SR_EXP_P2);
+    p = fmaf(p, r, SR_EXP_P3);
+    p = fmaf(p, r, SR_EXP_P4);
+    p = fmaf(p, r, SR_EXP_P5);
     float r2 = r * r, r1 = r + 1.0f;
     float y = fmaf(p, r2, r1);
     uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
@@ -240,18 +230,18 @@ static void widen_row_portable(sr_dtype dt, const void *src, float *dst, int n)
 T256 static INLINE __m256 exp8(__m256 x)
 {
     __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_LT_OQ);
-    __m256 c = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(EXP_HI)), _mm256_set1_ps(EXP_LO));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(EXP_LOG2E)),
+    __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(SR_EXP_LO), _CMP_LT_OQ);
+    __m256 c = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(SR_EXP_HI)), _mm256_set1_ps(SR_EXP_LO));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(SR_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_C1), c);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_C2), r);
-    __m256 p = _mm256_set1_ps(EXP_P0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C1), c);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C2), r);
+    __m256 p = _mm256_set1_ps(SR_EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P5));
     __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
@@ -461,18 +451,18 @@ T256 static void widen_row_avx2(sr_dtype dt, const void *src, float *dst, int n)
 T512 static INLINE __m512 exp16(__m512 x)
 {
     __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_LO), _CMP_LT_OQ);
-    __m512 c = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(EXP_HI)), _mm512_set1_ps(EXP_LO));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(EXP_LOG2E)),
+    __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(SR_EXP_LO), _CMP_LT_OQ);
+    __m512 c = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(SR_EXP_HI)), _mm512_set1_ps(SR_EXP_LO));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(SR_EXP_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_C1), c);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_C2), r);
-    __m512 p = _mm512_set1_ps(EXP_P0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(SR_EXP_C1), c);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(SR_EXP_C2), r);
+    __m512 p = _mm512_set1_ps(SR_EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SR_EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SR_EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SR_EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SR_EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(SR_EXP_P5));
     __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));

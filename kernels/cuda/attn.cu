@@ -51,6 +51,7 @@
  * which returns once the host array has been staged, so the host array is freed right after.
  */
 #include "cuda_impl.h"
+#include "../exp_poly.h" /* the softmax exp's constants, the CPU attention's */
 
 #include <cuda_fp16.h>
 #include <math.h>
@@ -69,19 +70,6 @@ constexpr int SMEM_LIMIT = 48 * 1024;      /* dynamic shared memory without an o
 /* Most scores kept in shared memory (a multiple of TK, so recomputed chunks start on tiles). */
 constexpr int CAP_MAX = ((SMEM_LIMIT / (int)sizeof(float) - SMEM_FIXED) / TK) * TK;
 static_assert(CAP_MAX >= TK, "shared memory too small for one score tile");
-
-/* The Cephes expf constants of kernels/cpu/attn.c (same literals, same floats). */
-#define EXP_LO (-87.3365447505531f)
-#define EXP_HI 88.0f
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_C1 0.693359375f
-#define EXP_C2 (-2.12194440e-4f)
-#define EXP_P0 1.9875691500e-4f
-#define EXP_P1 1.3981999507e-3f
-#define EXP_P2 8.3334519073e-3f
-#define EXP_P3 4.1665795894e-2f
-#define EXP_P4 1.6666665459e-1f
-#define EXP_P5 5.0000001201e-1f
 
 /* One query row's control record (host-computed, uploaded once per call). */
 struct attn_row {
@@ -133,18 +121,18 @@ __device__ __forceinline__ float pool_widen(pool_t<DT> x)
 __device__ __forceinline__ float attn_exp(float x)
 {
     if (isnan(x)) return x;
-    if (x < EXP_LO) return 0.0f;
-    float c = x < EXP_HI ? x : EXP_HI;
-    float t = __fmul_rn(c, EXP_LOG2E);
+    if (x < SR_EXP_LO) return 0.0f;
+    float c = x < SR_EXP_HI ? x : SR_EXP_HI;
+    float t = __fmul_rn(c, SR_EXP_LOG2E);
     float n = rintf(t);
-    float r = fmaf(-n, EXP_C1, c);
-    r = fmaf(-n, EXP_C2, r);
-    float p = EXP_P0;
-    p = fmaf(p, r, EXP_P1);
-    p = fmaf(p, r, EXP_P2);
-    p = fmaf(p, r, EXP_P3);
-    p = fmaf(p, r, EXP_P4);
-    p = fmaf(p, r, EXP_P5);
+    float r = fmaf(-n, SR_EXP_C1, c);
+    r = fmaf(-n, SR_EXP_C2, r);
+    float p = SR_EXP_P0;
+    p = fmaf(p, r, SR_EXP_P1);
+    p = fmaf(p, r, SR_EXP_P2);
+    p = fmaf(p, r, SR_EXP_P3);
+    p = fmaf(p, r, SR_EXP_P4);
+    p = fmaf(p, r, SR_EXP_P5);
     float r2 = __fmul_rn(r, r), r1 = __fadd_rn(r, 1.0f);
     float y = fmaf(p, r2, r1);
     float e = __int_as_float(((int)n + 127) << 23);
