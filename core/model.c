@@ -70,7 +70,7 @@ sr_status sr_model_ftensor(sr_model *m, sr_h5 *f, const char *name, int ndim,
     const sr_tensor *t;
     sr_status st = sr_model_tensor(m, f, name, SR_F32, ndim, shape, &t);
     if (st) return st;
-    if (!strcmp(m->k->name, "cpu")) { /* host memory is the table's */
+    if (m->k->host_visible) { /* host memory is the table's */
         *out = t->data;
         return SR_OK;
     }
@@ -334,7 +334,7 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
     /* SRKIT_ALLOW_UNPORTED=1: run it anyway (porting a backend on "cpu-guard", which faults at
      * each host access to table memory) */
     const char *unported = getenv("SRKIT_ALLOW_UNPORTED");
-    if (strcmp(m->k->name, "cpu") && !m->ops->device_ready && !(unported && !strcmp(unported, "1"))) {
+    if (!m->k->host_visible && !m->ops->device_ready && !(unported && !strcmp(unported, "1"))) {
         st = sr_error(SR_ERR_UNSUPPORTED, "%s: the %s backend does not run on %s yet (its per-chunk "
                       "path still reads host memory); use device cpu", h5_path, m->arch, m->k->name);
         goto fail;

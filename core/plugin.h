@@ -262,7 +262,8 @@ sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want
                           const int64_t *shape, const sr_tensor **out);
 
 /* The same as f32 in the model's table memory (*out valid for the model's life): the host
- * tensor itself on the CPU table, a copy uploaded once on any other (freed at sr_model_free).
+ * tensor itself where the host sees table memory (host_visible), a copy uploaded once on any
+ * other table (freed at sr_model_free).
  * For the small parameters ops read (biases, norm gains, conv kernels). */
 sr_status sr_model_ftensor(sr_model *m, sr_h5 *f, const char *name, int ndim,
                            const int64_t *shape, const float **out);

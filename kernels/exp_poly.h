@@ -1,8 +1,10 @@
 /*
- * exp_poly.h — the constants of the attention softmax's exp (Cephes' expf: x = n ln2 + r with
- * ln2 in two parts so r is exact, e^r by a degree-7 polynomial, times 2^n), shared by the CPU
- * (kernels/cpu/attn.c) and CUDA (kernels/cuda/attn.cu) attention so both compute the same
- * bits: one set of literals, one set of floats.
+ * exp_poly.h — the softmax exp of the op set (Cephes' expf: x = n ln2 + r with ln2 in two parts
+ * so r is exact, e^r by a degree-7 polynomial, times 2^n built in the exponent bits; x < -87.34
+ * gives 0, x > 88 is clamped to 88, NaN stays NaN): its constants, used by the vector versions
+ * (kernels/cpu/ops.c, kernels/cpu/attn.c), and its scalar form sr_exp_poly, one correctly
+ * rounded operation per step, compiled for the host (C) and for the device (nvcc), so the CPU
+ * and CUDA attention compute the same bits from one definition.
  */
 #ifndef SR_EXP_POLY_H
 #define SR_EXP_POLY_H
@@ -18,5 +20,50 @@
 #define SR_EXP_P3 4.1665795894e-2f
 #define SR_EXP_P4 1.6666665459e-1f
 #define SR_EXP_P5 5.0000001201e-1f
+
+#ifdef __CUDACC__
+#define SR_EXP_FN static __device__ __forceinline__
+#define SR_EXP_MUL(a, b) __fmul_rn(a, b) /* never contracted into an FMA */
+#define SR_EXP_ADD(a, b) __fadd_rn(a, b)
+#define SR_EXP_POW2(n) __int_as_float(((int)(n) + 127) << 23)
+#else
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* GCC in ISO C mode never contracts; clang must be told */
+#endif
+static inline float sr_exp_pow2_(float n)
+{
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    float e;
+    memcpy(&e, &bits, sizeof e);
+    return e;
+}
+#define SR_EXP_FN static inline
+#define SR_EXP_MUL(a, b) ((a) * (b))
+#define SR_EXP_ADD(a, b) ((a) + (b))
+#define SR_EXP_POW2(n) sr_exp_pow2_(n)
+#endif
+
+SR_EXP_FN float sr_exp_poly(float x)
+{
+    if (isnan(x)) return x;
+    if (x < SR_EXP_LO) return 0.0f;
+    float c = x < SR_EXP_HI ? x : SR_EXP_HI;
+    float t = SR_EXP_MUL(c, SR_EXP_LOG2E);
+    float n = rintf(t);
+    float r = fmaf(-n, SR_EXP_C1, c);
+    r = fmaf(-n, SR_EXP_C2, r);
+    float p = SR_EXP_P0;
+    p = fmaf(p, r, SR_EXP_P1);
+    p = fmaf(p, r, SR_EXP_P2);
+    p = fmaf(p, r, SR_EXP_P3);
+    p = fmaf(p, r, SR_EXP_P4);
+    p = fmaf(p, r, SR_EXP_P5);
+    float r2 = SR_EXP_MUL(r, r), r1 = SR_EXP_ADD(r, 1.0f);
+    float y = fmaf(p, r2, r1);
+    return SR_EXP_MUL(y, SR_EXP_POW2(n));
+}
 
 #endif /* SR_EXP_POLY_H */

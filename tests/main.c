@@ -7,6 +7,7 @@
 #include <CUnit/Basic.h>
 #include <ftw.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +157,63 @@ int test_stream_tokens(const sr_model *m, const sr_stream_config *cfg, const flo
     *n_entries = sr_stream_timeline(s)->n;
     sr_stream_close(s);
     return nt;
+}
+
+void test_backends_match_cpu(const char *device)
+{
+    static const struct {
+        const char *fixture, *strategy, *decoder, *cache_dtype;
+        int beam;
+    } cases[] = {
+        {"fastconformer/rand.h5", NULL, NULL, NULL, 0},
+        {"fastconformer/rand.h5", NULL, NULL, "f16", 0},
+        {"fastconformer/rand.h5", NULL, "rnnt_beam", NULL, 3},
+        {"fastconformer/rand.h5", "offline", NULL, NULL, 0},
+        {"fastconformer/rand_tdt.h5", NULL, NULL, NULL, 0},
+        {"voxtral/model.h5", NULL, NULL, NULL, 0},
+        {"voxtral/model.h5", NULL, NULL, "bf16", 0},
+        {"whisper/rand.h5", "whisperrt", "stable_greedy", NULL, 0},
+        {"whisper/rand.h5", "whisperrt", "stable_beam", NULL, 3},
+        {"whisper/rand.h5", "reencode", "local_agreement", NULL, 0},
+        {"whisper/rand.h5", "offline", "aed_beam", NULL, 3},
+    };
+    enum { N = 16000 * 2 + 777, CAP = 4096 };
+    float *a = malloc(N * sizeof(float));
+    int32_t *tc = malloc(CAP * sizeof(int32_t)), *tg = malloc(CAP * sizeof(int32_t));
+    CU_ASSERT_FATAL(a && tc && tg);
+    for (int i = 0; i < N; i++)
+        a[i] = 0.3f * sinf(0.002f * (float)i * (float)(1 + i / 3000)) + 0.05f * cosf(0.37f * (float)i);
+    sr_options o;
+    sr_options_init(&o);
+    o.device = device;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sr_model *mc = NULL, *mg = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_model_load(test_fixture(cases[i].fixture), NULL, &mc), SR_OK);
+        sr_status st = sr_model_load(test_fixture(cases[i].fixture), &o, &mg);
+        if (st) printf("\n      %s on %s: %s", cases[i].fixture, device, sr_last_error());
+        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+        sr_stream_config c;
+        sr_stream_config_init(&c);
+        c.strategy = cases[i].strategy;
+        c.decoder = cases[i].decoder;
+        c.cache_dtype = cases[i].cache_dtype;
+        c.beam = cases[i].beam;
+        size_t ec = 0, eg = 0;
+        int nc = test_stream_tokens(mc, &c, a, N, tc, CAP, &ec);
+        int ng = test_stream_tokens(mg, &c, a, N, tg, CAP, &eg);
+        int same = nc == ng && ec == eg && !memcmp(tc, tg, (size_t)nc * sizeof *tc);
+        if (!same)
+            printf("\n      %s %s %s: cpu %d tokens / %zu entries, %s %d / %zu", cases[i].fixture,
+                   cases[i].decoder ? cases[i].decoder : "", cases[i].cache_dtype ? cases[i].cache_dtype : "",
+                   nc, ec, device, ng, eg);
+        CU_ASSERT(same);
+        CU_ASSERT(ec >= 1); /* offline runs have one (final) entry */
+        sr_model_free(mc);
+        sr_model_free(mg);
+    }
+    free(a);
+    free(tc);
+    free(tg);
 }
 
 sr_h5 *test_open_golden(const char *name)

@@ -72,6 +72,12 @@ sr_model *test_load_model(const char *name);
 int test_stream_tokens(const sr_model *m, const sr_stream_config *cfg, const float *a, size_t n,
                        int32_t *tok, int cap, size_t *n_entries);
 
+/* The three backends' fixtures (FastConformer RNN-T / TDT with greedy, beam, offline, f16
+ * caches; Voxtral with f32 / bf16 caches; Whisper whisperrt stable_greedy / stable_beam,
+ * reencode local_agreement, offline aed_beam) loaded on `device` stream the CPU's tokens and
+ * timeline length (test_stream_tokens over one generated signal). */
+void test_backends_match_cpu(const char *device);
+
 /* Open golden fixture tests/fixtures/<name> as plain HDF5 (sr_h5_open_plain); a failure prints
  * the message and ends the test. */
 sr_h5 *test_open_golden(const char *name);

@@ -612,59 +612,7 @@ static void test_guard_model(void)
  * their per-chunk paths on cpu-guard, i.e. through the table only (a host access to table
  * memory would crash this test), with the CPU's tokens and timeline length: streaming,
  * re-encoding, offline, beam searches, 16-bit caches. */
-static void test_guard_backends(void)
-{
-    struct {
-        const char *fixture, *strategy, *decoder, *cache_dtype;
-        int beam;
-    } cases[] = {
-        {"fastconformer/rand.h5", NULL, NULL, NULL, 0},
-        {"fastconformer/rand.h5", NULL, NULL, "f16", 0},
-        {"fastconformer/rand.h5", NULL, "rnnt_beam", NULL, 3},
-        {"fastconformer/rand.h5", "offline", NULL, NULL, 0},
-        {"fastconformer/rand_tdt.h5", NULL, NULL, NULL, 0},
-        {"voxtral/model.h5", NULL, NULL, NULL, 0},
-        {"voxtral/model.h5", NULL, NULL, "bf16", 0},
-        {"whisper/rand.h5", "whisperrt", "stable_greedy", NULL, 0},
-        {"whisper/rand.h5", "whisperrt", "stable_beam", NULL, 3},
-        {"whisper/rand.h5", "reencode", "local_agreement", NULL, 0},
-        {"whisper/rand.h5", "offline", "aed_beam", NULL, 3},
-    };
-    enum { N = 16000 * 2 + 777, CAP = 4096 };
-    float *a = malloc(N * sizeof(float));
-    int32_t *tc = malloc(CAP * sizeof(int32_t)), *tg = malloc(CAP * sizeof(int32_t));
-    CU_ASSERT_FATAL(a && tc && tg);
-    for (int i = 0; i < N; i++) a[i] = 0.3f * sinf(0.002f * (float)i * (float)(1 + i / 3000)) + 0.05f * cosf(0.37f * (float)i);
-    sr_options o;
-    sr_options_init(&o);
-    o.device = "cpu-guard";
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        sr_model *mc = NULL, *mg = NULL;
-        CU_ASSERT_EQUAL_FATAL(sr_model_load(test_fixture(cases[i].fixture), NULL, &mc), SR_OK);
-        sr_status st = sr_model_load(test_fixture(cases[i].fixture), &o, &mg);
-        if (st) printf("\n      %s on cpu-guard: %s", cases[i].fixture, sr_last_error());
-        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-        sr_stream_config c;
-        sr_stream_config_init(&c);
-        c.strategy = cases[i].strategy;
-        c.decoder = cases[i].decoder;
-        c.cache_dtype = cases[i].cache_dtype;
-        c.beam = cases[i].beam;
-        size_t ec = 0, eg = 0;
-        int nc = test_stream_tokens(mc, &c, a, N, tc, CAP, &ec), ng = test_stream_tokens(mg, &c, a, N, tg, CAP, &eg);
-        int same = nc == ng && ec == eg && !memcmp(tc, tg, (size_t)nc * sizeof *tc);
-        if (!same) printf("\n      %s %s %s: cpu %d tokens / %zu entries, cpu-guard %d / %zu", cases[i].fixture,
-                          cases[i].decoder ? cases[i].decoder : "", cases[i].cache_dtype ? cases[i].cache_dtype : "",
-                          nc, ec, ng, eg);
-        CU_ASSERT(same);
-        CU_ASSERT(ec >= 1); /* offline runs have one (final) entry */
-        sr_model_free(mc);
-        sr_model_free(mg);
-    }
-    free(a);
-    free(tc);
-    free(tg);
-}
+static void test_guard_backends(void) { test_backends_match_cpu("cpu-guard"); }
 
 void test_register_kernels(void)
 {

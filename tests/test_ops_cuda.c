@@ -449,25 +449,11 @@ static void test_bad_args(void)
     gc->free(dy);
 }
 
-/* The device-ready backends (FastConformer RNN-T / TDT, Voxtral; the same set kernels_guard
- * runs on cpu-guard) on the device: the CPU's tokens and timeline length. */
+/* The three backends on the device: the CPU's tokens and timeline length (the same cases
+ * kernels_guard runs on cpu-guard), after the gate that refuses cuda until this passes. */
 static void test_backends(void)
 {
     if (!gpu()) return;
-    struct {
-        const char *fixture, *decoder, *cache_dtype;
-        int beam;
-    } cases[] = {
-        {"fastconformer/rand.h5", NULL, NULL, 0},      {"fastconformer/rand.h5", NULL, "f16", 0},
-        {"fastconformer/rand.h5", "rnnt_beam", NULL, 3}, {"fastconformer/rand_tdt.h5", NULL, NULL, 0},
-        {"voxtral/model.h5", NULL, NULL, 0},           {"voxtral/model.h5", NULL, "bf16", 0},
-        {"whisper/rand.h5", "stable_greedy", NULL, 0}, {"whisper/rand.h5", "stable_beam", NULL, 3},
-    };
-    enum { N = 16000 * 2 + 777, CAP = 4096 };
-    float *a = malloc(N * sizeof(float));
-    int32_t *tc = malloc(CAP * sizeof(int32_t)), *tg = malloc(CAP * sizeof(int32_t));
-    CU_ASSERT_FATAL(a && tc && tg);
-    for (int i = 0; i < N; i++) a[i] = 0.3f * sinf(0.002f * (float)i * (float)(1 + i / 3000)) + 0.05f * cosf(0.37f * (float)i);
     sr_options o;
     sr_options_init(&o);
     o.device = "cuda";
@@ -475,30 +461,8 @@ static void test_backends(void)
     TEST_ASSERT_ERR(sr_model_load(test_fixture("fastconformer/rand.h5"), &o, &m0), SR_ERR_UNSUPPORTED,
                     "not been validated on a GPU");
     setenv("SRKIT_CUDA_UNVALIDATED", "1", 1); /* this suite is the validation */
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        sr_model *mc = NULL, *mg = NULL;
-        CU_ASSERT_EQUAL_FATAL(sr_model_load(test_fixture(cases[i].fixture), NULL, &mc), SR_OK);
-        sr_status st = sr_model_load(test_fixture(cases[i].fixture), &o, &mg);
-        if (st) printf("\n      %s on cuda: %s", cases[i].fixture, sr_last_error());
-        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
-        sr_stream_config c;
-        sr_stream_config_init(&c);
-        c.decoder = cases[i].decoder;
-        c.cache_dtype = cases[i].cache_dtype;
-        c.beam = cases[i].beam;
-        if (strstr(cases[i].fixture, "whisper")) c.strategy = "whisperrt";
-        size_t ec = 0, eg = 0;
-        int nc = test_stream_tokens(mc, &c, a, N, tc, CAP, &ec), ng = test_stream_tokens(mg, &c, a, N, tg, CAP, &eg);
-        int same = nc == ng && ec == eg && !memcmp(tc, tg, (size_t)nc * sizeof *tc);
-        if (!same) printf("\n      %s: cpu %d tokens / %zu entries, cuda %d / %zu", cases[i].fixture, nc, ec, ng, eg);
-        CU_ASSERT(same);
-        sr_model_free(mc);
-        sr_model_free(mg);
-    }
+    test_backends_match_cpu("cuda");
     unsetenv("SRKIT_CUDA_UNVALIDATED");
-    free(a);
-    free(tc);
-    free(tg);
 }
 
 void test_register_ops_cuda(void)

@@ -75,34 +75,9 @@ _Static_assert(LB_MAX == 32, "kernels/check.c's ATTN_MAX_KEYS assumes 32-lane bl
 
 enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 
-/* ---- exp: the Cephes expf of kernels/cpu/ops.c, lane for lane ------------------------------
- * x = n ln2 + r (ln2 in two parts so r is exact), e^r by a degree-7 polynomial, times 2^n built
- * in the exponent bits; x < -87.34 gives 0, x > 88 is clamped to 88, NaN stays NaN. Scores
- * only ever pass s - max <= 0 (or NaN). Each step is a separate correctly rounded operation so
- * the scalar and vector versions agree bit for bit. */
-
-static float exp_1(float x)
-{
-    if (isnan(x)) return x;
-    if (x < SR_EXP_LO) return 0.0f;
-    float c = x < SR_EXP_HI ? x : SR_EXP_HI;
-    float t = c * SR_EXP_LOG2E;
-    float n = rintf(t);
-    float r = fmaf(-n, SR_EXP_C1, c);
-    r = fmaf(-n, SR_EXP_C2, r);
-    float p = SR_EXP_P0;
-    p = fmaf(p, r, SR_EXP_P1);
-    p = fmaf(p, r, SR_EXP_P2);
-    p = fmaf(p, r, SR_EXP_P3);
-    p = fmaf(p, r, SR_EXP_P4);
-    p = fmaf(p, r, SR_EXP_P5);
-    float r2 = r * r, r1 = r + 1.0f;
-    float y = fmaf(p, r2, r1);
-    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-    float e;
-    memcpy(&e, &bits, sizeof e);
-    return y * e;
-}
+/* ---- exp: kernels/exp_poly.h (sr_exp_poly scalar; the vector versions below, lane for lane).
+ * Scores only ever pass s - max <= 0 (or NaN). Each step is a separate correctly rounded
+ * operation so the scalar and vector versions agree bit for bit. */
 
 /* ---- the job ------------------------------------------------------------------------------ */
 
@@ -164,7 +139,7 @@ static void softmax_portable(const blockv *B, float *St, float scale, double *su
         for (int j = 0; j < B->n; j++) {
             float *s = St + (size_t)j * W + l;
             int in = (j >= B->f0 && j < B->f1) || (j >= B->lo[l] && j < B->hi[l]);
-            float e = in ? exp_1(*s - m) : 0.0f;
+            float e = in ? sr_exp_poly(*s - m) : 0.0f;
             *s = e;
             acc += (double)e;
         }

@@ -19,6 +19,7 @@
  * Sums stay in double on both paths (as torch effectively keeps more than a naive float loop).
  * The test kernels_ops checks both paths against double-precision formulas.
  */
+#include "../exp_poly.h"
 #include "../ops.h"
 
 #include <math.h>
@@ -47,20 +48,20 @@ int sr_ops_simd(void)
 
 AVX2 static inline __m256 exp8(__m256 x)
 {
-    const __m256 lo = _mm256_set1_ps(-87.3365447505531f), hi = _mm256_set1_ps(88.0f);
+    const __m256 lo = _mm256_set1_ps(SR_EXP_LO), hi = _mm256_set1_ps(SR_EXP_HI);
     __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
     __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     __m256 c = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(1.44269504088896341f)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(SR_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), c);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C1), c);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C2), r);
+    __m256 p = _mm256_set1_ps(SR_EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P5));
     __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));

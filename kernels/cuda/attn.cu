@@ -13,7 +13,8 @@
  *   rel  bd likewise with q + v and the rel row P(p_r - j); acc = acc + bd
  *   s_j  = scale * acc
  *   m    = max of s_j over the range (a NaN score is skipped; -inf when every score is NaN)
- *   e_j  = exp(s_j - m) by the Cephes polynomial of the CPU (attn_exp below, step for step)
+ *   e_j  = exp(s_j - m) by the CPU's Cephes polynomial (sr_exp_poly, kernels/exp_poly.h: one
+ *          definition for both)
  *   sum  = +0.0; sum = sum + (double)e_j for j ascending, in double
  *   o[d] = +0; o[d] = fma(e_j, v_j[d], o[d]) for j ascending
  *   out  = o[d] * (float)(1.0 / sum)                        (an empty range: out = +0)
@@ -51,7 +52,7 @@
  * which returns once the host array has been staged, so the host array is freed right after.
  */
 #include "cuda_impl.h"
-#include "../exp_poly.h" /* the softmax exp's constants, the CPU attention's */
+#include "../exp_poly.h" /* sr_exp_poly: the CPU attention's exp, the same bits */
 
 #include <cuda_fp16.h>
 #include <math.h>
@@ -113,30 +114,6 @@ __device__ __forceinline__ float pool_widen(pool_t<DT> x)
         return __half2float(__ushort_as_half(x));
     else
         return __uint_as_float((unsigned)x << 16);
-}
-
-/* kernels/cpu/attn.c's exp_1, one correctly rounded operation per step: x = n ln2 + r (ln2 in
- * two parts), e^r by a degree-7 polynomial, times 2^n built in the exponent bits. x < -87.34
- * gives 0, x > 88 is clamped, NaN stays NaN. */
-__device__ __forceinline__ float attn_exp(float x)
-{
-    if (isnan(x)) return x;
-    if (x < SR_EXP_LO) return 0.0f;
-    float c = x < SR_EXP_HI ? x : SR_EXP_HI;
-    float t = __fmul_rn(c, SR_EXP_LOG2E);
-    float n = rintf(t);
-    float r = fmaf(-n, SR_EXP_C1, c);
-    r = fmaf(-n, SR_EXP_C2, r);
-    float p = SR_EXP_P0;
-    p = fmaf(p, r, SR_EXP_P1);
-    p = fmaf(p, r, SR_EXP_P2);
-    p = fmaf(p, r, SR_EXP_P3);
-    p = fmaf(p, r, SR_EXP_P4);
-    p = fmaf(p, r, SR_EXP_P5);
-    float r2 = __fmul_rn(r, r), r1 = __fadd_rn(r, 1.0f);
-    float y = fmaf(p, r2, r1);
-    float e = __int_as_float(((int)n + 127) << 23);
-    return __fmul_rn(y, e);
 }
 
 /* acc = fma(qt[d], kt[d][tid], acc) over the dn staged columns, d ascending. */
@@ -281,7 +258,7 @@ __global__ void __launch_bounds__(NT, 8) attn_kernel(const attn_args A)
                     if (t0 + tid < c0 + cn) sc[t0 - c0 + tid] = s;
                 }
             __syncthreads(); /* scores of the chunk complete */
-            for (int i = tid; i < cn; i += NT) sc[i] = attn_exp(__fsub_rn(sc[i], m));
+            for (int i = tid; i < cn; i += NT) sc[i] = sr_exp_poly(__fsub_rn(sc[i], m));
             __syncthreads(); /* weights of the chunk complete */
             for (int d = tid; d < hd; d += NT) {
                 float acc = c0 == 0 ? 0.0f : o[d]; /* earlier chunks' partial sum */

@@ -494,14 +494,17 @@ static sr_status wh_aed_no_speech_batch(const sr_aed_ns_req *r, int count)
      * the logits buffer 4 max_streams */
     sr_status st = wh_decode(w, &b->ds, b->dq, nq, b->ns_k, b->ns_v, b->xk, b->xv);
     if (!st) st = wh_logits(w, b->ds.h, nq, b->logits);
-    if (!st) st = w->k->download(b->hlog, b->logits, (size_t)nq * w->n_vocab * sizeof(float));
+    /* read on the host: in place where the host sees table memory, else a host copy */
+    const float *hl = w->k->host_visible ? b->logits : b->hlog;
+    if (!st && !w->k->host_visible)
+        st = w->k->download(b->hlog, b->logits, (size_t)nq * w->n_vocab * sizeof(float));
     if (st) {
         for (int q = 0; q < nq; q++) ((wh_stream *)r[b->idx[q]].ctx)->ns_win = -1;
         return sr_error_prefix(st, "whisper aed_no_speech");
     }
     for (int q = 0; q < nq; q++) {
         wh_stream *s = r[b->idx[q]].ctx;
-        const float *row = b->hlog + (size_t)q * w->n_vocab;
+        const float *row = hl + (size_t)q * w->n_vocab;
         float mx = row[0];
         for (int v = 1; v < w->n_vocab; v++) mx = row[v] > mx ? row[v] : mx;
         double sum = 0;
