@@ -60,11 +60,20 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 .PHONY: FORCE all test debug tsan bench setup install models data clean venv-ref fixtures quickstart
 all: $(BUILD)/libsr.a $(BUILD)/srkit
 
-$(BUILD)/%.o: %.c
+# Objects depend on a stamp named after the compile flags: switching CUDA=1 / DEBUG / CFLAGS in
+# the same BUILD directory rebuilds everything instead of linking objects of another build.
+FLAGS_ID    := $(shell echo '$(CC) $(CFLAGS) $(NVCC) $(NVFLAGS) $(LDLIBS)' | cksum | cut -d' ' -f1)
+FLAGS_STAMP := $(BUILD)/.flags-$(FLAGS_ID)
+$(FLAGS_STAMP):
+	@mkdir -p $(BUILD)
+	@rm -f $(BUILD)/.flags-*
+	@touch $@
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -I core -c $< -o $@
 

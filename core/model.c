@@ -321,16 +321,6 @@ sr_status sr_model_load(const char *h5_path, const sr_options *opt, sr_model **o
     }
     m->warning = sr_h5_warning(f);
     if ((st = sr_kernels_select(m->opt.device, &m->k))) goto fail;
-    /* The CUDA op set (kernels/cuda/) has been compiled but never run on a GPU: until suite
-     * kernels_cuda passes on one, results there are unverified, so loading on it needs
-     * SRKIT_CUDA_UNVALIDATED=1 (no silent wrong results). */
-    const char *unvalidated = getenv("SRKIT_CUDA_UNVALIDATED");
-    if (!strcmp(m->k->name, "cuda") && !(unvalidated && !strcmp(unvalidated, "1"))) {
-        st = sr_error(SR_ERR_UNSUPPORTED, "%s: the CUDA op set has not been validated on a GPU yet "
-                      "(run test_srkit kernels_cuda there); SRKIT_CUDA_UNVALIDATED=1 runs it anyway",
-                      h5_path);
-        goto fail;
-    }
     /* SRKIT_ALLOW_UNPORTED=1: run it anyway (porting a backend on "cpu-guard", which faults at
      * each host access to table memory) */
     const char *unported = getenv("SRKIT_ALLOW_UNPORTED");

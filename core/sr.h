@@ -272,7 +272,8 @@ typedef struct sr_memstats {
     size_t weight_bytes;   /* bytes of model tensors in memory */
     size_t stream_bytes;   /* bytes of per-stream state (caches, buffers, decoder), 0 if no s */
     size_t peak_rss_bytes; /* process peak resident set size (getrusage) */
-    size_t gpu_peak_bytes; /* device memory peak, 0 on CPU */
+    size_t gpu_peak_bytes; /* most device bytes ever held through the model's op table (weights,
+                            * pools, scratch; every model of the process), 0 on CPU */
 } sr_memstats;
 
 /* Memory figures for a model and optionally one of its streams (s may be NULL). A stream's

@@ -101,6 +101,16 @@ sr_status sr_kernels_check_copy2d(int M, int d, const float *x, int ldx, const f
     return SR_OK;
 }
 
+sr_status sr_kernels_check_transpose(int M, int d, const float *x, int ldx, const float *y, int ldy)
+{
+    ARG(M < 0 || d < 0, "transpose: negative size (M = %d, d = %d)", M, d);
+    if (M == 0 || d == 0) return SR_OK;
+    ARG(!x || !y, "transpose: %s is NULL", x ? "y" : "x");
+    ARG(ldx < d, "transpose: ldx = %d < d = %d", ldx, d);
+    ARG(ldy < M, "transpose: ldy = %d < M = %d", ldy, M);
+    return SR_OK;
+}
+
 sr_status sr_kernels_check_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx,
                                 const float *g, const float *b, const float *mul, int ld_mul,
                                 const float *y, int ldy)

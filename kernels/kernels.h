@@ -102,6 +102,9 @@ typedef struct sr_kattn {
 typedef void (*sr_kzero_fn)(void *p, size_t bytes);
 /* y[r, :d] = x[r, :d] for r < M (strided 2-D copy within table memory; no overlap). */
 typedef sr_status (*sr_kcopy2d_fn)(int M, int d, const float *x, int ldx, float *y, int ldy);
+/* y[j, i] = x[i, j] for i < M, j < d: x [M, d] (stride ldx) transposed into y [d, M] (stride
+ * ldy), the bits copied (channel planes <-> position rows in one call; no overlap). */
+typedef sr_status (*sr_ktranspose_fn)(int M, int d, const float *x, int ldx, float *y, int ldy);
 /* Make a weight from a host [n, k] matrix of dtype dt (row stride k) and, for SR_I8, a host
  * scale [n], whose products multiply as `mul` says (SR_KMUL_BF16 needs dt = SR_BF16; its
  * subnormal weights count as zero). SR_ERR_NOMEM, SR_ERR_ARG (shape, dtype, mul). */
@@ -211,6 +214,10 @@ typedef struct sr_kernels {
     sr_status (*upload)(void *dst, const void *src, size_t bytes);   /* host -> table */
     sr_status (*download)(void *dst, const void *src, size_t bytes); /* table -> host */
     sr_status (*sync)(void);                            /* wait for queued work */
+    /* Device memory held through this table (alloc and weight_create, all models of the
+     * process): bytes live now and the most ever live. NULL where the memory is the host's
+     * (CPU tables: peak RSS covers it). Thread-safe. */
+    void (*mem)(size_t *live, size_t *peak);
 
     /* Row-major single-precision GEMM: C[M,N] = alpha * op(A)[M,K] · op(B)[K,N] + beta * C.
      * trans_a / trans_b: 0 = as stored, 1 = transposed (B as a PyTorch Linear weight [N, K]
@@ -236,6 +243,7 @@ typedef struct sr_kernels {
      * double-precision reference of each lives in tests/ref_*.c. */
     sr_kzero_fn zero;
     sr_kcopy2d_fn copy2d;
+    sr_ktranspose_fn transpose;
     sr_kweight_create_fn weight_create;
     sr_kweight_free_fn weight_free;
     sr_kgemm_fn gemm;
@@ -312,6 +320,8 @@ sr_status sr_kernels_check_gather(const sr_kweight *E, const int32_t *ids, int n
  * the batch's row count (*rows, 0 on failure). */
 /* copy2d: sizes, pointers, ld >= d (M = 0 or d = 0 passes). */
 sr_status sr_kernels_check_copy2d(int M, int d, const float *x, int ldx, const float *y, int ldy);
+/* transpose: sizes, pointers, ldx >= d, ldy >= M (M = 0 or d = 0 passes). */
+sr_status sr_kernels_check_transpose(int M, int d, const float *x, int ldx, const float *y, int ldy);
 /* norm: kind, sizes, pointers (b for LAYER), lds, in-place with equal lds, ld_mul. */
 sr_status sr_kernels_check_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx,
                                 const float *g, const float *b, const float *mul, int ld_mul,

@@ -301,16 +301,30 @@ int main(int argc, char **argv)
 #define CALL(n) if (test_register_##n) test_register_##n();
     TEST_FILES(CALL)
     CU_basic_set_mode(CU_BRM_VERBOSE);
+    unsigned failed = 0;
     if (argc > 1) {
+        /* SUITE runs the suite, SUITE/TEST one test of it */
         for (int i = 1; i < argc; i++) {
-            CU_pSuite s = CU_get_suite(argv[i]);
-            if (!s) { fprintf(stderr, "no suite named %s\n", argv[i]); CU_cleanup_registry(); return 2; }
-            CU_basic_run_suite(s);
+            char name[256];
+            snprintf(name, sizeof name, "%s", argv[i]);
+            char *slash = strchr(name, '/');
+            if (slash) *slash = '\0';
+            CU_pSuite s = CU_get_suite(name);
+            CU_pTest t = s && slash ? CU_get_test(s, slash + 1) : NULL;
+            if (!s || (slash && !t)) {
+                fprintf(stderr, "no %s named %s\n", s ? "test" : "suite", argv[i]);
+                CU_cleanup_registry();
+                return 2;
+            }
+            if (t) CU_basic_run_test(s, t);
+            else CU_basic_run_suite(s);
+            /* each run starts a new summary: count its failures before the next */
+            failed += CU_get_number_of_failures() + CU_get_number_of_tests_failed();
         }
     } else {
         CU_basic_run_tests();
+        failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
     }
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
     CU_cleanup_registry();
     return failed ? 1 : 0;
 }

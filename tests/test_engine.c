@@ -10,6 +10,8 @@
  *                       streams), Whisper (whisperrt with stable_greedy / stable_beam,
  *                       reencode, offline; 3..16 streams), Voxtral (f32 and bf16 caches; 3..12
  *                       streams); real tiny.en on generated speech when it is present.
+ *                       On the CUDA device (skips without one): 1, 8 and 64 streams of
+ *                       each backend, precision f32 and bf16.
  *   engine_threads      streams fed (and finished) from several threads while the test's thread
  *                       steps the engine: each stream equals its solo run (`make tsan` runs it
  *                       under ThreadSanitizer).
@@ -347,6 +349,48 @@ static void test_cpu_guard(void)
     }
 }
 
+/* On the CUDA device (skips without one): batched == solo for 1, 8 and 64 streams of each
+ * backend, every stream's timeline, as on the CPU, with exact products and with bf16 products
+ * on the tensor cores. */
+static void test_cuda(void)
+{
+    const sr_kernels *g = NULL;
+    if (sr_kernels_cuda(&g)) {
+        char why[300];
+        snprintf(why, sizeof why, "no CUDA table here (%s)", sr_last_error());
+        TEST_SKIP(why);
+        return;
+    }
+    sr_options o;
+    sr_options_init(&o);
+    o.device = "cuda";
+    const char *names[] = {"fastconformer/rand.h5", "voxtral/model.h5", "whisper/rand.h5"};
+    const int counts[] = {1, 8, 64};
+    for (int i = 0; i < 6; i++) {
+        /* precision f32 (the exact products), then bf16 (the tensor cores) */
+        o.precision = i < 3 ? "f32" : "bf16";
+        sr_model *m = NULL;
+        sr_status st = sr_model_load(test_fixture(names[i % 3]), &o, &m);
+        if (st) printf("\n      load %s on cuda: %s\n", names[i % 3], sr_last_error());
+        CU_ASSERT_EQUAL_FATAL(st, SR_OK);
+        sr_stream_config c;
+        sr_stream_config_init(&c);
+        if (i % 3 == 2) {
+            c.strategy = "whisperrt";
+            c.chunk_ms = 100;
+            c.decoder = "stable_greedy";
+        }
+        for (int k = 0; k < 3; k++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s on cuda, precision %s, %d streams", names[i % 3],
+                     o.precision, counts[k]);
+            engine_vs_solo(m, &c, counts[k], 0.3, counts[k] > 8 ? 1.0 : 1.5,
+                           41 + (uint64_t)(i * 3 + k), what);
+        }
+        sr_model_free(m);
+    }
+}
+
 /* Real tiny.en with generated speech (both optional). */
 static void test_tiny_en(void)
 {
@@ -644,7 +688,7 @@ void test_register_engine(void)
     TEST_SUITE("engine_equals_solo", {"test_linear_32_streams", test_linear_32},
                {"fastconformer", test_fastconformer}, {"whisper", test_whisper},
                {"voxtral", test_voxtral}, {"tiny_en", test_tiny_en},
-               {"precision_bf16", test_precision_bf16}, {"cpu_guard", test_cpu_guard});
+               {"precision_bf16", test_precision_bf16}, {"cpu_guard", test_cpu_guard}, {"cuda", test_cuda});
     TEST_SUITE("engine_threads", {"fed_from_threads", test_threads});
     TEST_SUITE("engine_api", {"api", test_api}, {"a failing stream", test_failure});
 }

@@ -6,10 +6,11 @@
  * carries those checks over to the device.
  *
  * Bit for bit where the device computes the same sequence of correctly rounded operations:
- * copy2d, zero, gather, im2col1d, kv_write (round to nearest even into f16 / bf16), scale, topk
+ * copy2d, transpose, zero, gather, im2col1d, kv_write (round to nearest even into f16 / bf16), scale, topk
  * (indices and values), gemm with no activation or ReLU (one FMA per k in increasing k per
- * output, the epilogue's roundings one by one; precision bf16 against the CPU's portable path,
- * VDPBF16PS's sequence) — and a gemm row computed alone equals the same row in a batch — and
+ * output, the epilogue's roundings one by one) — and a gemm row computed alone equals the same
+ * row in a batch, also for bf16 products (tensor cores), which are checked against the double
+ * reference within the f32 summation bound of kernels_gemm_bf16 — and
  * attn (attn.cu performs kernels/cpu/attn.c's sequence: fmaf chains in key and column order,
  * its exp polynomial, the normalizer in double in key order). Elsewhere within a stated
  * tolerance, because the device's erff / expf / tanhf / cosf / sinf and its parallel
@@ -29,6 +30,7 @@
 #include "../core/sr.h"
 #include "../kernels/cpu/cpu_impl.h"
 #include "../kernels/kernels.h"
+#include "ref_gemm.h"
 #include "test.h"
 
 static uint64_t rng = 1;
@@ -92,6 +94,46 @@ static int agree(const float *a, const float *b, size_t n, double tol, const cha
     return 1;
 }
 
+/* bf16 products run on the tensor cores in their own order of f32 sums: y within the bound of
+ * kernels_gemm_bf16 (the CPU AMX path's) of the double reference over the bf16 operands:
+ * |alpha| e_act + 2 eps (|alpha act| + |beta y0|), e_pre = (K + 3) eps sum |x w| + |bias|, the
+ * activation's slope on e_pre, and 5e-7 (1 + |pre|) more for GELU / SiLU (erf / exp). */
+static int agree_bf16(const float *yg, int M, int N, int K, const float *x, int ldx, const void *hw,
+                      const float *bias, sr_act act, float alpha, float beta, const float *y0, int ldy)
+{
+    size_t no = (size_t)M * N;
+    double *w = malloc((size_t)N * K * sizeof(double)), *ref = malloc(no * sizeof(double));
+    double *pre = malloc(no * sizeof(double)), *mag = malloc(no * sizeof(double));
+    double *av = malloc(no * sizeof(double));
+    float *xb = malloc((size_t)M * ldx * sizeof(float));
+    int ok = w && ref && pre && mag && av && xb;
+    if (ok) {
+        ref_weight_widen(hw, SR_BF16, N, K, NULL, w);
+        ref_daz(w, (size_t)N * K);
+        memcpy(xb, x, (size_t)M * ldx * sizeof(float));
+        ref_x_bf16(M, K, xb, ldx);
+        ref_gemm(M, N, K, xb, ldx, w, bias, act, alpha, beta, y0, ldy, ref, pre, mag, av);
+        const double eps = FLT_EPSILON;
+        const double lip = act == SR_ACT_GELU ? 1.13 : act == SR_ACT_SILU ? 1.10 : 1.0;
+        for (int m = 0; m < M && ok; m++)
+            for (int n = 0; n < N && ok; n++) {
+                size_t o = (size_t)m * N + n, i = (size_t)m * ldy + n;
+                double e_pre = (double)(K + 3) * eps * mag[o], e_act = lip * e_pre;
+                if (act == SR_ACT_GELU || act == SR_ACT_SILU) e_act += 5e-7 * (1.0 + fabs(pre[o]) + e_pre);
+                double y0v = beta == 0.0f ? 0.0 : (double)y0[i];
+                double tol = fabs((double)alpha) * e_act +
+                             2.0 * eps * (fabs((double)alpha * av[o]) + fabs((double)beta * y0v));
+                if (!(fabs((double)yg[i] - ref[o]) <= tol)) {
+                    printf("\n      gemm bf16 products act %d M %d N %d K %d: y[%d,%d] = %.9g, want %.9g "
+                           "(tol %.3g)", (int)act, M, N, K, m, n, (double)yg[i], ref[o], tol);
+                    ok = 0;
+                }
+            }
+    }
+    free(w); free(ref); free(pre); free(mag); free(av); free(xb);
+    return ok;
+}
+
 /* ---- gemm, gather -------------------------------------------------------------------------- */
 
 static void test_gemm(void)
@@ -99,10 +141,12 @@ static void test_gemm(void)
     const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
     if (!g) return;
     static const sr_dtype dts[] = {SR_F32, SR_BF16, SR_F16, SR_I8};
-    static const int shapes[][3] = {{1, 1, 1}, {5, 33, 17}, {16, 64, 301}, {70, 100, 1100}};
+    /* M 1 / 5 / 16 / 33 / 70: each tensor-core tile shape and its row remainders; K tails of
+     * 16-wide tiles and of 256-wide chunks */
+    static const int shapes[][3] = {{1, 1, 1}, {5, 33, 17}, {16, 64, 301}, {33, 40, 600}, {70, 100, 1100}};
     int bad = 0;
     for (int d = 0; d < 5; d++) /* the 4 dtypes exact, then bf16 products */
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < 5; s++) {
             int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldx = K + 3, ldy = N + 2;
             sr_dtype dt = d < 4 ? dts[d] : SR_BF16;
             sr_kmul mul = d < 4 ? SR_KMUL_EXACT : SR_KMUL_BF16;
@@ -121,7 +165,6 @@ static void test_gemm(void)
             CU_ASSERT_EQUAL_FATAL(g->weight_create(hw, dt, N, K, scale, mul, &Wg), SR_OK);
             float *x = rand_host((size_t)M * ldx, 1.0f), *y0 = rand_host((size_t)M * ldy, 1.0f);
             float *dx = dev(g, x, (size_t)M * ldx), *dbias = dev(g, bias, (size_t)N);
-            if (mul == SR_KMUL_BF16) sr_cpu_gemm_force_bf16("portable"); /* VDPBF16PS's sums */
             for (int act = 0; act < 4; act++) {
                 float alpha = act == 2 ? 0.7f : 1.0f, beta = act % 2 ? 1.3f : 0.0f;
                 float *yc = malloc((size_t)M * ldy * sizeof(float));
@@ -131,7 +174,11 @@ static void test_gemm(void)
                 CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wg, act % 2 ? dbias : NULL, (sr_act)act, alpha, beta, dy, ldy), SR_OK);
                 float *yg = back(g, dy, (size_t)M * ldy);
                 int exact = act == SR_ACT_NONE || act == SR_ACT_RELU;
-                bad += !agree(yg, yc, (size_t)M * ldy, exact ? -1.0 : 2e-6, "gemm");
+                if (mul == SR_KMUL_BF16)
+                    bad += !agree_bf16(yg, M, N, K, x, ldx, hw, act % 2 ? bias : NULL, (sr_act)act,
+                                       alpha, beta, y0, ldy);
+                else
+                    bad += !agree(yg, yc, (size_t)M * ldy, exact ? -1.0 : 2e-6, "gemm");
                 /* row M - 1 alone: the same bits as in the batch */
                 CU_ASSERT_EQUAL(g->gemm(1, dx + (size_t)(M - 1) * ldx, ldx, Wg, act % 2 ? dbias : NULL,
                                         (sr_act)act, alpha, 0.0f, dy, ldy), SR_OK);
@@ -140,7 +187,6 @@ static void test_gemm(void)
                 free(yc); free(yg); free(y1);
                 g->free(dy);
             }
-            sr_cpu_gemm_force_bf16(NULL);
             /* gather: the stored rows, exactly */
             {
                 int32_t ids[4] = {0, N - 1, N / 2, 0};
@@ -203,6 +249,10 @@ static void test_rows(void)
     RUN_BOTH(c->add(M, d, x, 0, 1.0f, yc, ld), g->add(M, d, dx, 0, 1.0f, dy, ld), 2e-6, "add row 0");
     RUN_BOTH(c->scale(M, d, -1.5f, yc, ld), g->scale(M, d, -1.5f, dy, ld), -1.0, "scale");
     RUN_BOTH(c->copy2d(M, d, x, ld, yc, ld), g->copy2d(M, d, dx, ld, dy, ld), -1.0, "copy2d");
+    /* [7, 300] -> [300, 7] and [70, 30] (strides 31 / 71, crossing 32 x 32 tiles) */
+    RUN_BOTH(c->transpose(M, d, x, ld, yc, M), g->transpose(M, d, dx, ld, dy, M), -1.0, "transpose");
+    RUN_BOTH(c->transpose(70, 30, x, 31, yc, 71), g->transpose(70, 30, dx, 31, dy, 71), -1.0,
+             "transpose 70 x 30");
     RUN_BOTH(c->batchnorm(M, d, x, ld, bv, var, gv, mul, 1e-5f, yc, ld),
              g->batchnorm(M, d, dx, ld, db, dvar, dg, dmul, 1e-5f, dy, ld), 2e-6, "batchnorm");
     RUN_BOTH(c->softmax(M, d, yc, ld), g->softmax(M, d, dy, ld), 2e-6, "softmax");
@@ -450,24 +500,45 @@ static void test_bad_args(void)
 }
 
 /* The three backends on the device: the CPU's tokens and timeline length (the same cases
- * kernels_guard runs on cpu-guard), after the gate that refuses cuda until this passes. */
+ * kernels_guard runs on cpu-guard). */
 static void test_backends(void)
 {
     if (!gpu()) return;
-    sr_options o;
-    sr_options_init(&o);
-    o.device = "cuda";
-    sr_model *m0 = NULL;
-    TEST_ASSERT_ERR(sr_model_load(test_fixture("fastconformer/rand.h5"), &o, &m0), SR_ERR_UNSUPPORTED,
-                    "not been validated on a GPU");
-    setenv("SRKIT_CUDA_UNVALIDATED", "1", 1); /* this suite is the validation */
     test_backends_match_cpu("cuda");
-    unsetenv("SRKIT_CUDA_UNVALIDATED");
+}
+
+/* sr_kernels.mem: the table's live and peak device bytes follow alloc / free and weights;
+ * the CPU table has none (its memory is in the peak RSS). */
+static void test_mem(void)
+{
+    CU_ASSERT_PTR_NULL(sr_kernels_cpu()->mem);
+    const sr_kernels *g = gpu();
+    if (!g) return;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g->mem);
+    size_t live0 = 0, peak0 = 0, live = 0, peak = 0;
+    g->mem(&live0, &peak0);
+    void *p = g->alloc(3u << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    g->mem(&live, &peak);
+    CU_ASSERT_EQUAL(live, live0 + (3u << 20));
+    CU_ASSERT(peak >= live && peak >= peak0);
+    float hw[64 * 32];
+    for (int i = 0; i < 64 * 32; i++) hw[i] = rnd();
+    sr_kweight *W = NULL;
+    CU_ASSERT_EQUAL_FATAL(g->weight_create(hw, SR_F32, 64, 32, NULL, SR_KMUL_EXACT, &W), SR_OK);
+    size_t live2 = 0;
+    g->mem(&live2, &peak);
+    CU_ASSERT_EQUAL(live2, live + W->bytes);
+    g->weight_free(W);
+    g->free(p);
+    g->mem(&live, &peak);
+    CU_ASSERT_EQUAL(live, live0);
+    CU_ASSERT(peak >= live2);
 }
 
 void test_register_ops_cuda(void)
 {
     TEST_SUITE("kernels_cuda", {"gemm_gather", test_gemm}, {"row_ops", test_rows},
                {"conv_rope", test_conv_rope}, {"kv_write_attn", test_attn}, {"bad_args", test_bad_args},
-               {"backends_on_cuda", test_backends});
+               {"memory", test_mem}, {"backends_on_cuda", test_backends});
 }

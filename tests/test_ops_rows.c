@@ -1433,6 +1433,40 @@ static void test_backend_loops(void)
 
 /* ---- empty calls, bad arguments ------------------------------------------------------------- */
 
+/* transpose: every element's bits where the plain loop puts them, the strides' padding of y
+ * untouched; tiles of 32 with remainders on both sides; M or d = 0 touch nothing; bad args. */
+static void test_transpose(void)
+{
+    const sr_kernels *k = sr_kernels_cpu();
+    static const int shapes[][4] = {{1, 1, 1, 1}, {3, 5, 7, 4}, {32, 32, 32, 32}, {33, 65, 70, 40},
+                                    {100, 7, 9, 101}, {256, 45, 45, 256}};
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], d = shapes[s][1], ldx = shapes[s][2], ldy = shapes[s][3];
+        float *x = malloc((size_t)M * ldx * sizeof(float)), *y = malloc((size_t)d * ldy * sizeof(float));
+        CU_ASSERT_FATAL(x && y);
+        for (int i = 0; i < M * ldx; i++) x[i] = (float)(i * 7 % 1013) - 500.5f;
+        x[0] = -0.0f;
+        for (int i = 0; i < d * ldy; i++) y[i] = 1234.5f;
+        CU_ASSERT_EQUAL(k->transpose(M, d, x, ldx, y, ldy), SR_OK);
+        for (int j = 0; j < d; j++)
+            for (int c = 0; c < ldy; c++) {
+                float want = c < M ? x[(size_t)c * ldx + j] : 1234.5f;
+                bad += memcmp(&y[(size_t)j * ldy + c], &want, sizeof want) != 0;
+            }
+        free(x);
+        free(y);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    float v[4] = {1, 2, 3, 4};
+    CU_ASSERT_EQUAL(k->transpose(0, 4, NULL, 4, NULL, 0), SR_OK);
+    CU_ASSERT_EQUAL(k->transpose(2, 0, NULL, 0, NULL, 2), SR_OK);
+    TEST_ASSERT_ERR(k->transpose(-1, 2, v, 2, v, 2), SR_ERR_ARG, "transpose: negative size");
+    TEST_ASSERT_ERR(k->transpose(2, 2, NULL, 2, v, 2), SR_ERR_ARG, "transpose: x is NULL");
+    TEST_ASSERT_ERR(k->transpose(2, 2, v, 1, v, 2), SR_ERR_ARG, "transpose: ldx = 1 < d = 2");
+    TEST_ASSERT_ERR(k->transpose(3, 1, v, 1, v, 2), SR_ERR_ARG, "transpose: ldy = 2 < M = 3");
+}
+
 static void test_empty(void)
 {
     const sr_kernels *k = sr_kernels_cpu();
@@ -1548,6 +1582,7 @@ void test_register_ops_rows(void)
                {"batchnorm", test_batchnorm}, {"lstm_cell", test_lstm},
                {"softmax_logsoftmax", test_softmax}, {"topk", test_topk},
                {"kv_write", test_kv_write}, {"row_independence", test_row_independence},
-               {"backend_loops", test_backend_loops}, {"empty", test_empty},
+               {"backend_loops", test_backend_loops}, {"transpose", test_transpose},
+               {"empty", test_empty},
                {"bad_args", test_bad_args});
 }

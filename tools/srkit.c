@@ -1343,8 +1343,8 @@ static int bench_run(const bench_args *b)
         printf("steady chunks: model (backend) ms p50 %.3f p90 %.3f max %.3f; decoder ms p50 "
                "%.3f p90 %.3f max %.3f\n", split[0][0], split[0][1], split[0][2], split[1][0],
                split[1][1], split[1][2]);
-        printf("memory: weights %zu B, stream state %zu B, peak RSS %zu B\n", ms.weight_bytes,
-               ms.stream_bytes, ms.peak_rss_bytes);
+        printf("memory: weights %zu B, stream state %zu B, peak RSS %zu B, GPU peak %zu B\n",
+               ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
 out:
     free(text);
@@ -1566,6 +1566,7 @@ static int bench_multi(const bench_args *b)
         cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
         cJSON_AddNumberToObject(j, "streams_state_bytes", (double)ms.stream_bytes);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
+        cJSON_AddNumberToObject(j, "gpu_peak_bytes", (double)ms.gpu_peak_bytes);
         cJSON_AddStringToObject(j, "text_stream0", text0 ? text0 : "");
         bench_print_json(j);
     } else {
@@ -1576,8 +1577,8 @@ static int bench_multi(const bench_args *b)
                b->o.realtime ? "latency" : "compute", p50, p90, p99, mx,
                b->o.realtime ? (rt_ok ? " (real time kept: p99 <= chunk)" : " (real time NOT kept)") : "");
         if (b->o.realtime) printf("final hypotheses at most %.0f ms after the end of the audio\n", end_lag * 1e3);
-        printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B\n", ms.weight_bytes,
-               ms.stream_bytes, ms.peak_rss_bytes);
+        printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B, GPU peak %zu B\n",
+               ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
     rc = 0;
 out:

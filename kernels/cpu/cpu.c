@@ -129,6 +129,20 @@ static sr_status cpu_copy2d(int M, int d, const float *x, int ldx, float *y, int
     return SR_OK;
 }
 
+/* Blocks of 32 x 32: both sides are read / written in cache-line runs. */
+static sr_status cpu_transpose(int M, int d, const float *x, int ldx, float *y, int ldy)
+{
+    sr_status st = sr_kernels_check_transpose(M, d, x, ldx, y, ldy);
+    if (st || M == 0 || d == 0) return st;
+    for (int i0 = 0; i0 < M; i0 += 32)
+        for (int j0 = 0; j0 < d; j0 += 32) {
+            int i1 = SR_MIN(M, i0 + 32), j1 = SR_MIN(d, j0 + 32);
+            for (int i = i0; i < i1; i++)
+                for (int j = j0; j < j1; j++) y[(size_t)j * ldy + i] = x[(size_t)i * ldx + j];
+        }
+    return SR_OK;
+}
+
 static const sr_kernels cpu_table = {
     .name = "cpu",
     .host_visible = 1,
@@ -141,6 +155,7 @@ static const sr_kernels cpu_table = {
     .set_threads = cpu_set_threads,
     .zero = cpu_zero,
     .copy2d = cpu_copy2d,
+    .transpose = cpu_transpose,
     .weight_create = sr_cpu_weight_create,
     .weight_free = sr_cpu_weight_free,
     .gemm = sr_cpu_gemm,

@@ -220,6 +220,16 @@ static sr_status g_copy2d(int M, int d, const float *x, int ldx, float *y, int l
     return st;
 }
 
+static sr_status g_transpose(int M, int d, const float *x, int ldx, float *y, int ldy)
+{
+    open_all();
+    TABLE_MEM(x, "transpose", "x");
+    TABLE_MEM(y, "transpose", "y");
+    sr_status st = sr_kernels_cpu()->transpose(M, d, x, ldx, y, ldy);
+    close_all();
+    return st;
+}
+
 static sr_status g_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                         sr_act act, float alpha, float beta, float *y, int ldy)
 {
@@ -447,6 +457,7 @@ static const sr_kernels guard_table = {
     .set_threads = g_set_threads,
     .zero = g_zero,
     .copy2d = g_copy2d,
+    .transpose = g_transpose,
     .weight_create = g_weight_create,
     .weight_free = g_weight_free,
     .gemm = g_gemm,

@@ -36,6 +36,13 @@ static sr_status dev(const void *p, const char *op, const char *arg)
         if (st_) return st_;                                                                   \
     } while (0)
 
+static sr_status c_transpose(int M, int d, const float *x, int ldx, float *y, int ldy)
+{
+    DEV(x, "transpose", "x");
+    DEV(y, "transpose", "y");
+    return sr_cuda_transpose(M, d, x, ldx, y, ldy);
+}
+
 static sr_status c_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
 {
     DEV(x, "copy2d", "x");
@@ -222,6 +229,7 @@ sr_kernels sr_cuda_checked_table(const sr_kernels *plain)
     plain_sgemm = plain->sgemm;
     t.sgemm = c_sgemm;
     t.copy2d = c_copy2d;
+    t.transpose = c_transpose;
     t.gemm = c_gemm;
     t.norm = c_norm;
     t.act = c_act;

@@ -20,7 +20,98 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <new>
+#include <unordered_map>
+
 #include "cuda_impl.h"
+
+/* Live device bytes by pointer, for sr_kernels.mem (the sizes cudaFree is not told), and
+ * whether the block came from the stream-ordered pool. */
+struct MemBlock {
+    size_t bytes;
+    bool pooled;
+};
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static std::unordered_map<void *, MemBlock> *mem_sizes;
+static size_t mem_live, mem_peak;
+
+/* The table's alloc / free run per chunk in the backends (scratch of a step): plain cudaMalloc
+ * costs up to a millisecond and cudaFree waits for the whole device, once per stream and step.
+ * So they come from the device's stream-ordered pool (cudaMallocAsync / cudaFreeAsync on the
+ * legacy default stream, where every op and copy of the table is ordered), its release
+ * threshold raised so freed blocks stay cached for the next step instead of going back to the
+ * driver at each synchronization. Devices without pools use cudaMalloc / cudaFree. */
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static bool pool_ok;
+
+static void pool_init(void)
+{
+    int dev = 0, has = 0;
+    cudaMemPool_t pool;
+    uint64_t keep = UINT64_MAX;
+    pool_ok = cudaGetDevice(&dev) == cudaSuccess &&
+              cudaDeviceGetAttribute(&has, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess &&
+              has && cudaDeviceGetDefaultMemPool(&pool, dev) == cudaSuccess &&
+              cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess;
+    (void)cudaGetLastError();
+}
+
+static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
+{
+    *p = NULL;
+    if (pooled) pthread_once(&pool_once, pool_init);
+    pooled = pooled && pool_ok;
+    cudaError_t e = pooled ? cudaMallocAsync(p, bytes, 0) : cudaMalloc(p, bytes);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *p = NULL;
+        return e;
+    }
+    pthread_mutex_lock(&mem_lock);
+    try {
+        if (!mem_sizes) mem_sizes = new std::unordered_map<void *, MemBlock>();
+        (*mem_sizes)[*p] = MemBlock{bytes, pooled};
+        mem_live += bytes;
+        if (mem_live > mem_peak) mem_peak = mem_live;
+    } catch (const std::bad_alloc &) {
+        e = cudaErrorMemoryAllocation;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (e != cudaSuccess) {
+        if (pooled) (void)cudaFreeAsync(*p, 0);
+        else (void)cudaFree(*p);
+        *p = NULL;
+    }
+    return e;
+}
+
+cudaError_t sr_cuda_malloc(void **p, size_t bytes) { return dev_malloc(p, bytes, false); }
+
+void sr_cuda_free(void *p)
+{
+    if (!p) return;
+    bool pooled = false;
+    pthread_mutex_lock(&mem_lock);
+    if (mem_sizes) {
+        auto it = mem_sizes->find(p);
+        if (it != mem_sizes->end()) {
+            mem_live -= it->second.bytes;
+            pooled = it->second.pooled;
+            mem_sizes->erase(it);
+        }
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (pooled) (void)cudaFreeAsync(p, 0);
+    else (void)cudaFree(p);
+}
+
+static void cuda_mem(size_t *live, size_t *peak)
+{
+    pthread_mutex_lock(&mem_lock);
+    if (live) *live = mem_live;
+    if (peak) *peak = mem_peak;
+    pthread_mutex_unlock(&mem_lock);
+}
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static cublasHandle_t blas_handle;
@@ -52,19 +143,11 @@ sr_status sr_cuda_launched(const char *what)
 static void *cuda_alloc(size_t bytes)
 {
     void *p = NULL;
-    /* cudaMalloc(0) may succeed with NULL; one byte keeps "NULL = failure" true. */
-    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return NULL;
-    }
-    return p;
+    /* a 0-byte block may come back NULL; one byte keeps "NULL = failure" true */
+    return dev_malloc(&p, bytes ? bytes : 1, true) == cudaSuccess ? p : NULL;
 }
 
-static void cuda_free(void *p)
-{
-    if (p) (void)cudaFree(p);
-}
+static void cuda_free(void *p) { sr_cuda_free(p); }
 
 static sr_status cuda_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                            const char *what)
@@ -166,10 +249,12 @@ static sr_kernels make_table(void)
     t.upload = cuda_upload;
     t.download = cuda_download;
     t.sync = cuda_sync;
+    t.mem = cuda_mem;
     t.sgemm = cuda_sgemm;
     t.set_threads = cuda_set_threads;
     t.zero = sr_cuda_zero;
     t.copy2d = sr_cuda_copy2d;
+    t.transpose = sr_cuda_transpose;
     t.weight_create = sr_cuda_weight_create;
     t.weight_free = sr_cuda_weight_free;
     t.gemm = sr_cuda_gemm;

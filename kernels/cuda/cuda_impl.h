@@ -23,6 +23,11 @@ sr_status sr_cuda_fail(const char *what, cudaError_t e);
 /* After a launch: SR_OK, or sr_cuda_fail(what, the launch error). */
 sr_status sr_cuda_launched(const char *what);
 
+/* cudaMalloc counted in the table's live and peak bytes (sr_kernels.mem), for weights; the
+ * table's alloc (stream-ordered pool, cuda.cu) is counted too, and sr_cuda_free frees either. */
+cudaError_t sr_cuda_malloc(void **p, size_t bytes);
+void sr_cuda_free(void *p);
+
 /* The grid's y and z extents are limited to 65535 blocks; kernels loop past it. */
 #define SR_CUDA_GRID_Y(n) ((n) < 65535 ? (n) : 65535)
 
@@ -34,6 +39,7 @@ sr_kernels sr_cuda_checked_table(const sr_kernels *plain);
 /* ---- rowops.cu ---- */
 void sr_cuda_zero(void *p, size_t bytes);
 sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy);
+sr_status sr_cuda_transpose(int M, int d, const float *x, int ldx, float *y, int ldy);
 sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
                        const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy);
 sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y);

@@ -29,12 +29,19 @@
  * on both tables, but its sign and payload are the hardware's (the GPU returns the canonical
  * NaN; the CPU's own paths differ there too).
  *
- * bf16 products (SR_KMUL_BF16). Each activation is rounded to bf16 as it is staged (x_to_bf16:
- * subnormal to zero of its sign first, then nearest even, NaN stays a quiet NaN); k is taken in
- * pairs (2i, 2i + 1), an odd K padded with a +0 x +0 product; each pair adds its odd product,
- * then its even one, each addition one fmaf whose subnormal result is flushed to zero of its
- * sign — the CPU portable path (tilep_dbf, dbf_add, x_to_bf16) operation by operation, so the
- * results equal it bit for bit.
+ * bf16 products (SR_KMUL_BF16): the fast mode, on the tensor cores (mma.sync through WMMA,
+ * bf16 x bf16 -> f32, m16n16k16). The weight is stored as above with its subnormals flushed
+ * and, for these weights only, n rounded up to a multiple of 16 with zero rows. Each activation
+ * is rounded to bf16 as it is staged (x_to_bf16: subnormal to zero of its sign, then nearest
+ * even; the CPU's operands exactly), so only the order of the f32 sums differs from the CPU:
+ * as on the CPU's AMX path, the result agrees with the other paths within the f32 rounding
+ * bound, not bit for bit. What stays exact is the independence of rows: k is cut into 16-wide
+ * tiles and k tile t belongs to warp (t / TC_U) % TC_WARPS of every block, whatever M, N or the
+ * block's tile shape; each warp accumulates its tiles in increasing t in its fragments, and the
+ * warps' partial sums are added in warp order 0, 1, ..., TC_WARPS - 1. So an output depends
+ * only on its row of x and column of w (a mma output element reads nothing else), and a row
+ * alone gives the bits it has in any batch: batched == solo holds on the device as on the CPU.
+ * The epilogue is the one below.
  *
  * Kernel. One templated tiled kernel, two shapes. A block computes a BM x BN tile of y (rows m,
  * columns n) with THREADS = (BM / TM) (BN / TN) threads, each owning a contiguous TM x TN block
@@ -52,10 +59,20 @@
  *          blocks (N / 32) to keep every multiprocessor's loads in flight.
  * Both compute identical bits; the choice only depends on speed (gemm_pick_wide). Rows past
  * the grid's y limit are covered by blocks looping over row tiles.
+ *
+ * Tensor-core kernel (bf16 products). A block of TC_WARPS warps computes a (16 MT) x (16 NT)
+ * tile of y; k runs in chunks of TC_BK = 16 TC_U TC_WARPS: the chunk's x rows are staged in
+ * shared memory as bf16, each warp multiplies its TC_U k tiles of the chunk (A fragments from
+ * shared memory, B fragments straight from the weight rows in global memory), and at the end
+ * the warps' fragments are summed in warp order through shared memory, where the epilogue
+ * reads them. MT = 1, 2 or 4 by M, NT = 1 for few rows (more blocks to stream the weight),
+ * 2 otherwise: the choice is speed only, the bits are the same.
  */
 #include "cuda_impl.h"
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <mma.h>
 
 #include <cfloat>
 #include <cstdint>
@@ -65,8 +82,8 @@
 #define KPAD_ALIGN 16  /* k elements per row padded to this: 16-byte rows for every dtype */
 #define GATHER_IDS 512 /* ids passed by value per gather launch (2 KB of kernel parameters) */
 
-/* Weight element kinds, one kernel instantiation each. DBF: bf16 weight, bf16 products. */
-enum { WK_F32 = 0, WK_BF16 = 1, WK_F16 = 2, WK_I8 = 3, WK_DBF = 4 };
+/* Weight element kinds of the scalar kernel, one instantiation each. */
+enum { WK_F32 = 0, WK_BF16 = 1, WK_F16 = 2, WK_I8 = 3 };
 
 static size_t elt_size(sr_dtype dt)
 {
@@ -95,14 +112,6 @@ __device__ __forceinline__ float x_to_bf16(float v)
     return __uint_as_float(x & 0xffff0000u);
 }
 
-/* One addition of a bf16 product: acc + x w rounded once, a subnormal result flushed to zero of
- * its sign (the CPU's dbf_add, VDPBF16PS's order and FTZ). */
-__device__ __forceinline__ float dbf_add(float x, float w, float acc)
-{
-    float r = __fmaf_rn(x, w, acc);
-    return fabsf(r) < FLT_MIN ? copysignf(0.0f, r) : r;
-}
-
 /* Per weight kind: element type, elements per 16-byte vector, exact widening to f32. */
 template <int WK> struct WTraits;
 template <> struct WTraits<WK_F32> {
@@ -111,11 +120,6 @@ template <> struct WTraits<WK_F32> {
     __device__ static float widen(float v) { return v; }
 };
 template <> struct WTraits<WK_BF16> {
-    typedef uint16_t T;
-    static constexpr int VEC = 8;
-    __device__ static float widen(uint16_t v) { return bf16_to_f32(v); }
-};
-template <> struct WTraits<WK_DBF> {
     typedef uint16_t T;
     static constexpr int VEC = 8;
     __device__ static float widen(uint16_t v) { return bf16_to_f32(v); }
@@ -203,9 +207,8 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
     constexpr int WSTEPS = (WVECS + THREADS - 1) / THREADS;
     constexpr int XSTEPS = BM * BK / THREADS;
     constexpr int XP = TL::XPAD;
-    constexpr bool DBF = WK == WK_DBF;
 
-    __shared__ float xs[2][BK][BM + XP]; /* [buf][k][m]: x (bf16-rounded for DBF) */
+    __shared__ float xs[2][BK][BM + XP]; /* [buf][k][m]: x */
     __shared__ float ws[2][BK][BN];      /* [buf][k][n]: weight widened to f32 */
 
     const int tid = (int)threadIdx.x;
@@ -214,7 +217,6 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
     const int tx = tid % TX, ty = tid / TX;
     const int n0 = (int)blockIdx.x * BN;
     const int n_chunks = (K + BK - 1) / BK;
-    const int K2 = (K + 1) / 2; /* k pairs (bf16 products) */
     const int m_tiles = (M + BM - 1) / BM;
 
     for (int mt = (int)blockIdx.y; mt < m_tiles; mt += (int)gridDim.y) {
@@ -257,7 +259,7 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
             for (int s = 0; s < XSTEPS; s++) {
                 int e = tid + s * THREADS;
                 float v = xreg[s];
-                xs[b][e % BK][e / BK] = DBF ? x_to_bf16(v) : v;
+                xs[b][e % BK][e / BK] = v;
             }
 #pragma unroll
             for (int s = 0; s < WSTEPS; s++) {
@@ -277,28 +279,7 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
         for (int c = 0; c < n_chunks; c++) {
             const int b = c & 1;
             if (c + 1 < n_chunks) load(c + 1); /* in flight while this chunk is consumed */
-            if (live && DBF) {
-                /* k pairs of this chunk: up to the last (padded) pair of K */
-                const int np = min(BK / 2, K2 - c * (BK / 2));
-                auto pair = [&](int p) {
-                    float a0[TM], a1[TM], w0[TN], w1[TN];
-                    lds(a0, &xs[b][2 * p][ty * TM]);
-                    lds(a1, &xs[b][2 * p + 1][ty * TM]);
-                    lds(w0, &ws[b][2 * p][tx * TN]);
-                    lds(w1, &ws[b][2 * p + 1][tx * TN]);
-#pragma unroll
-                    for (int i = 0; i < TM; i++)
-#pragma unroll
-                        for (int j = 0; j < TN; j++)
-                            acc[i][j] = dbf_add(a0[i], w0[j], dbf_add(a1[i], w1[j], acc[i][j]));
-                };
-                if (np == BK / 2) {
-#pragma unroll
-                    for (int p = 0; p < BK / 2; p++) pair(p);
-                } else {
-                    for (int p = 0; p < np; p++) pair(p);
-                }
-            } else if (live) {
+            if (live) {
                 /* exactly the k < K of this chunk: no padded step (file comment) */
                 const int kn = min(BK, K - c * BK);
                 auto step = [&](int kk) {
@@ -345,6 +326,129 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
     }
 }
 
+/* ---- tensor-core kernel (bf16 products) ------------------------------------------------------ */
+
+#define TC_WARPS 8                      /* warps of a block; k tiles dealt among them */
+#define TC_U 2                          /* consecutive k tiles of a warp per chunk */
+#define TC_BK (16 * TC_U * TC_WARPS)    /* k per chunk: 256 */
+#define TC_XLD (TC_BK + 16)             /* x row stride in shared memory (bf16 elements) */
+
+/* Rows of a SR_KMUL_BF16 weight on the device: n rounded up to whole 16-column fragments. */
+__host__ __device__ static inline size_t tc_rows(int n) { return ((size_t)n + 15) / 16 * 16; }
+
+/* y[M, N] from x and the bf16 weight w [tc_rows(N)][kpad] (file comment: the k tile t of every
+ * output is summed by warp (t / TC_U) % TC_WARPS, warps in order). */
+template <int MT, int NT>
+__global__ void __launch_bounds__(32 * TC_WARPS)
+gemm_tc_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
+               const __nv_bfloat16 *__restrict__ w, const float *__restrict__ bias, sr_act act,
+               float alpha, float beta, float *__restrict__ y, int ldy)
+{
+    using namespace nvcuda;
+    constexpr int BM = 16 * MT, BN = 16 * NT;
+    __shared__ __align__(32) __nv_bfloat16 xs[BM * TC_XLD]; /* [m][k] of the chunk */
+    __shared__ __align__(32) float red[BM * BN];           /* the warps' sum, [m][n] */
+
+    const int tid = (int)threadIdx.x, warp = tid / 32;
+    const int n0 = (int)blockIdx.x * BN;
+    const int kt_all = kpad / 16;                    /* k tiles (kpad: zero padded) */
+    const int nt_live = min(NT, (int)((tc_rows(N) - (size_t)n0) / 16)); /* fragments inside */
+    const int m_tiles = (M + BM - 1) / BM;
+
+    for (int mb = (int)blockIdx.y; mb < m_tiles; mb += (int)gridDim.y) {
+        const int m0 = mb * BM;
+        const int mt_live = min(MT, (M - m0 + 15) / 16);
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[MT][NT];
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int j = 0; j < NT; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+
+        for (int k0 = 0; k0 < kpad; k0 += TC_BK) {
+            /* stage x[m0 .., k0 .. k0 + TC_BK) as bf16 operands; outside M or K: +0 */
+            for (int e = tid; e < BM * TC_BK; e += 32 * TC_WARPS) {
+                const int r = e / TC_BK, kk = e % TC_BK, m = m0 + r, k = k0 + kk;
+                float v = (m < M && k < K) ? __ldg(x + (size_t)m * (size_t)ldx + k) : 0.0f;
+                xs[r * TC_XLD + kk] = __float2bfloat16_rn(x_to_bf16(v)); /* exact: already bf16 */
+            }
+            __syncthreads();
+#pragma unroll
+            for (int u = 0; u < TC_U; u++) {
+                const int kl = (warp * TC_U + u) * 16; /* this warp's tile within the chunk */
+                if (k0 / 16 + warp * TC_U + u >= kt_all) break;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bf[NT];
+#pragma unroll
+                for (int j = 0; j < NT; j++)
+                    if (j < nt_live)
+                        wmma::load_matrix_sync(bf[j], w + (size_t)(n0 + 16 * j) * (size_t)kpad + k0 + kl,
+                                               (unsigned)kpad);
+#pragma unroll
+                for (int i = 0; i < MT; i++) {
+                    if (i >= mt_live) break;
+                    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> af;
+                    wmma::load_matrix_sync(af, xs + (16 * i) * TC_XLD + kl, TC_XLD);
+#pragma unroll
+                    for (int j = 0; j < NT; j++)
+                        if (j < nt_live) wmma::mma_sync(acc[i][j], af, bf[j], acc[i][j]);
+                }
+            }
+            __syncthreads(); /* xs is restaged next chunk */
+        }
+
+        /* the warps' partial sums added in warp order through red */
+        for (int w8 = 0; w8 < TC_WARPS; w8++) {
+            if (warp == w8) {
+#pragma unroll
+                for (int i = 0; i < MT; i++)
+#pragma unroll
+                    for (int j = 0; j < NT; j++) {
+                        float *r = red + (16 * i) * BN + 16 * j;
+                        if (w8 > 0) {
+                            wmma::fragment<wmma::accumulator, 16, 16, 16, float> t;
+                            wmma::load_matrix_sync(t, r, BN, wmma::mem_row_major);
+#pragma unroll
+                            for (int e = 0; e < t.num_elements; e++)
+                                acc[i][j].x[e] = __fadd_rn(t.x[e], acc[i][j].x[e]);
+                        }
+                        wmma::store_matrix_sync(r, acc[i][j], BN, wmma::mem_row_major);
+                    }
+            }
+            __syncthreads();
+        }
+        /* epilogue: the scalar kernel's sequence */
+        for (int e = tid; e < BM * BN; e += 32 * TC_WARPS) {
+            const int m = m0 + e / BN, n = n0 + e % BN;
+            if (m >= M || n >= N) continue;
+            float t = red[e];
+            if (bias) t = __fadd_rn(t, bias[n]);
+            t = apply_act(act, t);
+            float *yp = y + (size_t)m * (size_t)ldy + n;
+            *yp = beta == 0.0f ? __fmul_rn(alpha, t) : __fadd_rn(__fmul_rn(alpha, t), __fmul_rn(beta, *yp));
+        }
+        __syncthreads(); /* red is reused by the next row tile */
+    }
+}
+
+template <int MT, int NT>
+static void gemm_tc_launch(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                           sr_act act, float alpha, float beta, float *y, int ldy)
+{
+    unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
+    dim3 grid((unsigned)((W->n + 16 * NT - 1) / (16 * NT)), (unsigned)SR_CUDA_GRID_Y(m_tiles));
+    gemm_tc_kernel<MT, NT><<<grid, 32 * TC_WARPS>>>(M, W->n, W->k, (int)k_pad(W->k), x, ldx,
+                                                     (const __nv_bfloat16 *)W->data, bias, act,
+                                                     alpha, beta, y, ldy);
+}
+
+/* Tile shape by M (speed only: every shape gives the same bits). */
+static void gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                    sr_act act, float alpha, float beta, float *y, int ldy)
+{
+    if (M <= 16) gemm_tc_launch<1, 1>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+    else if (M <= 32) gemm_tc_launch<2, 1>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+    else gemm_tc_launch<4, 2>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+}
+
 /* Multiprocessors of the current device (queried once; 0 if the query fails). */
 static int sm_count(void)
 {
@@ -389,10 +493,6 @@ template <class TL>
 static void gemm_dispatch(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                           sr_act act, float alpha, float beta, float *y, int ldy)
 {
-    if (W->mul == SR_KMUL_BF16) {
-        gemm_launch<TL, WK_DBF>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
-        return;
-    }
     switch (W->dtype) {
     case SR_F32: gemm_launch<TL, WK_F32>(M, x, ldx, W, bias, act, alpha, beta, y, ldy); break;
     case SR_BF16: gemm_launch<TL, WK_BF16>(M, x, ldx, W, bias, act, alpha, beta, y, ldy); break;
@@ -407,7 +507,9 @@ sr_status sr_cuda_gemm(int M, const float *x, int ldx, const sr_kweight *W, cons
     sr_status st = sr_kernels_check_gemm(M, x, ldx, W, act, y, ldy);
     if (st || M == 0) return st;
 
-    if (gemm_pick_wide(M, W->n))
+    if (W->mul == SR_KMUL_BF16)
+        gemm_tc(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+    else if (gemm_pick_wide(M, W->n))
         gemm_dispatch<TileWide>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
     else
         gemm_dispatch<TileSkinny>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
@@ -440,9 +542,11 @@ sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, con
     W->mul = mul;
     const size_t es = elt_size(dt), kp = k_pad(k);
     const size_t row = (size_t)k * es, prow = kp * es; /* host and device row bytes */
-    const size_t data_bytes = (size_t)n * prow;
+    /* bf16-product weights: whole 16-row fragments for the tensor-core kernel, the extra rows 0 */
+    const size_t rows = mul == SR_KMUL_BF16 ? tc_rows(n) : (size_t)n;
+    const size_t data_bytes = rows * prow;
     const size_t scale_bytes = dt == SR_I8 ? (size_t)n * sizeof(float) : 0;
-    cudaError_t e = cudaMalloc(&W->data, data_bytes);
+    cudaError_t e = sr_cuda_malloc(&W->data, data_bytes);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         W->data = NULL;
@@ -451,7 +555,7 @@ sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, con
                         "weight (%s)", data_bytes, n, k, cudaGetErrorString(e));
     }
     if (dt == SR_I8) {
-        e = cudaMalloc((void **)&W->scale, scale_bytes);
+        e = sr_cuda_malloc((void **)&W->scale, scale_bytes);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
             W->scale = NULL;
@@ -463,7 +567,7 @@ sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, con
     }
     W->bytes = data_bytes + scale_bytes;
     /* [n][k] host rows into [n][kpad] device rows, the padding zero */
-    if (kp == (size_t)k) {
+    if (kp == (size_t)k && rows == (size_t)n) {
         e = cudaMemcpy(W->data, host, data_bytes, cudaMemcpyHostToDevice);
     } else {
         e = cudaMemset(W->data, 0, data_bytes);
@@ -494,8 +598,8 @@ sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, con
 void sr_cuda_weight_free(sr_kweight *w)
 {
     if (!w) return;
-    if (w->data) (void)cudaFree(w->data);
-    if (w->scale) (void)cudaFree(w->scale);
+    sr_cuda_free(w->data);
+    sr_cuda_free(w->scale);
     free(w);
 }
 

@@ -283,7 +283,7 @@ struct op_umax {
 };
 } // namespace
 
-/* ---- zero, copy2d --------------------------------------------------------------------------- */
+/* ---- zero, copy2d, transpose ---------------------------------------------------------------- */
 
 void sr_cuda_zero(void *p, size_t bytes)
 {
@@ -301,6 +301,38 @@ sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ld
                                       cudaMemcpyDeviceToDevice, 0);
     if (e != cudaSuccess) return sr_cuda_fail("copy2d", e);
     return SR_OK;
+}
+
+/* 32 x 32 tiles through shared memory (one column of padding: no bank conflicts), so both the
+ * reads of x and the writes of y are coalesced; grid x over d, y over M (looping past 65535). */
+__global__ static void transpose_kernel(int M, int d, const float *__restrict__ x, int ldx,
+                                        float *__restrict__ y, int ldy)
+{
+    __shared__ float t[32][33];
+    const int j = (int)blockIdx.x * 32 + (int)threadIdx.x;
+    for (int i0 = (int)blockIdx.y * 32; i0 < M; i0 += (int)gridDim.y * 32) {
+        for (int r = (int)threadIdx.y; r < 32; r += (int)blockDim.y) {
+            int i = i0 + r;
+            if (i < M && j < d) t[r][threadIdx.x] = x[(size_t)i * (size_t)ldx + j];
+        }
+        __syncthreads();
+        const int i = i0 + (int)threadIdx.x;
+        for (int r = (int)threadIdx.y; r < 32; r += (int)blockDim.y) {
+            int jj = (int)blockIdx.x * 32 + r;
+            if (i < M && jj < d) y[(size_t)jj * (size_t)ldy + i] = t[threadIdx.x][r];
+        }
+        __syncthreads();
+    }
+}
+
+sr_status sr_cuda_transpose(int M, int d, const float *x, int ldx, float *y, int ldy)
+{
+    sr_status st = sr_kernels_check_transpose(M, d, x, ldx, y, ldy);
+    if (st || M == 0 || d == 0) return st;
+    dim3 block(32, 8);
+    dim3 grid((unsigned)((d + 31) / 32), (unsigned)SR_CUDA_GRID_Y((M + 31) / 32));
+    transpose_kernel<<<grid, block>>>(M, d, x, ldx, y, ldy);
+    return sr_cuda_launched("transpose");
 }
 
 /* ---- norm ----------------------------------------------------------------------------------- */

@@ -39,7 +39,8 @@
  * The scorer's arrays are host memory; the batched forms run the LSTM (one gather, per layer
  * one gemm for W_ih and one for W_hh and one lstm_cell over all requests, one j_pred gemm) and
  * the joint (add, ReLU, one j_out gemm) on the batch's table scratch, one row per request, with
- * uploads / downloads of those few floats; the solo forms are these with one request.
+ * one upload / download of those few floats per call for all requests (staged in host rows:
+ * on a device each copy waits for the queue); the solo forms are these with one request.
  */
 #include "fc.h"
 
@@ -131,6 +132,7 @@ static void fc_batch_close(void *batch)
     for (int i = 0; i < 6; i++)
         if (tab[i]) k->free(tab[i]);
     free(b->call);
+    free(b->hstate);
     free(b);
 }
 
@@ -191,6 +193,15 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     b->pstate = b->logits + S * w->n_out;
     b->lstm_in = b->pstate + S * 2 * w->pred_layers * H;
     b->gates = b->lstm_in + S * H;
+    /* host staging of the scorer's rows: one upload / download per batched call */
+    size_t nst = 2 * (size_t)w->pred_layers * H + (size_t)J + (size_t)w->n_out;
+    if (!(b->hstate = sr_malloc(S * nst * sizeof(float), "fastconformer scorer staging"))) {
+        st = SR_ERR_NOMEM;
+        goto fail;
+    }
+    b->bytes += S * nst * sizeof(float);
+    b->hpred = b->hstate + S * 2 * w->pred_layers * H;
+    b->hlogits = b->hpred + S * J;
     if (!c.offline) {
         /* a step's input is at most nin mel frames (step_ready), its output sub_rows rows, of
          * which at most R + 1 go to the round */
@@ -570,14 +581,13 @@ static sr_status tr_predict_batch(const sr_tr_predict_req *r, int count)
     for (int i = 0; i < count; i++) {
         if (r[i].token < -1 || r[i].token >= w->vocab)
             return sr_error(SR_ERR_ARG, "fastconformer: predict on token %d (vocabulary %d, blank never fed)", r[i].token, w->vocab);
-        float *ps = b->pstate + (size_t)i * S;
-        if (r[i].state_in) {
-            if ((st = k->upload(ps, r[i].state_in, nstate))) return st;
-        } else {
-            k->zero(ps, nstate);
-        }
+        float *hs = b->hstate + (size_t)i * S;
+        if (r[i].state_in) memcpy(hs, r[i].state_in, nstate);
+        else memset(hs, 0, nstate);
         b->ids[i] = r[i].token < 0 ? 0 : r[i].token;
     }
+    /* the states of all requests in one upload (each copy waits for the device) */
+    if ((st = k->upload(b->pstate, b->hstate, (size_t)count * nstate))) return st;
     if ((st = k->gather(w->embed, b->ids, count, b->lstm_in, H))) return st;
     for (int i = 0; i < count; i++)
         if (r[i].token < 0) k->zero(b->lstm_in + (size_t)i * H, (size_t)H * sizeof(float));
@@ -596,10 +606,13 @@ static sr_status tr_predict_batch(const sr_tr_predict_req *r, int count)
     }
     /* pred_out = joint.pred(top h) */
     if ((st = k->gemm(count, inp, ldi, w->j_pred.w, w->j_pred.b, SR_ACT_NONE, 1.0f, 0.0f, b->pout, J))) return st;
-    for (int i = 0; i < count; i++)
-        if ((st = k->download(r[i].state_out, b->pstate + (size_t)i * S, nstate)) ||
-            (st = k->download(r[i].pred_out, b->pout + (size_t)i * J, (size_t)J * sizeof(float))))
-            return st;
+    if ((st = k->download(b->hstate, b->pstate, (size_t)count * nstate)) ||
+        (st = k->download(b->hpred, b->pout, (size_t)count * J * sizeof(float))))
+        return st;
+    for (int i = 0; i < count; i++) {
+        memcpy(r[i].state_out, b->hstate + (size_t)i * S, nstate);
+        memcpy(r[i].pred_out, b->hpred + (size_t)i * J, (size_t)J * sizeof(float));
+    }
     return SR_OK;
 }
 
@@ -622,17 +635,17 @@ static sr_status tr_joint_batch(const sr_tr_joint_req *r, int count)
         if (t < 0 || t >= s->encp_n)
             return sr_error(SR_ERR_ARG, "fastconformer: joint on frame %d, frames %lld..%lld are held", r[i].t,
                             (long long)s->frames_base, (long long)(s->frames_base + s->encp_n - 1));
-        if ((st = k->upload(b->jp + (size_t)i * J, r[i].pred_out, (size_t)J * sizeof(float))) ||
-            (st = k->copy2d(1, J, s->encp + (size_t)t * J, J, b->jh + (size_t)i * J, J)))
-            return st;
+        memcpy(b->hpred + (size_t)i * J, r[i].pred_out, (size_t)J * sizeof(float));
+        if ((st = k->copy2d(1, J, s->encp + (size_t)t * J, J, b->jh + (size_t)i * J, J))) return st;
     }
+    if ((st = k->upload(b->jp, b->hpred, (size_t)count * J * sizeof(float)))) return st;
     if ((st = k->add(count, J, b->jp, J, 1.0f, b->jh, J)) ||
         (st = k->act(SR_ACT_RELU, (size_t)count * J, b->jh, b->jh)) ||
         (st = k->gemm(count, b->jh, J, w->j_out.w, w->j_out.b, SR_ACT_NONE, 1.0f, 0.0f, b->logits, w->n_out)))
         return st;
+    if ((st = k->download(b->hlogits, b->logits, (size_t)count * w->n_out * sizeof(float)))) return st;
     for (int i = 0; i < count; i++)
-        if ((st = k->download(r[i].logits, b->logits + (size_t)i * w->n_out, (size_t)w->n_out * sizeof(float))))
-            return st;
+        memcpy(r[i].logits, b->hlogits + (size_t)i * w->n_out, (size_t)w->n_out * sizeof(float));
     return SR_OK;
 }
 

@@ -229,6 +229,9 @@ typedef struct fc_batch {
      * states pstate [max_streams, 2 layers H] (per layer h then c), input lstm_in
      * [max_streams, H], gates [max_streams, 4H] */
     float *jh, *jp, *pout, *logits, *pstate, *lstm_in, *gates;
+    /* their host staging (one upload / download per call): states [max_streams, 2 layers H],
+     * pred rows [max_streams, J], logits [max_streams, n_out]; one block from hstate */
+    float *hstate, *hpred, *hlogits;
     size_t bytes;               /* everything above (batch_bytes) */
 } fc_batch;
 

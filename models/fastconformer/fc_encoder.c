@@ -10,7 +10,7 @@
  *                L -> L/2 + 1; then (T', C, F') flattened channel-major and Linear(C F' -> d).
  *                The 3x3 convs are k->conv2d_s2 on channel-major planes [C][T][F]; a pointwise
  *                conv is a gemm over positions, so its input planes are transposed to rows
- *                [T F][C] (k->copy2d, one strided column per channel) and the gemm fuses bias
+ *                [T F][C] (k->transpose) and the gemm fuses bias
  *                and ReLU; stage 2's output goes back to planes for stage 3's conv, stage 3's
  *                stays as rows [T'][F'][C], which the Linear reads with its columns reordered
  *                at load (fc_load.c) — no flattening copy.
@@ -71,19 +71,16 @@ sr_status fc_gemm_rows(const sr_kernels *k, int M, const float *x, int ldx, cons
     return st;
 }
 
-/* planes [C][P] -> rows [P][C] (one strided column copy per channel) and back */
+/* planes [C][P] -> rows [P][C] and back: one transpose each (a copy per channel was C launches
+ * per stream and chunk on a device) */
 static sr_status to_rows(const sr_kernels *k, int C, int P, const float *planes, float *rows)
 {
-    sr_status st = SR_OK;
-    for (int c = 0; c < C && !st; c++) st = k->copy2d(P, 1, planes + (size_t)c * P, 1, rows + c, C);
-    return st;
+    return k->transpose(C, P, planes, P, rows, C);
 }
 
 static sr_status to_planes(const sr_kernels *k, int C, int P, const float *rows, float *planes)
 {
-    sr_status st = SR_OK;
-    for (int c = 0; c < C && !st; c++) st = k->copy2d(P, 1, rows + c, C, planes + (size_t)c * P, 1);
-    return st;
+    return k->transpose(P, C, rows, C, planes, P);
 }
 
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out)
