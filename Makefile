@@ -73,7 +73,8 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP)
+# (nvcc writes no dependency files here: every .cu includes these two headers)
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) kernels/cuda/cuda_impl.h kernels/kernels.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -I core -c $< -o $@
 

@@ -101,10 +101,11 @@ sr_status sr_kernels_check_copy2d(int M, int d, const float *x, int ldx, const f
     return SR_OK;
 }
 
-sr_status sr_kernels_check_transpose(int M, int d, const float *x, int ldx, const float *y, int ldy)
+sr_status sr_kernels_check_transpose(int n, int M, int d, const float *x, int ldx, const float *y,
+                                     int ldy)
 {
-    ARG(M < 0 || d < 0, "transpose: negative size (M = %d, d = %d)", M, d);
-    if (M == 0 || d == 0) return SR_OK;
+    ARG(n < 0 || M < 0 || d < 0, "transpose: negative size (n = %d, M = %d, d = %d)", n, M, d);
+    if (n == 0 || M == 0 || d == 0) return SR_OK;
     ARG(!x || !y, "transpose: %s is NULL", x ? "y" : "x");
     ARG(ldx < d, "transpose: ldx = %d < d = %d", ldx, d);
     ARG(ldy < M, "transpose: ldy = %d < M = %d", ldy, M);
@@ -204,15 +205,20 @@ sr_status sr_kernels_check_im2col1d(int T_out, int C, int ksize, int stride, con
     return SR_OK;
 }
 
-sr_status sr_kernels_check_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
-                                     const float *w, const float *b, const float *out)
+sr_status sr_kernels_check_conv2d_s2(int n, int C, int T, int F, const float *in,
+                                     size_t in_img_stride, size_t in_plane_stride, const float *w,
+                                     const float *b, const float *out)
 {
-    ARG(C < 0 || T < 0 || F < 0, "conv2d_s2: negative size (C = %d, T = %d, F = %d)", C, T, F);
-    if (C == 0) return SR_OK;
+    ARG(n < 0 || C < 0 || T < 0 || F < 0,
+        "conv2d_s2: negative size (n = %d, C = %d, T = %d, F = %d)", n, C, T, F);
+    if (n == 0 || C == 0) return SR_OK;
     ARG(!in || !w || !b || !out, "conv2d_s2: %s is NULL", !in ? "in" : !w ? "w" : !b ? "b" : "out");
-    ARG(in_plane_stride != 0 && in_plane_stride < (size_t)T * (size_t)F,
-        "conv2d_s2: in_plane_stride = %zu < T * F = %zu (0 reads one plane)", in_plane_stride,
-        (size_t)T * (size_t)F);
+    size_t plane = (size_t)T * (size_t)F;
+    ARG(in_plane_stride != 0 && in_plane_stride < plane,
+        "conv2d_s2: in_plane_stride = %zu < T * F = %zu (0 reads one plane)", in_plane_stride, plane);
+    size_t img = in_plane_stride ? (size_t)(C - 1) * in_plane_stride + plane : plane;
+    ARG(n > 1 && in_img_stride < img, "conv2d_s2: in_img_stride = %zu < %zu (an image's planes)",
+        in_img_stride, img);
     return SR_OK;
 }
 

@@ -102,9 +102,11 @@ typedef struct sr_kattn {
 typedef void (*sr_kzero_fn)(void *p, size_t bytes);
 /* y[r, :d] = x[r, :d] for r < M (strided 2-D copy within table memory; no overlap). */
 typedef sr_status (*sr_kcopy2d_fn)(int M, int d, const float *x, int ldx, float *y, int ldy);
-/* y[j, i] = x[i, j] for i < M, j < d: x [M, d] (stride ldx) transposed into y [d, M] (stride
- * ldy), the bits copied (channel planes <-> position rows in one call; no overlap). */
-typedef sr_status (*sr_ktranspose_fn)(int M, int d, const float *x, int ldx, float *y, int ldy);
+/* n matrices transposed, the bits copied: for b < n, y_b[j, i] = x_b[i, j] (i < M, j < d) with
+ * x_b = x + b M ldx ([M, d], stride ldx) and y_b = y + b d ldy ([d, M], stride ldy): channel
+ * planes <-> position rows of a batch of images in one call; no overlap. */
+typedef sr_status (*sr_ktranspose_fn)(int n, int M, int d, const float *x, int ldx, float *y,
+                                      int ldy);
 /* Make a weight from a host [n, k] matrix of dtype dt (row stride k) and, for SR_I8, a host
  * scale [n], whose products multiply as `mul` says (SR_KMUL_BF16 needs dt = SR_BF16; its
  * subnormal weights count as zero). SR_ERR_NOMEM, SR_ERR_ARG (shape, dtype, mul). */
@@ -158,13 +160,17 @@ typedef sr_status (*sr_krope_fn)(const sr_kbatch *b, int n_head, int hd, const f
 typedef sr_status (*sr_kim2col1d_fn)(int T_out, int C, int ksize, int stride, const float *x,
                                  int ldx, float *col);
 /* Causal 3x3 stride-2 2-D convolution per channel (NeMo's CausalConv2D in dw_striding
- * subsampling: 2 zero rows/columns before, 1 after, on time and frequency): for c < C,
- *   out[c][t][f] = b[c] + sum_{i,j < 3} w[c][3 i + j] in[c][2t + i - 2][2f + j - 2]
+ * subsampling: 2 zero rows/columns before, 1 after, on time and frequency) over n images: for
+ * image m < n and channel c < C,
+ *   out[m][c][t][f] = b[c] + sum_{i,j < 3} w[c][3 i + j] in_mc[2t + i - 2][2f + j - 2]
  * (taps outside the plane are 0; the 9-tap sum is formed first, then added to b[c]), with
- * t < T/2 + 1, f < F/2 + 1; input plane c is in + c * in_plane_stride ([T][F]; stride 0 reads
- * one plane for every channel: the first, 1 -> C stage); relu != 0 applies ReLU. */
-typedef sr_status (*sr_kconv2d_s2_fn)(int C, int T, int F, const float *in, size_t in_plane_stride,
-                                  const float *w, const float *b, int relu, float *out);
+ * t < T/2 + 1, f < F/2 + 1, out images back to back [n][C][T/2 + 1][F/2 + 1]; input plane
+ * in_mc = in + m * in_img_stride + c * in_plane_stride ([T][F]; plane stride 0 reads one
+ * plane for every channel: the first, 1 -> C stage); relu != 0 applies ReLU. An image's
+ * outputs do not depend on n (the streams of a batch convolve in one call). */
+typedef sr_status (*sr_kconv2d_s2_fn)(int n, int C, int T, int F, const float *in,
+                                      size_t in_img_stride, size_t in_plane_stride,
+                                      const float *w, const float *b, int relu, float *out);
 /* Causal depthwise 1-D conv with a carried state, per sequence of the batch: its input is
  * [state ; x rows] where state holds the K - 1 previous input rows of that sequence (slot
  * slot[s] of `state`, layer `layer`, ring rows 0 .. K-2 oldest first; all zero when the pool is
@@ -320,8 +326,9 @@ sr_status sr_kernels_check_gather(const sr_kweight *E, const int32_t *ids, int n
  * the batch's row count (*rows, 0 on failure). */
 /* copy2d: sizes, pointers, ld >= d (M = 0 or d = 0 passes). */
 sr_status sr_kernels_check_copy2d(int M, int d, const float *x, int ldx, const float *y, int ldy);
-/* transpose: sizes, pointers, ldx >= d, ldy >= M (M = 0 or d = 0 passes). */
-sr_status sr_kernels_check_transpose(int M, int d, const float *x, int ldx, const float *y, int ldy);
+/* transpose: sizes, pointers, ldx >= d, ldy >= M (n, M or d = 0 passes). */
+sr_status sr_kernels_check_transpose(int n, int M, int d, const float *x, int ldx, const float *y,
+                                     int ldy);
 /* norm: kind, sizes, pointers (b for LAYER), lds, in-place with equal lds, ld_mul. */
 sr_status sr_kernels_check_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx,
                                 const float *g, const float *b, const float *mul, int ld_mul,
@@ -341,9 +348,11 @@ sr_status sr_kernels_check_rope(const sr_kbatch *b, int n_head, int hd, const fl
 /* im2col1d: sizes, ksize and stride >= 1, pointers, ldx >= C. */
 sr_status sr_kernels_check_im2col1d(int T_out, int C, int ksize, int stride, const float *x,
                                     int ldx, const float *col);
-/* conv2d_s2: sizes, pointers, in_plane_stride 0 or >= T * F (C = 0 passes). */
-sr_status sr_kernels_check_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
-                                     const float *w, const float *b, const float *out);
+/* conv2d_s2: sizes, pointers, in_plane_stride 0 or >= T * F, in_img_stride past an image's
+ * planes when n > 1 (n or C = 0 passes). */
+sr_status sr_kernels_check_conv2d_s2(int n, int C, int T, int F, const float *in,
+                                     size_t in_img_stride, size_t in_plane_stride, const float *w,
+                                     const float *b, const float *out);
 /* conv_dw: sizes, the state pool (width C, >= K - 1 rows) and the batch's slots in it, pointers,
  * lds, y not aliasing x (*rows = 0 or C = 0 passes). */
 sr_status sr_kernels_check_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx,

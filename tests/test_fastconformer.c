@@ -1032,7 +1032,7 @@ static void test_subsample_pieces(void)
         float *a = malloc((size_t)n * w->d * sizeof(float)), *b = malloc((size_t)n * w->d * sizeof(float));
         float *scratch = malloc(fc_subsample_scratch(w, t) * sizeof(float));
         CU_ASSERT_EQUAL(fc_subsample(w, mel, t, a, &n1), SR_OK);
-        CU_ASSERT_EQUAL(fc_subsample_into(w, mel, t, b, &n2, scratch), SR_OK);
+        CU_ASSERT_EQUAL(fc_subsample_into(w, 1, mel, t, b, &n2, scratch), SR_OK);
         rows_ok &= n1 == n && n2 == n;
         if (n1 == n && n2 == n) worst = fmax(worst, test_max_abs_diff(a, b, (size_t)n * w->d));
         free(a);
@@ -1043,6 +1043,26 @@ static void test_subsample_pieces(void)
            FC_SUB_PIECE, (int)SR_ARRAY_LEN(lens), T, worst);
     CU_ASSERT(rows_ok);
     CU_ASSERT(worst == 0);
+    /* a batch of images (the steps of several streams, run_rounds) == each image alone, bit for
+     * bit: 4 images of 25 frames (a [70,1] step) from different places of the mel */
+    if (mel && T >= 100) {
+        enum { NI = 4, TI = 25 };
+        int n = fc_subsample_len(TI), nb = 0, n1 = 0;
+        size_t per = (size_t)TI * w->n_mels, rows = (size_t)n * w->d;
+        float *imgs = malloc(NI * per * sizeof(float)), *xb = malloc(NI * rows * sizeof(float));
+        float *x1 = malloc(rows * sizeof(float));
+        float *sb = malloc(NI * fc_subsample_scratch(w, TI) * sizeof(float));
+        float *s1 = malloc(fc_subsample_scratch(w, TI) * sizeof(float));
+        CU_ASSERT_FATAL(imgs && xb && x1 && sb && s1);
+        for (int i = 0; i < NI; i++) memcpy(imgs + i * per, mel + (size_t)(i * 23) * w->n_mels, per * sizeof(float));
+        CU_ASSERT_EQUAL(fc_subsample_into(w, NI, imgs, TI, xb, &nb, sb), SR_OK);
+        CU_ASSERT_EQUAL(nb, n);
+        for (int i = 0; i < NI; i++) {
+            CU_ASSERT_EQUAL(fc_subsample_into(w, 1, imgs + i * per, TI, x1, &n1, s1), SR_OK);
+            CU_ASSERT_EQUAL(memcmp(x1, xb + i * rows, rows * sizeof(float)), 0);
+        }
+        free(imgs); free(xb); free(x1); free(sb); free(s1);
+    }
     free(mel);
     sr_h5_close(g);
     sr_model_free(m);

@@ -526,13 +526,13 @@ static void test_guard_ops(void)
     CU_ASSERT_EQUAL(memcmp(yc, yg, sizeof yc), 0);
     /* transpose [M, N] -> [N, M] on both */
     float tc[M * N], tg[M * N];
-    CU_ASSERT_EQUAL(c->transpose(M, N, yc, N, tc, M), SR_OK);
+    CU_ASSERT_EQUAL(c->transpose(1, M, N, yc, N, tc, M), SR_OK);
     float *dt = g->alloc(sizeof tg);
     CU_ASSERT_FATAL(dt != NULL);
-    CU_ASSERT_EQUAL(g->transpose(M, N, dy, N, dt, M), SR_OK);
+    CU_ASSERT_EQUAL(g->transpose(1, M, N, dy, N, dt, M), SR_OK);
     CU_ASSERT_EQUAL(g->download(tg, dt, sizeof tg), SR_OK);
     CU_ASSERT_EQUAL(memcmp(tc, tg, sizeof tc), 0);
-    TEST_ASSERT_ERR(g->transpose(M, N, yg, N, dt, M), SR_ERR_ARG, "cpu-guard transpose: x");
+    TEST_ASSERT_ERR(g->transpose(1, M, N, yg, N, dt, M), SR_ERR_ARG, "cpu-guard transpose: x");
     g->free(dt);
     /* host memory handed to an op, an upload or a download: refused, naming it */
     TEST_ASSERT_ERR(g->gemm(M, x, K, Wg, NULL, SR_ACT_NONE, 1.0f, 0.0f, dy, N), SR_ERR_ARG,

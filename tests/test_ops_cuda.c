@@ -250,9 +250,11 @@ static void test_rows(void)
     RUN_BOTH(c->scale(M, d, -1.5f, yc, ld), g->scale(M, d, -1.5f, dy, ld), -1.0, "scale");
     RUN_BOTH(c->copy2d(M, d, x, ld, yc, ld), g->copy2d(M, d, dx, ld, dy, ld), -1.0, "copy2d");
     /* [7, 300] -> [300, 7] and [70, 30] (strides 31 / 71, crossing 32 x 32 tiles) */
-    RUN_BOTH(c->transpose(M, d, x, ld, yc, M), g->transpose(M, d, dx, ld, dy, M), -1.0, "transpose");
-    RUN_BOTH(c->transpose(70, 30, x, 31, yc, 71), g->transpose(70, 30, dx, 31, dy, 71), -1.0,
+    RUN_BOTH(c->transpose(1, M, d, x, ld, yc, M), g->transpose(1, M, d, dx, ld, dy, M), -1.0, "transpose");
+    RUN_BOTH(c->transpose(1, 70, 30, x, 31, yc, 71), g->transpose(1, 70, 30, dx, 31, dy, 71), -1.0,
              "transpose 70 x 30");
+    RUN_BOTH(c->transpose(3, 20, 33, x, 34, yc, 20), g->transpose(3, 20, 33, dx, 34, dy, 20), -1.0,
+             "transpose 3 x 20 x 33");
     RUN_BOTH(c->batchnorm(M, d, x, ld, bv, var, gv, mul, 1e-5f, yc, ld),
              g->batchnorm(M, d, dx, ld, db, dvar, dg, dmul, 1e-5f, dy, ld), 2e-6, "batchnorm");
     RUN_BOTH(c->softmax(M, d, yc, ld), g->softmax(M, d, dy, ld), 2e-6, "softmax");
@@ -317,16 +319,17 @@ static void test_conv_rope(void)
         free(x); free(cc); free(cg);
         g->free(dx); g->free(dc);
     }
-    /* conv2d_s2: C 4, T 11, F 13, one input plane for all channels and one per channel */
+    /* conv2d_s2: 3 images of C 4, T 11, F 13, one input plane for all channels of an image and
+     * one per channel */
     for (int shared = 0; shared < 2; shared++) {
-        const int C = 4, T = 11, F = 13, To = T / 2 + 1, Fo = F / 2 + 1;
-        size_t nin = (size_t)C * T * F, nout = (size_t)C * To * Fo;
+        const int n = 3, C = 4, T = 11, F = 13, To = T / 2 + 1, Fo = F / 2 + 1;
+        size_t img = (size_t)C * T * F + 7, nin = n * img, nout = (size_t)n * C * To * Fo;
         float *in = rand_host(nin, 1.0f), *w = rand_host((size_t)C * 9, 1.0f), *b = rand_host((size_t)C, 1.0f);
         float *din = dev(g, in, nin), *dw = dev(g, w, (size_t)C * 9), *db = dev(g, b, (size_t)C);
         float *oc = malloc(nout * sizeof(float)), *dout = g->alloc(nout * sizeof(float));
         size_t ps = shared ? 0 : (size_t)T * F;
-        CU_ASSERT_EQUAL(c->conv2d_s2(C, T, F, in, ps, w, b, shared, oc), SR_OK);
-        CU_ASSERT_EQUAL(g->conv2d_s2(C, T, F, din, ps, dw, db, shared, dout), SR_OK);
+        CU_ASSERT_EQUAL(c->conv2d_s2(n, C, T, F, in, img, ps, w, b, shared, oc), SR_OK);
+        CU_ASSERT_EQUAL(g->conv2d_s2(n, C, T, F, din, img, ps, dw, db, shared, dout), SR_OK);
         float *og = back(g, dout, nout);
         bad += !agree(og, oc, nout, 4e-6, "conv2d_s2");
         free(in); free(w); free(b); free(oc); free(og);

@@ -548,7 +548,7 @@ static void test_conv2d(void)
         for (int p = 0; p < npaths; p++) {
             path_use(p);
             float *out = outm(1, (int)nout, (int)nout);
-            CU_ASSERT_EQUAL(k->conv2d_s2(C, T, F, in, stride, w, b, relu, out), SR_OK);
+            CU_ASSERT_EQUAL(k->conv2d_s2(1, C, T, F, in, 0, stride, w, b, relu, out), SR_OK);
             for (size_t i = 0; i < nout; i++)
                 err_add(&E, out[i], ref[i], 11 * EPS * mag[i], paths[p].name, (long)i);
             CU_ASSERT(pad_ok(out, 1, (int)nout, (int)nout));
@@ -557,6 +557,22 @@ static void test_conv2d(void)
             else free(out);
         }
         path_reset();
+        /* the same image as image 1 of 3 (images 0 and 2 NaN): the same bits, the others'
+         * planes NaN, and never read across */
+        {
+            size_t img = bcast ? nin + 3 : nin + 5;
+            float *in3 = malloc(3 * img * sizeof(float)), *out3 = malloc(3 * nout * sizeof(float));
+            CU_ASSERT_FATAL(in3 && out3);
+            for (size_t i = 0; i < 3 * img; i++) in3[i] = NAN;
+            memcpy(in3 + img, in, nin * sizeof(float));
+            CU_ASSERT_EQUAL(k->conv2d_s2(3, C, T, F, in3, img, stride, w, b, relu, out3), SR_OK);
+            same_bits(out3 + nout, y0, nout * 4, "conv2d_s2 image 1 of 3");
+            int nan_ok = 1;
+            for (size_t i = 0; i < nout; i++) nan_ok &= isnan(out3[i]) && isnan(out3[2 * nout + i]);
+            CU_ASSERT(nan_ok || relu); /* ReLU turns NaN into 0 */
+            free(in3);
+            free(out3);
+        }
         free(in); free(w); free(b); free(ref); free(mag); free(y0);
     }
     err_done(&E, "11 eps (|b| + sum |w x|)");
@@ -1137,7 +1153,7 @@ static void rf_topk(int r0, int n, float *o)
 static void rf_conv2d(int r0, int n, float *o)
 {
     int T = 24, F = 128, plane = (T / 2 + 1) * (F / 2 + 1);
-    sr_kernels_cpu()->conv2d_s2(n, T, F, I_x + (size_t)r0 * T * F, (size_t)T * F, I_x2 + (size_t)r0 * 9,
+    sr_kernels_cpu()->conv2d_s2(1, n, T, F, I_x + (size_t)r0 * T * F, 0, (size_t)T * F, I_x2 + (size_t)r0 * 9,
                                 I_b + r0, 1, o + (size_t)r0 * plane);
 }
 static void rf_im2col(int r0, int n, float *o)
@@ -1339,7 +1355,7 @@ static void test_backend_loops(void)
                 if (!stage)
                     for (size_t i = 0; i < plane; i++) o[i] = o[i] > 0.0f ? o[i] : 0.0f;
             }
-            CU_ASSERT_EQUAL(k->conv2d_s2(C, T, F, in, stage ? (size_t)T * F : 0, w, bias, !stage, out), SR_OK);
+            CU_ASSERT_EQUAL(k->conv2d_s2(1, C, T, F, in, 0, stage ? (size_t)T * F : 0, w, bias, !stage, out), SR_OK);
             ok &= same_bits(ref, out, (size_t)C * plane * 4, "conv2d_s2 vs conv3_plane");
             free(in); free(w); free(bias); free(ref); free(out);
         }
@@ -1433,38 +1449,43 @@ static void test_backend_loops(void)
 
 /* ---- empty calls, bad arguments ------------------------------------------------------------- */
 
-/* transpose: every element's bits where the plain loop puts them, the strides' padding of y
- * untouched; tiles of 32 with remainders on both sides; M or d = 0 touch nothing; bad args. */
+/* transpose of n matrices: every element's bits where the plain loop puts them, the strides'
+ * padding of y untouched; tiles of 32 with remainders on both sides; n, M or d = 0 touch
+ * nothing; bad args. */
 static void test_transpose(void)
 {
     const sr_kernels *k = sr_kernels_cpu();
-    static const int shapes[][4] = {{1, 1, 1, 1}, {3, 5, 7, 4}, {32, 32, 32, 32}, {33, 65, 70, 40},
-                                    {100, 7, 9, 101}, {256, 45, 45, 256}};
+    static const int shapes[][5] = {{1, 1, 1, 1, 1}, {1, 3, 5, 7, 4}, {2, 32, 32, 32, 32},
+                                    {3, 33, 65, 70, 40}, {1, 100, 7, 9, 101}, {4, 256, 45, 45, 256}};
     int bad = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int M = shapes[s][0], d = shapes[s][1], ldx = shapes[s][2], ldy = shapes[s][3];
-        float *x = malloc((size_t)M * ldx * sizeof(float)), *y = malloc((size_t)d * ldy * sizeof(float));
+        int n = shapes[s][0], M = shapes[s][1], d = shapes[s][2], ldx = shapes[s][3], ldy = shapes[s][4];
+        size_t nx = (size_t)n * M * ldx, ny = (size_t)n * d * ldy;
+        float *x = malloc(nx * sizeof(float)), *y = malloc(ny * sizeof(float));
         CU_ASSERT_FATAL(x && y);
-        for (int i = 0; i < M * ldx; i++) x[i] = (float)(i * 7 % 1013) - 500.5f;
+        for (size_t i = 0; i < nx; i++) x[i] = (float)(i * 7 % 1013) - 500.5f;
         x[0] = -0.0f;
-        for (int i = 0; i < d * ldy; i++) y[i] = 1234.5f;
-        CU_ASSERT_EQUAL(k->transpose(M, d, x, ldx, y, ldy), SR_OK);
-        for (int j = 0; j < d; j++)
-            for (int c = 0; c < ldy; c++) {
-                float want = c < M ? x[(size_t)c * ldx + j] : 1234.5f;
-                bad += memcmp(&y[(size_t)j * ldy + c], &want, sizeof want) != 0;
-            }
+        for (size_t i = 0; i < ny; i++) y[i] = 1234.5f;
+        CU_ASSERT_EQUAL(k->transpose(n, M, d, x, ldx, y, ldy), SR_OK);
+        for (int b = 0; b < n; b++)
+            for (int j = 0; j < d; j++)
+                for (int c = 0; c < ldy; c++) {
+                    float want = c < M ? x[((size_t)b * M + c) * ldx + j] : 1234.5f;
+                    bad += memcmp(&y[((size_t)b * d + j) * ldy + c], &want, sizeof want) != 0;
+                }
         free(x);
         free(y);
     }
     CU_ASSERT_EQUAL(bad, 0);
     float v[4] = {1, 2, 3, 4};
-    CU_ASSERT_EQUAL(k->transpose(0, 4, NULL, 4, NULL, 0), SR_OK);
-    CU_ASSERT_EQUAL(k->transpose(2, 0, NULL, 0, NULL, 2), SR_OK);
-    TEST_ASSERT_ERR(k->transpose(-1, 2, v, 2, v, 2), SR_ERR_ARG, "transpose: negative size");
-    TEST_ASSERT_ERR(k->transpose(2, 2, NULL, 2, v, 2), SR_ERR_ARG, "transpose: x is NULL");
-    TEST_ASSERT_ERR(k->transpose(2, 2, v, 1, v, 2), SR_ERR_ARG, "transpose: ldx = 1 < d = 2");
-    TEST_ASSERT_ERR(k->transpose(3, 1, v, 1, v, 2), SR_ERR_ARG, "transpose: ldy = 2 < M = 3");
+    CU_ASSERT_EQUAL(k->transpose(1, 0, 4, NULL, 4, NULL, 0), SR_OK);
+    CU_ASSERT_EQUAL(k->transpose(1, 2, 0, NULL, 0, NULL, 2), SR_OK);
+    CU_ASSERT_EQUAL(k->transpose(0, 2, 2, NULL, 2, NULL, 2), SR_OK);
+    TEST_ASSERT_ERR(k->transpose(1, -1, 2, v, 2, v, 2), SR_ERR_ARG, "transpose: negative size");
+    TEST_ASSERT_ERR(k->transpose(-1, 1, 2, v, 2, v, 2), SR_ERR_ARG, "transpose: negative size");
+    TEST_ASSERT_ERR(k->transpose(1, 2, 2, NULL, 2, v, 2), SR_ERR_ARG, "transpose: x is NULL");
+    TEST_ASSERT_ERR(k->transpose(1, 2, 2, v, 1, v, 2), SR_ERR_ARG, "transpose: ldx = 1 < d = 2");
+    TEST_ASSERT_ERR(k->transpose(1, 3, 1, v, 1, v, 2), SR_ERR_ARG, "transpose: ldy = 2 < M = 3");
 }
 
 static void test_empty(void)
@@ -1477,7 +1498,8 @@ static void test_empty(void)
     CU_ASSERT_EQUAL(k->add(0, 8, NULL, 8, 1.0f, NULL, 8), SR_OK);
     CU_ASSERT_EQUAL(k->scale(0, 8, 2.0f, NULL, 8), SR_OK);
     CU_ASSERT_EQUAL(k->im2col1d(0, 8, 3, 1, NULL, 8, NULL), SR_OK);
-    CU_ASSERT_EQUAL(k->conv2d_s2(0, 4, 4, NULL, 0, NULL, NULL, 1, NULL), SR_OK);
+    CU_ASSERT_EQUAL(k->conv2d_s2(1, 0, 4, 4, NULL, 0, 0, NULL, NULL, 1, NULL), SR_OK);
+    CU_ASSERT_EQUAL(k->conv2d_s2(0, 3, 4, 4, NULL, 0, 0, NULL, NULL, 1, NULL), SR_OK);
     CU_ASSERT_EQUAL(k->batchnorm(0, 8, NULL, 8, NULL, NULL, NULL, NULL, 1e-5f, NULL, 8), SR_OK);
     CU_ASSERT_EQUAL(k->lstm_cell(0, 8, NULL, 32, NULL, 8, NULL, 8), SR_OK);
     CU_ASSERT_EQUAL(k->softmax(0, 8, NULL, 8), SR_OK);
@@ -1535,9 +1557,12 @@ static void test_bad_args(void)
     TEST_ASSERT_ERR(k->rope(&ok1, 1, 4, NULL, x, 4), SR_ERR_ARG, "rope: inv_freq");
     TEST_ASSERT_ERR(k->im2col1d(2, 4, 0, 1, x, 4, y), SR_ERR_ARG, "im2col1d: ksize");
     TEST_ASSERT_ERR(k->im2col1d(2, 4, 3, 1, x, 3, y), SR_ERR_ARG, "im2col1d: ldx");
-    TEST_ASSERT_ERR(k->conv2d_s2(1, -2, 4, x, 0, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: negative");
-    TEST_ASSERT_ERR(k->conv2d_s2(2, 2, 4, x, 7, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: in_plane_stride");
-    TEST_ASSERT_ERR(k->conv2d_s2(2, 2, 4, x, 0, g, NULL, 1, y), SR_ERR_ARG, "conv2d_s2: b");
+    TEST_ASSERT_ERR(k->conv2d_s2(1, 1, -2, 4, x, 0, 0, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: negative");
+    TEST_ASSERT_ERR(k->conv2d_s2(-1, 1, 2, 4, x, 0, 0, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: negative");
+    TEST_ASSERT_ERR(k->conv2d_s2(1, 2, 2, 4, x, 0, 7, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: in_plane_stride");
+    TEST_ASSERT_ERR(k->conv2d_s2(1, 2, 2, 4, x, 0, 0, g, NULL, 1, y), SR_ERR_ARG, "conv2d_s2: b");
+    TEST_ASSERT_ERR(k->conv2d_s2(2, 2, 2, 4, x, 15, 8, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: in_img_stride = 15 < 16");
+    TEST_ASSERT_ERR(k->conv2d_s2(2, 2, 2, 4, x, 7, 0, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: in_img_stride = 7 < 8");
     sr_kpool *P = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, SR_F32, 2, 2, 2, 4, &P), SR_OK);
     TEST_ASSERT_ERR(k->conv_dw(&ok1, 4, 0, x, 4, g, g, NULL, 0, y, 4), SR_ERR_ARG, "conv_dw: kernel size");

@@ -130,16 +130,20 @@ static sr_status cpu_copy2d(int M, int d, const float *x, int ldx, float *y, int
 }
 
 /* Blocks of 32 x 32: both sides are read / written in cache-line runs. */
-static sr_status cpu_transpose(int M, int d, const float *x, int ldx, float *y, int ldy)
+static sr_status cpu_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy)
 {
-    sr_status st = sr_kernels_check_transpose(M, d, x, ldx, y, ldy);
-    if (st || M == 0 || d == 0) return st;
-    for (int i0 = 0; i0 < M; i0 += 32)
-        for (int j0 = 0; j0 < d; j0 += 32) {
-            int i1 = SR_MIN(M, i0 + 32), j1 = SR_MIN(d, j0 + 32);
-            for (int i = i0; i < i1; i++)
-                for (int j = j0; j < j1; j++) y[(size_t)j * ldy + i] = x[(size_t)i * ldx + j];
-        }
+    sr_status st = sr_kernels_check_transpose(n, M, d, x, ldx, y, ldy);
+    if (st || n == 0 || M == 0 || d == 0) return st;
+    for (int b = 0; b < n; b++) {
+        const float *xb = x + (size_t)b * M * ldx;
+        float *yb = y + (size_t)b * d * ldy;
+        for (int i0 = 0; i0 < M; i0 += 32)
+            for (int j0 = 0; j0 < d; j0 += 32) {
+                int i1 = SR_MIN(M, i0 + 32), j1 = SR_MIN(d, j0 + 32);
+                for (int i = i0; i < i1; i++)
+                    for (int j = j0; j < j1; j++) yb[(size_t)j * ldy + i] = xb[(size_t)i * ldx + j];
+            }
+    }
     return SR_OK;
 }
 

@@ -50,8 +50,9 @@ sr_status sr_cpu_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_f
                       int ldx);
 sr_status sr_cpu_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
                           float *col);
-sr_status sr_cpu_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
-                           const float *w, const float *b, int relu, float *out);
+sr_status sr_cpu_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
+                           size_t in_plane_stride, const float *w, const float *b, int relu,
+                           float *out);
 sr_status sr_cpu_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx,
                          const float *w, const float *bias, sr_kpool *state, int layer, float *y,
                          int ldy);

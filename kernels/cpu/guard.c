@@ -220,12 +220,12 @@ static sr_status g_copy2d(int M, int d, const float *x, int ldx, float *y, int l
     return st;
 }
 
-static sr_status g_transpose(int M, int d, const float *x, int ldx, float *y, int ldy)
+static sr_status g_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy)
 {
     open_all();
     TABLE_MEM(x, "transpose", "x");
     TABLE_MEM(y, "transpose", "y");
-    sr_status st = sr_kernels_cpu()->transpose(M, d, x, ldx, y, ldy);
+    sr_status st = sr_kernels_cpu()->transpose(n, M, d, x, ldx, y, ldy);
     close_all();
     return st;
 }
@@ -330,15 +330,16 @@ static sr_status g_im2col1d(int T_out, int C, int ksize, int stride, const float
     return st;
 }
 
-static sr_status g_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
-                             const float *w, const float *b, int relu, float *out)
+static sr_status g_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
+                             size_t in_plane_stride, const float *w, const float *b, int relu,
+                             float *out)
 {
     open_all();
     TABLE_MEM(in, "conv2d_s2", "in");
     TABLE_MEM(w, "conv2d_s2", "w");
     TABLE_MEM(b, "conv2d_s2", "b");
     TABLE_MEM(out, "conv2d_s2", "out");
-    sr_status st = sr_cpu_conv2d_s2(C, T, F, in, in_plane_stride, w, b, relu, out);
+    sr_status st = sr_cpu_conv2d_s2(n, C, T, F, in, in_img_stride, in_plane_stride, w, b, relu, out);
     close_all();
     return st;
 }

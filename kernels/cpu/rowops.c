@@ -822,19 +822,22 @@ sr_status sr_cpu_im2col1d(int T_out, int C, int ksize, int stride, const float *
 
 typedef struct {
     const ro_vec *V;
-    int T, F, To, Fo, relu;
+    int C, T, F, To, Fo, relu;
     const float *in, *w, *b;
-    size_t in_stride;
+    size_t img_stride, in_stride;
     float *out;
 } conv2d_ctx;
 
+/* output planes lo .. hi of the n C planes (plane p: image p / C, channel p % C) */
 static void conv2d_planes(void *p, int64_t lo, int64_t hi)
 {
     const conv2d_ctx *c = p;
-    for (int64_t ch = lo; ch < hi; ch++) {
-        const float *in = c->in + (size_t)ch * c->in_stride, *w9 = c->w + (size_t)ch * 9;
+    for (int64_t op = lo; op < hi; op++) {
+        int64_t ch = op % c->C, img = op / c->C;
+        const float *in = c->in + (size_t)img * c->img_stride + (size_t)ch * c->in_stride;
+        const float *w9 = c->w + (size_t)ch * 9;
         float b = c->b[ch];
-        float *out = c->out + (size_t)ch * c->To * c->Fo;
+        float *out = c->out + (size_t)op * c->To * c->Fo;
         for (int t = 0; t < c->To; t++) {
             const float *rw[3];
             for (int i = 0; i < 3; i++) {
@@ -852,14 +855,15 @@ static void conv2d_planes(void *p, int64_t lo, int64_t hi)
     }
 }
 
-sr_status sr_cpu_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
-                           const float *w, const float *b, int relu, float *out)
+sr_status sr_cpu_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
+                           size_t in_plane_stride, const float *w, const float *b, int relu,
+                           float *out)
 {
-    sr_status st = sr_kernels_check_conv2d_s2(C, T, F, in, in_plane_stride, w, b, out);
-    if (st || C == 0) return st;
+    sr_status st = sr_kernels_check_conv2d_s2(n, C, T, F, in, in_img_stride, in_plane_stride, w, b, out);
+    if (st || n == 0 || C == 0) return st;
     int To = T / 2 + 1, Fo = F / 2 + 1;
-    conv2d_ctx c = {ro_pick(), T, F, To, Fo, relu != 0, in, w, b, in_plane_stride, out};
-    ro_for(C, 20.0 * To * Fo, conv2d_planes, &c);
+    conv2d_ctx c = {ro_pick(), C, T, F, To, Fo, relu != 0, in, w, b, in_img_stride, in_plane_stride, out};
+    ro_for((int64_t)n * C, 20.0 * To * Fo, conv2d_planes, &c);
     return SR_OK;
 }
 

@@ -36,11 +36,11 @@ static sr_status dev(const void *p, const char *op, const char *arg)
         if (st_) return st_;                                                                   \
     } while (0)
 
-static sr_status c_transpose(int M, int d, const float *x, int ldx, float *y, int ldy)
+static sr_status c_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy)
 {
     DEV(x, "transpose", "x");
     DEV(y, "transpose", "y");
-    return sr_cuda_transpose(M, d, x, ldx, y, ldy);
+    return sr_cuda_transpose(n, M, d, x, ldx, y, ldy);
 }
 
 static sr_status c_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
@@ -123,14 +123,15 @@ static sr_status c_im2col1d(int T_out, int C, int ksize, int stride, const float
     return sr_cuda_im2col1d(T_out, C, ksize, stride, x, ldx, col);
 }
 
-static sr_status c_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
-                             const float *w, const float *b, int relu, float *out)
+static sr_status c_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
+                             size_t in_plane_stride, const float *w, const float *b, int relu,
+                             float *out)
 {
     DEV(in, "conv2d_s2", "in");
     DEV(w, "conv2d_s2", "w");
     DEV(b, "conv2d_s2", "b");
     DEV(out, "conv2d_s2", "out");
-    return sr_cuda_conv2d_s2(C, T, F, in, in_plane_stride, w, b, relu, out);
+    return sr_cuda_conv2d_s2(n, C, T, F, in, in_img_stride, in_plane_stride, w, b, relu, out);
 }
 
 static sr_status c_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx,

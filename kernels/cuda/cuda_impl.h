@@ -39,7 +39,7 @@ sr_kernels sr_cuda_checked_table(const sr_kernels *plain);
 /* ---- rowops.cu ---- */
 void sr_cuda_zero(void *p, size_t bytes);
 sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy);
-sr_status sr_cuda_transpose(int M, int d, const float *x, int ldx, float *y, int ldy);
+sr_status sr_cuda_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy);
 sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
                        const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy);
 sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y);
@@ -51,8 +51,9 @@ sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_
                        int ldx);
 sr_status sr_cuda_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
                            float *col);
-sr_status sr_cuda_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
-                            const float *w, const float *b, int relu, float *out);
+sr_status sr_cuda_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
+                            size_t in_plane_stride, const float *w, const float *b, int relu,
+                            float *out);
 sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx,
                           const float *w, const float *bias, sr_kpool *state, int layer, float *y,
                           int ldy);

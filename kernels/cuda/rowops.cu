@@ -304,11 +304,14 @@ sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ld
 }
 
 /* 32 x 32 tiles through shared memory (one column of padding: no bank conflicts), so both the
- * reads of x and the writes of y are coalesced; grid x over d, y over M (looping past 65535). */
+ * reads of x and the writes of y are coalesced; grid x over d, y over M (looping past 65535),
+ * z over the n matrices. */
 __global__ static void transpose_kernel(int M, int d, const float *__restrict__ x, int ldx,
                                         float *__restrict__ y, int ldy)
 {
     __shared__ float t[32][33];
+    x += (size_t)blockIdx.z * (size_t)M * (size_t)ldx;
+    y += (size_t)blockIdx.z * (size_t)d * (size_t)ldy;
     const int j = (int)blockIdx.x * 32 + (int)threadIdx.x;
     for (int i0 = (int)blockIdx.y * 32; i0 < M; i0 += (int)gridDim.y * 32) {
         for (int r = (int)threadIdx.y; r < 32; r += (int)blockDim.y) {
@@ -325,14 +328,19 @@ __global__ static void transpose_kernel(int M, int d, const float *__restrict__ 
     }
 }
 
-sr_status sr_cuda_transpose(int M, int d, const float *x, int ldx, float *y, int ldy)
+sr_status sr_cuda_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy)
 {
-    sr_status st = sr_kernels_check_transpose(M, d, x, ldx, y, ldy);
-    if (st || M == 0 || d == 0) return st;
+    sr_status st = sr_kernels_check_transpose(n, M, d, x, ldx, y, ldy);
+    if (st || n == 0 || M == 0 || d == 0) return st;
     dim3 block(32, 8);
-    dim3 grid((unsigned)((d + 31) / 32), (unsigned)SR_CUDA_GRID_Y((M + 31) / 32));
-    transpose_kernel<<<grid, block>>>(M, d, x, ldx, y, ldy);
-    return sr_cuda_launched("transpose");
+    for (int b0 = 0; b0 < n; b0 += 65535) { /* the grid's z extent */
+        int nb = n - b0 < 65535 ? n - b0 : 65535;
+        dim3 grid((unsigned)((d + 31) / 32), (unsigned)SR_CUDA_GRID_Y((M + 31) / 32), (unsigned)nb);
+        transpose_kernel<<<grid, block>>>(M, d, x + (size_t)b0 * M * ldx, ldx,
+                                          y + (size_t)b0 * d * ldy, ldy);
+        if ((st = sr_cuda_launched("transpose"))) return st;
+    }
+    return SR_OK;
 }
 
 /* ---- norm ----------------------------------------------------------------------------------- */
@@ -587,17 +595,17 @@ sr_status sr_cuda_im2col1d(int T_out, int C, int ksize, int stride, const float 
 
 /* ---- conv2d_s2 ------------------------------------------------------------------------------ */
 
-/* out [C][To][Fo], a thread per output: the 9-tap sum from +0 in tap order (i, then j; taps
+/* out [n][C][To][Fo], a thread per output: the 9-tap sum from +0 in tap order (i, then j; taps
  * outside the plane skipped, as rowops.c's conv3_1), then b + sum, then ReLU. */
-__global__ static void conv2d_kernel(size_t total, int T, int F, int To, int Fo, const float *in,
-                                     size_t in_stride, const float *w, const float *b, int relu,
-                                     float *out)
+__global__ static void conv2d_kernel(size_t total, int C, int T, int F, int To, int Fo,
+                                     const float *in, size_t img_stride, size_t in_stride,
+                                     const float *w, const float *b, int relu, float *out)
 {
     size_t step = (size_t)gridDim.x * blockDim.x;
     for (size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x; o < total; o += step) {
         int f = (int)(o % (size_t)Fo), t = (int)(o / (size_t)Fo % (size_t)To);
-        size_t ch = o / ((size_t)Fo * (size_t)To);
-        const float *plane = in + ch * in_stride, *w9 = w + ch * 9;
+        size_t op = o / ((size_t)Fo * (size_t)To), ch = op % (size_t)C, img = op / (size_t)C;
+        const float *plane = in + img * img_stride + ch * in_stride, *w9 = w + ch * 9;
         float s = 0.0f;
         for (int i = 0; i < 3; i++) {
             int ti = 2 * t + i - 2;
@@ -614,15 +622,16 @@ __global__ static void conv2d_kernel(size_t total, int T, int F, int To, int Fo,
     }
 }
 
-sr_status sr_cuda_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride,
-                            const float *w, const float *b, int relu, float *out)
+sr_status sr_cuda_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
+                            size_t in_plane_stride, const float *w, const float *b, int relu,
+                            float *out)
 {
-    sr_status st = sr_kernels_check_conv2d_s2(C, T, F, in, in_plane_stride, w, b, out);
-    if (st || C == 0) return st;
+    sr_status st = sr_kernels_check_conv2d_s2(n, C, T, F, in, in_img_stride, in_plane_stride, w, b, out);
+    if (st || n == 0 || C == 0) return st;
     int To = T / 2 + 1, Fo = F / 2 + 1;
-    size_t total = (size_t)C * (size_t)To * (size_t)Fo;
-    conv2d_kernel<<<flat_blocks(total), 256>>>(total, T, F, To, Fo, in, in_plane_stride, w, b,
-                                               relu != 0, out);
+    size_t total = (size_t)n * (size_t)C * (size_t)To * (size_t)Fo;
+    conv2d_kernel<<<flat_blocks(total), 256>>>(total, C, T, F, To, Fo, in, in_img_stride,
+                                               in_plane_stride, w, b, relu != 0, out);
     return sr_cuda_launched("conv2d_s2");
 }
 

@@ -133,6 +133,8 @@ static void fc_batch_close(void *batch)
         if (tab[i]) k->free(tab[i]);
     free(b->call);
     free(b->hstate);
+    free(b->hmel);
+    free(b->hx);
     free(b);
 }
 
@@ -159,8 +161,8 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     size_t S = (size_t)max_streams;
     int d = w->d, R = c.ctx[1], H = w->pred_hidden, J = w->joint_hidden;
     /* host bookkeeping, one block: call [S] pointers, then pos [S], row0 [S + 1], slot, seq,
-     * ids [S], mk [S], seen [S] */
-    size_t host = S * sizeof(fc_stream *) + S * sizeof(int64_t) + (3 * S + 1) * sizeof(int) + S * sizeof(int32_t) +
+     * nnew, ids [S], mk [S], seen [S] */
+    size_t host = S * sizeof(fc_stream *) + S * sizeof(int64_t) + (4 * S + 1) * sizeof(int) + S * sizeof(int32_t) +
                   S * sizeof(fc_mask) + S;
     char *h = sr_calloc(1, host, "fastconformer batch bookkeeping");
     if (!h) {
@@ -176,7 +178,8 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     b->row0 = (int *)(void *)h;
     b->slot = b->row0 + S + 1;
     b->seq = b->slot + S;
-    b->ids = (int32_t *)(b->seq + S);
+    b->nnew = b->seq + S;
+    b->ids = (int32_t *)(b->nnew + S);
     b->seen = (unsigned char *)(b->ids + S);
     b->bytes += host;
     /* scorer scratch in table memory, one block of S rows per array */
@@ -209,17 +212,20 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         b->nin = FC_PRE_CACHE + 8 * (R + 1);
         b->sub_rows = fc_subsample_len(b->nin);
         b->sub_scratch_n = fc_subsample_scratch(w, b->nin);
-        size_t rows = S * (size_t)(R + 1);
-        b->sub_in = k->alloc((size_t)b->nin * w->n_mels * sizeof(float));
-        b->sub_x = k->alloc((size_t)b->sub_rows * d * sizeof(float));
-        b->sub_scratch = k->alloc(b->sub_scratch_n * sizeof(float));
+        size_t rows = S * (size_t)(R + 1), nmel = S * (size_t)b->nin * w->n_mels;
+        /* every stream's step input subsampled together: S images */
+        b->sub_in = k->alloc(nmel * sizeof(float));
+        b->sub_x = k->alloc(S * (size_t)b->sub_rows * d * sizeof(float));
+        b->sub_scratch = k->alloc(S * b->sub_scratch_n * sizeof(float));
         b->x = k->alloc(rows * d * sizeof(float));
         b->xp = k->alloc(rows * J * sizeof(float));
-        if (!b->sub_in || !b->sub_x || !b->sub_scratch || !b->x || !b->xp) {
+        b->hmel = sr_malloc(nmel * sizeof(float), "fastconformer step input staging");
+        b->hx = sr_malloc(rows * d * sizeof(float), "fastconformer round rows staging");
+        if (!b->sub_in || !b->sub_x || !b->sub_scratch || !b->x || !b->xp || !b->hmel || !b->hx) {
             st = sr_error(SR_ERR_NOMEM, "fastconformer: step buffers of %d streams (%d mel frames each)", max_streams, b->nin);
             goto fail;
         }
-        b->bytes += ((size_t)b->nin * w->n_mels + (size_t)b->sub_rows * d + b->sub_scratch_n + rows * (d + J)) * sizeof(float);
+        b->bytes += (2 * nmel + S * ((size_t)b->sub_rows * d + b->sub_scratch_n) + rows * (2 * d + J)) * sizeof(float);
         /* K / V pools: a step's R + 1 rows attend together with the L cached positions, so a
          * ring of L + R + 1 rows holds every key of a step. f16 stores K / V rounded in rings
          * of max(L, R + 1) rows and attends in f32 working pools of one layer (fc_seqs), so a
@@ -259,8 +265,8 @@ static sr_status clear_slot(fc_batch *b, int slot)
 
 /* Append n encoder rows x [n, d] (table memory) to the scorer's window, joint-projected: xp
  * [n, J] the rows already projected (table), or NULL to project them here, and to the host
- * record of raw rows. */
-static sr_status push_frames(fc_stream *s, const float *x, const float *xp, int n)
+ * record of raw rows (hx: x's rows already downloaded, or NULL to download them here). */
+static sr_status push_frames(fc_stream *s, const float *x, const float *hx, const float *xp, int n)
 {
     const fc_model *w = s->w;
     const sr_kernels *k = w->k;
@@ -286,7 +292,10 @@ static sr_status push_frames(fc_stream *s, const float *x, const float *xp, int 
         s->enc_raw_cap = cap;
     }
     float *dst = s->encp + (size_t)s->encp_n * J;
-    sr_status st = k->download(s->enc_raw + (size_t)s->encp_n * w->d, x, (size_t)n * w->d * sizeof(float));
+    float *raw = s->enc_raw + (size_t)s->encp_n * w->d;
+    sr_status st = SR_OK;
+    if (hx) memcpy(raw, hx, (size_t)n * w->d * sizeof(float));
+    else st = k->download(raw, x, (size_t)n * w->d * sizeof(float));
     if (!st) st = xp ? k->copy2d(n, J, xp, J, dst, J)
                      : fc_gemm_rows(k, n, x, w->d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f, dst, J);
     if (st) return st;
@@ -297,73 +306,106 @@ static sr_status push_frames(fc_stream *s, const float *x, const float *xp, int 
 
 /* ---- cache-aware steps ---- */
 
-/* The input of stream s's next step over its first `nnew` pending mel frames (after the
- * mel_hist cached ones), subsampled: its new rows (the pre-encode cache's dropped) go to
- * `out` [*T, d] (table, before xscaling); the mel buffer keeps the last 9 frames as the next
- * pre-encode cache. Uses the batch's step buffers (one stream at a time). */
-static sr_status subsample_step(fc_stream *s, int nnew, float *out, int *T)
+/* Stream s's next step over its first `nnew` pending mel frames: its input is nin frames (the
+ * mel_hist cached ones, zeros in front while fewer than 9 exist, then the new ones); the
+ * subsampled rows' first `drop` (the pre-encode cache's) are dropped. */
+static void step_shape(const fc_stream *s, int nnew, int *nin, int *drop)
 {
-    fc_batch *b = s->b;
-    const fc_model *w = s->w;
-    const sr_kernels *k = w->k;
-    int F = w->n_mels, first = s->steps == 0;
-    int hist = first ? 0 : FC_PRE_CACHE;
-    int pad = hist - s->mel_hist; /* zero frames in front while fewer than 9 exist */
-    int nin = hist + nnew;
-    *T = 0;
-    if (nin > b->nin) /* the buffers sized at batch_open */
-        return sr_error(SR_ERR_ARG, "fastconformer: a step of %d mel frames exceeds the stream's %d", nin, b->nin);
-    k->zero(b->sub_in, (size_t)pad * F * sizeof(float));
-    sr_status st = k->upload(b->sub_in + (size_t)pad * F, s->mel + (size_t)(s->mel_hist - (hist - pad)) * F,
-                             (size_t)(hist - pad + nnew) * F * sizeof(float));
-    int n = 0;
-    if (!st) st = fc_subsample_into(w, b->sub_in, nin, b->sub_x, &n, b->sub_scratch);
-    if (st) return st;
-    int drop = first ? 0 : FC_DROP;
-    if (n - drop > b->cfg.ctx[1] + 1)
-        return sr_error(SR_ERR_ARG, "fastconformer: a step of %d encoder rows exceeds the stream's %d", n - drop,
-                        b->cfg.ctx[1] + 1);
-    if ((st = k->copy2d(n - drop, w->d, b->sub_x + (size_t)drop * w->d, w->d, out, w->d))) return st;
-    *T = n - drop;
-    /* keep the last 9 mel frames as the next pre-encode cache */
-    int total = s->mel_hist + nnew;
+    int first = s->steps == 0;
+    *nin = (first ? 0 : FC_PRE_CACHE) + nnew;
+    *drop = first ? 0 : FC_DROP;
+}
+
+/* The step's input [nin, n_mels] into dst (host). */
+static void step_input(const fc_stream *s, int nnew, float *dst)
+{
+    int F = s->w->n_mels, hist = s->steps == 0 ? 0 : FC_PRE_CACHE;
+    int pad = hist - s->mel_hist;
+    memset(dst, 0, (size_t)pad * F * sizeof(float));
+    memcpy(dst + (size_t)pad * F, s->mel + (size_t)(s->mel_hist - (hist - pad)) * F,
+           (size_t)(hist - pad + nnew) * F * sizeof(float));
+}
+
+/* After the step: the mel buffer keeps the last 9 frames as the next pre-encode cache. */
+static void step_consume(fc_stream *s, int nnew)
+{
+    int F = s->w->n_mels, total = s->mel_hist + nnew;
     int keep = SR_MIN(FC_PRE_CACHE, total);
     memmove(s->mel, s->mel + (size_t)(total - keep) * F, (size_t)(s->mel_n - (total - keep)) * F * sizeof(float));
     s->mel_n -= total - keep;
     s->mel_hist = keep;
-    return SR_OK;
 }
 
 /* Every step the streams ss[0 .. count) (cache-aware, of batch b) have ready, in rounds: each
  * round takes one step of every stream that has one, as one batch of sequences through the
- * layers and the joint's encoder projection. final[i]: stream i's audio has ended. */
+ * layers and the joint's encoder projection. The round's inputs are subsampled together, one
+ * call per input shape (steady steps share one; first and final steps may differ): their mel
+ * staged on the host, one upload, fc_subsample_into over all images, one copy of the kept rows
+ * into the round's rows — no per-stream launch or copy (each waits for the device). final[i]:
+ * stream i's audio has ended. */
 static sr_status run_rounds(fc_batch *b, fc_stream *const *ss, const int *final, int count)
 {
     const fc_model *w = b->w;
     const sr_kernels *k = w->k;
-    int d = w->d, J = w->joint_hidden;
+    int d = w->d, J = w->joint_hidden, F = w->n_mels;
     sr_status st;
     for (;;) {
-        int ns = 0, M = 0;
+        int ns = 0, M = 0, nready = 0;
         b->row0[0] = 0;
+        /* b->nnew[i]: stream i's step this round, in mel frames (0: none, or already taken) */
         for (int i = 0; i < count; i++) {
-            fc_stream *s = ss[i];
-            int nnew = step_ready(s, final[i]), T = 0;
+            int nnew = step_ready(ss[i], final[i]);
+            b->nnew[i] = nnew;
             if (!nnew) continue;
-            if ((st = subsample_step(s, nnew, b->x + (size_t)M * d, &T))) return st;
-            /* sequence ns: rows M .. M + T - 1 at positions enc_pos .., the stream's slot */
-            b->seq[ns] = i;
-            b->slot[ns] = s->slot;
-            b->pos[ns] = s->enc_pos;
-            b->mk[ns] = (fc_mask){.left = b->cfg.ctx[0], .right = b->cfg.ctx[1], .style = w->att_style};
-            M += T;
-            b->row0[++ns] = M;
+            int nin, drop;
+            step_shape(ss[i], nnew, &nin, &drop);
+            if (nin > b->nin) /* the buffers sized at batch_open */
+                return sr_error(SR_ERR_ARG, "fastconformer: a step of %d mel frames exceeds the stream's %d", nin, b->nin);
+            nready++;
         }
-        if (!ns) return SR_OK;
+        if (!nready) return SR_OK;
+        /* groups of one input shape, in the order of their first stream */
+        for (int g0 = 0; g0 < count; g0++) {
+            if (!b->nnew[g0]) continue;
+            int nin, drop, ng = 0;
+            step_shape(ss[g0], b->nnew[g0], &nin, &drop);
+            for (int i = g0; i < count; i++) {
+                int ni, di;
+                if (!b->nnew[i]) continue;
+                step_shape(ss[i], b->nnew[i], &ni, &di);
+                if (ni != nin || di != drop) continue;
+                step_input(ss[i], b->nnew[i], b->hmel + (size_t)ng * nin * F);
+                b->seq[ns + ng++] = i;
+            }
+            int T3 = 0;
+            if ((st = k->upload(b->sub_in, b->hmel, (size_t)ng * nin * F * sizeof(float))) ||
+                (st = fc_subsample_into(w, ng, b->sub_in, nin, b->sub_x, &T3, b->sub_scratch)))
+                return st;
+            int T = T3 - drop;
+            if (T > b->cfg.ctx[1] + 1)
+                return sr_error(SR_ERR_ARG, "fastconformer: a step of %d encoder rows exceeds the stream's %d", T,
+                                b->cfg.ctx[1] + 1);
+            /* the kept rows of each image, back to back: rows M .. M + ng T */
+            if ((st = k->copy2d(ng, T * d, b->sub_x + (size_t)drop * d, T3 * d, b->x + (size_t)M * d, T * d)))
+                return st;
+            for (int j = 0; j < ng; j++, ns++) {
+                fc_stream *s = ss[b->seq[ns]];
+                /* sequence ns: rows M .. M + T - 1 at positions enc_pos .., the stream's slot */
+                b->slot[ns] = s->slot;
+                b->pos[ns] = s->enc_pos;
+                b->mk[ns] = (fc_mask){.left = b->cfg.ctx[0], .right = b->cfg.ctx[1], .style = w->att_style};
+                step_consume(s, b->nnew[b->seq[ns]]);
+                b->nnew[b->seq[ns]] = 0;
+                M += T;
+                b->row0[ns + 1] = M;
+            }
+        }
         sr_kbatch kb = {.n_seq = ns, .row0 = b->row0, .slot = b->slot, .pos = b->pos};
         fc_seqs sq = {.b = &kb, .mk = b->mk, .kc = b->kc, .vc = b->vc, .conv = b->cc, .kw = b->kw, .vw = b->vw};
         if ((st = k->scale(M, d, w->xscale, b->x, d)) || (st = fc_layers(w, &b->ws, b->x, &sq)) ||
-            (st = fc_gemm_rows(k, M, b->x, d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f, b->xp, J)))
+            (st = fc_gemm_rows(k, M, b->x, d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f, b->xp, J)) ||
+            /* the round's raw rows for the streams' host records: one download */
+            (st = k->download(b->hx, b->x, (size_t)M * d * sizeof(float))))
             return st;
         for (int q = 0; q < ns; q++) {
             fc_stream *s = ss[b->seq[q]];
@@ -371,7 +413,8 @@ static sr_status run_rounds(fc_batch *b, fc_stream *const *ss, const int *final,
             s->enc_pos += T;
             s->chan_len = (int)SR_MIN(s->enc_pos, (int64_t)b->csize);
             s->steps++;
-            if ((st = push_frames(s, b->x + (size_t)r0 * d, b->xp + (size_t)r0 * J, T))) return st;
+            if ((st = push_frames(s, b->x + (size_t)r0 * d, b->hx + (size_t)r0 * d, b->xp + (size_t)r0 * J, T)))
+                return st;
         }
     }
 }
@@ -401,7 +444,7 @@ static sr_status encode_offline(fc_stream *s, const float *mel, int T)
     float *enc = NULL;
     int ne = 0;
     sr_status st = fc_encode_offline(s->w, mel, T, ctx, local, &enc, &ne, NULL);
-    if (!st) st = push_frames(s, enc, NULL, ne);
+    if (!st) st = push_frames(s, enc, NULL, NULL, ne);
     if (enc) s->w->k->free(enc);
     return st;
 }

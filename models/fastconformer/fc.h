@@ -133,10 +133,12 @@ typedef struct {
  * *n_out = T/2+1 applied 3 times. Computed in pieces of FC_SUB_PIECE rows (scratch independent
  * of T), equal to one pass. */
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out);
-/* The same on mel in table memory with caller-owned table scratch of fc_subsample_scratch(w, T)
- * floats (streams keep one, so a step allocates nothing). */
-sr_status fc_subsample_into(const fc_model *w, const float *mel, int T, float *x, int *n_out,
-                            float *scratch);
+/* The same on n images of mel in table memory ([n][T][n_mels], back to back: the steps of n
+ * streams at once, each image's rows as if alone) into x [n][*n_out][d], with caller-owned
+ * table scratch of n fc_subsample_scratch(w, T) floats (batches keep one, so a step allocates
+ * nothing). */
+sr_status fc_subsample_into(const fc_model *w, int n, const float *mel, int T, float *x,
+                            int *n_out, float *scratch);
 size_t fc_subsample_scratch(const fc_model *w, int T);
 int fc_subsample_len(int T);
 
@@ -211,15 +213,20 @@ typedef struct fc_batch {
     sr_kpool *kc, *vc, *cc, *kw, *vw;
     fc_work ws;                 /* max_streams (R + 1) rows; f16: max_streams L staged rows */
     int nin;                    /* mel frames of the largest step: 9 + 8 (R + 1) */
-    float *sub_in;              /* [nin, n_mels] one stream's step input (table) */
-    float *sub_x; int sub_rows; /* [sub_rows = fc_subsample_len(nin), d] its subsampled rows */
-    float *sub_scratch; size_t sub_scratch_n; /* fc_subsample_into scratch of one step (table) */
+    float *sub_in;              /* [max_streams, nin, n_mels] a round's step inputs (table) */
+    float *hmel;                /* the same, staged on the host (one upload a round) */
+    float *sub_x; int sub_rows; /* [max_streams, sub_rows = fc_subsample_len(nin), d] their
+                                 * subsampled rows */
+    float *sub_scratch; size_t sub_scratch_n; /* fc_subsample_into scratch: max_streams times
+                                 * sub_scratch_n floats (one step's), table */
     float *x;                   /* [max_streams (R + 1), d] a round's encoder rows (table) */
+    float *hx;                  /* the same downloaded (host), one copy a round */
     float *xp;                  /* [max_streams (R + 1), J] their joint projection (table) */
     /* a call's bookkeeping (host): its streams, the round's sequences (sr_kbatch arrays, masks,
      * index of each in the call), slots seen (distinct streams), predict tokens */
     struct fc_stream **call;    /* [max_streams] */
     int *row0, *slot, *seq;     /* [max_streams + 1], [max_streams], [max_streams] */
+    int *nnew;                  /* [max_streams] a round's step of each stream (mel frames) */
     int64_t *pos;               /* [max_streams] */
     fc_mask *mk;                /* [max_streams] */
     unsigned char *seen;        /* [max_streams] */

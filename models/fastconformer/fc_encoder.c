@@ -73,14 +73,14 @@ sr_status fc_gemm_rows(const sr_kernels *k, int M, const float *x, int ldx, cons
 
 /* planes [C][P] -> rows [P][C] and back: one transpose each (a copy per channel was C launches
  * per stream and chunk on a device) */
-static sr_status to_rows(const sr_kernels *k, int C, int P, const float *planes, float *rows)
+static sr_status to_rows(const sr_kernels *k, int n, int C, int P, const float *planes, float *rows)
 {
-    return k->transpose(C, P, planes, P, rows, C);
+    return k->transpose(n, C, P, planes, P, rows, C);
 }
 
-static sr_status to_planes(const sr_kernels *k, int C, int P, const float *rows, float *planes)
+static sr_status to_planes(const sr_kernels *k, int n, int C, int P, const float *rows, float *planes)
 {
-    return k->transpose(P, C, rows, C, planes, P);
+    return k->transpose(n, P, C, rows, C, planes, P);
 }
 
 sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int *n_out)
@@ -107,11 +107,11 @@ sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int
     }
     int n = 0, r = 0, n1 = SR_MIN(T, first);
     sr_status st = k->upload(in, mel, (size_t)n1 * F * sizeof(float));
-    if (!st) st = fc_subsample_into(w, in, n1, x, &n, a);
+    if (!st) st = fc_subsample_into(w, 1, in, n1, x, &n, a);
     for (int pos = first; !st && pos < T;) {
         int nnew = SR_MIN(8 * P, T - pos);
         if ((st = k->upload(in, mel + (size_t)(pos - 9) * F, (size_t)(9 + nnew) * F * sizeof(float))) ||
-            (st = fc_subsample_into(w, in, 9 + nnew, rows, &r, a)) ||
+            (st = fc_subsample_into(w, 1, in, 9 + nnew, rows, &r, a)) ||
             (st = k->copy2d(r - 2, w->d, rows + (size_t)2 * w->d, w->d, x + (size_t)n * w->d, w->d)))
             break;
         n += r - 2;
@@ -124,31 +124,32 @@ sr_status fc_subsample(const fc_model *w, const float *mel, int T, float *x, int
     return st;
 }
 
-sr_status fc_subsample_into(const fc_model *w, const float *mel, int T, float *x, int *n_out,
-                            float *scratch)
+sr_status fc_subsample_into(const fc_model *w, int n, const float *mel, int T, float *x,
+                            int *n_out, float *scratch)
 {
     const sr_kernels *k = w->k;
     int C = w->sub_ch, F0 = w->n_mels;
     int T1 = T / 2 + 1, F1 = F0 / 2 + 1, T2 = T1 / 2 + 1, F2 = F1 / 2 + 1, T3 = T2 / 2 + 1,
         F3 = F2 / 2 + 1;
-    int P2 = T2 * F2, P3 = T3 * F3;
-    /* s1: stage-1 planes, then stage 2's rows, its planes, stage 3's rows; a: the rest */
-    float *s1 = scratch, *a = s1 + (size_t)C * T1 * F1;
+    size_t P1 = (size_t)T1 * F1, P2 = (size_t)T2 * F2, P3 = (size_t)T3 * F3;
+    /* s1: stage-1 planes, then stage 2's rows, its planes, stage 3's rows; a: the rest (each
+     * of them n images back to back) */
+    float *s1 = scratch, *a = s1 + (size_t)n * C * P1;
     sr_status st;
     *n_out = 0;
-    if (T < 1) return sr_error(SR_ERR_ARG, "fastconformer: subsampling of %d mel frames", T);
-    if ((st = k->conv2d_s2(C, T, F0, mel, 0, w->c0_w, w->c0_b, 1, s1)) ||
-        /* stage 2: depthwise 3x3, pointwise as a gemm over the T2 F2 positions, ReLU */
-        (st = k->conv2d_s2(C, T1, F1, s1, (size_t)T1 * F1, w->dw1_w, w->dw1_b, 0, a)) ||
-        (st = to_rows(k, C, P2, a, s1)) ||
-        (st = fc_gemm_rows(k, P2, s1, C, w->sub_pw1.w, w->sub_pw1.b, SR_ACT_RELU, 1.0f, 0.0f, a, C)) ||
-        (st = to_planes(k, C, P2, a, s1)) ||
-        /* stage 3, its output left as rows [T3][F3][C] */
-        (st = k->conv2d_s2(C, T2, F2, s1, (size_t)P2, w->dw2_w, w->dw2_b, 0, a)) ||
-        (st = to_rows(k, C, P3, a, s1)) ||
-        (st = fc_gemm_rows(k, P3, s1, C, w->sub_pw2.w, w->sub_pw2.b, SR_ACT_RELU, 1.0f, 0.0f, a, C)) ||
-        /* Linear(C F3 -> d) over the rows [T3][F3 C] (columns reordered at load) */
-        (st = fc_gemm_rows(k, T3, a, F3 * C, w->sub_out.w, w->sub_out.b, SR_ACT_NONE, 1.0f, 0.0f, x, w->d)))
+    if (T < 1 || n < 1) return sr_error(SR_ERR_ARG, "fastconformer: subsampling of %d x %d mel frames", n, T);
+    if ((st = k->conv2d_s2(n, C, T, F0, mel, (size_t)T * F0, 0, w->c0_w, w->c0_b, 1, s1)) ||
+        /* stage 2: depthwise 3x3, pointwise as a gemm over the n T2 F2 positions, ReLU */
+        (st = k->conv2d_s2(n, C, T1, F1, s1, (size_t)C * P1, P1, w->dw1_w, w->dw1_b, 0, a)) ||
+        (st = to_rows(k, n, C, (int)P2, a, s1)) ||
+        (st = fc_gemm_rows(k, n * (int)P2, s1, C, w->sub_pw1.w, w->sub_pw1.b, SR_ACT_RELU, 1.0f, 0.0f, a, C)) ||
+        (st = to_planes(k, n, C, (int)P2, a, s1)) ||
+        /* stage 3, its output left as rows [n][T3][F3][C] */
+        (st = k->conv2d_s2(n, C, T2, F2, s1, (size_t)C * P2, P2, w->dw2_w, w->dw2_b, 0, a)) ||
+        (st = to_rows(k, n, C, (int)P3, a, s1)) ||
+        (st = fc_gemm_rows(k, n * (int)P3, s1, C, w->sub_pw2.w, w->sub_pw2.b, SR_ACT_RELU, 1.0f, 0.0f, a, C)) ||
+        /* Linear(C F3 -> d) over the rows [n T3][F3 C] (columns reordered at load) */
+        (st = fc_gemm_rows(k, n * T3, a, F3 * C, w->sub_out.w, w->sub_out.b, SR_ACT_NONE, 1.0f, 0.0f, x, w->d)))
         return st;
     *n_out = T3;
     return SR_OK;
