@@ -225,6 +225,18 @@ static void test_bench_gemm(void)
 {
     expect(runf("bench gemm --threads 1"), 0, "GFLOP/s", "bench gemm");
     expect(runf("bench gemm --device tpu"), 1, "tpu", "bench on an unknown device");
+    /* attn: fused vs unfused at the three families' shapes; their outputs agree */
+    int rc = runf("bench attn --threads 1 --streams 2");
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "Voxtral mini-4b"));
+    int rows = 0;
+    for (const char *p = out; (p = strstr(p, "x | ")); p += 4) {
+        double diff = atof(p + 4);
+        CU_ASSERT(diff >= 0 && diff < 1e-5);
+        rows++;
+    }
+    CU_ASSERT_EQUAL(rows, 3);
+    expect(runf("bench attn --streams 0"), 2, "--streams 0 out of 1..4096", "bench attn bad --streams");
 }
 
 /* bench --streams: the batched engine's figures as JSON, and its usage errors. */

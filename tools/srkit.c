@@ -1058,6 +1058,159 @@ static int bench_gemm(const char *device, int threads, int N, int K)
     return rc;
 }
 
+/* ---- attention: the fused cache-indexed op against the unfused path ---------------------------- */
+
+/* `srkit bench attn`: N streams, each with R query rows attending over L cached keys of its own
+ * slot of a K and a V pool (f32, H query heads over G K/V heads of D): the op set's attn (one
+ * call for all streams, each row reading its stream's keys in place) against the unfused path
+ * a framework takes per stream and head: sgemm Q K^T into a score matrix, softmax, sgemm P V
+ * (the table's sgemm: cuBLAS / OpenBLAS). Both compute the same function: the largest
+ * difference of their outputs is printed with the times (median per call, the two timed in
+ * turn after a warm-up). */
+typedef struct {
+    const sr_kernels *k;
+    int N, R, L, H, G, D;
+    float *q, *out, *out2, *scores;
+    sr_kpool *K, *V;
+    int64_t *lo, *hi, *pos;
+    int *row0, *slot;
+} bench_attn_case;
+
+static sr_status attn_fused(const bench_attn_case *c)
+{
+    sr_kattn a = {.n_head = c->H, .n_kv_head = c->G, .head_dim = c->D,
+                  .scale = 1.0f / sqrtf((float)c->D), .lo = c->lo, .hi = c->hi};
+    sr_kbatch b = {.n_seq = c->N, .row0 = c->row0, .slot = c->slot, .pos = c->pos};
+    return c->k->attn(&a, &b, c->q, c->H * c->D, c->K, c->V, 0, c->out, c->H * c->D);
+}
+
+static sr_status attn_unfused(const bench_attn_case *c)
+{
+    const sr_kernels *k = c->k;
+    int HD = c->H * c->D, GD = c->G * c->D, rep = c->H / c->G;
+    float scale = 1.0f / sqrtf((float)c->D);
+    sr_status st = SR_OK;
+    for (int s = 0; s < c->N && !st; s++) {
+        const float *Ks = (const float *)c->K->data + (size_t)s * c->L * GD;
+        const float *Vs = (const float *)c->V->data + (size_t)s * c->L * GD;
+        const float *qs = c->q + (size_t)s * c->R * HD;
+        float *os = c->out2 + (size_t)s * c->R * HD;
+        for (int h = 0; h < c->H && !st; h++) {
+            int g = h / rep;
+            if ((st = k->sgemm(0, 1, c->R, c->L, c->D, scale, qs + h * c->D, HD, Ks + g * c->D, GD,
+                               0.0f, c->scores, c->L)) ||
+                (st = k->softmax(c->R, c->L, c->scores, c->L)) ||
+                (st = k->sgemm(0, 0, c->R, c->D, c->L, 1.0f, c->scores, c->L, Vs + g * c->D, GD, 0.0f,
+                               os + h * c->D, HD)))
+                break;
+        }
+    }
+    return st;
+}
+
+static int bench_attn_one(const sr_kernels *k, int N, int R, int L, int H, int G, int D, int reps)
+{
+    bench_attn_case c = {.k = k, .N = N, .R = R, .L = L, .H = H, .G = G, .D = D};
+    size_t nq = (size_t)N * R * H * D;
+    float *hq = malloc(nq * sizeof(float)), *ho = malloc(nq * sizeof(float)), *ho2 = malloc(nq * sizeof(float));
+    float *hk = malloc((size_t)N * L * G * D * sizeof(float));
+    c.lo = calloc((size_t)N * R, sizeof(int64_t));
+    c.hi = malloc((size_t)N * R * sizeof(int64_t));
+    c.pos = calloc((size_t)N, sizeof(int64_t));
+    c.row0 = malloc(((size_t)N + 1) * sizeof(int));
+    c.slot = malloc((size_t)N * sizeof(int));
+    int rc = -1;
+    sr_status st = SR_OK;
+    if (!hq || !ho || !ho2 || !hk || !c.lo || !c.hi || !c.pos || !c.row0 || !c.slot) {
+        fprintf(stderr, "srkit bench attn: out of memory\n");
+        goto out;
+    }
+    uint64_t r = 12345;
+    for (size_t i = 0; i < nq; i++) hq[i] = (float)((r = r * 6364136223846793005ULL + 1) >> 40) / (float)(1 << 24) - 0.5f;
+    for (int s = 0; s <= N; s++) c.row0[s] = s * R;
+    for (int s = 0; s < N; s++) c.slot[s] = s;
+    for (size_t i = 0; i < (size_t)N * R; i++) c.hi[i] = L; /* every row: all L keys */
+    c.q = k->alloc(nq * sizeof(float));
+    c.out = k->alloc(nq * sizeof(float));
+    c.out2 = k->alloc(nq * sizeof(float));
+    c.scores = k->alloc((size_t)R * L * sizeof(float));
+    if ((st = sr_kpool_create(k, SR_F32, 1, N, L, G * D, &c.K)) ||
+        (st = sr_kpool_create(k, SR_F32, 1, N, L, G * D, &c.V))) {
+        fail(st, "bench attn");
+        goto out;
+    }
+    if (!c.q || !c.out || !c.out2 || !c.scores) {
+        fprintf(stderr, "srkit bench attn: out of %s memory\n", k->name);
+        goto out;
+    }
+    for (int kv = 0; kv < 2; kv++) {
+        size_t n = (size_t)N * L * G * D;
+        for (size_t i = 0; i < n; i++) hk[i] = (float)((r = r * 6364136223846793005ULL + 1) >> 40) / (float)(1 << 24) - 0.5f;
+        if ((st = k->upload((kv ? c.V : c.K)->data, hk, n * sizeof(float)))) { fail(st, "bench attn"); goto out; }
+    }
+    if ((st = k->upload(c.q, hq, nq * sizeof(float)))) { fail(st, "bench attn"); goto out; }
+    enum { MAXR = 64 };
+    double t[2][MAXR];
+    reps = reps < 1 ? 1 : reps > MAXR ? MAXR : reps;
+    for (int rr = -1; rr < reps; rr++)
+        for (int v = 0; v < 2; v++) {
+            double t0 = now_s();
+            st = v ? attn_unfused(&c) : attn_fused(&c);
+            if (!st) st = k->sync();
+            if (st) { fail(st, v ? "bench attn (unfused)" : "bench attn (fused)"); goto out; }
+            if (rr >= 0) t[v][rr] = now_s() - t0;
+        }
+    double med[2];
+    for (int v = 0; v < 2; v++) {
+        qsort(t[v], (size_t)reps, sizeof t[v][0], cmp_double);
+        med[v] = reps % 2 ? t[v][reps / 2] : 0.5 * (t[v][reps / 2 - 1] + t[v][reps / 2]);
+    }
+    if ((st = k->download(ho, c.out, nq * sizeof(float))) || (st = k->download(ho2, c.out2, nq * sizeof(float)))) {
+        fail(st, "bench attn");
+        goto out;
+    }
+    double diff = 0;
+    for (size_t i = 0; i < nq; i++) diff = fmax(diff, fabs((double)ho[i] - (double)ho2[i]));
+    printf("%7d %5d %6d %3d/%-3d %4d | %10.3f %10.3f | %7.2fx | %.2e\n", N, R, L, H, G, D, med[0] * 1e3,
+           med[1] * 1e3, med[1] / med[0], diff);
+    rc = 0;
+out:
+    sr_kpool_free(k, c.K);
+    sr_kpool_free(k, c.V);
+    k->free(c.q);
+    k->free(c.out);
+    k->free(c.out2);
+    k->free(c.scores);
+    free(hq); free(ho); free(ho2); free(hk);
+    free(c.lo); free(c.hi); free(c.pos); free(c.row0); free(c.slot);
+    return rc;
+}
+
+static int bench_attn(const char *device, int threads, const int *streams, int n_streams)
+{
+    const sr_kernels *k = NULL;
+    sr_status st = sr_kernels_select(device, &k);
+    if (st) return fail(st, "bench attn");
+    if (threads > 0) k->set_threads(threads);
+    /* per family: rows a stream brings per step, keys it attends, heads / K-V heads, head dim */
+    static const struct { const char *what; int R, L, H, G, D; } shapes[] = {
+        {"FastConformer [70,1] (plain scores; the op adds rel-pos)", 2, 72, 8, 8, 128},
+        {"Whisper tiny decoder cross-attention (one token over 1500 frames)", 1, 1500, 6, 6, 64},
+        {"Voxtral mini-4b decoder (GQA 32 / 8, one token over 750 keys)", 1, 750, 32, 8, 128},
+    };
+    printf("attention on %s: the fused op (one call, keys read in place) vs unfused (per stream and\n"
+           "head: sgemm Q K^T, softmax, sgemm P V); f32 pools, median ms per call\n", k->name);
+    int rc = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !rc; i++) {
+        printf("\n%s\nstreams  rows   keys heads  dim |  fused ms  unfused ms | unfused/fused | max |diff|\n",
+               shapes[i].what);
+        for (int j = 0; j < n_streams && !rc; j++)
+            rc = bench_attn_one(k, streams[j], shapes[i].R, shapes[i].L, shapes[i].H, shapes[i].G,
+                                shapes[i].D, 7);
+    }
+    return rc;
+}
+
 /* ---- streaming benchmark: one model, one (possibly concatenated) audio stream ---- */
 
 static int cmp_i64(const void *a, const void *b)
@@ -1681,6 +1834,7 @@ static int bench_align(int argc, char **argv)
 
 static const char BENCH_USAGE[] =
     "usage: srkit bench gemm [--device cpu|cuda] [--threads N] [--n N] [--k K]\n"
+    "       srkit bench attn [--device cpu|cuda] [--threads N] [--streams N ...]\n"
     "       srkit bench --model MODEL.h5 --audio A [--audio B ...] [--stream JSON] [options]\n"
     "       srkit bench stream MODEL.h5 AUDIO... [options]\n"
     "       srkit bench --streams N [--separate] [--realtime] --model MODEL.h5 --audio A [options]\n"
@@ -1690,7 +1844,10 @@ static const char BENCH_USAGE[] =
     "bandwidth of reading the weight matrix), then the op set's gemm on an N x K weight\n"
     "(--n, --k; default 4096 x 4096) in f32 and bf16 next to sgemm (sgemv at M = 1) for\n"
     "M = 1..64 rows as GB/s of weight read, and on the Whisper encoder's M = 1500 products\n"
-    "(time ratio op / sgemm). The streaming benchmark feeds the audio files, concatenated in order,\n"
+    "(time ratio op / sgemm). attn times the fused cache-indexed attention op (one call for all\n"
+    "streams) against the unfused path (per stream and head: sgemm Q K^T, softmax, sgemm P V)\n"
+    "at FastConformer, Whisper and Voxtral shapes for --streams N (default 1, 8, 64).\n"
+    "The streaming benchmark feeds the audio files, concatenated in order,\n"
     "through one stream and reports RTF, per-chunk compute time (chunk_ms_p50/p90/p99: the\n"
     "wall time of each chunk's model + decoder work, in ms; model_ms_* / decoder_ms_*: the two\n"
     "parts over the steady chunks) and memory; --json prints one JSON\n"
@@ -1861,6 +2018,31 @@ static int cmd_bench(int argc, char **argv)
             else { fprintf(stderr, "srkit bench gemm: unknown argument %s\n", argv[i]); return EXIT_USAGE; }
         }
         return bench_gemm(device, threads, n, kk);
+    }
+    if (!strcmp(argv[0], "attn")) {
+        const char *device = "cpu";
+        int threads = 0, ns = 0, streams[16];
+        for (int i = 1; i < argc; i++) {
+            if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+            else if (!strcmp(argv[i], "--threads") && i + 1 < argc) { if (parse_int("--threads", argv[++i], &threads)) return EXIT_USAGE; }
+            else if (!strcmp(argv[i], "--streams") && i + 1 < argc) {
+                if (ns == 16) { fprintf(stderr, "srkit bench attn: at most 16 --streams\n"); return EXIT_USAGE; }
+                if (parse_int("--streams", argv[++i], &streams[ns])) return EXIT_USAGE;
+                if (streams[ns] < 1 || streams[ns] > 4096) {
+                    fprintf(stderr, "srkit bench attn: --streams %d out of 1..4096\n", streams[ns]);
+                    return EXIT_USAGE;
+                }
+                ns++;
+            }
+            else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf("%s", BENCH_USAGE); return 0; }
+            else { fprintf(stderr, "srkit bench attn: unknown argument %s\n", argv[i]); return EXIT_USAGE; }
+        }
+        if (!ns) {
+            streams[ns++] = 1;
+            streams[ns++] = 8;
+            streams[ns++] = 64;
+        }
+        return bench_attn(device, threads, streams, ns);
     }
     if (argv[0][0] == '-') return bench_stream(argc, argv); /* --model M --audio A ... */
     fprintf(stderr, "srkit bench: unknown benchmark %s\n%s", argv[0], BENCH_USAGE);

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# gpu_check.sh — the whole device check of the CUDA op set in one call of a lent GPU machine
+# (issue 11): the CUDA suites, compute-sanitizer memcheck over them, then the figures of
+# docs/benchmarks.md "On an NVIDIA H200/H100" on synthetic full-size models made there.
+#
+# Here (no GPU):  ../shared/tools/gpu-bundle ../shared/data/librispeech-sample/1089-134686-0000.flac \
+#                     ../shared/data/whisper-assets/gpt2.tiktoken
+# Device call:    command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 560
+# Everything goes to $OUT (log.txt, bench.jsonl, the suites' logs) and the log to stdout; each
+# step has its own time limit so that one hang cannot eat the call (at most about 9.5 minutes,
+# usually less: the limits are reached only by runs that do not keep up).
+set -u
+source .gpu/env.sh
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT" /tmp/m
+export OPENBLAS_NUM_THREADS=8 SRKIT_HOME=/tmp/srk
+X=$SRKIT_GPU_EXTRA
+A=$X/1089-134686-0000.flac
+exec > >(tee "$OUT/log.txt") 2>&1
+( python3 scripts/make_synthetic.py --arch fastconformer_rnnt --preset nemotron-0.6b --dtype bf16 /tmp/m/nemo.h5
+  python3 scripts/make_synthetic.py --arch whisper --preset tiny --tiktoken "$X/gpt2.tiktoken" /tmp/m/wt.h5 ) \
+    > "$OUT/synth.log" 2>&1 &
+J1=$!
+( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype bf16 --no-checksum /tmp/m/vx.h5 \
+    && touch /tmp/m/vx.done ) > "$OUT/synthvx.log" 2>&1 &
+
+echo "== suites"
+timeout 60 test_srkit kernels_cuda engine_equals_solo/cuda > "$OUT/suites.log" 2>&1
+echo "rc=$?"; grep -E "Test:.*FAIL|^ *[0-9]+\. |tests |asserts" "$OUT/suites.log"
+echo "== memcheck"
+timeout 90 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
+    test_srkit kernels_cuda > "$OUT/memcheck.log" 2>&1
+echo "rc=$?"; grep -E "ERROR SUMMARY|tests " "$OUT/memcheck.log"
+
+# one bench run: its JSON line to bench.jsonl, a short summary to the log
+B() {
+    local t=$1; shift
+    echo "== $*"
+    timeout "$t" srkit bench "$@" --json 2>&1 | tail -n 1 | tee -a "$OUT/bench.jsonl" | python3 -c '
+import json, sys
+t = sys.stdin.read()
+try: j = json.loads(t)
+except Exception: print("  (no result)", t[-300:]); sys.exit()
+ks = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50", "chunk_ms_p99", "model_ms_p50",
+      "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "streams_state_bytes", "gpu_peak_bytes"]
+print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
+}
+echo "== bench attn"; timeout 40 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256
+wait $J1; tail -n 2 "$OUT/synth.log"
+N=/tmp/m/nemo.h5 C='--device cuda --precision bf16'
+B 20 $C --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 6000
+B 20 $C --model $N --audio $A --stream '{"att_context": [70,1]}' --max-ms 6000
+for ctx in "[70,0]" "[70,1]"; do
+    for n in 64 256 512; do
+        B 25 $C --streams $n --realtime --model $N --audio $A --stream "{\"att_context\": $ctx}" --max-ms 4000
+    done
+done
+W=/tmp/m/wt.h5
+for run in "100 64" "100 256" "300 64"; do
+    set -- $run
+    B 25 $C --streams $2 --realtime --model $W --audio $A \
+        --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $1, \"decoder\": \"stable_greedy\"}" --max-ms 4000
+done
+B 20 --device cuda --model $W --audio $A --stream '{"strategy": "offline"}'
+if [ -f /tmp/m/vx.done ]; then
+    V=/tmp/m/vx.h5
+    B 40 $C --model $V --audio $A --max-ms 3000
+    B 40 $C --streams 64 --realtime --model $V --audio $A --stream '{"cache_dtype": "bf16"}' --max-ms 3000
+else
+    echo "== voxtral model not ready: $(tail -n 1 "$OUT/synthvx.log")"
+fi
+echo "== bench gemm"; timeout 30 srkit bench gemm --device cuda | tail -n 22
+nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
