@@ -60,13 +60,14 @@
  * Both compute identical bits; the choice only depends on speed (gemm_pick_wide). Rows past
  * the grid's y limit are covered by blocks looping over row tiles.
  *
- * Tensor-core kernel (bf16 products). A block of TC_WARPS warps computes a (16 MT) x (16 NT)
- * tile of y; k runs in chunks of TC_BK = 16 TC_U TC_WARPS: the chunk's x rows are staged in
- * shared memory as bf16, each warp multiplies its TC_U k tiles of the chunk (A fragments from
- * shared memory, B fragments straight from the weight rows in global memory), and at the end
- * the warps' fragments are summed in warp order through shared memory, where the epilogue
- * reads them. MT = 1, 2 or 4 by M, NT = 1 for few rows (more blocks to stream the weight),
- * 2 otherwise: the choice is speed only, the bits are the same.
+ * Tensor-core kernel (bf16 products). x is first staged as bf16 operands [M rounded up to 16]
+ * [kpad] (tc_stage_x, a stream-ordered block). A block of TC_WARPS warps computes a (16 MT) x
+ * (16 NT) tile of y; warp w takes the k tiles t with (t / TC_U) % TC_WARPS = w, TC_U at a time,
+ * loading its A fragments from the staged x and its B fragments from the weight rows, both
+ * straight from global memory with no barrier in the k loop; at the end the warps' fragments
+ * are summed in warp order through shared memory, where the epilogue reads them. MT = 1, 2 or
+ * 4 by M, NT = 1 for few rows (more blocks to stream the weight), 2 otherwise: the choice is
+ * speed only, the bits are the same.
  */
 #include "cuda_impl.h"
 
@@ -329,29 +330,44 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
 /* ---- tensor-core kernel (bf16 products) ------------------------------------------------------ */
 
 #define TC_WARPS 8                      /* warps of a block; k tiles dealt among them */
-#define TC_U 2                          /* consecutive k tiles of a warp per chunk */
-#define TC_BK (16 * TC_U * TC_WARPS)    /* k per chunk: 256 */
-#define TC_XLD (TC_BK + 16)             /* x row stride in shared memory (bf16 elements) */
+#define TC_U 2                          /* consecutive k tiles of a warp per round */
 
 /* Rows of a SR_KMUL_BF16 weight on the device: n rounded up to whole 16-column fragments. */
 __host__ __device__ static inline size_t tc_rows(int n) { return ((size_t)n + 15) / 16 * 16; }
 
-/* y[M, N] from x and the bf16 weight w [tc_rows(N)][kpad] (file comment: the k tile t of every
- * output is summed by warp (t / TC_U) % TC_WARPS, warps in order). */
+/* xb [Mp][kpad] = the bf16 operands of x (x_to_bf16: the CPU's), zero past M rows and K
+ * columns, Mp = M rounded up to 16: what the A fragments are loaded from. */
+__global__ static void tc_stage_x(int M, int K, int kpad, int Mp, const float *__restrict__ x,
+                                  int ldx, __nv_bfloat16 *__restrict__ xb)
+{
+    size_t n = (size_t)Mp * (size_t)kpad;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        int m = (int)(i / (size_t)kpad), k = (int)(i % (size_t)kpad);
+        float v = (m < M && k < K) ? __ldg(x + (size_t)m * (size_t)ldx + k) : 0.0f;
+        xb[i] = __float2bfloat16_rn(x_to_bf16(v)); /* exact: x_to_bf16 already rounded */
+    }
+}
+
+/* y[M, N] from the staged operands xb [Mp][kpad] and the bf16 weight w [tc_rows(N)][kpad]
+ * (file comment: k tile t of every output is summed by warp (t / TC_U) % TC_WARPS in increasing
+ * t, the warps' sums added in warp order). A and B fragments come straight from global memory
+ * (xb is small and stays in L2), D tiles' worth loaded before they are multiplied: no barrier
+ * inside the k loop, D loads in flight per warp. */
 template <int MT, int NT>
 __global__ void __launch_bounds__(32 * TC_WARPS)
-gemm_tc_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
+gemm_tc_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                const __nv_bfloat16 *__restrict__ w, const float *__restrict__ bias, sr_act act,
                float alpha, float beta, float *__restrict__ y, int ldy)
 {
     using namespace nvcuda;
     constexpr int BM = 16 * MT, BN = 16 * NT;
-    __shared__ __align__(32) __nv_bfloat16 xs[BM * TC_XLD]; /* [m][k] of the chunk */
-    __shared__ __align__(32) float red[BM * BN];           /* the warps' sum, [m][n] */
+    __shared__ __align__(32) float red[BM * BN]; /* the warps' sum, [m][n] */
 
     const int tid = (int)threadIdx.x, warp = tid / 32;
     const int n0 = (int)blockIdx.x * BN;
     const int kt_all = kpad / 16;                    /* k tiles (kpad: zero padded) */
+    const int rounds = (kt_all + TC_U * TC_WARPS - 1) / (TC_U * TC_WARPS);
     const int nt_live = min(NT, (int)((tc_rows(N) - (size_t)n0) / 16)); /* fragments inside */
     const int m_tiles = (M + BM - 1) / BM;
 
@@ -364,35 +380,41 @@ gemm_tc_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int l
 #pragma unroll
             for (int j = 0; j < NT; j++) wmma::fill_fragment(acc[i][j], 0.0f);
 
-        for (int k0 = 0; k0 < kpad; k0 += TC_BK) {
-            /* stage x[m0 .., k0 .. k0 + TC_BK) as bf16 operands; outside M or K: +0 */
-            for (int e = tid; e < BM * TC_BK; e += 32 * TC_WARPS) {
-                const int r = e / TC_BK, kk = e % TC_BK, m = m0 + r, k = k0 + kk;
-                float v = (m < M && k < K) ? __ldg(x + (size_t)m * (size_t)ldx + k) : 0.0f;
-                xs[r * TC_XLD + kk] = __float2bfloat16_rn(x_to_bf16(v)); /* exact: already bf16 */
-            }
-            __syncthreads();
+        /* this warp's tiles in increasing t, D at a time: all D tiles' fragments are loaded
+         * first (D loads in flight per warp), then multiplied in order */
+        constexpr int D = MT == 1 ? 8 : MT == 2 ? 4 : 2;
+        const int mine = rounds * TC_U;
+        for (int i0 = 0; i0 < mine; i0 += D) {
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bf[D][NT];
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> af[D][MT];
+            int tt[D];
 #pragma unroll
-            for (int u = 0; u < TC_U; u++) {
-                const int kl = (warp * TC_U + u) * 16; /* this warp's tile within the chunk */
-                if (k0 / 16 + warp * TC_U + u >= kt_all) break;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bf[NT];
+            for (int d = 0; d < D; d++) {
+                const int i = i0 + d;
+                const int t = ((i / TC_U) * TC_WARPS + warp) * TC_U + i % TC_U; /* the k tile */
+                tt[d] = i < mine && t < kt_all ? t : -1;
+                if (tt[d] < 0) continue;
 #pragma unroll
                 for (int j = 0; j < NT; j++)
                     if (j < nt_live)
-                        wmma::load_matrix_sync(bf[j], w + (size_t)(n0 + 16 * j) * (size_t)kpad + k0 + kl,
+                        wmma::load_matrix_sync(bf[d][j], w + (size_t)(n0 + 16 * j) * (size_t)kpad + 16 * t,
                                                (unsigned)kpad);
 #pragma unroll
-                for (int i = 0; i < MT; i++) {
-                    if (i >= mt_live) break;
-                    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> af;
-                    wmma::load_matrix_sync(af, xs + (16 * i) * TC_XLD + kl, TC_XLD);
-#pragma unroll
-                    for (int j = 0; j < NT; j++)
-                        if (j < nt_live) wmma::mma_sync(acc[i][j], af, bf[j], acc[i][j]);
-                }
+                for (int m = 0; m < MT; m++)
+                    if (m < mt_live)
+                        wmma::load_matrix_sync(af[d][m], xb + (size_t)(m0 + 16 * m) * (size_t)kpad + 16 * t,
+                                               (unsigned)kpad);
             }
-            __syncthreads(); /* xs is restaged next chunk */
+#pragma unroll
+            for (int d = 0; d < D; d++) {
+                if (tt[d] < 0) continue;
+#pragma unroll
+                for (int m = 0; m < MT; m++)
+                    if (m < mt_live)
+#pragma unroll
+                        for (int j = 0; j < NT; j++)
+                            if (j < nt_live) wmma::mma_sync(acc[m][j], af[d][m], bf[d][j], acc[m][j]);
+            }
         }
 
         /* the warps' partial sums added in warp order through red */
@@ -419,34 +441,45 @@ gemm_tc_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int l
         for (int e = tid; e < BM * BN; e += 32 * TC_WARPS) {
             const int m = m0 + e / BN, n = n0 + e % BN;
             if (m >= M || n >= N) continue;
-            float t = red[e];
-            if (bias) t = __fadd_rn(t, bias[n]);
-            t = apply_act(act, t);
+            float v = red[e];
+            if (bias) v = __fadd_rn(v, bias[n]);
+            v = apply_act(act, v);
             float *yp = y + (size_t)m * (size_t)ldy + n;
-            *yp = beta == 0.0f ? __fmul_rn(alpha, t) : __fadd_rn(__fmul_rn(alpha, t), __fmul_rn(beta, *yp));
+            *yp = beta == 0.0f ? __fmul_rn(alpha, v) : __fadd_rn(__fmul_rn(alpha, v), __fmul_rn(beta, *yp));
         }
         __syncthreads(); /* red is reused by the next row tile */
     }
 }
 
 template <int MT, int NT>
-static void gemm_tc_launch(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+static void gemm_tc_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, const float *bias,
                            sr_act act, float alpha, float beta, float *y, int ldy)
 {
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
     dim3 grid((unsigned)((W->n + 16 * NT - 1) / (16 * NT)), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    gemm_tc_kernel<MT, NT><<<grid, 32 * TC_WARPS>>>(M, W->n, W->k, (int)k_pad(W->k), x, ldx,
+    gemm_tc_kernel<MT, NT><<<grid, 32 * TC_WARPS>>>(M, W->n, (int)k_pad(W->k), xb,
                                                      (const __nv_bfloat16 *)W->data, bias, act,
                                                      alpha, beta, y, ldy);
 }
 
-/* Tile shape by M (speed only: every shape gives the same bits). */
-static void gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
-                    sr_act act, float alpha, float beta, float *y, int ldy)
+/* x staged as bf16 operands in a stream-ordered block (freed after the launch, in order), then
+ * the tile shape by M (speed only: every shape gives the same bits). */
+static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                         sr_act act, float alpha, float beta, float *y, int ldy)
 {
-    if (M <= 16) gemm_tc_launch<1, 1>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
-    else if (M <= 32) gemm_tc_launch<2, 1>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
-    else gemm_tc_launch<4, 2>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+    const int kpad = (int)k_pad(W->k), Mp = (M + 15) / 16 * 16;
+    size_t n = (size_t)Mp * (size_t)kpad;
+    __nv_bfloat16 *xb = NULL;
+    cudaError_t e = cudaMallocAsync((void **)&xb, n * sizeof *xb, 0);
+    if (e != cudaSuccess) return sr_cuda_fail("gemm: bf16 operands of x", e);
+    size_t blocks = (n + 255) / 256;
+    tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256>>>(M, W->k, kpad, Mp, x, ldx, xb);
+    if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    else if (M <= 32) gemm_tc_launch<2, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    else gemm_tc_launch<4, 2>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    sr_status st = sr_cuda_launched("gemm (bf16 products)");
+    (void)cudaFreeAsync(xb, 0);
+    return st;
 }
 
 /* Multiprocessors of the current device (queried once; 0 if the query fails). */
@@ -507,9 +540,8 @@ sr_status sr_cuda_gemm(int M, const float *x, int ldx, const sr_kweight *W, cons
     sr_status st = sr_kernels_check_gemm(M, x, ldx, W, act, y, ldy);
     if (st || M == 0) return st;
 
-    if (W->mul == SR_KMUL_BF16)
-        gemm_tc(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
-    else if (gemm_pick_wide(M, W->n))
+    if (W->mul == SR_KMUL_BF16) return gemm_tc(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+    if (gemm_pick_wide(M, W->n))
         gemm_dispatch<TileWide>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
     else
         gemm_dispatch<TileSkinny>(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
