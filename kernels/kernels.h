@@ -297,6 +297,21 @@ const sr_kernels *sr_kernels_cpu(void);
  * the runtime) when no device is usable. */
 sr_status sr_kernels_cuda(const sr_kernels **out);
 
+/* Profiling (kernels/profile.c): a table that forwards every call to b and counts it and its
+ * host wall time per op; sync_after_each also waits for the device after each op, so that
+ * the time includes the op's device time. One base table per process (SR_ERR_UNSUPPORTED for
+ * a second); the counters are process-wide and atomic. sr_kernels_select returns it when the
+ * environment has SRKIT_PROFILE=1 (or "sync"). */
+typedef struct sr_kprof_entry {
+    const char *op;   /* the op's field name in sr_kernels */
+    uint64_t calls;
+    double seconds;   /* host wall time inside the calls */
+} sr_kprof_entry;
+sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr_kernels **out);
+/* The ops called so far (in table order) into out[0 .. cap); returns how many there are. */
+int sr_kernels_profile_read(sr_kprof_entry *out, int cap);
+void sr_kernels_profile_reset(void);
+
 /* "cpu" / "cuda" / NULL (= cpu), or "cpu-guard" (kernels/cpu/guard.c: the CPU ops over memory
  * the host cannot touch outside them; for tests and porting backends). Unknown names:
  * SR_ERR_ARG listing the known ones. */

@@ -8,6 +8,7 @@
 #include "kernels.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 sr_status sr_kernels_check_sgemm(int trans_a, int trans_b, int M, int N, int K, const float *A,
@@ -52,10 +53,8 @@ sr_status sr_kernels_cuda(const sr_kernels **out)
 #endif
 }
 
-sr_status sr_kernels_select(const char *device, const sr_kernels **out)
+static sr_status select_base(const char *device, const sr_kernels **out)
 {
-    if (!out) return sr_error(SR_ERR_ARG, "sr_kernels_select: out is NULL");
-    *out = NULL;
     if (!device || strcmp(device, "cpu") == 0) {
         *out = sr_kernels_cpu();
         return SR_OK;
@@ -66,6 +65,25 @@ sr_status sr_kernels_select(const char *device, const sr_kernels **out)
         return SR_OK;
     }
     return sr_error(SR_ERR_ARG, "device \"%s\": unknown; known devices: cpu, cuda, cpu-guard", device);
+}
+
+/* SRKIT_PROFILE=1 / sync: the device's table wrapped by the profiling table (profile.c). */
+sr_status sr_kernels_select(const char *device, const sr_kernels **out)
+{
+    if (!out) return sr_error(SR_ERR_ARG, "sr_kernels_select: out is NULL");
+    *out = NULL;
+    const sr_kernels *k = NULL;
+    sr_status st = select_base(device, &k);
+    if (st) return st;
+    const char *prof = getenv("SRKIT_PROFILE");
+    if (!prof || !*prof || !strcmp(prof, "0")) {
+        *out = k;
+        return SR_OK;
+    }
+    if (strcmp(prof, "1") && strcmp(prof, "sync"))
+        return sr_error(SR_ERR_ARG, "SRKIT_PROFILE=%s: 1 (time each op's call) or sync (each op "
+                        "waited for), or unset", prof);
+    return sr_kernels_profiled(k, !strcmp(prof, "sync"), out);
 }
 
 sr_status sr_kernels_require(const sr_kernels *k, const char *what)

@@ -55,6 +55,12 @@ for ctx in "[70,0]" "[70,1]"; do
         B 25 $C --streams $n --realtime --model $N --audio $A --stream "{\"att_context\": $ctx}" --max-ms 4000
     done
 done
+# where a 64-stream step goes: host time per op, then each op waited for (device time)
+for mode in 1 sync; do
+    echo "== SRKIT_PROFILE=$mode, Nemotron [70,1], 64 streams"
+    SRKIT_PROFILE=$mode timeout 40 srkit bench $C --streams 64 --model $N --audio $A \
+        --stream '{"att_context": [70,1]}' --max-ms 2000 2>&1 | tail -n 28
+done
 W=/tmp/m/wt.h5
 for run in "100 64" "100 256" "300 64"; do
     set -- $run

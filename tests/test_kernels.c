@@ -624,6 +624,71 @@ static void test_guard_model(void)
  * re-encoding, offline, beam searches, 16-bit caches. */
 static void test_guard_backends(void) { test_backends_match_cpu("cpu-guard"); }
 
+/* SRKIT_PROFILE (kernels/profile.c): the profiling table forwards to its base (same bits, same
+ * name), counts every call of the timed ops, resets; a second base table is refused; the
+ * variable's bad values are refused by sr_kernels_select; a model loaded through it streams
+ * the plain CPU's tokens. */
+static void test_profile(void)
+{
+    const sr_kernels *c = sr_kernels_cpu(), *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_profiled(c, 0, &p), SR_OK);
+    CU_ASSERT_STRING_EQUAL(p->name, "cpu");
+    CU_ASSERT_EQUAL(sr_kernels_require(p, "profile"), SR_OK);
+    const sr_kernels *again = NULL;
+    CU_ASSERT_EQUAL(sr_kernels_profiled(c, 0, &again), SR_OK);
+    CU_ASSERT_PTR_EQUAL(again, p);
+    const sr_kernels *gd = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_select("cpu-guard", &gd), SR_OK);
+    TEST_ASSERT_ERR(sr_kernels_profiled(gd, 0, &again), SR_ERR_UNSUPPORTED, "profiled already");
+    enum { M = 3, N = 20, K = 17 };
+    float w[N * K], x[M * K], y1[M * N], y2[M * N];
+    for (int i = 0; i < N * K; i++) w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < M * K; i++) x[i] = (float)((i * 11) % 29) / 29.0f - 0.5f;
+    sr_kweight *W = NULL;
+    CU_ASSERT_EQUAL_FATAL(p->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &W), SR_OK);
+    sr_kernels_profile_reset();
+    for (int r = 0; r < 3; r++) CU_ASSERT_EQUAL(p->gemm(M, x, K, W, NULL, SR_ACT_NONE, 1.0f, 0.0f, y1, N), SR_OK);
+    CU_ASSERT_EQUAL(p->softmax(M, N, y1, N), SR_OK);
+    CU_ASSERT_EQUAL(c->gemm(M, x, K, W, NULL, SR_ACT_NONE, 1.0f, 0.0f, y2, N), SR_OK);
+    CU_ASSERT_EQUAL(c->softmax(M, N, y2, N), SR_OK);
+    CU_ASSERT_EQUAL(memcmp(y1, y2, sizeof y1), 0);
+    sr_kprof_entry e[8];
+    int n = sr_kernels_profile_read(e, 8);
+    CU_ASSERT_EQUAL(n, 2);
+    for (int i = 0; i < n && i < 8; i++) {
+        CU_ASSERT_EQUAL(e[i].calls, strcmp(e[i].op, "gemm") ? 1u : 3u);
+        CU_ASSERT(e[i].seconds >= 0);
+    }
+    sr_kernels_profile_reset();
+    CU_ASSERT_EQUAL(sr_kernels_profile_read(NULL, 0), 0);
+    p->weight_free(W);
+    /* through the environment */
+    const sr_kernels *k = NULL;
+    setenv("SRKIT_PROFILE", "yes", 1);
+    TEST_ASSERT_ERR(sr_kernels_select("cpu", &k), SR_ERR_ARG, "SRKIT_PROFILE=yes");
+    setenv("SRKIT_PROFILE", "1", 1);
+    CU_ASSERT_EQUAL(sr_kernels_select("cpu", &k), SR_OK);
+    CU_ASSERT_PTR_EQUAL(k, p);
+    sr_model *m = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_model_load(test_fixture("fastconformer/rand.h5"), NULL, &m), SR_OK);
+    unsetenv("SRKIT_PROFILE");
+    sr_model *m0 = test_load_model("fastconformer/rand.h5");
+    enum { NA = 16000, CAP = 512 };
+    float *a = malloc(NA * sizeof(float));
+    int32_t t1[CAP], t0[CAP];
+    CU_ASSERT_FATAL(a != NULL);
+    for (int i = 0; i < NA; i++) a[i] = 0.3f * sinf(0.003f * (float)i * (float)(1 + i / 4000));
+    size_t e1 = 0, e0 = 0;
+    sr_kernels_profile_reset();
+    int n1 = test_stream_tokens(m, NULL, a, NA, t1, CAP, &e1);
+    CU_ASSERT(sr_kernels_profile_read(NULL, 0) > 5); /* the stream's ops were counted */
+    int n0 = test_stream_tokens(m0, NULL, a, NA, t0, CAP, &e0);
+    CU_ASSERT(n1 == n0 && e1 == e0 && !memcmp(t1, t0, (size_t)n0 * sizeof *t0));
+    free(a);
+    sr_model_free(m);
+    sr_model_free(m0);
+}
+
 void test_register_kernels(void)
 {
     TEST_SUITE("kernels_guard", {"ops_and_host_pointers", test_guard_ops},
@@ -632,7 +697,8 @@ void test_register_kernels(void)
     TEST_SUITE("kernels_gemm", {"cpu_sgemm_vs_naive", test_cpu_sgemm_vs_naive},
                {"cpu_threads", test_cpu_threads}, {"cpu_empty", test_cpu_empty},
                {"cpu_memory", test_cpu_memory}, {"cpu_bad_args", test_cpu_bad_args},
-               {"select", test_select}, {"cuda_sgemm_vs_cpu", test_cuda_sgemm_vs_cpu},
+               {"select", test_select}, {"profile", test_profile},
+               {"cuda_sgemm_vs_cpu", test_cuda_sgemm_vs_cpu},
                {"cuda_memory_and_args", test_cuda_memory_and_args});
     TEST_SUITE("kernels_ops", {"cpu_norms", test_cpu_ops},
                {"cpu_activations_both_paths", test_cpu_activations});

@@ -1366,6 +1366,36 @@ static void bench_print_json(cJSON *j)
 /* Run the stream b->repeat times over the concatenated audio (the whole signal fed at once:
  * chunk boundaries depend only on the sample count, so this is the same computation as a live
  * feed, without the waiting) and print the fastest run, as one JSON object (--json) or as text. */
+/* SRKIT_PROFILE=1 / sync (kernels/profile.c): the op calls of the timed part, per op, to
+ * stderr (stdout keeps the results / the JSON object): calls, calls per step (steps: engine
+ * steps, or chunks of the one stream), host ms in all, us per call, share of the total. */
+static int cmp_prof(const void *a, const void *b)
+{
+    double x = ((const sr_kprof_entry *)a)->seconds, y = ((const sr_kprof_entry *)b)->seconds;
+    return (x < y) - (x > y);
+}
+
+static void bench_print_profile(double steps)
+{
+    const char *mode = getenv("SRKIT_PROFILE");
+    if (!mode || !*mode || !strcmp(mode, "0")) return;
+    sr_kprof_entry e[64];
+    int n = sr_kernels_profile_read(e, 64);
+    n = n < 64 ? n : 64;
+    qsort(e, (size_t)n, sizeof e[0], cmp_prof);
+    double total = 0;
+    for (int i = 0; i < n; i++) total += e[i].seconds;
+    fprintf(stderr, "op profile (SRKIT_PROFILE=%s: %s), %.0f steps\n", mode,
+            strcmp(mode, "sync") ? "host time inside each call; copies wait for queued work"
+                                 : "each call waited for: its device time included",
+            steps);
+    fprintf(stderr, "%-14s %10s %10s %10s %9s %6s\n", "op", "calls", "per step", "total ms", "us/call", "share");
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "%-14s %10llu %10.1f %10.1f %9.2f %5.1f%%\n", e[i].op, (unsigned long long)e[i].calls,
+                steps > 0 ? (double)e[i].calls / steps : 0.0, e[i].seconds * 1e3,
+                e[i].seconds * 1e6 / (double)e[i].calls, total > 0 ? 100.0 * e[i].seconds / total : 0.0);
+}
+
 static int bench_run(const bench_args *b)
 {
     const run_opts *o = &b->o;
@@ -1391,6 +1421,7 @@ static int bench_run(const bench_args *b)
     cJSON *runs = cJSON_CreateArray();
     sr_status st = sr_stream_open(m, &o->sc, &s);
     if (st) { rc = fail(st, "stream"); goto out; }
+    sr_kernels_profile_reset(); /* SRKIT_PROFILE: only the timed runs */
     for (int r = 0; r < b->repeat; r++) {
         sr_stream_reset(s);
         double t0 = now_s();
@@ -1499,6 +1530,7 @@ static int bench_run(const bench_args *b)
         printf("memory: weights %zu B, stream state %zu B, peak RSS %zu B, GPU peak %zu B\n",
                ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
+    bench_print_profile((double)n_best * b->repeat);
 out:
     free(text);
     cJSON_Delete(runs);
@@ -1580,6 +1612,7 @@ static int bench_multi(const bench_args *b)
     if (b->separate) {
         for (int i = 0; i < N; i++)
             if ((st = sr_stream_open(m, &o->sc, &ss[i]))) { rc = fail(st, "stream"); goto out; }
+        sr_kernels_profile_reset();
         t0 = now_s();
         int made = 0;
         for (int i = 0; i < N; i++) {
@@ -1596,6 +1629,7 @@ static int bench_multi(const bench_args *b)
         if ((st = sr_engine_create(m, &o->sc, N, &e))) { rc = fail(st, "engine"); goto out; }
         for (int i = 0; i < N; i++)
             if ((st = sr_engine_open(e, &ss[i]))) { rc = fail(st, "stream"); goto out; }
+        sr_kernels_profile_reset();
         t0 = now_s();
         if (!b->o.realtime) {
             for (int i = 0; i < N && !st; i++) {
@@ -1733,6 +1767,7 @@ static int bench_multi(const bench_args *b)
         printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B, GPU peak %zu B\n",
                ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
+    bench_print_profile((double)n_lat / N); /* steps: chunks per stream */
     rc = 0;
 out:
     free(text0);
