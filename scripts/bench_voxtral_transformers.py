@@ -3,6 +3,9 @@
 on the weights of an srkit voxtral_realtime HDF5 file, for comparison with `srkit bench --json`
 (model_ms_* = one 80 ms encoder step, decoder_ms_* = one decoder step) on the same weights.
 
+On a GPU (the lent machine has torch and transformers; --audio noise needs no soundfile):
+    python3 scripts/bench_voxtral_transformers.py vx.h5 --device cuda --audio noise --seconds 3
+
 Run with the reference venv (torch, transformers >= 5, h5py, soundfile):
     OMP_NUM_THREADS=2 ~/.cache/srkit/venv-ref/bin/python scripts/bench_voxtral_transformers.py \\
         ~/.cache/srkit/models/voxtral-mini-4b-synthetic.h5 \\
@@ -36,7 +39,6 @@ import time
 
 import h5py
 import numpy as np
-import soundfile
 import torch
 from transformers import VoxtralRealtimeConfig, VoxtralRealtimeForConditionalGeneration
 from transformers.models.voxtral_realtime.feature_extraction_voxtral_realtime import (
@@ -123,23 +125,35 @@ def main():
     ap.add_argument("--start-s", type=float, default=0.0, help="skip this much of the audio")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--dtype", choices=("bf16", "f32"), default="bf16")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (every timed call synchronized)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    dev = args.device
+
+    def now():  # a GPU's queued work finished before the clock is read
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter()
 
     t0 = time.perf_counter()
     model, c = load(args.model, dtype)
+    model = model.to(dev)
     load_s = time.perf_counter() - t0
 
-    x, sr = soundfile.read(args.audio, dtype="float32")
-    assert sr == 16000, sr
-    x = x[int(args.start_s * 16000): int((args.start_s + args.seconds) * 16000)]
+    if args.audio == "noise":  # no audio library needed (the GPU image may lack soundfile)
+        x = (np.random.default_rng(1).standard_normal(int(args.seconds * 16000)) * 0.05).astype(np.float32)
+    else:
+        import soundfile
+        x, sr = soundfile.read(args.audio, dtype="float32")
+        assert sr == 16000, sr
+        x = x[int(args.start_s * 16000): int((args.start_s + args.seconds) * 16000)]
     n_left, delay = c["n_left_pad_tokens"], c["delay_tokens"]
     sig = np.concatenate([np.zeros(n_left * 1280, np.float32), x])
     sig = sig[: len(sig) // 1280 * 1280]
     fe = VoxtralRealtimeFeatureExtractor(feature_size=c["n_mels"],
                                          global_log_mel_max=c["global_log_mel_max"])
-    mel = fe(sig, sampling_rate=16000, return_tensors="pt").input_features.to(dtype)  # [1, M, T]
+    mel = fe(sig, sampling_rate=16000, return_tensors="pt").input_features.to(dev, dtype)  # [1, M, T]
     n_steps = mel.shape[-1] // 8
 
     lm = model.model.language_model
@@ -149,7 +163,7 @@ def main():
     enc_ms, dec_ms, ada, steps = [], [], [], []
     prefill_ms = None
     with torch.inference_mode():
-        t_cond = model.model.time_embedding(torch.full((1,), delay, dtype=torch.float32))[None]
+        t_cond = model.model.time_embedding(torch.full((1,), delay, dtype=torch.float32, device=dev))[None]
         t_cond = t_cond.to(dtype)
         pc = None
         enc_cache = None
@@ -157,12 +171,12 @@ def main():
         prev = None
         t = 0
         for s in range(n_steps):
-            ts = time.perf_counter()
+            ts = now()
             out = model.model.get_audio_features(input_features=mel[:, :, 8 * s: 8 * s + 8],
                                                  padding_cache=pc, past_key_values=enc_cache,
                                                  use_cache=True)
             a = out.pooler_output[0, 0]
-            te = time.perf_counter()
+            te = now()
             pc, enc_cache = out.padding_cache, out.past_key_values
             if s:
                 enc_ms.append((te - ts) * 1e3)
@@ -171,26 +185,26 @@ def main():
             while L - 1 + t < len(ada):
                 if t == 0:
                     xs = torch.stack([emb.weight[prompt[p]] + ada[p] for p in range(L - 1)])[None]
-                    tp = time.perf_counter()
+                    tp = now()
                     o = lm(inputs_embeds=xs, t_cond=t_cond, use_cache=True)
-                    prefill_ms = (time.perf_counter() - tp) * 1e3
+                    prefill_ms = (now() - tp) * 1e3
                     dec_cache = o.past_key_values
                     prev = prompt[L - 1]
                 p = L - 1 + t
                 xi = (emb.weight[prev] + ada[p])[None, None]
-                td = time.perf_counter()
+                td = now()
                 o = lm(inputs_embeds=xi, t_cond=t_cond, past_key_values=dec_cache, use_cache=True)
                 logits = model.lm_head(o.last_hidden_state[:, -1])
                 prev = int(torch.argmax(logits))
                 steps.append(prev)
-                dec_ms.append((time.perf_counter() - td) * 1e3)
+                dec_ms.append((now() - td) * 1e3)
                 dec_cache = o.past_key_values
                 t += 1
     n_params = sum(p.numel() for p in model.parameters())
     print(json.dumps({
         "impl": "transformers", "torch": torch.__version__,
         "transformers": sys.modules["transformers"].__version__, "dtype": args.dtype,
-        "threads": args.threads, "model": args.model, "audio": args.audio,
+        "threads": args.threads, "device": dev, "model": args.model, "audio": args.audio,
         "audio_s": len(x) / 16000.0, "load_s": load_s, "parameters": n_params,
         "enc_steps": len(enc_ms), "enc_step_ms_p50": pct(enc_ms, 0.5),
         "enc_step_ms_p90": pct(enc_ms, 0.9), "dec_steps": len(dec_ms),

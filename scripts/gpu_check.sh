@@ -5,7 +5,7 @@
 #
 # Here (no GPU):  ../shared/tools/gpu-bundle ../shared/data/librispeech-sample/1089-134686-0000.flac \
 #                     ../shared/data/whisper-assets/gpt2.tiktoken
-# Device call:    command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 560
+# Device call:    command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 580
 # Everything goes to $OUT (log.txt, bench.jsonl, the suites' logs) and the log to stdout; each
 # step has its own time limit so that one hang cannot eat the call (at most about 9.5 minutes,
 # usually less: the limits are reached only by runs that do not keep up).
@@ -74,6 +74,17 @@ if [ -f /tmp/m/vx.done ]; then
     B 40 $C --streams 64 --realtime --model $V --audio $A --stream '{"cache_dtype": "bf16"}' --max-ms 3000
 else
     echo "== voxtral model not ready: $(tail -n 1 "$OUT/synthvx.log")"
+fi
+# the peer on the same weights and GPU: transformers (docs/benchmarks.md)
+echo "== transformers Whisper (f32, then bf16), streams 1 and 64"
+for dt in f32 bf16; do
+    timeout 60 python3 scripts/bench_whisper_transformers.py $W --device cuda --dtype $dt --streams 1 64 2>/dev/null
+done
+if [ -f /tmp/m/vx.done ]; then
+    echo "== transformers Voxtral (bf16, batch 1)"
+    timeout 90 python3 scripts/bench_voxtral_transformers.py /tmp/m/vx.h5 --device cuda --audio noise \
+        --seconds 3 2>/dev/null | python3 -c 'import json, sys
+j = json.load(sys.stdin); j.pop("steps", None); print(j)'
 fi
 echo "== bench gemm"; timeout 30 srkit bench gemm --device cuda | tail -n 22
 nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
