@@ -45,11 +45,11 @@
  *            carry the double sum alongside, so each has the normalizer without a broadcast.
  *            Partial sums of a chunked row wait in the row's own output columns.
  *
- * The per-row control records (computed on the host from sr_kbatch and the key ranges) go up
- * in one small buffer per call: stream-ordered cudaMallocAsync / cudaFreeAsync on the legacy
- * stream where the device has memory pools (the free waits for the kernel without blocking
- * the host), plain cudaMalloc / cudaFree otherwise. The upload is a synchronous cudaMemcpy,
- * which returns once the host array has been staged, so the host array is freed right after.
+ * The per-row control records (computed on the host from sr_kbatch and the key ranges) travel
+ * as kernel parameters, ATTN_ROWS rows per launch (a call of more rows is several launches of
+ * consecutive rows: rows are independent): the parameters are copied at launch, so there is
+ * no device buffer, no copy and no wait for queued work (a synchronous cudaMemcpy from
+ * pageable memory would first wait for the whole queue, once per layer).
  */
 #include "cuda_impl.h"
 #include "../exp_poly.h" /* sr_exp_poly: the CPU attention's exp, the same bits */
@@ -72,7 +72,7 @@ constexpr int SMEM_LIMIT = 48 * 1024;      /* dynamic shared memory without an o
 constexpr int CAP_MAX = ((SMEM_LIMIT / (int)sizeof(float) - SMEM_FIXED) / TK) * TK;
 static_assert(CAP_MAX >= TK, "shared memory too small for one score tile");
 
-/* One query row's control record (host-computed, uploaded once per call). */
+/* One query row's control record (host-computed, a kernel parameter). */
 struct attn_row {
     long long m0;      /* rel row of the range's first key: rel_max - p_r + lo (rel-pos) */
     int n;             /* keys in the range, hi - lo (0: a zero output row) */
@@ -96,7 +96,13 @@ struct attn_args {
     int M, grp, hd;            /* rows, query heads per K/V head, head_dim */
     float scale;
     int cap;                   /* scores kept in shared memory (a multiple of TK) */
-    const attn_row *rows;      /* [M], device copy of the control records */
+};
+
+/* Rows per launch: 256 records (6 KB) with the arguments stay far below the 32,764 bytes of
+ * kernel parameters that CUDA 12.1+ allows on sm_70 and later. */
+constexpr int ATTN_ROWS = 256;
+struct attn_ctl {
+    attn_row rows[ATTN_ROWS]; /* [M] of this launch, M <= ATTN_ROWS */
 };
 
 /* Pool element types: f32 as is, f16 and bf16 as their 16 bits. */
@@ -206,7 +212,7 @@ __device__ __forceinline__ float values_chunk(const attn_args &A, const attn_row
  * __launch_bounds__(NT, 8): at most 64 registers a thread, which every variant fits without
  * spilling (with (NT) alone ptxas squeezes some variants into 40 registers and spills). */
 template <int KD, int VD, bool REL>
-__global__ void __launch_bounds__(NT, 8) attn_kernel(const attn_args A)
+__global__ void __launch_bounds__(NT, 8) attn_kernel(const attn_args A, const attn_ctl C)
 {
     extern __shared__ float smem[];
     float *kt = smem;
@@ -217,7 +223,7 @@ __global__ void __launch_bounds__(NT, 8) attn_kernel(const attn_args A)
     const int g = h / A.grp; /* the K/V head this query head reads */
 
     for (int r = blockIdx.y; r < A.M; r += gridDim.y) {
-        const attn_row R = A.rows[r];
+        const attn_row R = C.rows[r];
         float *o = A.out + (size_t)r * A.ldo + (size_t)h * hd; /* [head_dim] */
         if (R.n == 0) { /* empty range: a zero row (uniform over the block: no barrier) */
             for (int d = tid; d < hd; d += NT) o[d] = 0.0f;
@@ -276,56 +282,36 @@ __global__ void __launch_bounds__(NT, 8) attn_kernel(const attn_args A)
 }
 
 template <int KD, int VD>
-void launch_rel(bool rel, dim3 grid, size_t smem, const attn_args &A)
+void launch_rel(bool rel, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
 {
     if (rel)
-        attn_kernel<KD, VD, true><<<grid, NT, smem>>>(A);
+        attn_kernel<KD, VD, true><<<grid, NT, smem>>>(A, C);
     else
-        attn_kernel<KD, VD, false><<<grid, NT, smem>>>(A);
+        attn_kernel<KD, VD, false><<<grid, NT, smem>>>(A, C);
 }
 
 template <int KD>
-void launch_v(sr_dtype vd, bool rel, dim3 grid, size_t smem, const attn_args &A)
+void launch_v(sr_dtype vd, bool rel, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
 {
     switch (vd) {
-    case SR_F16: launch_rel<KD, SR_F16>(rel, grid, smem, A); break;
-    case SR_BF16: launch_rel<KD, SR_BF16>(rel, grid, smem, A); break;
-    default: launch_rel<KD, SR_F32>(rel, grid, smem, A); break;
+    case SR_F16: launch_rel<KD, SR_F16>(rel, grid, smem, A, C); break;
+    case SR_BF16: launch_rel<KD, SR_BF16>(rel, grid, smem, A, C); break;
+    default: launch_rel<KD, SR_F32>(rel, grid, smem, A, C); break;
     }
 }
 
-void launch(sr_dtype kd, sr_dtype vd, bool rel, dim3 grid, size_t smem, const attn_args &A)
+void launch(sr_dtype kd, sr_dtype vd, bool rel, dim3 grid, size_t smem, const attn_args &A,
+            const attn_ctl &C)
 {
     switch (kd) {
-    case SR_F16: launch_v<SR_F16>(vd, rel, grid, smem, A); break;
-    case SR_BF16: launch_v<SR_BF16>(vd, rel, grid, smem, A); break;
-    default: launch_v<SR_F32>(vd, rel, grid, smem, A); break;
+    case SR_F16: launch_v<SR_F16>(vd, rel, grid, smem, A, C); break;
+    case SR_BF16: launch_v<SR_BF16>(vd, rel, grid, smem, A, C); break;
+    default: launch_v<SR_F32>(vd, rel, grid, smem, A, C); break;
     }
 }
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-/* The control buffer on the device: stream-ordered where the device has memory pools, so
- * that its free after the launch is queued behind the kernel instead of waiting for it. */
-cudaError_t ctl_alloc(void **p, size_t bytes, bool *pooled)
-{
-    cudaError_t e = cudaMallocAsync(p, bytes, 0);
-    *pooled = e == cudaSuccess;
-    if (e == cudaErrorNotSupported) {
-        (void)cudaGetLastError();
-        e = cudaMalloc(p, bytes);
-    }
-    return e;
-}
-
-void ctl_free(void *p, bool pooled)
-{
-    if (pooled)
-        (void)cudaFreeAsync(p, 0);
-    else
-        (void)cudaFree(p);
-}
 
 } /* namespace */
 
@@ -341,46 +327,8 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
     const int H = a->n_head, hd = a->head_dim, grp = H / a->n_kv_head;
     const bool rel = a->rel != NULL;
 
-    /* ---- control records: one per query row ---- */
-    const size_t bytes = (size_t)M * sizeof(attn_row);
-    attn_row *hrows = (attn_row *)malloc(bytes);
-    if (!hrows) return sr_error(SR_ERR_NOMEM, "attn: %zu bytes of row control", bytes);
-    for (int s = 0; s < b->n_seq; s++)
-        for (int r = b->row0[s]; r < b->row0[s + 1]; r++) {
-            const int64_t lo = a->lo[r], n = a->hi[r] - lo;
-            attn_row *R = &hrows[r];
-            R->n = (int)n;
-            R->slot = b->slot[s];
-            R->krow0 = n > 0 ? (int)(lo % K->rows) : 0;
-            R->vrow0 = n > 0 ? (int)(lo % V->rows) : 0;
-            /* rel row of key j: rel_max - (p_r - j), in range by sr_kernels_check_attn */
-            R->m0 = rel && n > 0 ? (long long)a->rel_max - (b->pos[s] + (r - b->row0[s])) + lo : 0;
-        }
-
-    void *drows = NULL;
-    bool pooled = false;
-    cudaError_t e = ctl_alloc(&drows, bytes, &pooled);
-    if (e != cudaSuccess) {
-        free(hrows);
-        if (e == cudaErrorMemoryAllocation) {
-            (void)cudaGetLastError();
-            return sr_error(SR_ERR_NOMEM, "attn: no device memory for %zu bytes of row control",
-                            bytes);
-        }
-        return sr_cuda_fail("attn control alloc", e);
-    }
-    /* synchronous from pageable memory: returns once hrows has been staged */
-    e = cudaMemcpy(drows, hrows, bytes, cudaMemcpyHostToDevice);
-    free(hrows);
-    if (e != cudaSuccess) {
-        ctl_free(drows, pooled);
-        return sr_cuda_fail("attn control upload", e);
-    }
-
-    /* ---- the launch ---- */
+    /* ---- the arguments every launch shares ---- */
     attn_args A;
-    A.q = q;
-    A.out = out;
     A.ldq = ldq;
     A.ldo = ldo;
     A.K = K->data;
@@ -397,18 +345,36 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
     A.pos_u = a->pos_u;
     A.pos_v = a->pos_v;
     A.ldr = H * hd;
-    A.M = M;
     A.grp = grp;
     A.hd = hd;
     A.scale = a->scale;
     /* shared memory for the longest range's scores, in whole tiles, up to CAP_MAX */
     A.cap = (int)min64(max64((maxlen + TK - 1) / TK * TK, TK), CAP_MAX);
-    A.rows = (const attn_row *)drows;
-
     const size_t smem = (size_t)(SMEM_FIXED + A.cap) * sizeof(float);
-    dim3 grid((unsigned)H, (unsigned)SR_CUDA_GRID_Y(M));
-    launch(K->dtype, V->dtype, rel, grid, smem, A);
-    st = sr_cuda_launched("attn");
-    ctl_free(drows, pooled); /* ordered after the kernel on the legacy stream */
+
+    /* ---- ATTN_ROWS rows per launch, their control records as parameters ---- */
+    attn_ctl C;
+    int s = 0; /* the sequence of row r0 */
+    for (int r0 = 0; r0 < M; r0 += ATTN_ROWS) {
+        const int m = M - r0 < ATTN_ROWS ? M - r0 : ATTN_ROWS;
+        for (int i = 0; i < m; i++) {
+            const int r = r0 + i;
+            while (r >= b->row0[s + 1]) s++;
+            const int64_t lo = a->lo[r], n = a->hi[r] - lo;
+            attn_row *R = &C.rows[i];
+            R->n = (int)n;
+            R->slot = b->slot[s];
+            R->krow0 = n > 0 ? (int)(lo % K->rows) : 0;
+            R->vrow0 = n > 0 ? (int)(lo % V->rows) : 0;
+            /* rel row of key j: rel_max - (p_r - j), in range by sr_kernels_check_attn */
+            R->m0 = rel && n > 0 ? (long long)a->rel_max - (b->pos[s] + (r - b->row0[s])) + lo : 0;
+        }
+        A.q = q + (size_t)r0 * (size_t)ldq;
+        A.out = out + (size_t)r0 * (size_t)ldo;
+        A.M = m;
+        dim3 grid((unsigned)H, (unsigned)m); /* m <= ATTN_ROWS: within the grid's y limit */
+        launch(K->dtype, V->dtype, rel, grid, smem, A, C);
+        if ((st = sr_cuda_launched("attn"))) return st;
+    }
     return st;
 }
