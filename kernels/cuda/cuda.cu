@@ -1,6 +1,7 @@
 /*
- * cuda.cu — the CUDA kernel table: device memory through the CUDA runtime (cudaMalloc /
- * cudaMemcpy, all on the legacy default stream, so a download waits for every queued op),
+ * cuda.cu — the CUDA kernel table: device memory through the CUDA runtime (the stream-ordered
+ * pool, cudaMemcpyAsync uploads, cudaMemcpy downloads, all on the legacy default stream, so a
+ * download waits for every queued op),
  * sgemm through cuBLAS, and the op set from rowops.cu, gemm.cu and attn.cu (cuda_impl.h).
  *
  * cuBLAS is column-major, the library row-major. A row-major [R, C] matrix with row stride ld
@@ -161,9 +162,18 @@ static sr_status cuda_copy(void *dst, const void *src, size_t bytes, cudaMemcpyK
     return SR_OK;
 }
 
+/* Queued on the legacy stream behind the ops before it, without waiting for them: from
+ * pageable memory the runtime copies the source into its own staging memory before returning,
+ * so the caller may reuse it at once (a synchronous cudaMemcpy would first wait for the whole
+ * queue: once per upload, several per step). */
 static sr_status cuda_upload(void *dst, const void *src, size_t bytes)
 {
-    return cuda_copy(dst, src, bytes, cudaMemcpyHostToDevice, "upload");
+    if (bytes == 0) return SR_OK;
+    if (!dst || !src)
+        return sr_error(SR_ERR_ARG, "cuda upload: %s is NULL (%zu bytes)", dst ? "src" : "dst", bytes);
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, 0);
+    if (e != cudaSuccess) return sr_cuda_fail("upload", e);
+    return SR_OK;
 }
 
 static sr_status cuda_download(void *dst, const void *src, size_t bytes)
