@@ -274,6 +274,9 @@ typedef struct sr_memstats {
     size_t peak_rss_bytes; /* process peak resident set size (getrusage) */
     size_t gpu_peak_bytes; /* most device bytes ever held through the model's op table (weights,
                             * pools, scratch; every model of the process), 0 on CPU */
+    /* device bytes held now, 0 on CPU: in all, and of it the cache pools (every device pool
+     * of the process); the rest is weights (weight_bytes) and scratch */
+    size_t gpu_live_bytes, gpu_pool_bytes;
 } sr_memstats;
 
 /* Memory figures for a model and optionally one of its streams (s may be NULL). A stream's

@@ -1039,7 +1039,10 @@ void sr_memory(const sr_model *m, const sr_stream *s, sr_memstats *out)
         out->stream_bytes = stream_own_bytes(s);
         if (e->batch) out->stream_bytes += s->m->ops->batch_bytes(e->batch) / (size_t)e->max_streams;
     }
-    if (m && m->k->mem) m->k->mem(NULL, &out->gpu_peak_bytes);
+    if (m && m->k->mem) {
+        m->k->mem(&out->gpu_live_bytes, &out->gpu_peak_bytes);
+        out->gpu_pool_bytes = sr_kpool_device_bytes();
+    }
     out->peak_rss_bytes = sr_peak_rss_bytes();
 }
 
@@ -1051,7 +1054,10 @@ void sr_engine_memory(const sr_engine *e, sr_memstats *out)
         for (int i = 0; i < e->max_streams; i++)
             if (e->slots[i]) out->stream_bytes += stream_own_bytes(e->slots[i]);
         if (e->batch) out->stream_bytes += e->m->ops->batch_bytes(e->batch);
-        if (e->m->k->mem) e->m->k->mem(NULL, &out->gpu_peak_bytes);
+        if (e->m->k->mem) {
+            e->m->k->mem(&out->gpu_live_bytes, &out->gpu_peak_bytes);
+            out->gpu_pool_bytes = sr_kpool_device_bytes();
+        }
     }
     out->peak_rss_bytes = sr_peak_rss_bytes();
 }

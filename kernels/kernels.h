@@ -281,6 +281,8 @@ sr_status sr_kernels_require(const sr_kernels *k, const char *what);
 sr_status sr_kpool_create(const sr_kernels *k, sr_dtype dtype, int layers, int slots, int rows,
                           int width, sr_kpool **out);
 void sr_kpool_free(const sr_kernels *k, sr_kpool *p);
+/* Bytes of all pools live on device tables (tables with sr_kernels.mem) in the process. */
+size_t sr_kpool_device_bytes(void);
 /* Element offset of (layer, slot, ring row) in p->data. */
 static inline size_t sr_kpool_at(const sr_kpool *p, int layer, int slot, int row)
 {

@@ -7,6 +7,14 @@
 #include "../core/internal.h"
 #include "kernels.h"
 
+#include <stdatomic.h>
+
+/* Bytes of the pools held on device tables (those that count their memory: sr_kernels.mem),
+ * for the memory report's split of a device's bytes into weights / pools / scratch. */
+static atomic_size_t device_pool_bytes;
+
+size_t sr_kpool_device_bytes(void) { return atomic_load(&device_pool_bytes); }
+
 sr_status sr_kpool_create(const sr_kernels *k, sr_dtype dtype, int layers, int slots, int rows,
                           int width, sr_kpool **out)
 {
@@ -36,6 +44,7 @@ sr_status sr_kpool_create(const sr_kernels *k, sr_dtype dtype, int layers, int s
     p->width = width;
     p->bytes = bytes;
     k->zero(p->data, bytes);
+    if (k->mem) atomic_fetch_add(&device_pool_bytes, bytes);
     *out = p;
     return SR_OK;
 }
@@ -43,6 +52,7 @@ sr_status sr_kpool_create(const sr_kernels *k, sr_dtype dtype, int layers, int s
 void sr_kpool_free(const sr_kernels *k, sr_kpool *p)
 {
     if (!p) return;
+    if (k->mem) atomic_fetch_sub(&device_pool_bytes, p->bytes);
     k->free(p->data);
     free(p);
 }

@@ -962,7 +962,8 @@ static void test_scorer_corpus(void)
     CU_ASSERT_EQUAL_FATAL(sr_corpus_result(sc, &c), SR_OK);
     CU_ASSERT(c.n_utts == 0 && isnan(c.wer_rate) && isnan(c.rwer_rate) && isnan(c.rtf));
     add_two(sc, sc);
-    sr_memstats m1 = {70, 10, 900, 0}, m2 = {50, 20, 300, 0};
+    sr_memstats m1 = {.weight_bytes = 70, .stream_bytes = 10, .peak_rss_bytes = 900},
+                m2 = {.weight_bytes = 50, .stream_bytes = 20, .peak_rss_bytes = 300};
     sr_corpus_add_memory(sc, &m1);
     sr_corpus_add_memory(sc, &m2);
     CU_ASSERT_EQUAL_FATAL(sr_corpus_result(sc, &c), SR_OK);
@@ -987,7 +988,7 @@ static void test_scorer_merge(void)
     CU_ASSERT_EQUAL_FATAL(sr_corpus_create(&b), SR_OK);
     CU_ASSERT_EQUAL_FATAL(sr_corpus_create(&all), SR_OK);
     add_two(a, b);
-    sr_memstats m1 = {70, 10, 900, 0};
+    sr_memstats m1 = {.weight_bytes = 70, .stream_bytes = 10, .peak_rss_bytes = 900};
     sr_corpus_add_memory(b, &m1);
     CU_ASSERT_EQUAL(sr_corpus_merge(all, a), SR_OK);
     CU_ASSERT_EQUAL(sr_corpus_merge(all, b), SR_OK);

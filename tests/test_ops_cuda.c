@@ -511,12 +511,24 @@ static void test_backends(void)
 }
 
 /* sr_kernels.mem: the table's live and peak device bytes follow alloc / free and weights;
- * the CPU table has none (its memory is in the peak RSS). */
+ * the CPU table has none (its memory is in the peak RSS); sr_kpool_device_bytes counts the
+ * pools of device tables only. */
 static void test_mem(void)
 {
     CU_ASSERT_PTR_NULL(sr_kernels_cpu()->mem);
+    /* pools on the CPU are not device bytes */
+    size_t pools0 = sr_kpool_device_bytes();
+    sr_kpool *cp = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(sr_kernels_cpu(), SR_F32, 2, 3, 4, 8, &cp), SR_OK);
+    CU_ASSERT_EQUAL(sr_kpool_device_bytes(), pools0);
+    sr_kpool_free(sr_kernels_cpu(), cp);
     const sr_kernels *g = gpu();
     if (!g) return;
+    sr_kpool *gp = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 2, 3, 4, 8, &gp), SR_OK);
+    CU_ASSERT_EQUAL(sr_kpool_device_bytes(), pools0 + gp->bytes);
+    sr_kpool_free(g, gp);
+    CU_ASSERT_EQUAL(sr_kpool_device_bytes(), pools0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g->mem);
     size_t live0 = 0, peak0 = 0, live = 0, peak = 0;
     g->mem(&live0, &peak0);

@@ -1396,6 +1396,19 @@ static void bench_print_profile(double steps)
                 e[i].seconds * 1e6 / (double)e[i].calls, total > 0 ? 100.0 * e[i].seconds / total : 0.0);
 }
 
+/* The device memory figures: the peak, and what is held at the end split into weights, cache
+ * pools and the rest (scratch: batch buffers, stream state); all 0 on the CPU. */
+static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
+{
+    cJSON_AddNumberToObject(j, "gpu_peak_bytes", (double)ms->gpu_peak_bytes);
+    cJSON_AddNumberToObject(j, "gpu_live_bytes", (double)ms->gpu_live_bytes);
+    size_t w = ms->gpu_live_bytes ? ms->weight_bytes : 0, p = ms->gpu_pool_bytes;
+    cJSON_AddNumberToObject(j, "gpu_weight_bytes", (double)w);
+    cJSON_AddNumberToObject(j, "gpu_pool_bytes", (double)p);
+    cJSON_AddNumberToObject(j, "gpu_scratch_bytes",
+                            ms->gpu_live_bytes > w + p ? (double)(ms->gpu_live_bytes - w - p) : 0.0);
+}
+
 static int bench_run(const bench_args *b)
 {
     const run_opts *o = &b->o;
@@ -1505,7 +1518,7 @@ static int bench_run(const bench_args *b)
         cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
         cJSON_AddNumberToObject(j, "stream_state_bytes", (double)ms.stream_bytes);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
-        cJSON_AddNumberToObject(j, "gpu_peak_bytes", (double)ms.gpu_peak_bytes);
+        bench_json_gpu_mem(j, &ms);
         cJSON_AddStringToObject(j, "text", text ? text : "");
         if (b->per_chunk) {
             cJSON *at = cJSON_AddArrayToObject(j, "chunk_audio_ms");
@@ -1753,7 +1766,7 @@ static int bench_multi(const bench_args *b)
         cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
         cJSON_AddNumberToObject(j, "streams_state_bytes", (double)ms.stream_bytes);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
-        cJSON_AddNumberToObject(j, "gpu_peak_bytes", (double)ms.gpu_peak_bytes);
+        bench_json_gpu_mem(j, &ms);
         cJSON_AddStringToObject(j, "text_stream0", text0 ? text0 : "");
         bench_print_json(j);
     } else {
