@@ -101,6 +101,16 @@ sr_status sr_kernels_check_copy2d(int M, int d, const float *x, int ldx, const f
     return SR_OK;
 }
 
+sr_status sr_kernels_check_copy_rows(int n, int d, const float *const *src, const float *y, int ldy)
+{
+    ARG(n < 0 || d < 0, "copy_rows: negative size (n = %d, d = %d)", n, d);
+    if (n == 0 || d == 0) return SR_OK;
+    ARG(!src || !y, "copy_rows: %s is NULL", src ? "y" : "src");
+    ARG(ldy < d, "copy_rows: ldy = %d < d = %d", ldy, d);
+    for (int i = 0; i < n; i++) ARG(!src[i], "copy_rows: src[%d] is NULL", i);
+    return SR_OK;
+}
+
 sr_status sr_kernels_check_transpose(int n, int M, int d, const float *x, int ldx, const float *y,
                                      int ldy)
 {

@@ -107,6 +107,10 @@ typedef sr_status (*sr_kcopy2d_fn)(int M, int d, const float *x, int ldx, float 
  * planes <-> position rows of a batch of images in one call; no overlap. */
 typedef sr_status (*sr_ktranspose_fn)(int n, int M, int d, const float *x, int ldx, float *y,
                                       int ldy);
+/* y[i, :d] = src[i][:d] for i < n: rows scattered in table memory (src: a host array of table
+ * pointers, e.g. one row of each stream's own buffer) gathered into y (stride ldy) in one call;
+ * no overlap. */
+typedef sr_status (*sr_kcopy_rows_fn)(int n, int d, const float *const *src, float *y, int ldy);
 /* Make a weight from a host [n, k] matrix of dtype dt (row stride k) and, for SR_I8, a host
  * scale [n], whose products multiply as `mul` says (SR_KMUL_BF16 needs dt = SR_BF16; its
  * subnormal weights count as zero). SR_ERR_NOMEM, SR_ERR_ARG (shape, dtype, mul). */
@@ -250,6 +254,7 @@ typedef struct sr_kernels {
     sr_kzero_fn zero;
     sr_kcopy2d_fn copy2d;
     sr_ktranspose_fn transpose;
+    sr_kcopy_rows_fn copy_rows;
     sr_kweight_create_fn weight_create;
     sr_kweight_free_fn weight_free;
     sr_kgemm_fn gemm;
@@ -343,6 +348,8 @@ sr_status sr_kernels_check_gather(const sr_kweight *E, const int32_t *ids, int n
  * the batch's row count (*rows, 0 on failure). */
 /* copy2d: sizes, pointers, ld >= d (M = 0 or d = 0 passes). */
 sr_status sr_kernels_check_copy2d(int M, int d, const float *x, int ldx, const float *y, int ldy);
+/* copy_rows: sizes, src and each src[i], y, ldy >= d (n or d = 0 passes). */
+sr_status sr_kernels_check_copy_rows(int n, int d, const float *const *src, const float *y, int ldy);
 /* transpose: sizes, pointers, ldx >= d, ldy >= M (n, M or d = 0 passes). */
 sr_status sr_kernels_check_transpose(int n, int M, int d, const float *x, int ldx, const float *y,
                                      int ldy);

@@ -19,13 +19,13 @@
 #include <time.h>
 
 enum {
-    P_ALLOC, P_FREE, P_UPLOAD, P_DOWNLOAD, P_SYNC, P_SGEMM, P_ZERO, P_COPY2D, P_TRANSPOSE,
+    P_ALLOC, P_FREE, P_UPLOAD, P_DOWNLOAD, P_SYNC, P_SGEMM, P_ZERO, P_COPY2D, P_TRANSPOSE, P_COPY_ROWS,
     P_WEIGHT_CREATE, P_WEIGHT_FREE, P_GEMM, P_NORM, P_ACT, P_GLU, P_ADD, P_SCALE, P_GATHER, P_ROPE,
     P_IM2COL1D, P_CONV2D_S2, P_CONV_DW, P_BATCHNORM, P_LSTM_CELL, P_SOFTMAX, P_LOGSOFTMAX, P_TOPK,
     P_KV_WRITE, P_ATTN, P_COUNT
 };
 static const char *const p_names[P_COUNT] = {
-    "alloc", "free", "upload", "download", "sync", "sgemm", "zero", "copy2d", "transpose",
+    "alloc", "free", "upload", "download", "sync", "sgemm", "zero", "copy2d", "transpose", "copy_rows",
     "weight_create", "weight_free", "gemm", "norm", "act", "glu", "add", "scale", "gather", "rope",
     "im2col1d", "conv2d_s2", "conv_dw", "batchnorm", "lstm_cell", "softmax", "logsoftmax", "topk",
     "kv_write", "attn"};
@@ -93,6 +93,10 @@ static sr_status p_copy2d(int M, int d, const float *x, int ldx, float *y, int l
 static sr_status p_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy)
 {
     TIMED(P_TRANSPOSE, base->transpose(n, M, d, x, ldx, y, ldy));
+}
+static sr_status p_copy_rows(int n, int d, const float *const *src, float *y, int ldy)
+{
+    TIMED(P_COPY_ROWS, base->copy_rows(n, d, src, y, ldy));
 }
 static sr_status p_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
                                  sr_kmul mul, sr_kweight **out)
@@ -198,7 +202,8 @@ sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr
         t.sgemm = b->sgemm ? p_sgemm : NULL;
         t.set_threads = b->set_threads ? p_set_threads : NULL;
 #define WRAP(f) t.f = b->f ? p_##f : NULL
-        WRAP(zero); WRAP(copy2d); WRAP(transpose); WRAP(weight_create); WRAP(weight_free);
+        WRAP(zero); WRAP(copy2d); WRAP(transpose); WRAP(copy_rows); WRAP(weight_create);
+        WRAP(weight_free);
         WRAP(gemm); WRAP(norm); WRAP(act); WRAP(glu); WRAP(add); WRAP(scale); WRAP(gather);
         WRAP(rope); WRAP(im2col1d); WRAP(conv2d_s2); WRAP(conv_dw); WRAP(batchnorm);
         WRAP(lstm_cell); WRAP(softmax); WRAP(logsoftmax); WRAP(topk); WRAP(kv_write); WRAP(attn);

@@ -533,6 +533,14 @@ static void test_guard_ops(void)
     CU_ASSERT_EQUAL(g->download(tg, dt, sizeof tg), SR_OK);
     CU_ASSERT_EQUAL(memcmp(tc, tg, sizeof tc), 0);
     TEST_ASSERT_ERR(g->transpose(1, M, N, yg, N, dt, M), SR_ERR_ARG, "cpu-guard transpose: x");
+    /* copy_rows from table rows; a host row refused */
+    const float *rows_g[2] = {dy + N, dy}, *rows_h[2] = {dy, yg};
+    float rc[2 * N];
+    CU_ASSERT_EQUAL(g->copy_rows(2, N, rows_g, dt, N), SR_OK);
+    CU_ASSERT_EQUAL(g->download(rc, dt, sizeof rc), SR_OK);
+    CU_ASSERT_EQUAL(memcmp(rc, yc + N, N * sizeof(float)), 0);
+    CU_ASSERT_EQUAL(memcmp(rc + N, yc, N * sizeof(float)), 0);
+    TEST_ASSERT_ERR(g->copy_rows(2, N, rows_h, dt, N), SR_ERR_ARG, "cpu-guard copy_rows: src[i]");
     g->free(dt);
     /* host memory handed to an op, an upload or a download: refused, naming it */
     TEST_ASSERT_ERR(g->gemm(M, x, K, Wg, NULL, SR_ACT_NONE, 1.0f, 0.0f, dy, N), SR_ERR_ARG,

@@ -255,6 +255,17 @@ static void test_rows(void)
              "transpose 70 x 30");
     RUN_BOTH(c->transpose(3, 20, 33, x, 34, yc, 20), g->transpose(3, 20, 33, dx, 34, dy, 20), -1.0,
              "transpose 3 x 20 x 33");
+    /* copy_rows: 300 rows (two launches of pointers) from both inputs, in scrambled order */
+    {
+        enum { NR = 300, DD = 5 };
+        const float *sc[NR], *sg[NR];
+        for (int i = 0; i < NR; i++) {
+            size_t off = (size_t)(i * 37 % (M * d - DD));
+            sc[i] = (i % 2 ? x : x2) + off;
+            sg[i] = (i % 2 ? dx : dx2) + off;
+        }
+        RUN_BOTH(c->copy_rows(NR, DD, sc, yc, 7), g->copy_rows(NR, DD, sg, dy, 7), -1.0, "copy_rows");
+    }
     RUN_BOTH(c->batchnorm(M, d, x, ld, bv, var, gv, mul, 1e-5f, yc, ld),
              g->batchnorm(M, d, dx, ld, db, dvar, dg, dmul, 1e-5f, dy, ld), 2e-6, "batchnorm");
     RUN_BOTH(c->softmax(M, d, yc, ld), g->softmax(M, d, dy, ld), 2e-6, "softmax");

@@ -1488,6 +1488,35 @@ static void test_transpose(void)
     TEST_ASSERT_ERR(k->transpose(1, 3, 1, v, 1, v, 2), SR_ERR_ARG, "transpose: ldy = 2 < M = 3");
 }
 
+/* copy_rows: rows from scattered places (several from one buffer, repeats, odd widths) land
+ * in y's rows bit for bit, y's stride padding untouched; empty calls; bad args. */
+static void test_copy_rows(void)
+{
+    const sr_kernels *k = sr_kernels_cpu();
+    enum { D = 37, LDY = 40, N = 9 };
+    float a[5 * D], b[3 * D], y[N * LDY];
+    for (int i = 0; i < 5 * D; i++) a[i] = (float)i * 0.5f - 20.0f;
+    for (int i = 0; i < 3 * D; i++) b[i] = -(float)i * 0.25f;
+    a[3] = -0.0f;
+    const float *src[N] = {a, b + D, a + 4 * D, a, b + 2 * D, a + 2 * D, b, a + D, a + 3 * D};
+    for (int i = 0; i < N * LDY; i++) y[i] = 99.0f;
+    CU_ASSERT_EQUAL(k->copy_rows(N, D, src, y, LDY), SR_OK);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        bad += memcmp(y + i * LDY, src[i], D * sizeof(float)) != 0;
+        for (int c = D; c < LDY; c++) bad += y[i * LDY + c] != 99.0f;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(k->copy_rows(0, D, NULL, NULL, 0), SR_OK);
+    CU_ASSERT_EQUAL(k->copy_rows(2, 0, NULL, NULL, 0), SR_OK);
+    const float *holes[2] = {a, NULL};
+    TEST_ASSERT_ERR(k->copy_rows(-1, D, src, y, LDY), SR_ERR_ARG, "copy_rows: negative size");
+    TEST_ASSERT_ERR(k->copy_rows(2, D, NULL, y, LDY), SR_ERR_ARG, "copy_rows: src is NULL");
+    TEST_ASSERT_ERR(k->copy_rows(2, D, src, NULL, LDY), SR_ERR_ARG, "copy_rows: y is NULL");
+    TEST_ASSERT_ERR(k->copy_rows(2, D, src, y, D - 1), SR_ERR_ARG, "copy_rows: ldy = 36 < d = 37");
+    TEST_ASSERT_ERR(k->copy_rows(2, D, holes, y, LDY), SR_ERR_ARG, "copy_rows: src[1] is NULL");
+}
+
 static void test_empty(void)
 {
     const sr_kernels *k = sr_kernels_cpu();
@@ -1608,6 +1637,7 @@ void test_register_ops_rows(void)
                {"softmax_logsoftmax", test_softmax}, {"topk", test_topk},
                {"kv_write", test_kv_write}, {"row_independence", test_row_independence},
                {"backend_loops", test_backend_loops}, {"transpose", test_transpose},
+               {"copy_rows", test_copy_rows},
                {"empty", test_empty},
                {"bad_args", test_bad_args});
 }

@@ -129,6 +129,14 @@ static sr_status cpu_copy2d(int M, int d, const float *x, int ldx, float *y, int
     return SR_OK;
 }
 
+static sr_status cpu_copy_rows(int n, int d, const float *const *src, float *y, int ldy)
+{
+    sr_status st = sr_kernels_check_copy_rows(n, d, src, y, ldy);
+    if (st || n == 0 || d == 0) return st;
+    for (int i = 0; i < n; i++) memcpy(y + (size_t)i * ldy, src[i], (size_t)d * sizeof(float));
+    return SR_OK;
+}
+
 /* Blocks of 32 x 32: both sides are read / written in cache-line runs. */
 static sr_status cpu_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy)
 {
@@ -160,6 +168,7 @@ static const sr_kernels cpu_table = {
     .zero = cpu_zero,
     .copy2d = cpu_copy2d,
     .transpose = cpu_transpose,
+    .copy_rows = cpu_copy_rows,
     .weight_create = sr_cpu_weight_create,
     .weight_free = sr_cpu_weight_free,
     .gemm = sr_cpu_gemm,

@@ -220,6 +220,19 @@ static sr_status g_copy2d(int M, int d, const float *x, int ldx, float *y, int l
     return st;
 }
 
+static sr_status g_copy_rows(int n, int d, const float *const *src, float *y, int ldy)
+{
+    open_all();
+    if (src && y && n > 0 && d > 0) { /* (bad arguments: the CPU op's checks say which) */
+        for (int i = 0; i < n; i++)
+            if (src[i]) TABLE_MEM(src[i], "copy_rows", "src[i]");
+        TABLE_MEM(y, "copy_rows", "y");
+    }
+    sr_status st = sr_kernels_cpu()->copy_rows(n, d, src, y, ldy);
+    close_all();
+    return st;
+}
+
 static sr_status g_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy)
 {
     open_all();
@@ -459,6 +472,7 @@ static const sr_kernels guard_table = {
     .zero = g_zero,
     .copy2d = g_copy2d,
     .transpose = g_transpose,
+    .copy_rows = g_copy_rows,
     .weight_create = g_weight_create,
     .weight_free = g_weight_free,
     .gemm = g_gemm,

@@ -36,6 +36,16 @@ static sr_status dev(const void *p, const char *op, const char *arg)
         if (st_) return st_;                                                                   \
     } while (0)
 
+static sr_status c_copy_rows(int n, int d, const float *const *src, float *y, int ldy)
+{
+    if (src && y && n > 0 && d > 0) { /* (bad arguments: the op's checks say which) */
+        for (int i = 0; i < n; i++)
+            if (src[i]) DEV(src[i], "copy_rows", "src[i]");
+        DEV(y, "copy_rows", "y");
+    }
+    return sr_cuda_copy_rows(n, d, src, y, ldy);
+}
+
 static sr_status c_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy)
 {
     DEV(x, "transpose", "x");
@@ -231,6 +241,7 @@ sr_kernels sr_cuda_checked_table(const sr_kernels *plain)
     t.sgemm = c_sgemm;
     t.copy2d = c_copy2d;
     t.transpose = c_transpose;
+    t.copy_rows = c_copy_rows;
     t.gemm = c_gemm;
     t.norm = c_norm;
     t.act = c_act;

@@ -265,6 +265,7 @@ static sr_kernels make_table(void)
     t.zero = sr_cuda_zero;
     t.copy2d = sr_cuda_copy2d;
     t.transpose = sr_cuda_transpose;
+    t.copy_rows = sr_cuda_copy_rows;
     t.weight_create = sr_cuda_weight_create;
     t.weight_free = sr_cuda_weight_free;
     t.gemm = sr_cuda_gemm;

@@ -40,6 +40,7 @@ sr_kernels sr_cuda_checked_table(const sr_kernels *plain);
 void sr_cuda_zero(void *p, size_t bytes);
 sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy);
 sr_status sr_cuda_transpose(int n, int M, int d, const float *x, int ldx, float *y, int ldy);
+sr_status sr_cuda_copy_rows(int n, int d, const float *const *src, float *y, int ldy);
 sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
                        const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy);
 sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y);

@@ -46,6 +46,7 @@
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- temporary device buffers and batch uploads --------------------------------------------- */
 
@@ -300,6 +301,39 @@ sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ld
                                       (size_t)d * sizeof(float), (size_t)M,
                                       cudaMemcpyDeviceToDevice, 0);
     if (e != cudaSuccess) return sr_cuda_fail("copy2d", e);
+    return SR_OK;
+}
+
+/* copy_rows: the source pointers travel as a kernel parameter, ROWS_PER_LAUNCH at a time (no
+ * device buffer, no copy); block y = row, threads along the row. */
+#define ROWS_PER_LAUNCH 256
+struct RowPtrs {
+    const float *p[ROWS_PER_LAUNCH];
+};
+
+__global__ static void copy_rows_kernel(int n, int d, RowPtrs src, float *__restrict__ y, int ldy)
+{
+    const int i = (int)blockIdx.y;
+    if (i >= n) return;
+    const float *s = src.p[i];
+    float *yr = y + (size_t)i * (size_t)ldy;
+    for (int c = (int)(blockIdx.x * blockDim.x + threadIdx.x); c < d; c += (int)(gridDim.x * blockDim.x))
+        yr[c] = s[c];
+}
+
+sr_status sr_cuda_copy_rows(int n, int d, const float *const *src, float *y, int ldy)
+{
+    sr_status st = sr_kernels_check_copy_rows(n, d, src, y, ldy);
+    if (st || n == 0 || d == 0) return st;
+    const int threads = 256;
+    const unsigned gx = (unsigned)((d + threads - 1) / threads < 64 ? (d + threads - 1) / threads : 64);
+    for (int i0 = 0; i0 < n; i0 += ROWS_PER_LAUNCH) {
+        const int m = n - i0 < ROWS_PER_LAUNCH ? n - i0 : ROWS_PER_LAUNCH;
+        RowPtrs r;
+        memcpy(r.p, src + i0, (size_t)m * sizeof r.p[0]);
+        copy_rows_kernel<<<dim3(gx, (unsigned)m), threads>>>(m, d, r, y + (size_t)i0 * ldy, ldy);
+        if ((st = sr_cuda_launched("copy_rows"))) return st;
+    }
     return SR_OK;
 }
 

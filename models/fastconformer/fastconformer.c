@@ -133,6 +133,7 @@ static void fc_batch_close(void *batch)
         if (tab[i]) k->free(tab[i]);
     free(b->call);
     free(b->hstate);
+    free(b->jsrc);
     free(b->hmel);
     free(b->hx);
     free(b);
@@ -205,6 +206,11 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     b->bytes += S * nst * sizeof(float);
     b->hpred = b->hstate + S * 2 * w->pred_layers * H;
     b->hlogits = b->hpred + S * J;
+    if (!(b->jsrc = sr_malloc(S * sizeof *b->jsrc, "fastconformer joint rows"))) {
+        st = SR_ERR_NOMEM;
+        goto fail;
+    }
+    b->bytes += S * sizeof *b->jsrc;
     if (!c.offline) {
         /* a step's input is at most nin mel frames (step_ready), its output sub_rows rows, of
          * which at most R + 1 go to the round */
@@ -679,9 +685,12 @@ static sr_status tr_joint_batch(const sr_tr_joint_req *r, int count)
             return sr_error(SR_ERR_ARG, "fastconformer: joint on frame %d, frames %lld..%lld are held", r[i].t,
                             (long long)s->frames_base, (long long)(s->frames_base + s->encp_n - 1));
         memcpy(b->hpred + (size_t)i * J, r[i].pred_out, (size_t)J * sizeof(float));
-        if ((st = k->copy2d(1, J, s->encp + (size_t)t * J, J, b->jh + (size_t)i * J, J))) return st;
+        b->jsrc[i] = s->encp + (size_t)t * J;
     }
-    if ((st = k->upload(b->jp, b->hpred, (size_t)count * J * sizeof(float)))) return st;
+    /* every request's frame row (each in its stream's window) in one call, then its pred rows */
+    if ((st = k->copy_rows(count, J, b->jsrc, b->jh, J)) ||
+        (st = k->upload(b->jp, b->hpred, (size_t)count * J * sizeof(float))))
+        return st;
     if ((st = k->add(count, J, b->jp, J, 1.0f, b->jh, J)) ||
         (st = k->act(SR_ACT_RELU, (size_t)count * J, b->jh, b->jh)) ||
         (st = k->gemm(count, b->jh, J, w->j_out.w, w->j_out.b, SR_ACT_NONE, 1.0f, 0.0f, b->logits, w->n_out)))

@@ -239,6 +239,7 @@ typedef struct fc_batch {
     /* their host staging (one upload / download per call): states [max_streams, 2 layers H],
      * pred rows [max_streams, J], logits [max_streams, n_out]; one block from hstate */
     float *hstate, *hpred, *hlogits;
+    const float **jsrc;         /* [max_streams] a joint call's frame rows (table pointers) */
     size_t bytes;               /* everything above (batch_bytes) */
 } fc_batch;
 
