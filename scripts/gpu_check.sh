@@ -27,6 +27,10 @@ J1=$!
 echo "== suites"
 timeout 60 test_srkit kernels_cuda engine_equals_solo/cuda > "$OUT/suites.log" 2>&1
 echo "rc=$?"; grep -E "Test:.*FAIL|^ *[0-9]+\. |tests |asserts" "$OUT/suites.log"
+echo "== golden parity on the device (the CPU's tolerances)"
+SRKIT_TEST_DEVICE=cuda timeout 60 test_srkit whisper_parity fastconformer_parity voxtral_parity \
+    > "$OUT/parity.log" 2>&1
+echo "rc=$?"; grep -E "Test:.*FAIL|^ *[0-9]+\. |max abs diff|tests |asserts" "$OUT/parity.log" | cut -c1-200
 echo "== memcheck"
 timeout 90 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
     test_srkit kernels_cuda > "$OUT/memcheck.log" 2>&1

@@ -130,13 +130,62 @@ const char *test_shared(const char *rel)
     return access(p, R_OK) == 0 ? p : NULL;
 }
 
-sr_model *test_load_model(const char *name)
+const char *test_device(void)
 {
+    const char *d = getenv("SRKIT_TEST_DEVICE");
+    return d && *d ? d : NULL;
+}
+
+sr_model *test_load_path(const char *path)
+{
+    sr_options o;
+    sr_options_init(&o);
+    o.device = test_device(); /* NULL: the CPU, exactly what loading without options gives */
     sr_model *m = NULL;
-    sr_status st = sr_model_load(test_fixture(name), NULL, &m);
-    if (st) printf("\n      load %s: %s: %s\n", name, sr_strerror(st), sr_last_error());
+    sr_status st = sr_model_load(path, &o, &m);
+    if (st)
+        printf("\n      load %s on %s: %s: %s\n", path, o.device ? o.device : "cpu", sr_strerror(st),
+               sr_last_error());
     CU_ASSERT_EQUAL_FATAL(st, SR_OK);
     return m;
+}
+
+sr_model *test_load_model(const char *name) { return test_load_path(test_fixture(name)); }
+
+/* The table helpers fail the test only when something goes wrong, so that a suite's assert
+ * count is the same on every device and the same as before it read through the table. */
+float *test_table_copy(const sr_kernels *k, const float *p, size_t n)
+{
+    /* at least one float, so that malloc(0) returning NULL is not taken for a failure */
+    float *h = malloc((n ? n : 1) * sizeof(float));
+    if (!h) CU_FAIL_FATAL("test_table_copy: out of host memory");
+    sr_status st = k->download(h, p, n * sizeof(float));
+    if (st) {
+        printf("\n      download of %zu floats from the %s table: %s\n", n, k->name, sr_last_error());
+        free(h);
+        CU_FAIL_FATAL("test_table_copy: download");
+    }
+    return h;
+}
+
+float *test_table_alloc(const sr_kernels *k, size_t n)
+{
+    float *p = k->alloc((n ? n : 1) * sizeof(float));
+    if (!p) {
+        printf("\n      alloc of %zu floats in the %s table failed\n", n, k->name);
+        CU_FAIL_FATAL("test_table_alloc");
+    }
+    k->zero(p, n * sizeof(float));
+    return p;
+}
+
+double test_max_abs_diff_table(const sr_kernels *k, const float *table_ptr, const float *host_ref,
+                               size_t n)
+{
+    float *h = test_table_copy(k, table_ptr, n);
+    double d = test_max_abs_diff(h, host_ref, n);
+    free(h);
+    return d;
 }
 
 int test_stream_tokens(const sr_model *m, const sr_stream_config *cfg, const float *a, size_t n,

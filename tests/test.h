@@ -11,6 +11,7 @@
 
 #include "../core/sr.h"
 #include "../core/weights.h"
+#include "../kernels/kernels.h"
 
 /* Path of tests/fixtures/<name> (the runner starts in the repository root). Static buffer per
  * call site is not needed: the result is malloc'ed once per name and kept. */
@@ -62,9 +63,34 @@ int test_golden(sr_h5 *f, const char *path, sr_dtype t, sr_tensor *out);
  * generator fed the reference. *n samples; malloc'ed; NULL on failure. */
 float *test_golden_audio(sr_h5 *f, size_t *n);
 
-/* Load model fixture tests/fixtures/<name> with default options; a failure prints the message and
- * ends the test (CU_ASSERT_..._FATAL). */
+/* The device the model-level suites run on: $SRKIT_TEST_DEVICE ("cuda", "cpu-guard", ...), or
+ * NULL (the CPU) when unset or empty. CI leaves it unset; on a GPU machine
+ * `SRKIT_TEST_DEVICE=cuda build/test_srkit whisper_parity ...` checks the device path against
+ * the same goldens, and "cpu-guard" (kernels/cpu/guard.c) proves on any machine that a test
+ * reads and writes table memory only through its table. */
+const char *test_device(void);
+
+/* Load model file `path` with default options but device test_device(); a failure prints the
+ * message and ends the test (CU_ASSERT_..._FATAL). */
+sr_model *test_load_path(const char *path);
+
+/* Load model fixture tests/fixtures/<name> as test_load_path does. */
 sr_model *test_load_model(const char *name);
+
+/* n floats of table memory p (of table k) copied to a malloc'ed host array (free with free()):
+ * how a test reads what a model computed wherever the table keeps it. A failure ends the
+ * test. */
+float *test_table_copy(const sr_kernels *k, const float *p, size_t n);
+
+/* n floats of new table memory of k, cleared to 0 (k->zero: a device's fresh memory holds
+ * garbage), for the outputs of a backend's internal functions. A failure ends the test. Free
+ * with k->free. */
+float *test_table_alloc(const sr_kernels *k, size_t n);
+
+/* Max |table_ptr - host_ref| over n floats, table_ptr being table memory of k (test_max_abs_diff
+ * over its host copy). */
+double test_max_abs_diff_table(const sr_kernels *k, const float *table_ptr, const float *host_ref,
+                               size_t n);
 
 /* One stream of m (cfg may be NULL) over audio a[n], fed in pieces of 7000 samples, then
  * finished: its tokens (up to cap) into tok, the count returned, its timeline length in

@@ -270,8 +270,8 @@ static void test_parity_rand(void)
     CU_ASSERT_EQUAL_FATAL(bfeed_all(&b, audio, n), SR_OK);
     wh_stream *s = b.st;
     CU_ASSERT_EQUAL(s->n_win, 1);
-    /* the stream leaves ln_post(encoder) in s->x */
-    double de = test_max_abs_diff(s->b->x, genc.data, (size_t)150 * 32);
+    /* the stream leaves ln_post(encoder) in its batch's x (table memory) */
+    double de = test_max_abs_diff_table(w->k, s->b->x, genc.data, (size_t)150 * 32);
     printf(", encoder %.2e", de);
     CU_ASSERT(de <= 2e-5);
 
@@ -289,12 +289,13 @@ static void test_parity_rand(void)
     CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 64, 150), SR_OK);
     wh_dseq dq = {.tok = in, .c0 = 0, .n = 1 + steps, .sslot = 1, .xslot = 0, .enc_len = 150};
     CU_ASSERT_EQUAL(wh_decode(w, &sc, &dq, 1, s->b->sk, s->b->sv, s->b->xk, s->b->xv), SR_OK);
-    float *lg = malloc((size_t)steps * 259 * sizeof(float));
+    /* wh_logits reads and writes table memory (sc.h is; the logits must be) */
+    float *lg = test_table_alloc(w->k, (size_t)steps * 259);
     CU_ASSERT_EQUAL(wh_logits(w, sc.h + 32, steps, lg), SR_OK);
-    double dl = test_max_abs_diff(lg, glog.data, (size_t)steps * 259);
+    double dl = test_max_abs_diff_table(w->k, lg, glog.data, (size_t)steps * 259);
     printf(", logits (%d steps) %.2e", steps, dl);
     CU_ASSERT(dl <= 1e-3);
-    free(lg);
+    w->k->free(lg);
     wh_scratch_free(&sc);
     s->slot[1].win = -1;
     bclose(&b);
@@ -370,8 +371,7 @@ static void test_parity_tiny_en(void)
         TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
         return;
     }
-    sr_model *m = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_model_load(path, NULL, &m), SR_OK);
+    sr_model *m = test_load_path(path);
     const wh_model *w = m->impl;
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(gpath, &g), SR_OK);
@@ -386,13 +386,20 @@ static void test_parity_tiny_en(void)
     CU_ASSERT_EQUAL_FATAL(bopen(m, "offline", 0, 0, &b), SR_OK);
     CU_ASSERT_EQUAL_FATAL(bfeed_all(&b, a.samples, a.n), SR_OK);
     wh_stream *s = b.st;
+    /* the encoder output (its batch's x) is table memory: one host copy of the rows up to the
+     * last one compared */
+    int64_t tmax = 0;
+    for (int r = 0; r < rows.shape[0]; r++) tmax = SR_MAX(tmax, ((int64_t *)rows.data)[r]);
+    if (tmax >= s->b->es.rows) CU_FAIL_FATAL("golden encoder row past the batch's x [es.rows, d]");
+    float *x = test_table_copy(w->k, s->b->x, (size_t)(tmax + 1) * w->d);
     double de = 0;
     for (int r = 0; r < rows.shape[0]; r++) {
         int64_t t = ((int64_t *)rows.data)[r];
-        double e = test_max_abs_diff(s->b->x + t * w->d, (float *)enc.data + (size_t)r * w->d,
+        double e = test_max_abs_diff(x + t * w->d, (float *)enc.data + (size_t)r * w->d,
                                      (size_t)w->d);
         de = e > de ? e : de;
     }
+    free(x);
     int32_t toks[512];
     int nt = greedy(&b.sc, toks, 448);
     CU_ASSERT(tokens_equal(toks, nt, &tok, "jfk"));
@@ -405,8 +412,11 @@ static void test_parity_tiny_en(void)
     CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&sc, w, 16, 1500), SR_OK);
     wh_dseq dq = {.tok = in, .c0 = 0, .n = 1 + steps, .sslot = 1, .xslot = 0, .enc_len = 1500};
     CU_ASSERT_EQUAL(wh_decode(w, &sc, &dq, 1, s->b->sk, s->b->sv, s->b->xk, s->b->xv), SR_OK);
-    float *L = malloc((size_t)steps * w->n_vocab * sizeof(float));
-    CU_ASSERT_EQUAL(wh_logits(w, sc.h + w->d, steps, L), SR_OK);
+    /* wh_logits works in table memory; the rows are then examined on the host */
+    float *tL = test_table_alloc(w->k, (size_t)steps * w->n_vocab);
+    CU_ASSERT_EQUAL(wh_logits(w, sc.h + w->d, steps, tL), SR_OK);
+    float *L = test_table_copy(w->k, tL, (size_t)steps * w->n_vocab);
+    w->k->free(tL);
     double dl = 0, dz = 0;
     for (int st = 0; st < steps; st++) {
         const float *row = L + (size_t)st * w->n_vocab;
@@ -454,8 +464,7 @@ static void test_tokens_tiny_en(void)
         TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
         return;
     }
-    sr_model *m = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_model_load(path, NULL, &m), SR_OK);
+    sr_model *m = test_load_path(path);
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/tiny_en_golden.h5"), &g), SR_OK);
     int32_t toks[1024];
