@@ -7,8 +7,9 @@ weights and device (docs/benchmarks.md, "On an NVIDIA H200").
         [--streams 1 64 ...] [--steps 24] [--reps 9] [--threads N]
 
 No hub access: the WhisperConfig is built from the file's config and every tensor is copied in
-from the HDF5 file by name (openai-whisper's names, as srkit stores them, mapped to transformers'
-modules; the output projection tied to the token embedding). Timed, under torch.inference_mode,
+from the HDF5 file by name (scripts/srkit_h5.py read_model: any stored dtype as float32, int8
+dequantized; openai-whisper's names, as srkit stores them, mapped to transformers' modules; the
+output projection tied to the token embedding). Timed, under torch.inference_mode,
 with torch.cuda.synchronize() around every timed call on a GPU, for each batch size B of
 --streams (B independent utterances, as srkit's engine batches streams):
   encoder        one 30 s window per stream: model.model.encoder on [B, n_mels, 3000] random mel
@@ -26,17 +27,19 @@ import statistics
 import sys
 import time
 
-import h5py
+import os
+
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import srkit_h5  # noqa: E402
 
 
 def load(path, device, dtype):
     from transformers import WhisperConfig, WhisperForConditionalGeneration
 
-    f = h5py.File(path, "r")
-    c = f.attrs["config"]
-    c = json.loads(c if isinstance(c, str) else c.decode())
+    _, c, tensors = srkit_h5.read_model(path)  # every stored dtype as float32
     cfg = WhisperConfig(
         vocab_size=c["n_vocab"], num_mel_bins=c["n_mels"], d_model=c["n_audio_state"],
         encoder_layers=c["n_audio_layer"], encoder_attention_heads=c["n_audio_head"],
@@ -47,14 +50,9 @@ def load(path, device, dtype):
         eos_token_id=c["tokens"]["eot"], decoder_start_token_id=c["tokens"]["sot"],
         activation_function="gelu", scale_embedding=False, tie_word_embeddings=True)
     model = WhisperForConditionalGeneration(cfg)
-    w = f["weights"]
 
     def t(name):
-        d = w[name]
-        a = np.asarray(d[()])
-        if d.dtype == np.uint16:  # bf16 bit patterns
-            a = (a.astype(np.uint32) << 16).view(np.float32)
-        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+        return torch.from_numpy(np.ascontiguousarray(tensors[name.replace("/", ".")]))
 
     sd = {}
     for side, hf in (("encoder", "model.encoder"), ("decoder", "model.decoder")):

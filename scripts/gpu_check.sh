@@ -3,8 +3,10 @@
 # (issue 11): the CUDA suites, compute-sanitizer memcheck over them, then the figures of
 # docs/benchmarks.md "On an NVIDIA H200/H100" on synthetic full-size models made there.
 #
-# Here (no GPU):  ../shared/tools/gpu-bundle ../shared/data/librispeech-sample/1089-134686-0000.flac \
-#                     ../shared/data/whisper-assets/gpt2.tiktoken
+# Here (no GPU):  python3 scripts/recast_model.py ~/.cache/srkit/models/whisperrt-tiny.en.h5 \
+#                     /tmp/whisperrt-tiny.en-i8.h5 --dtype int8     # real weights, 40 MB (xz: 28)
+#                 ../shared/tools/gpu-bundle ../shared/data/librispeech-sample/1089-134686-0000.flac \
+#                     ../shared/data/whisper-assets/gpt2.tiktoken /tmp/whisperrt-tiny.en-i8.h5
 # Device call:    command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 580
 # Everything goes to $OUT (log.txt, bench.jsonl, the suites' logs) and the log to stdout; each
 # step has its own time limit so that one hang cannot eat the call (at most about 9.5 minutes,
@@ -66,12 +68,20 @@ for mode in 1 sync; do
         --stream '{"att_context": [70,1]}' --max-ms 2000 2>&1 | tail -n 28
 done
 W=/tmp/m/wt.h5
-for run in "100 64" "100 256" "300 64"; do
-    set -- $run
-    B 25 $C --streams $2 --realtime --model $W --audio $A \
-        --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $1, \"decoder\": \"stable_greedy\"}" --max-ms 4000
-done
+B 25 $C --streams 64 --realtime --model $W --audio $A \
+    --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 4000
 B 20 --device cuda --model $W --audio $A --stream '{"strategy": "offline"}'
+# the causal tiny.en fine-tune (int8 copy: the f16 file does not fit the transfer), real speech
+R=$X/whisperrt-tiny.en-i8.h5
+if [ -f "$R" ]; then
+    for run in "100 64" "100 256" "300 64" "300 256"; do
+        set -- $run
+        B 25 --device cuda --streams $2 --realtime --model $R --audio $A \
+            --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $1, \"decoder\": \"stable_greedy\"}" --max-ms 6000
+    done
+    B 20 --device cuda --model $R --audio $A --stream '{"strategy": "offline"}'
+    B 20 --device cuda --model $R --audio $A
+fi
 if [ -f /tmp/m/vx.done ]; then
     V=/tmp/m/vx.h5
     B 40 $C --model $V --audio $A --max-ms 3000
@@ -81,8 +91,9 @@ else
 fi
 # the peer on the same weights and GPU: transformers (docs/benchmarks.md)
 echo "== transformers Whisper (f32, then bf16), streams 1 and 64"
+[ -f "$R" ] && WP=$R || WP=$W
 for dt in f32 bf16; do
-    timeout 60 python3 scripts/bench_whisper_transformers.py $W --device cuda --dtype $dt --streams 1 64 2>/dev/null
+    timeout 60 python3 scripts/bench_whisper_transformers.py $WP --device cuda --dtype $dt --streams 1 64 2>/dev/null
 done
 if [ -f /tmp/m/vx.done ]; then
     echo "== transformers Voxtral (bf16, batch 1)"
