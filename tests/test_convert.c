@@ -9,8 +9,9 @@
  * of the fused matrices exactly, and int8 weights must dequantize to q / scale exactly; the
  * fixture generator stores those expected values in expected.json. Damaged model.bin files
  * and a vocabulary that does not match the embedding must fail with exit status 1, a message
- * naming the file and the defect, and no output file. Skips when /usr/bin/python3 lacks numpy
- * or h5py.
+ * naming the file and the defect, and no output file. scripts/recast_model.py (a model file's
+ * weights in another element type) is checked here too. Skips when /usr/bin/python3 lacks
+ * numpy or h5py.
  */
 #include <cJSON.h>
 #include <math.h>
@@ -405,6 +406,61 @@ static void test_bad_inputs(void)
     expect_failure(test_tmppath("does_not_exist"), "does_not_exist", "no such file");
 }
 
+/* scripts/recast_model.py: the rand Whisper fixture in int8 loads (every matrix i8, 1-D tensors
+ * f32), each dequantized weight within half a step (max |row| / 127 / 2) of the original, the
+ * tokenizer and front end copied (the model loads and streams); back to f32 it loads again; a
+ * file onto itself is refused. */
+static void test_recast(void)
+{
+    NEED_PYTHON();
+    const char *src = "tests/fixtures/whisper/rand.h5", *i8 = test_tmppath("recast_i8.h5");
+    const char *f32 = test_tmppath("recast_f32.h5");
+    char msg[2048];
+    CU_ASSERT_EQUAL_FATAL(test_run(msg, sizeof msg, "/usr/bin/python3 scripts/recast_model.py %s %s --dtype int8",
+                                   src, i8), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run(msg, sizeof msg, "/usr/bin/python3 scripts/recast_model.py %s %s --dtype f32",
+                                   i8, f32), 0);
+    CU_ASSERT_NOT_EQUAL(test_run(msg, sizeof msg, "/usr/bin/python3 scripts/recast_model.py %s %s --dtype f16",
+                                 f32, f32), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "another file"));
+    sr_h5 *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open(src, &a), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open(i8, &b), SR_OK);
+    static const struct { const char *name; int64_t shape[2]; } ts[] = {
+        {"decoder.blocks.0.mlp.0.weight", {128, 32}},
+        {"encoder.blocks.1.attn.query.weight", {32, 32}},
+        {"decoder.token_embedding.weight", {259, 32}}};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        sr_tensor ta = {0}, tb = {0}, tq = {0};
+        const int64_t *shape = ts[i].shape;
+        CU_ASSERT_EQUAL_FATAL(sr_h5_tensor(a, ts[i].name, SR_F32, 2, shape, &ta), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_h5_tensor(b, ts[i].name, SR_F32, 2, shape, &tb), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_h5_tensor(b, ts[i].name, SR_I8, 2, shape, &tq), SR_OK); /* stored i8 */
+        const float *x = ta.data, *y = tb.data;
+        for (int64_t r = 0; r < shape[0]; r++) {
+            double mx = 0;
+            for (int64_t c = 0; c < shape[1]; c++) mx = fmax(mx, fabs((double)x[r * shape[1] + c]));
+            for (int64_t c = 0; c < shape[1]; c++)
+                ok &= fabs((double)x[r * shape[1] + c] - (double)y[r * shape[1] + c]) <= mx / 127.0 / 2.0 * 1.0001 + 1e-12;
+        }
+        sr_tensor_free(&ta);
+        sr_tensor_free(&tb);
+        sr_tensor_free(&tq);
+    }
+    CU_ASSERT(ok);
+    sr_h5_close(a);
+    sr_h5_close(b);
+    sr_model *m = NULL;
+    CU_ASSERT_EQUAL(sr_model_load(i8, NULL, &m), SR_OK);
+    sr_model_free(m);
+    m = NULL;
+    CU_ASSERT_EQUAL(sr_model_load(f32, NULL, &m), SR_OK);
+    sr_model_free(m);
+    remove(i8);
+    remove(f32);
+}
+
 void test_register_whisper_convert(void)
 {
     TEST_SUITE("whisper_convert", {"CTranslate2 -> srkit layout, config, tokenizer", test_ct2_layout},
@@ -412,5 +468,6 @@ void test_register_whisper_convert(void)
                {"int8 source: dequantized and kept", test_ct2_int8},
                {"--dtype bf16", test_dtype_option},
                {"byte-identical reruns", test_deterministic},
-               {"damaged model.bin and vocabulary", test_bad_inputs});
+               {"damaged model.bin and vocabulary", test_bad_inputs},
+               {"recast_model.py: int8 and back", test_recast});
 }
