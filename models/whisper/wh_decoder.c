@@ -78,14 +78,20 @@ sr_status wh_decode(const wh_model *w, wh_scratch *s, const wh_dseq *q, int n_se
     sr_kbatch bs = {.n_seq = nb, .row0 = s->row0, .slot = s->slot, .pos = s->pos};
     sr_kbatch bx = {.n_seq = nb, .row0 = s->row0, .slot = s->slot2, .pos = s->pos};
     float *x = s->kv;
-    for (int i = 0, sq = 0; i < n_seq; i++) { /* embeddings + learned positions */
+    /* embeddings + learned positions of every row of every sequence: one gather, the position
+     * rows gathered by one copy_rows, one add (x + pos, the same operation per element as a
+     * call per sequence: batched or alone, the same bits) */
+    for (int i = 0, r = 0; i < n_seq; i++) {
         const wh_dseq *e = &q[i];
-        if (e->n - e->c0 <= 0) continue;
-        float *xr = x + (size_t)s->row0[sq++] * d;
-        if ((st = k->gather(w->tok_emb, e->tok + e->c0, e->n - e->c0, xr, d)) ||
-            (st = k->add(e->n - e->c0, d, w->dec_pos + (size_t)e->c0 * d, d, 1.0f, xr, d)))
-            return st;
+        for (int j = e->c0; j < e->n; j++, r++) {
+            s->ids[r] = e->tok[j];
+            s->prow[r] = w->dec_pos + (size_t)j * d;
+        }
     }
+    if ((st = k->gather(w->tok_emb, s->ids, rows, x, d)) ||
+        (st = k->copy_rows(rows, d, s->prow, s->a, d)) ||
+        (st = k->add(rows, d, s->a, d, 1.0f, x, d)))
+        return st;
     st = SR_OK;
     for (int l = 0; l < w->n_text_layer && !st; l++) {
         const wh_block *B = &w->dec[l];

@@ -81,8 +81,10 @@ sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
     s->row0 = sr_malloc((r + 1) * sizeof(int), "whisper scratch sequence rows");
     s->slot = sr_malloc(r * sizeof(int), "whisper scratch slots");
     s->slot2 = sr_malloc(r * sizeof(int), "whisper scratch slots");
+    s->ids = sr_malloc(r * sizeof(int32_t), "whisper scratch token ids");
+    s->prow = sr_malloc(r * sizeof *s->prow, "whisper scratch row pointers");
     if (!s->h || !s->q || !s->a || !s->kv || !s->mlp || !s->col || !s->edge || !s->lo || !s->hi ||
-        !s->hi2 || !s->pos || !s->row0 || !s->slot || !s->slot2) {
+        !s->hi2 || !s->pos || !s->row0 || !s->slot || !s->slot2 || !s->ids || !s->prow) {
         wh_scratch_free(s);
         return sr_error(SR_ERR_NOMEM, "whisper scratch of %d rows", rows);
     }
@@ -108,6 +110,8 @@ void wh_scratch_free(wh_scratch *s)
     free(s->row0);
     free(s->slot);
     free(s->slot2);
+    free(s->ids);
+    free(s->prow);
     memset(s, 0, sizeof *s);
 }
 
@@ -117,5 +121,6 @@ size_t wh_scratch_bytes(const wh_scratch *s)
     size_t r = (size_t)s->rows, d = (size_t)s->d;
     size_t colw = (size_t)s->colw;
     return (r * d * 4 + r * 4 * d + (size_t)s->col_rows * colw + colw) * sizeof(float) +
-           4 * r * sizeof(int64_t) + (3 * r + 1) * sizeof(int);
+           4 * r * sizeof(int64_t) + (3 * r + 1) * sizeof(int) + r * sizeof(int32_t) +
+           r * sizeof(const float *);
 }

@@ -318,14 +318,28 @@ static sr_status aed_flush(wh_batch *b, int *ln)
     if (!st && *ln && !k->host_visible) st = k->upload(b->logits, b->hlog, bytes);
     /* one log-softmax over every staged row (rows are independent: the same bits as per row) */
     if (!st && *ln) st = k->logsoftmax(*ln, V, b->logits, V, b->logits, V);
-    for (int r = 0; r < *ln && !st; r++)
-        st = k->download(b->ldst[r], b->logits + (size_t)r * V, (size_t)V * sizeof(float));
+    if (k->host_visible) {
+        for (int r = 0; r < *ln && !st; r++)
+            st = k->download(b->ldst[r], b->logits + (size_t)r * V, (size_t)V * sizeof(float));
+    } else if (!st && *ln) { /* a device: one copy (each waits for the queue), then the rows */
+        st = k->download(b->hlog, b->logits, bytes);
+        for (int r = 0; r < *ln && !st; r++)
+            memcpy(b->ldst[r], b->hlog + (size_t)r * V, (size_t)V * sizeof(float));
+    }
     *ln = 0;
     return st;
 }
 
 /* One decoder pass over the active segments of every request (in groups that fit the
  * scratch), then their logits (in groups of lrows rows). */
+/* The hidden rows staged since row `from` (their sources in lsrc) into lh, in one call. */
+static sr_status aed_stage(wh_batch *b, int from, int ln)
+{
+    return ln > from ? b->w->k->copy_rows(ln - from, b->w->d, b->lsrc + from,
+                                          b->lh + (size_t)from * b->w->d, b->w->d)
+                     : SR_OK;
+}
+
 static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
 {
     const wh_model *w = b->w;
@@ -335,7 +349,7 @@ static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
             aed_seq(&pl[i], b->tok + (size_t)nq * w->n_text_ctx, &b->dq[nq]);
             b->idx[nq++] = i;
         }
-    int ln = 0;
+    int ln = 0, staged = 0; /* rows [staged, ln) have their source pointers only */
     sr_status st = SR_OK;
     for (int g0 = 0, g1; g0 < nq && !st; g0 = g1) {
         int rows = 0;
@@ -361,18 +375,24 @@ static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
             off += p->N - p->c0;
             for (int r = 0; r < nr && !st;) {
                 int take = SR_MIN(nr - r, b->lrows - ln);
-                st = w->k->copy2d(take, w->d, b->ds.h + (size_t)(hr + r) * w->d, w->d,
-                                  b->lh + (size_t)ln * w->d, w->d);
-                for (int t = 0; t < take && !st; t++) {
+                for (int t = 0; t < take; t++) {
+                    b->lsrc[ln + t] = b->ds.h + (size_t)(hr + r + t) * w->d;
                     b->ldst[ln + t] = p->row + (size_t)(r + t) * w->n_vocab;
                     b->lpos[ln + t] = p->L0 + r + t;
                     b->lclosed[ln + t] = (uint8_t)closed;
                 }
                 ln += take;
                 r += take;
-                if (!st && ln == b->lrows) st = aed_flush(b, &ln);
+                if (ln == b->lrows) { /* full: stage the rows, their logits */
+                    st = aed_stage(b, staged, ln);
+                    if (!st) st = aed_flush(b, &ln);
+                    staged = 0;
+                }
             }
         }
+        /* the next group's pass overwrites ds.h: its rows go to lh first */
+        if (!st) st = aed_stage(b, staged, ln);
+        staged = ln;
     }
     if (!st) st = aed_flush(b, &ln);
     return st;
@@ -966,6 +986,7 @@ static void wh_batch_close(void *batch)
     k->free(b->logits);
     free(b->hlog);
     free(b->ldst);
+    free(b->lsrc);
     free(b->lpos);
     free(b->lclosed);
     free(b->tok);
@@ -988,8 +1009,8 @@ static size_t wh_batch_bytes(const void *batch)
     n += (size_t)b->es.rows * d * f;
     n += ms * (sizeof(wh_eseq) + 2 * sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) +
                sizeof(void *) + (size_t)w->n_text_ctx * sizeof(int32_t));
-    /* lh, logits, the host copy of the logits, ldst, lpos, lclosed */
-    n += (size_t)b->lrows * ((d + 2 * (size_t)w->n_vocab) * f + sizeof(float *) + sizeof(int) + 1);
+    /* lh, logits, the host copy of the logits, ldst, lsrc, lpos, lclosed */
+    n += (size_t)b->lrows * ((d + 2 * (size_t)w->n_vocab) * f + 2 * sizeof(float *) + sizeof(int) + 1);
     return n;
 }
 
@@ -1035,6 +1056,7 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         !(b->logits = k->alloc(lr * (size_t)w->n_vocab * f)) ||
         !(b->hlog = sr_malloc(lr * (size_t)w->n_vocab * f, "whisper logits (host)")) ||
         !(b->ldst = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
+        !(b->lsrc = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
         !(b->lpos = sr_malloc(lr * sizeof(int), "whisper logits rows")) ||
         !(b->lclosed = sr_malloc(lr, "whisper logits rows")) ||
         !(b->tok = sr_malloc((size_t)ms * w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||

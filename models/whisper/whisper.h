@@ -79,6 +79,8 @@ typedef struct {
     int64_t *lo, *hi, *hi2;      /* [rows] key ranges of each query row (attention) */
     int *row0;                   /* [rows + 1] first row of each sequence (sr_kbatch) */
     int *slot, *slot2;           /* [rows] each sequence's slot in two pools (self, cross) */
+    int32_t *ids;                /* [rows] the decoder rows' tokens (one gather for all) */
+    const float **prow;          /* [rows] table row pointers (one copy_rows for all) */
     int64_t *pos;                /* [rows] each sequence's first position */
 } wh_scratch;
 
@@ -224,6 +226,7 @@ typedef struct wh_batch {
     float *logits;              /* [lrows, n_vocab] (table memory) */
     float *hlog;                /* [lrows, n_vocab] host: the logit rules run there */
     float **ldst;               /* [lrows] where each staged row's log-probabilities go */
+    const float **lsrc;         /* [lrows] its hidden row in the decoder scratch (table) */
     int *lpos;                  /* [lrows] its window-local text position */
     uint8_t *lclosed;           /* [lrows] 1: its window is not the newest */
     int32_t *tok;               /* [max_streams, n_text_ctx] decoder inputs being built */
