@@ -211,9 +211,15 @@ static sr_status sync_step_batch(const sr_sync_req *r, int count)
             }
         }
         st = decode_pass(B, n_act, 1);
-        for (int a = 0; a < n_act && !st; a++)
-            st = k->download(r[B->aux[a]].logits, B->logits + (size_t)a * V,
-                             (size_t)V * sizeof(float));
+        if (B->hlogits) { /* a device: one copy, then the rows */
+            if (!st) st = k->download(B->hlogits, B->logits, (size_t)n_act * V * sizeof(float));
+            for (int a = 0; a < n_act && !st; a++)
+                memcpy(r[B->aux[a]].logits, B->hlogits + (size_t)a * V, (size_t)V * sizeof(float));
+        } else {
+            for (int a = 0; a < n_act && !st; a++)
+                st = k->download(r[B->aux[a]].logits, B->logits + (size_t)a * V,
+                                 (size_t)V * sizeof(float));
+        }
     }
     if (st) return st;
     for (int i = 0; i < count; i++) ((vx_stream *)r[i].ctx)->n_steps++;
@@ -420,6 +426,7 @@ static void batch_close(void *batch)
     for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) sr_kpool_free(k, pools[i]);
     k->free(B->ada);
     k->free(B->logits);
+    free(B->hlogits);
     vx_scratch_free(&B->s);
     free(B->prompt);
     free(B->ids);
@@ -485,6 +492,14 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
         goto fail;
     }
     B->bytes += ((size_t)w->n_layers * w->dim + (size_t)S * w->vocab) * sizeof(float);
+    /* a device's logits come down in one copy per pass (each copy waits for the queue) */
+    if (!k->host_visible) {
+        if (!(B->hlogits = sr_malloc((size_t)S * w->vocab * sizeof(float), "voxtral logits (host)"))) {
+            st = SR_ERR_NOMEM;
+            goto fail;
+        }
+        B->bytes += (size_t)S * w->vocab * sizeof(float);
+    }
     if ((st = sr_kpool_create(k, SR_F32, 1, S, 2, w->n_mels, &B->c1)) ||
         (st = sr_kpool_create(k, SR_F32, 1, S, 1, w->enc_dim, &B->c2)) ||
         (st = sr_kpool_create(k, kv, w->enc_layers, S, er_rows, w->enc_heads * w->enc_hd, &B->ek)) ||

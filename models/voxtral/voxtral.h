@@ -100,6 +100,7 @@ typedef struct vx_batch {
     sr_kpool *dk, *dv;             /* decoder K / V: [n_layers][S][window + L - 2][n_kv hd] */
     float *ada;                    /* [n_layers][dim] 1 + AdaRMSNorm MLP(t_cond of the delay) */
     float *logits;                 /* [S][vocab] a decoder pass's logits before download */
+    float *hlogits;                /* [S][vocab] their host copy (device tables only, else NULL) */
     vx_scratch s;                  /* S x max(4 enc_steps, L) rows: one call over every stream */
     int32_t *ids;                  /* [s.rows] decoder input tokens (host) */
     int *row0, *slot;              /* [S + 1], [S] the sr_kbatch of the call being built (host) */
