@@ -30,10 +30,10 @@
  * exact); a NaN takes core/dtype.c's payload rule instead, which the hardware's canonical NaN
  * would not match. Reads widen exactly (f16 NaN payloads kept, as sr_f16_to_f32).
  *
- * Batches: the sr_kbatch arrays are host memory. An op that needs them copies row0 (and slot
- * / pos as needed) into one small stream-ordered device buffer (cudaMallocAsync /
- * cudaMemcpyAsync / cudaFreeAsync on the legacy default stream, so nothing waits for the
- * device; plain cudaMalloc / cudaFree where the device has no memory pools), and each thread
+ * Batches: the sr_kbatch arrays are host memory. An op that needs them packs row0 (and slot /
+ * pos as needed) and copies them in one cudaMemcpyAsync into one small stream-ordered device
+ * buffer (cudaMallocAsync / cudaFreeAsync on the legacy default stream, so nothing waits for
+ * the device; plain cudaMalloc / cudaFree where the device has no memory pools), and each thread
  * finds its row's sequence by binary search, as rowops.c's seq_of.
  *
  * Aliasing as on the CPU: norm, act, glu, add, batchnorm and logsoftmax may work in place with
@@ -46,6 +46,7 @@
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- temporary device buffers and batch uploads --------------------------------------------- */
@@ -100,15 +101,28 @@ static sr_status batch_upload(const char *what, const sr_kbatch *b, int with_slo
     size_t off_slot = off_row0 + (n + 1) * sizeof(int);
     size_t bytes = off_slot + (with_slot ? n * sizeof(int) : 0);
     d->n_seq = b->n_seq;
+    /* the arrays packed on the host, then one copy (the runtime stages a pageable source
+     * before returning, so the packing buffer is free again at once) */
+    struct pack_buf { /* one per host thread, freed when the thread ends */
+        char *p = nullptr;
+        size_t cap = 0;
+        ~pack_buf() { free(p); }
+    };
+    static thread_local pack_buf buf;
+    if (bytes > buf.cap) {
+        char *p = (char *)realloc(buf.p, bytes);
+        if (!p) return sr_error(SR_ERR_NOMEM, "%s: %zu bytes of batch arrays", what, bytes);
+        buf.p = p;
+        buf.cap = bytes;
+    }
+    char *pack = buf.p;
+    if (with_pos) memcpy(pack, b->pos, n * sizeof(int64_t));
+    memcpy(pack + off_row0, b->row0, (n + 1) * sizeof(int));
+    if (with_slot) memcpy(pack + off_slot, b->slot, n * sizeof(int));
     sr_status st = tmp_alloc(what, bytes, &d->mem);
     if (st) return st;
     char *base = (char *)d->mem.p;
-    cudaError_t e = cudaMemcpyAsync(base + off_row0, b->row0, (n + 1) * sizeof(int),
-                                    cudaMemcpyHostToDevice, 0);
-    if (e == cudaSuccess && with_pos)
-        e = cudaMemcpyAsync(base, b->pos, n * sizeof(int64_t), cudaMemcpyHostToDevice, 0);
-    if (e == cudaSuccess && with_slot)
-        e = cudaMemcpyAsync(base + off_slot, b->slot, n * sizeof(int), cudaMemcpyHostToDevice, 0);
+    cudaError_t e = cudaMemcpyAsync(base, pack, bytes, cudaMemcpyHostToDevice, 0);
     if (e != cudaSuccess) {
         tmp_free(&d->mem);
         return sr_cuda_fail(what, e);
@@ -118,8 +132,6 @@ static sr_status batch_upload(const char *what, const sr_kbatch *b, int with_slo
     d->pos = with_pos ? (const int64_t *)base : NULL;
     return SR_OK;
 }
-
-/* ---- device helpers ------------------------------------------------------------------------- */
 
 /* The sequence holding batch row r: the last s with row0[s] <= r (rowops.c's seq_of). */
 __device__ static inline int seq_of(const int *row0, int n_seq, int r)
