@@ -349,7 +349,9 @@ static sr_status engine_call(sr_stream *s, int kind)
     s->req_kind = kind;
     s->req_done = 0;
     e->n_wait++;
-    pthread_cond_signal(&e->cv_main);
+    /* the stepping thread waits for every busy decoder to post: only the last one wakes it
+     * (a wake per post was hundreds of futex wakes per round with hundreds of streams) */
+    if (e->n_wait >= e->n_busy) pthread_cond_signal(&e->cv_main);
     while (!s->req_done) pthread_cond_wait(&e->cv_slot[s->slot], &e->mu);
     s->req_kind = REQ_NONE;
     sr_status st = s->req_st;
@@ -456,7 +458,7 @@ static void *worker_main(void *arg)
         run_update(s);
         pthread_mutex_lock(&e->mu);
         e->n_busy--;
-        pthread_cond_signal(&e->cv_main);
+        if (e->n_busy == 0 || e->n_wait >= e->n_busy) pthread_cond_signal(&e->cv_main);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
@@ -510,10 +512,12 @@ static void run_decoders(sr_engine *e, sr_stream **sel, int count)
     e->threaded = 1;
     e->n_busy = count;
     e->n_wait = 0;
-    for (int i = 0; i < count; i++) {
-        e->jobs[sel[i]->slot] = sel[i];
-        pthread_cond_signal(&e->cv_slot[sel[i]->slot]);
-    }
+    for (int i = 0; i < count; i++) e->jobs[sel[i]->slot] = sel[i];
+    /* woken after the unlock, so that they do not all queue on the mutex the waker holds (the
+     * jobs were set under it: no wake can be lost) */
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < count; i++) pthread_cond_signal(&e->cv_slot[sel[i]->slot]);
+    pthread_mutex_lock(&e->mu);
     for (;;) {
         while (e->n_busy > 0 && e->n_wait < e->n_busy) pthread_cond_wait(&e->cv_main, &e->mu);
         if (e->n_busy == 0) break;
@@ -530,11 +534,11 @@ static void run_decoders(sr_engine *e, sr_stream **sel, int count)
             if (m) run_kind(e, kind, grp, m);
         }
         pthread_mutex_lock(&e->mu);
-        for (int i = 0; i < nr; i++) {
-            e->rs[i]->req_done = 1;
-            pthread_cond_signal(&e->cv_slot[e->rs[i]->slot]);
-        }
+        for (int i = 0; i < nr; i++) e->rs[i]->req_done = 1;
         e->n_wait -= nr;
+        pthread_mutex_unlock(&e->mu);
+        for (int i = 0; i < nr; i++) pthread_cond_signal(&e->cv_slot[e->rs[i]->slot]);
+        pthread_mutex_lock(&e->mu);
     }
     e->threaded = 0;
     pthread_mutex_unlock(&e->mu);
