@@ -159,6 +159,14 @@ typedef struct sr_decoder_ops {
     /* After each processed chunk (final = 1 after the last): consume the new frames / audio and
      * update h. */
     sr_status (*update)(void *state, const sr_scorer *sc, int final, sr_hyp *h);
+    /* Optional: update of `count` streams of one batch context at once, on the calling thread,
+     * through the backend scorers' batched calls (sc[i]: stream i's backend scorer, its
+     * *_batch functions set). Every stream's calls and results are those of its solo update, in
+     * the same order, so batched == solo holds; st[i] gets stream i's outcome (a failing
+     * batched call fails every stream in it). The engine uses it instead of a thread per
+     * stream: no thread hand-off per scorer call. */
+    void (*update_batch)(void *const *state, const sr_scorer *const *sc, const int *final,
+                         sr_hyp *const *h, int count, sr_status *st);
     void (*reset)(void *state);
     void (*close)(void *state);
     size_t (*state_bytes)(const void *state);

@@ -296,7 +296,9 @@ void sr_memory(const sr_model *m, const sr_stream *s, sr_memstats *out);
  * engine of one inside: there is no second implementation). Cache pools belong to the engine,
  * one slot per stream: opening and closing streams reuses slots without reallocating.
  * Decoder searches run on engine-owned threads (one per stream slot that is in a batched step),
- * each blocking in its scorer calls until the step's batcher has computed them all together.
+ * each blocking in its scorer calls until the step's batcher has computed them all together;
+ * a decoder that can step many streams itself (rnnt_greedy) runs them all on the stepping
+ * thread instead.
  * cfg may be NULL (backend defaults); it is copied. max_streams 1..65536. Thread-safety:
  * sr_stream_feed and sr_stream_finish of an engine's streams may be called from any threads,
  * also while another thread steps the engine (each stream from one thread at a time); every

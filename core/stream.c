@@ -17,7 +17,10 @@
  *      sync_step_batch; the solo
  *      form per request where a backend has no batched one) and wakes them. With one stream the
  *      decoder runs inline and each call is a batch of one. Backend calls therefore all happen
- *      on the stepping thread; the workers run only the decoders' host-side search.
+ *      on the stepping thread; the workers run only the decoders' host-side search. A decoder
+ *      with update_batch (rnnt_greedy) needs no workers: it steps all streams' searches in
+ *      lockstep on the stepping thread and batches its scorer calls itself (no thread hand-off
+ *      per call: with hundreds of streams the hand-offs cost more than the searches).
  *   3. per stream: detokenize, append the timeline entry (compute_ns: the step's wall time;
  *      model_ns: the backend's part).
  * Because the backends' batched forms equal their solo forms row for row, a stream's tokens do
@@ -495,9 +498,45 @@ static sr_status ensure_workers(sr_engine *e, sr_stream **sel, int count)
     return SR_OK;
 }
 
+/* A decoder with update_batch (every stream of an engine has the same decoder and backend):
+ * all streams' updates on this thread, the scorer calls batched by the decoder itself. */
+static int run_decoders_batch(sr_engine *e, sr_stream **sel, int count)
+{
+    const sr_decoder_ops *d = sel[0]->dec;
+    const sr_scorer *b = &sel[0]->bsc;
+    if (!d->update_batch || !b->tr_predict_batch || !b->tr_joint_batch) return 0;
+    void **states = malloc((size_t)count * sizeof *states);
+    const sr_scorer **scs = malloc((size_t)count * sizeof *scs);
+    int *finals = malloc((size_t)count * sizeof *finals);
+    sr_hyp **hyps = malloc((size_t)count * sizeof *hyps);
+    sr_status *st = malloc((size_t)count * sizeof *st);
+    int ok = states && scs && finals && hyps && st;
+    if (ok) {
+        for (int i = 0; i < count; i++) {
+            states[i] = sel[i]->dstate;
+            scs[i] = &sel[i]->bsc;
+            finals[i] = sel[i]->step_final;
+            hyps[i] = &sel[i]->hyp;
+        }
+        e->threaded = 0;
+        d->update_batch(states, scs, finals, hyps, count, st);
+        for (int i = 0; i < count; i++) {
+            sel[i]->step_st = st[i];
+            if (st[i]) keep_msg(&sel[i]->step_msg);
+        }
+    }
+    free(states);
+    free(scs);
+    free(finals);
+    free(hyps);
+    free(st);
+    return ok; /* out of memory: the threads then (slower, the same results) */
+}
+
 /* Every selected stream's decoder update; step_st / step_msg get each outcome. */
 static void run_decoders(sr_engine *e, sr_stream **sel, int count)
 {
+    if (count > 1 && run_decoders_batch(e, sel, count)) return;
     int batched = count > 1;
     if (batched) {
         sr_status st = ensure_workers(e, sel, count);

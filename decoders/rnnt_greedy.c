@@ -18,6 +18,7 @@
  */
 #include "../core/plugin.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -97,6 +98,142 @@ static sr_status rg_update(void *state, const sr_scorer *sc, int final, sr_hyp *
     return SR_OK;
 }
 
+/* The solo update as a per-stream state machine stepped in lockstep: each round every stream
+ * still decoding makes exactly the next call its solo update would make (the start predict, a
+ * joint, or the predict after an emitted token), and the round's calls of each kind go to the
+ * backend as one batched call. Results per row are independent of the batch (scorer contract),
+ * so every stream computes exactly its solo sequence. */
+enum { RG_JOINT = 0, RG_PREDICT = 1, RG_DONE = 2 };
+
+typedef struct {
+    int phase, sym, need, k;
+    int64_t T;
+} rg_run;
+
+/* After a joint: the solo loop's bookkeeping for stream s (phase of its next call). */
+static sr_status rg_after_joint(rg_state *s, const sr_scorer *sc, rg_run *r, sr_hyp *h)
+{
+    int V = sc->vocab, nd = sc->tr_n_durations;
+    int k = argmax(s->logits, V);
+    int skip = nd ? sc->tr_durations[argmax(s->logits + V, nd)] : 0;
+    r->k = k;
+    if (k != sc->blank) {
+        sr_status st = sr_hyp_push(h, k);
+        if (st) return st;
+    }
+    r->sym++;
+    if (nd) {
+        s->t += skip;
+        r->need = skip == 0;
+    } else {
+        r->need = k != sc->blank;
+    }
+    if (k != sc->blank) { /* the predict comes first; the frame loop resumes after it */
+        r->phase = RG_PREDICT;
+        return SR_OK;
+    }
+    r->phase = RG_JOINT;
+    return SR_OK;
+}
+
+/* The frame loop's test before a joint: next frame / next symbol / done. */
+static void rg_next(rg_state *s, const sr_scorer *sc, rg_run *r)
+{
+    int nd = sc->tr_n_durations, maxs = sc->tr_max_symbols;
+    for (;;) {
+        if (r->need && r->sym < maxs && r->sym > 0) return; /* another symbol on this frame */
+        if (r->sym > 0) {                                   /* the frame is over */
+            if (nd) {
+                if (r->sym == maxs) s->t++;
+            } else {
+                s->t++;
+            }
+        }
+        if (s->t >= r->T) {
+            r->phase = RG_DONE;
+            return;
+        }
+        r->sym = 0; /* a new frame: its first joint */
+        r->need = 1;
+        return;
+    }
+}
+
+static void rg_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
+                            sr_hyp *const *hs, int count, sr_status *st)
+{
+    (void)final;
+    rg_run *run = malloc((size_t)count * sizeof *run);
+    sr_tr_predict_req *pq = malloc((size_t)count * sizeof *pq);
+    sr_tr_joint_req *jq = malloc((size_t)count * sizeof *jq);
+    int *pi = malloc((size_t)count * sizeof *pi), *ji = malloc((size_t)count * sizeof *ji);
+    if (!run || !pq || !jq || !pi || !ji) {
+        for (int i = 0; i < count; i++) st[i] = sr_error(SR_ERR_NOMEM, "rnnt_greedy: batch of %d streams", count);
+        goto out;
+    }
+    for (int i = 0; i < count; i++) {
+        rg_state *s = states[i];
+        st[i] = SR_OK;
+        run[i] = (rg_run){.phase = s->started ? RG_JOINT : RG_PREDICT, .k = -1};
+        run[i].T = scs[i]->tr_frames(scs[i]->ctx);
+        if (s->started) rg_next(s, scs[i], &run[i]);
+    }
+    for (;;) {
+        int np = 0, nj = 0;
+        for (int i = 0; i < count; i++) {
+            rg_state *s = states[i];
+            if (st[i] || run[i].phase == RG_DONE) continue;
+            if (run[i].phase == RG_PREDICT) {
+                int start = !s->started;
+                pq[np] = (sr_tr_predict_req){.ctx = scs[i]->ctx, .state_in = start ? NULL : s->state,
+                                             .token = start ? -1 : run[i].k, .state_out = s->state,
+                                             .pred_out = s->pred};
+                pi[np++] = i;
+            } else {
+                jq[nj] = (sr_tr_joint_req){.ctx = scs[i]->ctx, .t = (int)s->t, .pred_out = s->pred,
+                                           .logits = s->logits};
+                ji[nj++] = i;
+            }
+        }
+        if (!np && !nj) break;
+        if (np) {
+            sr_status e = scs[pi[0]]->tr_predict_batch(pq, np);
+            for (int q = 0; q < np; q++) {
+                int i = pi[q];
+                rg_state *s = states[i];
+                if (e) {
+                    st[i] = e;
+                    continue;
+                }
+                if (!s->started) s->started = 1;
+                run[i].phase = RG_JOINT;
+                rg_next(s, scs[i], &run[i]);
+            }
+        }
+        if (nj) {
+            sr_status e = scs[ji[0]]->tr_joint_batch(jq, nj);
+            for (int q = 0; q < nj; q++) {
+                int i = ji[q];
+                rg_state *s = states[i];
+                if (e) {
+                    st[i] = e;
+                    continue;
+                }
+                if ((st[i] = rg_after_joint(s, scs[i], &run[i], hs[i]))) continue;
+                if (run[i].phase == RG_JOINT) rg_next(s, scs[i], &run[i]);
+            }
+        }
+    }
+    for (int i = 0; i < count; i++)
+        if (!st[i]) hs[i]->n_stable = hs[i]->n;
+out:
+    free(run);
+    free(pq);
+    free(jq);
+    free(pi);
+    free(ji);
+}
+
 static void rg_reset(void *state)
 {
     rg_state *s = state;
@@ -126,6 +263,7 @@ const sr_decoder_ops sr_dec_rnnt_greedy = {
     .kind = SR_SCORER_TRANSDUCER,
     .open = rg_open,
     .update = rg_update,
+    .update_batch = rg_update_batch,
     .reset = rg_reset,
     .close = rg_close,
     .state_bytes = rg_bytes,

@@ -247,6 +247,10 @@ static void test_fastconformer(void)
     c.strategy = "offline";
     engine_vs_solo(m, &c, 3, 0.5, 1.5, 6, "fastconformer offline");
     sr_model_free(m);
+    /* TDT (durations): rnnt_greedy's batched update steps frames by the predicted durations */
+    m = test_load_model("fastconformer/rand_tdt.h5");
+    engine_vs_solo(m, NULL, 7, 0.5, 2.0, 17, "fastconformer TDT greedy, 7 streams");
+    sr_model_free(m);
 }
 
 static void test_whisper(void)
