@@ -160,8 +160,8 @@ typedef struct sr_decoder_ops {
      * update h. */
     sr_status (*update)(void *state, const sr_scorer *sc, int final, sr_hyp *h);
     /* Optional: update of `count` streams of one batch context at once, on the calling thread,
-     * through the backend scorers' batched calls (sc[i]: stream i's backend scorer, its
-     * *_batch functions set). Every stream's calls and results are those of its solo update, in
+     * through the backend scorers' batched calls where they have them (sc[i]: stream i's
+     * backend scorer). Every stream's calls and results are those of its solo update, in
      * the same order, so batched == solo holds; st[i] gets stream i's outcome (a failing
      * batched call fails every stream in it). The engine uses it instead of a thread per
      * stream: no thread hand-off per scorer call. */

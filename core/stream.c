@@ -503,8 +503,7 @@ static sr_status ensure_workers(sr_engine *e, sr_stream **sel, int count)
 static int run_decoders_batch(sr_engine *e, sr_stream **sel, int count)
 {
     const sr_decoder_ops *d = sel[0]->dec;
-    const sr_scorer *b = &sel[0]->bsc;
-    if (!d->update_batch || !b->tr_predict_batch || !b->tr_joint_batch) return 0;
+    if (!d->update_batch) return 0;
     void **states = malloc((size_t)count * sizeof *states);
     const sr_scorer **scs = malloc((size_t)count * sizeof *scs);
     int *finals = malloc((size_t)count * sizeof *finals);

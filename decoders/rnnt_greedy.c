@@ -159,6 +159,24 @@ static void rg_next(rg_state *s, const sr_scorer *sc, rg_run *r)
     }
 }
 
+/* A round's calls of one kind: the backend's batched form, else request by request. */
+static sr_status predict_all(const sr_scorer *sc, const sr_tr_predict_req *q, int n)
+{
+    if (sc->tr_predict_batch) return sc->tr_predict_batch(q, n);
+    sr_status st = SR_OK;
+    for (int i = 0; i < n && !st; i++)
+        st = sc->tr_predict(q[i].ctx, q[i].state_in, q[i].token, q[i].state_out, q[i].pred_out);
+    return st;
+}
+
+static sr_status joint_all(const sr_scorer *sc, const sr_tr_joint_req *q, int n)
+{
+    if (sc->tr_joint_batch) return sc->tr_joint_batch(q, n);
+    sr_status st = SR_OK;
+    for (int i = 0; i < n && !st; i++) st = sc->tr_joint(q[i].ctx, q[i].t, q[i].pred_out, q[i].logits);
+    return st;
+}
+
 static void rg_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
                             sr_hyp *const *hs, int count, sr_status *st)
 {
@@ -197,7 +215,7 @@ static void rg_update_batch(void *const *states, const sr_scorer *const *scs, co
         }
         if (!np && !nj) break;
         if (np) {
-            sr_status e = scs[pi[0]]->tr_predict_batch(pq, np);
+            sr_status e = predict_all(scs[pi[0]], pq, np);
             for (int q = 0; q < np; q++) {
                 int i = pi[q];
                 rg_state *s = states[i];
@@ -211,7 +229,7 @@ static void rg_update_batch(void *const *states, const sr_scorer *const *scs, co
             }
         }
         if (nj) {
-            sr_status e = scs[ji[0]]->tr_joint_batch(jq, nj);
+            sr_status e = joint_all(scs[ji[0]], jq, nj);
             for (int q = 0; q < nj; q++) {
                 int i = ji[q];
                 rg_state *s = states[i];

@@ -2,7 +2,7 @@
  * exp_poly.h — the softmax exp of the op set (Cephes' expf: x = n ln2 + r with ln2 in two parts
  * so r is exact, e^r by a degree-7 polynomial, times 2^n built in the exponent bits; x < -87.34
  * gives 0, x > 88 is clamped to 88, NaN stays NaN): its constants, used by the vector versions
- * (kernels/cpu/ops.c, kernels/cpu/attn.c), and its scalar form sr_exp_poly, one correctly
+ * (sr_exp_poly8 below; attn.c's 16-lane one), and its scalar form sr_exp_poly, one correctly
  * rounded operation per step, compiled for the host (C) and for the device (nvcc), so the CPU
  * and CUDA attention compute the same bits from one definition.
  */
@@ -65,5 +65,32 @@ SR_EXP_FN float sr_exp_poly(float x)
     float y = fmaf(p, r2, r1);
     return SR_EXP_MUL(y, SR_EXP_POW2(n));
 }
+
+#if !defined(__CUDACC__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* The same exp on 8 lanes (AVX2 + FMA), lane for lane the same sequence: the softmax of the
+ * row ops (kernels/cpu/ops.c) and the CPU attention (kernels/cpu/attn.c). */
+__attribute__((target("avx2,fma"))) static inline __m256 sr_exp_poly8(__m256 x)
+{
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(SR_EXP_LO), _CMP_LT_OQ);
+    __m256 c = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(SR_EXP_HI)), _mm256_set1_ps(SR_EXP_LO));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(SR_EXP_LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C1), c);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C2), r);
+    __m256 p = _mm256_set1_ps(SR_EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P5));
+    __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    y = _mm256_andnot_ps(under, y);
+    return _mm256_blendv_ps(y, x, nan);
+}
+#endif
 
 #endif /* SR_EXP_POLY_H */

@@ -75,7 +75,7 @@ _Static_assert(LB_MAX == 32, "kernels/check.c's ATTN_MAX_KEYS assumes 32-lane bl
 
 enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
 
-/* ---- exp: kernels/exp_poly.h (sr_exp_poly scalar; the vector versions below, lane for lane).
+/* ---- exp: kernels/exp_poly.h (sr_exp_poly scalar, sr_exp_poly8 on 8 lanes; exp16 below, lane for lane).
  * Scores only ever pass s - max <= 0 (or NaN). Each step is a separate correctly rounded
  * operation so the scalar and vector versions agree bit for bit. */
 
@@ -202,28 +202,6 @@ static void widen_row_portable(sr_dtype dt, const void *src, float *dst, int n)
 
 /* ---- AVX2 + FMA + F16C kernels (8 lanes per vector) --------------------------------------- */
 
-T256 static INLINE __m256 exp8(__m256 x)
-{
-    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(SR_EXP_LO), _CMP_LT_OQ);
-    __m256 c = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(SR_EXP_HI)), _mm256_set1_ps(SR_EXP_LO));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(SR_EXP_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C1), c);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C2), r);
-    __m256 p = _mm256_set1_ps(SR_EXP_P0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P5));
-    __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    y = _mm256_andnot_ps(under, y);
-    return _mm256_blendv_ps(y, x, nan);
-}
-
 /* Lanes l with lo[l] <= j < hi[l] (all ones / zeros per lane). */
 T256 static INLINE __m256 in8(__m256i lo, __m256i hi, int j)
 {
@@ -294,7 +272,7 @@ T256 static void softmax_avx2(const blockv *B, float *St, float scale, double *s
         }
         __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
         for (int j = 0; j < n; j++) {
-            __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(col + (size_t)j * W), m));
+            __m256 e = sr_exp_poly8(_mm256_sub_ps(_mm256_load_ps(col + (size_t)j * W), m));
             if (j < f0 || j >= f1) e = _mm256_and_ps(e, in8(lo, hi, j));
             _mm256_store_ps(col + (size_t)j * W, e);
             s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));

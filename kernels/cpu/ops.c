@@ -46,29 +46,6 @@ int sr_ops_simd(void)
 #ifdef OPS_X86
 #define AVX2 __attribute__((target("avx2,fma")))
 
-AVX2 static inline __m256 exp8(__m256 x)
-{
-    const __m256 lo = _mm256_set1_ps(SR_EXP_LO), hi = _mm256_set1_ps(SR_EXP_HI);
-    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    __m256 c = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(SR_EXP_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C1), c);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(SR_EXP_C2), r);
-    __m256 p = _mm256_set1_ps(SR_EXP_P0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(SR_EXP_P5));
-    __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    y = _mm256_andnot_ps(under, y);
-    return _mm256_blendv_ps(y, x, nan);
-}
-
 /* Lanes [0, n) of a mask for maskload / maskstore (n in 0..8). */
 AVX2 static inline __m256i tail_mask(int n)
 {
@@ -96,13 +73,13 @@ AVX2 static void softmax_avx2(float *row, int lim, int n)
     __m256 m = _mm256_set1_ps(mx);
     __m256d acc = _mm256_setzero_pd();
     for (int j = 0; j < j8; j += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), m));
+        __m256 e = sr_exp_poly8(_mm256_sub_ps(_mm256_loadu_ps(row + j), m));
         _mm256_storeu_ps(row + j, e);
         acc = add_pd8(acc, e);
     }
     if (tail) {
         /* masked-off lanes load 0 and must not count: exp(0 - mx) is cleared by the mask */
-        __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + j8, tm), m));
+        __m256 e = sr_exp_poly8(_mm256_sub_ps(_mm256_maskload_ps(row + j8, tm), m));
         e = _mm256_and_ps(e, _mm256_castsi256_ps(tm));
         _mm256_maskstore_ps(row + j8, tm, e);
         acc = add_pd8(acc, e);
@@ -128,14 +105,14 @@ AVX2 static inline __m256 gelu8(__m256 x)
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
     p = _mm256_mul_ps(p, t);
-    __m256 erf = _mm256_fnmadd_ps(p, exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)), one);
+    __m256 erf = _mm256_fnmadd_ps(p, sr_exp_poly8(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)), one);
     erf = _mm256_or_ps(erf, sign);
     return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(one, erf));
 }
 
 AVX2 static inline __m256 silu8(__m256 x)
 {
-    __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    __m256 e = sr_exp_poly8(_mm256_sub_ps(_mm256_setzero_ps(), x));
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 

@@ -87,6 +87,7 @@ static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
 }
 
 cudaError_t sr_cuda_malloc(void **p, size_t bytes) { return dev_malloc(p, bytes, false); }
+cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes) { return dev_malloc(p, bytes, true); }
 
 void sr_cuda_free(void *p)
 {
@@ -157,23 +158,19 @@ static sr_status cuda_copy(void *dst, const void *src, size_t bytes, cudaMemcpyK
     if (!dst || !src)
         return sr_error(SR_ERR_ARG, "cuda %s: %s is NULL (%zu bytes)", what, dst ? "src" : "dst",
                         bytes);
-    cudaError_t e = cudaMemcpy(dst, src, bytes, kind);
+    /* An upload is queued on the legacy stream behind the ops before it, without waiting for
+     * them: from pageable memory the runtime copies the source into its own staging memory
+     * before returning, so the caller may reuse it at once (a synchronous cudaMemcpy would first
+     * wait for the whole queue: once per upload, several per step). A download must wait. */
+    cudaError_t e = kind == cudaMemcpyHostToDevice ? cudaMemcpyAsync(dst, src, bytes, kind, 0)
+                                                   : cudaMemcpy(dst, src, bytes, kind);
     if (e != cudaSuccess) return sr_cuda_fail(what, e);
     return SR_OK;
 }
 
-/* Queued on the legacy stream behind the ops before it, without waiting for them: from
- * pageable memory the runtime copies the source into its own staging memory before returning,
- * so the caller may reuse it at once (a synchronous cudaMemcpy would first wait for the whole
- * queue: once per upload, several per step). */
 static sr_status cuda_upload(void *dst, const void *src, size_t bytes)
 {
-    if (bytes == 0) return SR_OK;
-    if (!dst || !src)
-        return sr_error(SR_ERR_ARG, "cuda upload: %s is NULL (%zu bytes)", dst ? "src" : "dst", bytes);
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, 0);
-    if (e != cudaSuccess) return sr_cuda_fail("upload", e);
-    return SR_OK;
+    return cuda_copy(dst, src, bytes, cudaMemcpyHostToDevice, "upload");
 }
 
 static sr_status cuda_download(void *dst, const void *src, size_t bytes)

@@ -23,9 +23,12 @@ sr_status sr_cuda_fail(const char *what, cudaError_t e);
 /* After a launch: SR_OK, or sr_cuda_fail(what, the launch error). */
 sr_status sr_cuda_launched(const char *what);
 
-/* cudaMalloc counted in the table's live and peak bytes (sr_kernels.mem), for weights; the
- * table's alloc (stream-ordered pool, cuda.cu) is counted too, and sr_cuda_free frees either. */
+/* Device memory counted in the table's live and peak bytes (sr_kernels.mem): cudaMalloc (weights)
+ * or the stream-ordered pool (the table's alloc and the ops' scratch: cudaMallocAsync on the
+ * legacy stream, cudaMalloc where the device has no pools; cuda.cu). sr_cuda_free frees either,
+ * stream-ordered for pool blocks. */
 cudaError_t sr_cuda_malloc(void **p, size_t bytes);
+cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes);
 void sr_cuda_free(void *p);
 
 /* The grid's y and z extents are limited to 65535 blocks; kernels loop past it. */

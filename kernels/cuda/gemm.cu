@@ -462,23 +462,24 @@ static void gemm_tc_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, 
                                                      alpha, beta, y, ldy);
 }
 
-/* x staged as bf16 operands in a stream-ordered block (freed after the launch, in order), then
+/* x staged as bf16 operands in a block of the table's pool (freed after the launch, in order), then
  * the tile shape by M (speed only: every shape gives the same bits). */
 static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                          sr_act act, float alpha, float beta, float *y, int ldy)
 {
     const int kpad = (int)k_pad(W->k), Mp = (M + 15) / 16 * 16;
     size_t n = (size_t)Mp * (size_t)kpad;
-    __nv_bfloat16 *xb = NULL;
-    cudaError_t e = cudaMallocAsync((void **)&xb, n * sizeof *xb, 0);
+    void *xbv = NULL;
+    cudaError_t e = sr_cuda_malloc_pooled(&xbv, n * sizeof(__nv_bfloat16));
     if (e != cudaSuccess) return sr_cuda_fail("gemm: bf16 operands of x", e);
+    __nv_bfloat16 *xb = (__nv_bfloat16 *)xbv;
     size_t blocks = (n + 255) / 256;
     tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256>>>(M, W->k, kpad, Mp, x, ldx, xb);
     if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else if (M <= 32) gemm_tc_launch<2, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else gemm_tc_launch<4, 2>(M, xb, W, bias, act, alpha, beta, y, ldy);
     sr_status st = sr_cuda_launched("gemm (bf16 products)");
-    (void)cudaFreeAsync(xb, 0);
+    sr_cuda_free(xb);
     return st;
 }
 

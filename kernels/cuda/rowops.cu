@@ -53,34 +53,20 @@
 
 typedef struct {
     void *p;
-    int pooled; /* from cudaMallocAsync: freed stream-ordered */
 } dev_tmp;
 
-/* bytes of device memory ordered on the legacy default stream: a kernel queued after the
- * allocation may use it, and tmp_free after that kernel releases it once the kernel is done
- * (cudaFree, the fallback, waits for the device). */
+/* bytes of device memory from the table's stream-ordered pool (cuda.cu): a kernel queued after
+ * the allocation may use it, and tmp_free after that kernel releases it once the kernel is done
+ * (cudaFree, the fallback without pools, waits for the device). */
 static sr_status tmp_alloc(const char *what, size_t bytes, dev_tmp *t)
 {
-    t->p = NULL;
-    t->pooled = 1;
-    cudaError_t e = cudaMallocAsync(&t->p, bytes, 0);
-    if (e == cudaErrorNotSupported) { /* no memory pools on this device / driver */
-        (void)cudaGetLastError();
-        t->pooled = 0;
-        e = cudaMalloc(&t->p, bytes);
-    }
-    if (e != cudaSuccess) {
-        t->p = NULL;
-        return sr_cuda_fail(what, e);
-    }
-    return SR_OK;
+    cudaError_t e = sr_cuda_malloc_pooled(&t->p, bytes);
+    return e == cudaSuccess ? SR_OK : sr_cuda_fail(what, e);
 }
 
 static void tmp_free(dev_tmp *t)
 {
-    if (!t->p) return;
-    if (t->pooled) (void)cudaFreeAsync(t->p, 0);
-    else (void)cudaFree(t->p);
+    sr_cuda_free(t->p);
     t->p = NULL;
 }
 
