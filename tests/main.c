@@ -136,21 +136,32 @@ const char *test_device(void)
     return d && *d ? d : NULL;
 }
 
-sr_model *test_load_path(const char *path)
+sr_model *test_load_prec(const char *path, const char *precision)
 {
     sr_options o;
     sr_options_init(&o);
     o.device = test_device(); /* NULL: the CPU, exactly what loading without options gives */
+    o.precision = precision;
     sr_model *m = NULL;
     sr_status st = sr_model_load(path, &o, &m);
     if (st)
-        printf("\n      load %s on %s: %s: %s\n", path, o.device ? o.device : "cpu", sr_strerror(st),
+        printf("\n      load %s on %s (precision %s): %s: %s\n", path, o.device ? o.device : "cpu",
+               o.precision ? o.precision : "f32", sr_strerror(st),
                sr_last_error());
     CU_ASSERT_EQUAL_FATAL(st, SR_OK);
     return m;
 }
 
+sr_model *test_load_path(const char *path) { return test_load_prec(path, NULL); }
+
 sr_model *test_load_model(const char *name) { return test_load_path(test_fixture(name)); }
+
+double test_bf16_tol(const float *want, size_t n)
+{
+    double mx = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs((double)want[i]));
+    return ldexp(mx, SR_TEST_BF16_TOL_EXP);
+}
 
 /* The table helpers fail the test only when something goes wrong, so that a suite's assert
  * count is the same on every device and the same as before it read through the table. */

@@ -77,6 +77,17 @@ sr_model *test_load_path(const char *path);
 /* Load model fixture tests/fixtures/<name> as test_load_path does. */
 sr_model *test_load_model(const char *name);
 
+/* test_load_path with options precision `precision` (NULL: the default, "f32"). */
+sr_model *test_load_prec(const char *path, const char *precision);
+
+/* The golden-parity tolerance of precision "bf16" (issue 11's fast mode: every product's two
+ * operands rounded to bf16, unit roundoff 2^-9 each, f32 sums): 2^SR_TEST_BF16_TOL_EXP of the
+ * golden tensor's largest magnitude, for every tensor a parity suite compares (encoder outputs,
+ * logits). Rounding errors of 2^-8 per product compound over the layers; what the suites
+ * measure is printed next to this bound. Tokens are compared exactly. */
+#define SR_TEST_BF16_TOL_EXP (-6)
+double test_bf16_tol(const float *want, size_t n);
+
 /* n floats of table memory p (of table k) copied to a malloc'ed host array (free with free()):
  * how a test reads what a model computed wherever the table keeps it. A failure ends the
  * test. */

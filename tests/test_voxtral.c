@@ -118,10 +118,12 @@ static double kv_bf16_tol(const float *want, size_t n)
 }
 
 /* kv: the stream's cache_dtype (NULL = f32: every tensor within 1e-4; "bf16": the encoder, adapter
- * and logits downstream of the caches within kv_bf16_tol). Tokens must be exact either way. */
-static void parity(const char *fixture, const char *grp, const char *kv)
+ * and logits downstream of the caches within kv_bf16_tol). prec: the options precision (NULL:
+ * f32; "bf16", issue 11's fast mode: those three within test_bf16_tol). Tokens must be exact
+ * either way. */
+static void parity_prec(const char *fixture, const char *grp, const char *kv, const char *prec)
 {
-    sr_model *m = test_load_model(fixture);
+    sr_model *m = test_load_prec(test_fixture(fixture), prec);
     sr_h5 *g = open_golden();
     size_t n = 0;
     float *audio = test_golden_audio(g, &n);
@@ -176,12 +178,11 @@ static void parity(const char *fixture, const char *grp, const char *kv)
     size_t ne = (size_t)sr_tensor_numel(&enc), na = (size_t)sr_tensor_numel(&ada),
            nl = (size_t)sr_tensor_numel(&lg);
     int kvb = kv && !strcmp(kv, "bf16");
-    if (s->cap_enc_n == n_enc)
-        check_close("encoder", s->cap_enc, enc.data, ne, kvb ? kv_bf16_tol(enc.data, ne) : 1e-4);
-    if (s->cap_ada_n == n_ada)
-        check_close("adapter", s->cap_ada, ada.data, na, kvb ? kv_bf16_tol(ada.data, na) : 1e-4);
-    check_close("decoder logits (first steps)", rec, lg.data, nl,
-                kvb ? kv_bf16_tol(lg.data, nl) : 1e-4);
+#define VX_TOL(t, n) (prec ? test_bf16_tol(t, n) : kvb ? kv_bf16_tol(t, n) : 1e-4)
+    if (s->cap_enc_n == n_enc) check_close("encoder", s->cap_enc, enc.data, ne, VX_TOL(enc.data, ne));
+    if (s->cap_ada_n == n_ada) check_close("adapter", s->cap_ada, ada.data, na, VX_TOL(ada.data, na));
+    check_close("decoder logits (first steps)", rec, lg.data, nl, VX_TOL(lg.data, nl));
+#undef VX_TOL
     /* every step's argmax; after EOS the flush steps report the pad, which the golden omits */
     int ng = (int)steps.shape[0], same = nsteps >= ng;
     for (int i = 0; same && i < ng; i++) same = got[i] == ((int32_t *)steps.data)[i];
@@ -202,10 +203,17 @@ static void parity(const char *fixture, const char *grp, const char *kv)
     sr_model_free(m);
 }
 
+static void parity(const char *fixture, const char *grp, const char *kv)
+{
+    parity_prec(fixture, grp, kv, NULL);
+}
+
 static void test_parity_small(void) { parity("voxtral/model.h5", "small", NULL); }
 static void test_parity_full(void) { parity("voxtral/model_full.h5", "full", NULL); }
 static void test_parity_small_bf16(void) { parity("voxtral/model.h5", "small", "bf16"); }
 static void test_parity_full_bf16(void) { parity("voxtral/model_full.h5", "full", "bf16"); }
+static void test_parity_small_prec_bf16(void) { parity_prec("voxtral/model.h5", "small", NULL, "bf16"); }
+static void test_parity_full_prec_bf16(void) { parity_prec("voxtral/model_full.h5", "full", NULL, "bf16"); }
 
 /* ---- public stream API ---- */
 
@@ -1137,7 +1145,9 @@ void test_register_voxtral(void)
     TEST_SUITE("voxtral_parity", {"small_windows_wrap", test_parity_small},
                {"full_windows", test_parity_full},
                {"small_windows_wrap_kv_bf16", test_parity_small_bf16},
-               {"full_windows_kv_bf16", test_parity_full_bf16});
+               {"full_windows_kv_bf16", test_parity_full_bf16},
+               {"small_windows_wrap_precision_bf16", test_parity_small_prec_bf16},
+               {"full_windows_precision_bf16", test_parity_full_prec_bf16});
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits},
                {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes},
                {"batch_equals_solo", test_batch_f32}, {"batch_equals_solo_kv_bf16", test_batch_bf16});

@@ -232,9 +232,11 @@ static void test_stream_config_bad(void)
 
 /* ---- whisper_parity: random-init model ---- */
 
-static void test_parity_rand(void)
+/* prec: options precision (NULL: f32, the parity mode; "bf16": the fast mode, tensors within
+ * test_bf16_tol of the goldens, tokens exact). */
+static void parity_rand(const char *prec)
 {
-    sr_model *m = test_load_model("whisper/rand.h5");
+    sr_model *m = test_load_prec(test_fixture("whisper/rand.h5"), prec);
     const wh_model *w = m->impl;
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
@@ -272,8 +274,9 @@ static void test_parity_rand(void)
     CU_ASSERT_EQUAL(s->n_win, 1);
     /* the stream leaves ln_post(encoder) in its batch's x (table memory) */
     double de = test_max_abs_diff_table(w->k, s->b->x, genc.data, (size_t)150 * 32);
-    printf(", encoder %.2e", de);
-    CU_ASSERT(de <= 2e-5);
+    double tol_e = prec ? test_bf16_tol(genc.data, (size_t)150 * 32) : 2e-5;
+    printf(", encoder %.2e (tol %.1e)", de, tol_e);
+    CU_ASSERT(de <= tol_e);
 
     int32_t toks[64];
     int nt = greedy(&b.sc, toks, 64);
@@ -293,8 +296,9 @@ static void test_parity_rand(void)
     float *lg = test_table_alloc(w->k, (size_t)steps * 259);
     CU_ASSERT_EQUAL(wh_logits(w, sc.h + 32, steps, lg), SR_OK);
     double dl = test_max_abs_diff_table(w->k, lg, glog.data, (size_t)steps * 259);
-    printf(", logits (%d steps) %.2e", steps, dl);
-    CU_ASSERT(dl <= 1e-3);
+    double tol_l = prec ? test_bf16_tol(glog.data, (size_t)steps * 259) : 1e-3;
+    printf(", logits (%d steps) %.2e (tol %.1e)", steps, dl, tol_l);
+    CU_ASSERT(dl <= tol_l);
     w->k->free(lg);
     wh_scratch_free(&sc);
     s->slot[1].win = -1;
@@ -310,6 +314,9 @@ done:
     sr_h5_close(g);
     sr_model_free(m);
 }
+
+static void test_parity_rand(void) { parity_rand(NULL); }
+static void test_parity_rand_bf16(void) { parity_rand("bf16"); }
 
 /* The scorer's slot caches give the same numbers as recomputing every position, on any slot,
  * interleaved, and with a diverging prefix. */
@@ -362,7 +369,7 @@ static void test_scorer_cache(void)
 
 /* ---- whisper_parity: real tiny.en ---- */
 
-static void test_parity_tiny_en(void)
+static void parity_tiny_en(const char *prec)
 {
     const char *path = test_tiny_en_path();
     const char *gpath = test_fixture("whisper/tiny_en_golden.h5");
@@ -371,7 +378,7 @@ static void test_parity_tiny_en(void)
         TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
         return;
     }
-    sr_model *m = test_load_path(path);
+    sr_model *m = test_load_prec(path, prec);
     const wh_model *w = m->impl;
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(gpath, &g), SR_OK);
@@ -430,11 +437,14 @@ static void test_parity_tiny_en(void)
         double e = fabs(mx + log(sum) - ((float *)lse.data)[st]);
         dz = e > dz ? e : dz;
     }
-    printf("\n      tiny.en jfk: encoder rows max abs diff %.2e, logits %.2e, logsumexp %.2e, "
-           "%d tokens", de, dl, dz, nt);
-    CU_ASSERT(de <= 1e-4);
-    CU_ASSERT(dl <= 1e-3);
-    CU_ASSERT(dz <= 1e-3);
+    double te = prec ? test_bf16_tol(enc.data, (size_t)sr_tensor_numel(&enc)) : 1e-4;
+    double tl = prec ? test_bf16_tol(lg.data, (size_t)sr_tensor_numel(&lg)) : 1e-3;
+    double tz = prec ? test_bf16_tol(lse.data, (size_t)sr_tensor_numel(&lse)) : 1e-3;
+    printf("\n      tiny.en jfk: encoder rows max abs diff %.2e (tol %.1e), logits %.2e (tol %.1e), "
+           "logsumexp %.2e (tol %.1e), %d tokens", de, te, dl, tl, dz, tz, nt);
+    CU_ASSERT(de <= te);
+    CU_ASSERT(dl <= tl);
+    CU_ASSERT(dz <= tz);
     free(L);
     wh_scratch_free(&sc);
     s->slot[1].win = -1;
@@ -451,20 +461,60 @@ done:
     sr_model_free(m);
 }
 
+static void test_parity_tiny_en(void) { parity_tiny_en(NULL); }
+static void test_parity_tiny_en_bf16(void) { parity_tiny_en("bf16"); }
+
 static const char *const libri[] = {
     "103-1240-0000.flac", "1089-134686-0000.flac", "1089-134686-0001.flac",
     "1089-134686-0002.wav", "1089-134691-0000.flac", "1089-134691-0001.flac",
     "1221-135766-0001.wav", "1221-135766-0002.wav", "1995-1837-0001.wav", "61-70968-0000.flac",
 };
 
-static void test_tokens_tiny_en(void)
+/* Precision "bf16" may pick another token than the reference only where the reference itself
+ * all but ties: at the first difference (index i of golden g, the bf16 run chose `got`), the
+ * f32 model (m32, which matches openai-whisper's logits within 1e-3) scores the golden prefix and
+ * the two candidates' log-probabilities must lie within BF16_TIE of each other: twice the largest
+ * logit error bf16 makes on jfk (0.18, tiny_en_jfk_bf16 prints it), as an error of that size on
+ * each of the two logits can swap them. Returns 1 when the difference is such a tie; prints the
+ * gap either way (measured: 0.024 on 1995-1837-0001, the one input where the tokens differ). */
+#define BF16_TIE 0.36
+static int bf16_near_tie(const sr_model *m32, const float *audio, size_t n, const sr_tensor *g,
+                         const int32_t *got, int ngot, const char *what)
+{
+    const int64_t *gv = g->data;
+    int ng = (int)g->shape[0], i = 0;
+    while (i < ngot && i < ng && got[i] == gv[i]) i++;
+    if (i >= ngot || i >= ng) return 0; /* one is a prefix of the other: EOT moved, not a tie */
+    bstream b;
+    if (bopen(m32, "offline", 0, 0, &b) || bfeed_all(&b, audio, n)) {
+        CU_FAIL("f32 stream for the tie check");
+        return 0;
+    }
+    int32_t *pre = malloc((size_t)(i + 1) * sizeof *pre);
+    float *lp = malloc((size_t)b.sc.vocab * sizeof *lp);
+    for (int j = 0; j < i; j++) pre[j] = (int32_t)gv[j];
+    sr_status st = b.sc.aed_logprobs(b.sc.ctx, 0, pre, i, i, lp);
+    double gap = st ? INFINITY : (double)lp[gv[i]] - lp[got[i]];
+    printf("\n      %s under bf16: token %d is %d, golden %d; f32 log-prob gap %.3f (tie if <= %.2f)",
+           what, i, got[i], (int)gv[i], gap, BF16_TIE);
+    free(pre);
+    free(lp);
+    bclose(&b);
+    return gap <= BF16_TIE;
+}
+
+/* prec: NULL (f32: every input's tokens == openai-whisper's) or "bf16" (the same, except at a
+ * reference near-tie: bf16_near_tie). */
+static void tokens_tiny_en(const char *prec)
 {
     const char *path = test_tiny_en_path();
     if (!path || !test_shared("librispeech-sample/transcripts.txt")) {
         TEST_SKIP("~/.cache/srkit/models/whisper-tiny.en.h5 or ../shared/data absent (make models)");
         return;
     }
-    sr_model *m = test_load_path(path);
+    sr_model *m = test_load_prec(path, prec);
+    sr_model *m32 = prec ? test_load_path(path) : NULL;
+    int ties = 0;
     sr_h5 *g = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/tiny_en_golden.h5"), &g), SR_OK);
     int32_t toks[1024];
@@ -502,6 +552,10 @@ static void test_tokens_tiny_en(void)
             total++;
             int ok = tokens_equal(toks, nt, &gt, libri[i]);
             agree += ok;
+            if (!ok && m32 && bf16_near_tie(m32, a.samples, a.n, &gt, toks, nt, libri[i])) {
+                ties++;
+                ok = 1;
+            }
             CU_ASSERT(ok);
             sr_tensor_free(&gt);
         }
@@ -544,11 +598,17 @@ static void test_tokens_tiny_en(void)
         sr_tensor_free(&g1);
         bclose(&b);
     }
-    printf("\n      tiny.en greedy tokens identical to openai-whisper on %d of %d inputs", agree, total);
+    printf("\n      tiny.en greedy tokens (precision %s) identical to openai-whisper on %d of %d inputs",
+           prec ? prec : "f32", agree, total);
+    if (prec) printf(", %d reference near-tie(s)", ties);
     free(concat);
     sr_h5_close(g);
     sr_model_free(m);
+    sr_model_free(m32);
 }
+
+static void test_tokens_tiny_en(void) { tokens_tiny_en(NULL); }
+static void test_tokens_tiny_en_bf16(void) { tokens_tiny_en("bf16"); }
 
 /* ---- whisper_causal ---- */
 
@@ -2123,7 +2183,9 @@ void test_register_whisper(void)
                {"stream_config_bad", test_stream_config_bad});
     TEST_SUITE("whisper_parity", {"rand_vs_openai", test_parity_rand},
                {"scorer_cache", test_scorer_cache}, {"tiny_en_jfk", test_parity_tiny_en},
-               {"tiny_en_tokens", test_tokens_tiny_en});
+               {"tiny_en_tokens", test_tokens_tiny_en}, {"rand_vs_openai_bf16", test_parity_rand_bf16},
+               {"tiny_en_jfk_bf16", test_parity_tiny_en_bf16},
+               {"tiny_en_tokens_bf16", test_tokens_tiny_en_bf16});
     TEST_SUITE("whisper_causal", {"stem_stream", test_stem_stream},
                {"causal_equivalence", test_causal_equivalence},
                {"stream_cross_kv", test_stream_cross_kv}, {"context_reset", test_context_reset});
