@@ -135,6 +135,21 @@ static double window_avg(const float *lp, int s, int e, double end_lp)
     return cnt ? sum / cnt : 0.0;
 }
 
+sr_status sr_aed_gate_decide(const float *lp, int n, double end_lp, int min_keep, int start,
+                             float p, int *keep, int *silent)
+{
+    *keep = n;
+    *silent = 0;
+    if (start < 0 || start > n)
+        return sr_error(SR_ERR_ARG, "aed_no_speech: window start %d outside the prefix [0, %d]",
+                        start, n);
+    if (sr_aed_silent(p, window_avg(lp, start, n, end_lp))) {
+        *silent = 1;
+        *keep = SR_MIN(n, SR_MAX(min_keep, start));
+    }
+    return SR_OK;
+}
+
 sr_status sr_aed_gate_last(const sr_scorer *sc, const int32_t *tok, const float *lp, int n,
                            double end_lp, int min_keep, int *keep, int *silent)
 {
@@ -145,14 +160,7 @@ sr_status sr_aed_gate_last(const sr_scorer *sc, const int32_t *tok, const float 
     float p = 0;
     sr_status st = sc->aed_no_speech(sc->ctx, tok, n, &start, &p);
     if (st) return sr_error_prefix(st, "aed_no_speech at position %d", n);
-    if (start < 0 || start > n)
-        return sr_error(SR_ERR_ARG, "aed_no_speech: window start %d outside the prefix [0, %d]",
-                        start, n);
-    if (sr_aed_silent(p, window_avg(lp, start, n, end_lp))) {
-        *silent = 1;
-        *keep = SR_MIN(n, SR_MAX(min_keep, start));
-    }
-    return SR_OK;
+    return sr_aed_gate_decide(lp, n, end_lp, min_keep, start, p, keep, silent);
 }
 
 sr_status sr_aed_gate_all(const sr_scorer *sc, int32_t *tok, float *lp, int *n, double end_lp)
@@ -178,30 +186,168 @@ sr_status sr_aed_gate_all(const sr_scorer *sc, int32_t *tok, float *lp, int *n, 
     }
 }
 
+int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const float *dist,
+                       int max_new, int *added, int min_keep, int guard, sr_aed_stop *why)
+{
+    int best = sr_aed_argmax(dist, sc->vocab);
+    if (best == sc->eot) { *why = SR_AED_EOT; return 0; }
+    if (*n >= sc->aed_max_len) { *why = SR_AED_MAXLEN; return 0; }
+    if (*added >= max_new) { *why = SR_AED_CAP; return 0; }
+    tok[*n] = best;
+    if (lp) lp[*n] = dist[best];
+    (*n)++;
+    (*added)++;
+    int keep = guard ? sr_aed_loop_keep(tok, *n, min_keep) : -1;
+    if (keep >= 0) {
+        *n = keep;
+        *why = SR_AED_LOOP;
+        return 0;
+    }
+    /* no lookahead past the limits: the next update (new audio) recomputes anyway */
+    if (*n >= sc->aed_max_len) { *why = SR_AED_MAXLEN; return 0; }
+    if (*added >= max_new) { *why = SR_AED_CAP; return 0; }
+    return 1;
+}
+
 sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
                         float *dist, int max_new, int min_keep, int guard, sr_aed_stop *why)
 {
-    for (int added = 0;;) {
-        int best = sr_aed_argmax(dist, sc->vocab);
-        if (best == sc->eot) { *why = SR_AED_EOT; return SR_OK; }
-        if (*n >= sc->aed_max_len) { *why = SR_AED_MAXLEN; return SR_OK; }
-        if (added >= max_new) { *why = SR_AED_CAP; return SR_OK; }
-        tok[*n] = best;
-        if (lp) lp[*n] = dist[best];
-        (*n)++;
-        added++;
-        int keep = guard ? sr_aed_loop_keep(tok, *n, min_keep) : -1;
-        if (keep >= 0) {
-            *n = keep;
-            *why = SR_AED_LOOP;
-            return SR_OK;
-        }
-        /* no lookahead past the limits: the next update (new audio) recomputes anyway */
-        if (*n >= sc->aed_max_len) { *why = SR_AED_MAXLEN; return SR_OK; }
-        if (added >= max_new) { *why = SR_AED_CAP; return SR_OK; }
+    int added = 0;
+    while (sr_aed_greedy_step(sc, tok, lp, n, dist, max_new, &added, min_keep, guard, why)) {
         sr_status st = sc->aed_logprobs(sc->ctx, slot, tok, *n, *n, dist);
         if (st) return sr_error_prefix(st, "aed_logprobs at position %d", *n);
     }
+    return SR_OK;
+}
+
+sr_status sr_aed_logprobs_all(const sr_scorer *sc, const sr_aed_req *q, int n)
+{
+    if (sc->aed_logprobs_batch) return sc->aed_logprobs_batch(q, n);
+    sr_status st = SR_OK;
+    for (int i = 0; i < n && !st; i++)
+        st = sc->aed_logprobs(q[i].ctx, q[i].slot, q[i].prefix, q[i].n, q[i].from, q[i].out);
+    return st;
+}
+
+sr_status sr_aed_no_speech_all(const sr_scorer *sc, const sr_aed_ns_req *q, int n)
+{
+    if (sc->aed_no_speech_batch) return sc->aed_no_speech_batch(q, n);
+    sr_status st = SR_OK;
+    for (int i = 0; i < n && !st; i++) st = sc->aed_no_speech(q[i].ctx, q[i].prefix, q[i].n, q[i].start, q[i].p);
+    return st;
+}
+
+enum { GJ_FIRST = 0, GJ_NEXT = 1, GJ_GATE = 2, GJ_DONE = 3 };
+
+/* The continuation from j->dist: the next position to score, or the no-speech query. */
+static void gj_continue(const sr_scorer *sc, sr_aed_gjob *j, sr_hyp *h)
+{
+    if (sr_aed_greedy_step(sc, j->tok, j->lp, j->n, j->dist, j->cap, &j->added, j->min_keep,
+                           j->guard, &j->why)) {
+        j->phase = GJ_NEXT;
+        return;
+    }
+    h->loop_cuts += j->why == SR_AED_LOOP;
+    j->phase = GJ_GATE;
+}
+
+sr_status sr_aed_gjob_gate(const sr_scorer *sc, const sr_aed_gjob *j, int min_keep, int *keep,
+                           int *silent)
+{
+    *keep = *j->n;
+    *silent = 0;
+    if (!j->gated) return SR_OK;
+    return sr_aed_gate_decide(j->lp, *j->n, j->why == SR_AED_EOT ? j->dist[sc->eot] : NAN,
+                              min_keep, j->ns_start, j->ns_p, keep, silent);
+}
+
+static void gj_run(const sr_aed_gdec *d, void *const *states, const sr_scorer *const *scs,
+                   const int *final, sr_hyp *const *hs, int count, sr_status *st, sr_aed_gjob *job,
+                   sr_aed_req *q, sr_aed_ns_req *nq, int *qi, int *ni)
+{
+    for (int i = 0; i < count; i++) {
+        st[i] = SR_OK;
+        job[i] = (sr_aed_gjob){.phase = GJ_FIRST};
+        d->begin(states[i], scs[i], &job[i]);
+    }
+    for (;;) {
+        int na = 0, nn = 0;
+        for (int i = 0; i < count; i++) {
+            sr_aed_gjob *j = &job[i];
+            if (st[i] || j->phase == GJ_DONE) continue;
+            if (j->phase == GJ_GATE && !scs[i]->aed_no_speech) {
+                j->phase = GJ_DONE;
+                st[i] = d->finish(states[i], scs[i], j, final[i], hs[i]);
+            } else if (j->phase == GJ_GATE) {
+                nq[nn] = (sr_aed_ns_req){.ctx = scs[i]->ctx, .prefix = j->tok, .n = *j->n,
+                                         .start = &j->ns_start, .p = &j->ns_p};
+                ni[nn++] = i;
+            } else {
+                int first = j->phase == GJ_FIRST;
+                q[na] = (sr_aed_req){.ctx = scs[i]->ctx, .slot = 0, .prefix = j->tok, .n = *j->n,
+                                     .from = first ? j->from : *j->n, .out = first ? j->rows : j->dist};
+                qi[na++] = i;
+            }
+        }
+        if (!na && !nn) return;
+        if (na) {
+            sr_status e = sr_aed_logprobs_all(scs[qi[0]], q, na);
+            for (int k = 0; k < na; k++) {
+                int i = qi[k];
+                sr_aed_gjob *j = &job[i];
+                if (e) {
+                    st[i] = sr_error_prefix(e, "%s: aed_logprobs %s %d", d->name,
+                                            j->phase == GJ_FIRST ? "from" : "at position",
+                                            j->phase == GJ_FIRST ? j->from : *j->n);
+                    continue;
+                }
+                if (j->phase == GJ_FIRST) {
+                    d->after_first(states[i], scs[i], j);
+                    j->added = 0;
+                }
+                gj_continue(scs[i], j, hs[i]);
+            }
+        }
+        if (nn) {
+            sr_status e = sr_aed_no_speech_all(scs[ni[0]], nq, nn);
+            for (int k = 0; k < nn; k++) {
+                int i = ni[k];
+                sr_aed_gjob *j = &job[i];
+                j->phase = GJ_DONE;
+                j->gated = 1;
+                st[i] = e ? sr_error_prefix(e, "%s: aed_no_speech at position %d", d->name, *j->n)
+                          : d->finish(states[i], scs[i], j, final[i], hs[i]);
+            }
+        }
+    }
+}
+
+void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_scorer *const *scs,
+                         const int *final, sr_hyp *const *hs, int count, sr_status *st)
+{
+    if (count == 1) { /* a solo update: nothing to allocate */
+        sr_aed_gjob job;
+        sr_aed_req q;
+        sr_aed_ns_req nq;
+        int qi, ni;
+        gj_run(d, states, scs, final, hs, 1, st, &job, &q, &nq, &qi, &ni);
+        return;
+    }
+    sr_aed_gjob *job = malloc((size_t)count * sizeof *job);
+    sr_aed_req *q = malloc((size_t)count * sizeof *q);
+    sr_aed_ns_req *nq = malloc((size_t)count * sizeof *nq);
+    int *qi = malloc((size_t)count * sizeof *qi), *ni = malloc((size_t)count * sizeof *ni);
+    if (job && q && nq && qi && ni) {
+        gj_run(d, states, scs, final, hs, count, st, job, q, nq, qi, ni);
+    } else {
+        for (int i = 0; i < count; i++)
+            st[i] = sr_error(SR_ERR_NOMEM, "%s: batch of %d streams", d->name, count);
+    }
+    free(job);
+    free(q);
+    free(nq);
+    free(qi);
+    free(ni);
 }
 
 sr_status sr_aed_write_hyp(sr_hyp *h, const int32_t *tok, int n, int n_stable)

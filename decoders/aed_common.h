@@ -79,6 +79,12 @@ int sr_aed_silent(double p, double avg_logprob);
 sr_status sr_aed_gate_last(const sr_scorer *sc, const int32_t *tok, const float *lp, int n,
                            double end_lp, int min_keep, int *keep, int *silent);
 
+/* sr_aed_gate_last's rule once the scorer answered: (start, p) is what aed_no_speech reported
+ * for tok[0, n). SR_ERR_ARG when start is outside [0, n]. For decoders that batch the
+ * aed_no_speech calls of many streams (update_batch). */
+sr_status sr_aed_gate_decide(const float *lp, int n, double end_lp, int min_keep, int start,
+                             float p, int *keep, int *silent);
+
 /* Offline no-speech gate (openai-whisper's transcribe() skips such segments): every window of
  * tok[0, *n) that the rule calls silence loses its text (its break token, if any, stays, so
  * later windows keep their place); lp is compacted alongside. A closed window's text ends with
@@ -97,6 +103,67 @@ typedef enum { SR_AED_EOT = 1, SR_AED_CAP = 2, SR_AED_MAXLEN = 3, SR_AED_LOOP = 
  * below min_keep; *why = SR_AED_LOOP). tok and lp hold aed_max_len entries. */
 sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
                         float *dist, int max_new, int min_keep, int guard, sr_aed_stop *why);
+
+/* One step of sr_aed_greedy without the scorer call: take dist's argmax and apply the stop
+ * rules above (*added counts the tokens appended so far, start it at 0). Returns 1 when the
+ * continuation goes on and needs log p(next | tok[0, *n)) in dist (one aed_logprobs call
+ * computing position *n), 0 when it stopped (*why set). sr_aed_greedy is this in a loop;
+ * decoders that step many streams in lockstep (update_batch) call it per stream between
+ * batched scorer calls, so both make the same decisions. */
+int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const float *dist,
+                       int max_new, int *added, int min_keep, int guard, sr_aed_stop *why);
+
+/* A round's scorer calls of one kind for requests of distinct streams: the backend's batched
+ * form (aed_logprobs_batch / aed_no_speech_batch) when it has one, else the solo form request
+ * by request (then stopping at the first failure). */
+sr_status sr_aed_logprobs_all(const sr_scorer *sc, const sr_aed_req *q, int n);
+sr_status sr_aed_no_speech_all(const sr_scorer *sc, const sr_aed_ns_req *q, int n);
+
+/* ---- greedy updates stepped in lockstep (stable_greedy, local_agreement) ---------------------
+ * An update of these decoders is: one aed_logprobs call on slot 0 over tok[from, n) and the
+ * next position (the decoder's first call: a re-check window, or just the next position), the
+ * decoder's host work on its rows, a greedy continuation (sr_aed_greedy_step, one position per
+ * call), the no-speech query on the result (when the scorer has one), the decoder's finish. As
+ * a per-stream state machine, many streams step in lockstep (update_batch): each round every
+ * stream still updating makes exactly the next scorer call its update needs, and the round's
+ * calls of each kind go to the backend as one batched call. Rows are independent of the batch
+ * (scorer contract), so each stream makes its solo sequence of calls and gets its solo result;
+ * the decoders' solo update is a batch of one. */
+typedef struct sr_aed_gjob {
+    int phase;             /* the driver's */
+    /* begin() sets: */
+    int32_t *tok;          /* [aed_max_len] the hypothesis, tok[0, *n) */
+    float *lp;             /* [aed_max_len] its recorded log-probs */
+    int *n;
+    int from;              /* first call: aed_logprobs(slot 0, tok, *n, from, rows) */
+    float *rows;           /* [(*n - from + 1), vocab] */
+    /* after_first() sets (it may change *n): */
+    float *dist;           /* the row continuing from *n: the greedy steps overwrite it */
+    int cap, min_keep, guard; /* sr_aed_greedy_step's max_new, min_keep, guard */
+    /* the driver's results for finish(): */
+    int added;
+    sr_aed_stop why;
+    int gated, ns_start;   /* gated: the scorer answered the no-speech query (ns_start, ns_p) */
+    float ns_p;
+} sr_aed_gjob;
+
+typedef struct sr_aed_gdec {
+    const char *name; /* prefixes the errors */
+    void (*begin)(void *state, const sr_scorer *sc, sr_aed_gjob *j);
+    void (*after_first)(void *state, const sr_scorer *sc, sr_aed_gjob *j);
+    /* the gate is the decoder's: sr_aed_gjob_gate gives the cut */
+    sr_status (*finish)(void *state, const sr_scorer *sc, sr_aed_gjob *j, int final, sr_hyp *h);
+} sr_aed_gdec;
+
+/* Run the updates of `count` streams (distinct streams of one batch context, or one) of
+ * decoder d; st[i] gets stream i's outcome (a failing batched call fails every stream in it). */
+void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_scorer *const *scs,
+                         const int *final, sr_hyp *const *hs, int count, sr_status *st);
+
+/* In finish(): the no-speech gate's cut of the job's hypothesis (sr_aed_gate_decide with
+ * end_lp = EOT's log-prob when the continuation stopped on EOT), *keep = *n when not gated. */
+sr_status sr_aed_gjob_gate(const sr_scorer *sc, const sr_aed_gjob *j, int min_keep, int *keep,
+                           int *silent);
 
 /* Replace h's tokens with tok[0, n) and set n_stable. */
 sr_status sr_aed_write_hyp(sr_hyp *h, const int32_t *tok, int n, int n_stable);

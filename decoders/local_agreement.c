@@ -63,23 +63,37 @@ static sr_status la_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     return SR_OK;
 }
 
-static sr_status la_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+/* The update in sr_aed_greedy_batch's phases (aed_common.h): the first call scores the position
+ * after the committed prefix. */
+static void la_begin(void *state, const sr_scorer *sc, sr_aed_gjob *j)
 {
     la_state *s = state;
     s->audio_ms += sr_aed_update_ms(sc, &s->cfg, s->k++, &s->seen_ms);
     /* tok[0, committed) already holds the committed tokens: the previous hypothesis began so */
     s->n = s->committed;
-    sr_status st = sc->aed_logprobs(sc->ctx, 0, s->tok, s->n, s->n, s->dist);
-    if (st) return sr_error_prefix(st, "local_agreement: aed_logprobs at position %d", s->n);
-    int max_new = SR_MAX(0, sr_aed_cap_tokens(s->audio_ms) - s->committed);
-    sr_aed_stop why;
+    j->tok = s->tok;
+    j->lp = s->lp;
+    j->n = &s->n;
+    j->from = s->n;
+    j->rows = s->dist;
+}
+
+static void la_after_first(void *state, const sr_scorer *sc, sr_aed_gjob *j)
+{
+    la_state *s = state;
+    (void)sc;
+    j->dist = s->dist;
+    j->cap = SR_MAX(0, sr_aed_cap_tokens(s->audio_ms) - s->committed);
+    j->min_keep = s->committed;
+    j->guard = s->cfg.repetition_guard;
+}
+
+static sr_status la_finish(void *state, const sr_scorer *sc, sr_aed_gjob *j, int final, sr_hyp *h)
+{
+    la_state *s = state;
     int silent;
-    if ((st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, s->dist, max_new, s->committed,
-                            s->cfg.repetition_guard, &why)) ||
-        (st = sr_aed_gate_last(sc, s->tok, s->lp, s->n, why == SR_AED_EOT ? s->dist[sc->eot] : NAN,
-                               s->committed, &s->n, &silent)))
-        return sr_error_prefix(st, "local_agreement");
-    h->loop_cuts += why == SR_AED_LOOP;
+    sr_status st = sr_aed_gjob_gate(sc, j, s->committed, &s->n, &silent);
+    if (st) return sr_error_prefix(st, "local_agreement");
     if (final) {
         s->committed = s->n;
     } else {
@@ -93,6 +107,23 @@ static sr_status la_update(void *state, const sr_scorer *sc, int final, sr_hyp *
         s->have_prev = 1;
     }
     return sr_aed_write_hyp(h, s->tok, s->n, s->committed);
+}
+
+static const sr_aed_gdec la_dec = {
+    .name = "local_agreement", .begin = la_begin, .after_first = la_after_first, .finish = la_finish,
+};
+
+static sr_status la_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+{
+    sr_status st;
+    sr_aed_greedy_batch(&la_dec, &state, &sc, &final, &h, 1, &st);
+    return st;
+}
+
+static void la_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
+                            sr_hyp *const *hs, int count, sr_status *st)
+{
+    sr_aed_greedy_batch(&la_dec, states, scs, final, hs, count, st);
 }
 
 static void la_reset(void *state)
@@ -126,6 +157,7 @@ const sr_decoder_ops sr_dec_local_agreement = {
     .kind = SR_SCORER_AED,
     .open = la_open,
     .update = la_update,
+    .update_batch = la_update_batch,
     .reset = la_reset,
     .close = la_close,
     .state_bytes = la_bytes,

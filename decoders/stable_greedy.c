@@ -68,38 +68,68 @@ static sr_status sgr_open(const sr_stream_config *cfg, const sr_scorer *sc, void
     return SR_OK;
 }
 
-static sr_status sgr_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+/* The update in sr_aed_greedy_batch's phases (aed_common.h): the re-check is the first call. */
+static void sg_begin(void *state, const sr_scorer *sc, sr_aed_gjob *j)
+{
+    sgr_state *s = state;
+    (void)sc;
+    j->tok = s->tok;
+    j->lp = s->lp;
+    j->n = &s->n;
+    j->from = SR_MAX(s->stable, s->n - s->window);
+    j->rows = s->rows;
+}
+
+/* The re-check: cut at the first token that failed; the greedy continuation goes on from the
+ * cut under the update's token cap. */
+static void sg_after_check(void *state, const sr_scorer *sc, sr_aed_gjob *j)
 {
     sgr_state *s = state;
     size_t V = (size_t)s->vocab;
-    int w0 = SR_MAX(s->stable, s->n - s->window);
-    sr_status st = sc->aed_logprobs(sc->ctx, 0, s->tok, s->n, w0, s->rows);
-    if (st) return sr_error_prefix(st, "stable_greedy: aed_logprobs re-checking from %d", w0);
     int cut = s->n;
-    for (int j = w0; j < s->n; j++) {
-        const float *row = s->rows + (size_t)(j - w0) * V;
-        int32_t v = s->tok[j];
-        if (row[v] >= s->lp[j] || sr_aed_in_topk(row, s->vocab, v, 1)) {
-            s->lp[j] = row[v]; /* kept: its newest probability is the next reference */
+    for (int i = j->from; i < s->n; i++) {
+        const float *row = s->rows + (size_t)(i - j->from) * V;
+        int32_t v = s->tok[i];
+        if (row[v] >= s->lp[i] || sr_aed_in_topk(row, s->vocab, v, 1)) {
+            s->lp[i] = row[v]; /* kept: its newest probability is the next reference */
         } else {
-            cut = j;
+            cut = i;
             break;
         }
     }
     s->n = cut;
-    sr_aed_stop why;
-    int cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
-    float *dist = s->rows + (size_t)(cut - w0) * V;
-    st = sr_aed_greedy(sc, 0, s->tok, s->lp, &s->n, dist, cap, s->stable,
-                       s->cfg.repetition_guard, &why);
-    h->loop_cuts += !st && why == SR_AED_LOOP;
+    j->dist = s->rows + (size_t)(cut - j->from) * V;
+    j->cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
+    j->min_keep = s->stable;
+    j->guard = s->cfg.repetition_guard;
+}
+
+static sr_status sg_finish(void *state, const sr_scorer *sc, sr_aed_gjob *j, int final, sr_hyp *h)
+{
+    sgr_state *s = state;
     int silent;
-    if (!st) st = sr_aed_gate_last(sc, s->tok, s->lp, s->n, why == SR_AED_EOT ? dist[sc->eot] : NAN,
-                                   s->stable, &s->n, &silent);
+    sr_status st = sr_aed_gjob_gate(sc, j, s->stable, &s->n, &silent);
     if (st) return sr_error_prefix(st, "stable_greedy");
     s->k++;
     s->stable = final ? s->n : SR_MAX(s->stable, s->n - s->window);
     return sr_aed_write_hyp(h, s->tok, s->n, s->stable);
+}
+
+static const sr_aed_gdec sg_dec = {
+    .name = "stable_greedy", .begin = sg_begin, .after_first = sg_after_check, .finish = sg_finish,
+};
+
+static sr_status sgr_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+{
+    sr_status st;
+    sr_aed_greedy_batch(&sg_dec, &state, &sc, &final, &h, 1, &st);
+    return st;
+}
+
+static void sgr_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
+                             sr_hyp *const *hs, int count, sr_status *st)
+{
+    sr_aed_greedy_batch(&sg_dec, states, scs, final, hs, count, st);
 }
 
 static void sgr_reset(void *state)
@@ -132,6 +162,7 @@ const sr_decoder_ops sr_dec_stable_greedy = {
     .kind = SR_SCORER_AED,
     .open = sgr_open,
     .update = sgr_update,
+    .update_batch = sgr_update_batch,
     .reset = sgr_reset,
     .close = sgr_close,
     .state_bytes = sgr_bytes,
