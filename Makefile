@@ -148,7 +148,7 @@ quickstart: setup
 	$(MAKE) all
 	SRKIT_HOME=$(SRKIT_HOME) bash scripts/fetch_models.sh
 	SRKIT_HOME=$(SRKIT_HOME) bash scripts/make_aligned_speech.sh
-	SRKIT_HOME=$(SRKIT_HOME) ./$(BUILD)/srkit eval configs/quickstart.json
+	SRKIT_HOME=$(SRKIT_HOME) ./$(BUILD)/srkit eval configs/quickstart.json --restart
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \

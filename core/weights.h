@@ -42,6 +42,11 @@ typedef struct sr_h5 sr_h5; /* an open srkit model file */
  * for a size or hash mismatch or a damaged header; SR_ERR_IO when it cannot be read.
  * Thread-safe (no shared state). */
 sr_status sr_h5_check_digest(const char *path, int *has_digest);
+/* The digest a file's srkit header records (32 lower-case hex digits into hex), without
+ * checking it against the content (sr_h5_check_digest does, at load): a cheap fingerprint of the
+ * file's bytes, e.g. to tell two files at the same path apart. Returns 1 when the file has a
+ * valid header, else 0 with hex = "" (no header, unreadable: the loader reports those). */
+int sr_h5_recorded_digest(const char *path, char hex[33]);
 /* Write the digest header into a file that has a 512-byte user block (zeroed or an old digest),
  * e.g. after editing it in place. SR_ERR_FORMAT when it has no such block. */
 sr_status sr_h5_seal(const char *path);

@@ -4,7 +4,8 @@
  * chunks and times each one), append one record per utterance to the run's utts.jsonl, then
  * score the records and write results.json, report.md, hyp/ref.trn and timeline.jsonl.
  * A re-run of the same config skips the utterances already in utts.jsonl (resume); a different
- * config in the same folder is refused rather than mixed.
+ * config (or another model file at the same path: its recorded digest is part of the run's
+ * identity) in the same folder is refused rather than mixed.
  */
 #define _DEFAULT_SOURCE /* gethostname, sysconf(_SC_NPROCESSORS_ONLN) */
 #include "run.h"
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "textio.h"
+#include "../core/weights.h"
 
 void sr_eval_outcome_clear(sr_eval_outcome *o)
 {
@@ -137,6 +139,10 @@ static char *run_identity(const sr_run_config *r, const char *format)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", r->model.path ? r->model.path : "");
+    /* the file's recorded digest: another file at the same path (a re-merged fine-tune, a new
+     * conversion) is another run, not one to resume (files without a digest: the path alone) */
+    char digest[33];
+    if (sr_h5_recorded_digest(r->model.path, digest)) cJSON_AddStringToObject(j, "model_digest", digest);
     cJSON_AddStringToObject(j, "device", r->model.device ? r->model.device : "cpu");
     if (r->model.precision && strcmp(r->model.precision, "f32")) /* older runs: no key */
         cJSON_AddStringToObject(j, "precision", r->model.precision);

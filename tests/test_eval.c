@@ -345,6 +345,46 @@ static void test_resume(void)
     sr_config_free(cp);
 }
 
+/* Another model file at the same path (a re-merged fine-tune, a new conversion) is another run:
+ * its recorded digest is part of the run's identity, so the old records are refused, not
+ * resumed as if they were this file's. */
+static void test_resume_model_changed(void)
+{
+    char dir[1024], model[1024], json[4096];
+    snprintf(dir, sizeof dir, "%s/modelchange", test_tmpdir());
+    snprintf(model, sizeof model, "%s/model.h5", test_tmpdir());
+    size_t n = 0;
+    char *bytes = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_read_file(test_fixture("test_linear.h5"), &bytes, &n), SR_OK);
+    CU_ASSERT_FATAL(n > 512 && !memcmp(bytes, "srkit-digest 1\n", 15));
+    FILE *f = fopen(model, "wb");
+    CU_ASSERT_FATAL(f && fwrite(bytes, 1, n, f) == n);
+    fclose(f);
+    snprintf(json, sizeof json, "{\"name\": \"t\", \"model\": {\"path\": \"%s\"}, \"stream\": {\"decoder\": "
+             "\"sync_greedy\"}, \"data\": {\"path\": \"%s\", \"limit\": 2}, \"output\": \"%s\"}",
+             model, dataset_dir(), dir);
+    sr_config *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_config_parse(json, "model-change", &c), SR_OK);
+    sr_eval_outcome o;
+    CU_ASSERT_EQUAL_FATAL(run_cfg(c, 0, 0, 0, &o), SR_OK);
+    sr_eval_outcome_clear(&o);
+    /* the same file again: resumed */
+    notices = 0;
+    CU_ASSERT_EQUAL(run_cfg(c, 0, 0, 0, &o), SR_OK);
+    sr_eval_outcome_clear(&o);
+    CU_ASSERT(notices >= 1);
+    /* a file whose header records another digest (one hex digit changed: still a valid header) */
+    char *d = strstr(bytes, "\ndigest ");
+    CU_ASSERT_FATAL(d && d < bytes + 512);
+    d[8] = d[8] == '0' ? '1' : '0';
+    f = fopen(model, "wb");
+    CU_ASSERT_FATAL(f && fwrite(bytes, 1, n, f) == n);
+    fclose(f);
+    TEST_ASSERT_ERR(run_cfg(c, 0, 0, 0, &o), SR_ERR_ARG, "different run config");
+    free(bytes);
+    sr_config_free(c);
+}
+
 static void test_shard_merge(void)
 {
     char single[1024], sh[1024], merged[1024];
@@ -589,6 +629,7 @@ void test_register_eval_run(void)
     TEST_SUITE("eval_run",
                {"sweep writes results, report, trn, timeline", test_sweep_outputs},
                {"a killed run resumes to the same result", test_resume},
+               {"another model file at the same path is another run", test_resume_model_changed},
                {"--parallel equals a sequential run (and resumes)", test_parallel},
                {"report.md: offline runs have no chunk size", test_report_offline},
                {"shards merged equal one run", test_shard_merge},
