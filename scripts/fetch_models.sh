@@ -42,7 +42,7 @@ sha256() { sha256sum "$1" | cut -d' ' -f1; }
 converter_sha() { cat "$HERE/convert_whisper.py" "$HERE/srkit_h5.py" | sha256sum | cut -d' ' -f1; }
 want_stamp="wheel $WHEEL_SHA256 converter $(converter_sha)"
 
-# 4. (after 1-3) the causal fine-tune: srkit's two WhisperRT LoRA runs, committed in
+# 4. (after 1-3) the causal fine-tune: srkit's WhisperRT LoRA runs (three), committed in
 #    assets/whisperrt-tiny.en/run*/, averaged and merged into the vanilla file by
 #    scripts/train_whisperrt.py merge (numpy + h5py only), stamped with the vanilla stamp and the
 #    adapters' and merger's sha256.
