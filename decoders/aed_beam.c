@@ -19,6 +19,9 @@ typedef struct {
     sr_aed_beams e;
     int32_t *tok; /* [max_len] the answer being gated */
     float *lp;    /* [max_len] */
+    int n;        /* its length */
+    int gating;   /* the update in progress: 0 search, 1 no-speech gate */
+    sr_aed_gall g;
 } ab_state;
 
 static sr_status ab_open(const sr_stream_config *cfg, const sr_scorer *sc, void **state)
@@ -45,22 +48,61 @@ static sr_status ab_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     return SR_OK;
 }
 
-static sr_status ab_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+static void ab_begin(void *state, const sr_scorer *sc, int final)
 {
     ab_state *s = state;
-    if (!final) return sr_aed_write_hyp(h, NULL, 0, 0); /* offline: nothing until the end */
+    (void)sc;
+    s->gating = 0;
+    if (!final) return;
     sr_aed_beams_reset(&s->e);
-    const sr_aed_done *best;
-    sr_status st = sr_aed_beams_finish(&s->e, sc, s->e.max_len, 0, &best);
-    if (st) return sr_error_prefix(st, "aed_beam");
-    h->loop_cuts += s->e.loop_cuts;
-    if (!best) return sr_aed_write_hyp(h, NULL, 0, 0);
-    int n = best->n;
-    memcpy(s->tok, best->tok, (size_t)n * sizeof *s->tok);
-    memcpy(s->lp, best->lp, (size_t)n * sizeof *s->lp);
-    if ((st = sr_aed_gate_all(sc, s->tok, s->lp, &n, best->end_lp)))
-        return sr_error_prefix(st, "aed_beam");
-    return sr_aed_write_hyp(h, s->tok, n, n);
+    sr_aed_beams_begin(&s->e, SR_AED_BEAMS_FINISH, s->e.max_len, 0);
+}
+
+static int ab_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
+                      sr_aed_call *call, sr_status *st)
+{
+    ab_state *s = state;
+    *st = SR_OK;
+    if (!final) { /* offline: nothing until the end */
+        *st = sr_aed_write_hyp(h, NULL, 0, 0);
+        return 0;
+    }
+    if (!s->gating) {
+        if (res) {
+            *st = sr_error_prefix(sr_aed_beams_call_error(&s->e, res), "aed_beam");
+            return 0;
+        }
+        if (sr_aed_beams_next(&s->e, call)) return 1;
+        h->loop_cuts += s->e.loop_cuts;
+        const sr_aed_done *best = s->e.best;
+        if (!best) {
+            *st = sr_aed_write_hyp(h, NULL, 0, 0);
+            return 0;
+        }
+        s->n = best->n;
+        memcpy(s->tok, best->tok, (size_t)s->n * sizeof *s->tok);
+        memcpy(s->lp, best->lp, (size_t)s->n * sizeof *s->lp);
+        sr_aed_gall_begin(&s->g, s->n, best->end_lp);
+        s->gating = 1;
+    }
+    if (sr_aed_gall_step(&s->g, sc, s->tok, s->lp, &s->n, res, call, st)) return 1;
+    *st = *st ? sr_error_prefix(*st, "aed_beam") : sr_aed_write_hyp(h, s->tok, s->n, s->n);
+    return 0;
+}
+
+static const sr_aed_stepper ab_stepper = {.begin = ab_begin, .advance = ab_advance};
+
+static sr_status ab_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+{
+    sr_status st;
+    sr_aed_lockstep(&ab_stepper, &state, &sc, &final, &h, 1, &st);
+    return st;
+}
+
+static void ab_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
+                            sr_hyp *const *hs, int count, sr_status *st)
+{
+    sr_aed_lockstep(&ab_stepper, states, scs, final, hs, count, st);
 }
 
 static void ab_reset(void *state) { sr_aed_beams_reset(&((ab_state *)state)->e); }
@@ -88,6 +130,7 @@ const sr_decoder_ops sr_dec_aed_beam = {
     .kind = SR_SCORER_AED,
     .open = ab_open,
     .update = ab_update,
+    .update_batch = ab_update_batch,
     .reset = ab_reset,
     .close = ab_close,
     .state_bytes = ab_bytes,

@@ -150,40 +150,44 @@ sr_status sr_aed_gate_decide(const float *lp, int n, double end_lp, int min_keep
     return SR_OK;
 }
 
-sr_status sr_aed_gate_last(const sr_scorer *sc, const int32_t *tok, const float *lp, int n,
-                           double end_lp, int min_keep, int *keep, int *silent)
+void sr_aed_gall_begin(sr_aed_gall *g, int n, double end_lp)
 {
-    *keep = n;
-    *silent = 0;
-    if (!sc->aed_no_speech) return SR_OK;
-    int start = 0;
-    float p = 0;
-    sr_status st = sc->aed_no_speech(sc->ctx, tok, n, &start, &p);
-    if (st) return sr_error_prefix(st, "aed_no_speech at position %d", n);
-    return sr_aed_gate_decide(lp, n, end_lp, min_keep, start, p, keep, silent);
+    g->end = n;
+    g->end_lp = end_lp;
+    g->asked = 0;
 }
 
-sr_status sr_aed_gate_all(const sr_scorer *sc, int32_t *tok, float *lp, int *n, double end_lp)
+int sr_aed_gall_step(sr_aed_gall *g, const sr_scorer *sc, int32_t *tok, float *lp, int *n,
+                     sr_status res, sr_aed_call *call, sr_status *st)
 {
-    if (!sc->aed_no_speech) return SR_OK;
-    /* windows from the last to the first: removing a window's text never moves earlier ones */
-    for (int end = *n;;) {
-        int start = 0;
-        float p = 0;
-        sr_status st = sc->aed_no_speech(sc->ctx, tok, end, &start, &p);
-        if (st) return sr_error_prefix(st, "aed_no_speech at position %d", end);
-        if (start < 0 || start > end)
-            return sr_error(SR_ERR_ARG, "aed_no_speech: window start %d outside the prefix "
-                            "[0, %d]", start, end);
-        if (sr_aed_silent(p, window_avg(lp, start, end, end_lp))) {
+    *st = SR_OK;
+    if (!sc->aed_no_speech) return 0;
+    if (g->asked) {
+        g->asked = 0;
+        if (res) {
+            *st = sr_error_prefix(res, "aed_no_speech at position %d", g->end);
+            return 0;
+        }
+        int start = g->start, end = g->end;
+        if (start < 0 || start > end) {
+            *st = sr_error(SR_ERR_ARG, "aed_no_speech: window start %d outside the prefix "
+                           "[0, %d]", start, end);
+            return 0;
+        }
+        if (sr_aed_silent(g->p, window_avg(lp, start, end, g->end_lp))) {
             memmove(tok + start, tok + end, (size_t)(*n - end) * sizeof *tok);
             memmove(lp + start, lp + end, (size_t)(*n - end) * sizeof *lp);
             *n -= end - start;
         }
-        if (start == 0) return SR_OK;
-        end = start - 1;          /* the break token that closes the previous window */
-        end_lp = lp[end];
+        if (start == 0) return 0;
+        g->end = start - 1;       /* the break token that closes the previous window */
+        g->end_lp = lp[g->end];
     }
+    g->start = 0;
+    g->p = 0;
+    sr_aed_call_no_speech(call, tok, g->end, &g->start, &g->p);
+    g->asked = 1;
+    return 1;
 }
 
 int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const float *dist,
@@ -209,17 +213,6 @@ int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, con
     return 1;
 }
 
-sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
-                        float *dist, int max_new, int min_keep, int guard, sr_aed_stop *why)
-{
-    int added = 0;
-    while (sr_aed_greedy_step(sc, tok, lp, n, dist, max_new, &added, min_keep, guard, why)) {
-        sr_status st = sc->aed_logprobs(sc->ctx, slot, tok, *n, *n, dist);
-        if (st) return sr_error_prefix(st, "aed_logprobs at position %d", *n);
-    }
-    return SR_OK;
-}
-
 sr_status sr_aed_logprobs_all(const sr_scorer *sc, const sr_aed_req *q, int n)
 {
     if (sc->aed_logprobs_batch) return sc->aed_logprobs_batch(q, n);
@@ -237,19 +230,170 @@ sr_status sr_aed_no_speech_all(const sr_scorer *sc, const sr_aed_ns_req *q, int 
     return st;
 }
 
-enum { GJ_FIRST = 0, GJ_NEXT = 1, GJ_GATE = 2, GJ_DONE = 3 };
-
-/* The continuation from j->dist: the next position to score, or the no-speech query. */
-static void gj_continue(const sr_scorer *sc, sr_aed_gjob *j, sr_hyp *h)
+void sr_aed_call_logprobs(sr_aed_call *c, int slot, const int32_t *prefix, int n, int from,
+                          float *out)
 {
+    c->ns = 0;
+    c->lp = (sr_aed_req){.slot = slot, .prefix = prefix, .n = n, .from = from, .out = out};
+}
+
+void sr_aed_call_no_speech(sr_aed_call *c, const int32_t *prefix, int n, int *start, float *p)
+{
+    c->ns = 1;
+    c->nsq = (sr_aed_ns_req){.prefix = prefix, .n = n, .start = start, .p = p};
+}
+
+/* Advance the streams qi[0, n) after a round's batched call of status e. A failed call fails
+ * each of them: each prefixes the call's own message (restored before each, so the messages do
+ * not pile up; the thread's last message is the last stream's). */
+static void advance_all(const sr_aed_stepper *d, void *const *states, const sr_scorer *const *scs,
+                        const int *final, sr_hyp *const *hs, sr_status *st, sr_aed_call *call,
+                        int *need, const int *qi, int n, sr_status e)
+{
+    char *msg = e && n > 1 ? sr_strdup(sr_last_error()) : NULL;
+    for (int k = 0; k < n; k++) {
+        int i = qi[k];
+        if (msg && k) sr_error(e, "%s", msg);
+        need[i] = d->advance(states[i], scs[i], final[i], hs[i], e, &call[i], &st[i]);
+    }
+    free(msg);
+}
+
+/* The lockstep rounds; need[i]: stream i waits for call[i]. */
+static void lockstep_run(const sr_aed_stepper *d, void *const *states, const sr_scorer *const *scs,
+                         const int *final, sr_hyp *const *hs, int count, sr_status *st,
+                         sr_aed_call *call, int *need, sr_aed_req *q, sr_aed_ns_req *nq, int *qi,
+                         int *ni)
+{
+    for (int i = 0; i < count; i++) {
+        st[i] = SR_OK;
+        d->begin(states[i], scs[i], final[i]);
+        need[i] = d->advance(states[i], scs[i], final[i], hs[i], SR_OK, &call[i], &st[i]);
+    }
+    for (;;) {
+        int na = 0, nn = 0;
+        for (int i = 0; i < count; i++) {
+            if (!need[i]) continue;
+            if (call[i].ns) {
+                nq[nn] = call[i].nsq;
+                nq[nn].ctx = scs[i]->ctx;
+                ni[nn++] = i;
+            } else {
+                q[na] = call[i].lp;
+                q[na].ctx = scs[i]->ctx;
+                qi[na++] = i;
+            }
+        }
+        if (!na && !nn) return;
+        if (na)
+            advance_all(d, states, scs, final, hs, st, call, need, qi, na,
+                        sr_aed_logprobs_all(scs[qi[0]], q, na));
+        if (nn)
+            advance_all(d, states, scs, final, hs, st, call, need, ni, nn,
+                        sr_aed_no_speech_all(scs[ni[0]], nq, nn));
+    }
+}
+
+void sr_aed_lockstep(const sr_aed_stepper *d, void *const *states, const sr_scorer *const *scs,
+                     const int *final, sr_hyp *const *hs, int count, sr_status *st)
+{
+    if (count == 1) { /* a solo update: nothing to allocate */
+        sr_aed_call call;
+        sr_aed_req q;
+        sr_aed_ns_req nq;
+        int need, qi, ni;
+        lockstep_run(d, states, scs, final, hs, 1, st, &call, &need, &q, &nq, &qi, &ni);
+        return;
+    }
+    sr_aed_call *call = malloc((size_t)count * sizeof *call);
+    sr_aed_req *q = malloc((size_t)count * sizeof *q);
+    sr_aed_ns_req *nq = malloc((size_t)count * sizeof *nq);
+    int *need = malloc((size_t)count * sizeof *need);
+    int *qi = malloc((size_t)count * sizeof *qi), *ni = malloc((size_t)count * sizeof *ni);
+    if (call && q && nq && need && qi && ni) {
+        lockstep_run(d, states, scs, final, hs, count, st, call, need, q, nq, qi, ni);
+    } else {
+        for (int i = 0; i < count; i++)
+            st[i] = sr_error(SR_ERR_NOMEM, "AED decoder: batch of %d streams", count);
+    }
+    free(call);
+    free(q);
+    free(nq);
+    free(need);
+    free(qi);
+    free(ni);
+}
+
+/* ---- greedy updates as a stepper ---- */
+
+enum { GJ_START = 0, GJ_FIRST, GJ_NEXT, GJ_GATE };
+
+typedef struct {
+    const sr_aed_gdec *d;
+    void *state;
+    sr_aed_gjob job;
+} gj_stream;
+
+static void gj_begin(void *w, const sr_scorer *sc, int final)
+{
+    gj_stream *g = w;
+    (void)final;
+    g->job = (sr_aed_gjob){.phase = GJ_START};
+    g->d->begin(g->state, sc, &g->job);
+}
+
+static int gj_advance(void *w, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
+                      sr_aed_call *call, sr_status *st)
+{
+    gj_stream *g = w;
+    sr_aed_gjob *j = &g->job;
+    const char *name = g->d->name;
+    *st = SR_OK;
+    switch (j->phase) {
+    case GJ_START:
+        j->phase = GJ_FIRST;
+        sr_aed_call_logprobs(call, 0, j->tok, *j->n, j->from, j->rows);
+        return 1;
+    case GJ_FIRST:
+        if (res) {
+            *st = sr_error_prefix(res, "%s: aed_logprobs from %d", name, j->from);
+            return 0;
+        }
+        g->d->after_first(g->state, sc, j);
+        j->added = 0;
+        break;
+    case GJ_NEXT:
+        if (res) {
+            *st = sr_error_prefix(res, "%s: aed_logprobs at position %d", name, *j->n);
+            return 0;
+        }
+        break;
+    default: /* GJ_GATE: the no-speech query answered */
+        if (res) {
+            *st = sr_error_prefix(res, "%s: aed_no_speech at position %d", name, *j->n);
+            return 0;
+        }
+        j->gated = 1;
+        *st = g->d->finish(g->state, sc, j, final, h);
+        return 0;
+    }
     if (sr_aed_greedy_step(sc, j->tok, j->lp, j->n, j->dist, j->cap, &j->added, j->min_keep,
                            j->guard, &j->why)) {
         j->phase = GJ_NEXT;
-        return;
+        sr_aed_call_logprobs(call, 0, j->tok, *j->n, *j->n, j->dist);
+        return 1;
     }
     h->loop_cuts += j->why == SR_AED_LOOP;
+    if (!sc->aed_no_speech) {
+        *st = g->d->finish(g->state, sc, j, final, h);
+        return 0;
+    }
     j->phase = GJ_GATE;
+    sr_aed_call_no_speech(call, j->tok, *j->n, &j->ns_start, &j->ns_p);
+    return 1;
 }
+
+static const sr_aed_stepper gj_stepper = {.begin = gj_begin, .advance = gj_advance};
 
 sr_status sr_aed_gjob_gate(const sr_scorer *sc, const sr_aed_gjob *j, int min_keep, int *keep,
                            int *silent)
@@ -261,93 +405,29 @@ sr_status sr_aed_gjob_gate(const sr_scorer *sc, const sr_aed_gjob *j, int min_ke
                               min_keep, j->ns_start, j->ns_p, keep, silent);
 }
 
-static void gj_run(const sr_aed_gdec *d, void *const *states, const sr_scorer *const *scs,
-                   const int *final, sr_hyp *const *hs, int count, sr_status *st, sr_aed_gjob *job,
-                   sr_aed_req *q, sr_aed_ns_req *nq, int *qi, int *ni)
-{
-    for (int i = 0; i < count; i++) {
-        st[i] = SR_OK;
-        job[i] = (sr_aed_gjob){.phase = GJ_FIRST};
-        d->begin(states[i], scs[i], &job[i]);
-    }
-    for (;;) {
-        int na = 0, nn = 0;
-        for (int i = 0; i < count; i++) {
-            sr_aed_gjob *j = &job[i];
-            if (st[i] || j->phase == GJ_DONE) continue;
-            if (j->phase == GJ_GATE && !scs[i]->aed_no_speech) {
-                j->phase = GJ_DONE;
-                st[i] = d->finish(states[i], scs[i], j, final[i], hs[i]);
-            } else if (j->phase == GJ_GATE) {
-                nq[nn] = (sr_aed_ns_req){.ctx = scs[i]->ctx, .prefix = j->tok, .n = *j->n,
-                                         .start = &j->ns_start, .p = &j->ns_p};
-                ni[nn++] = i;
-            } else {
-                int first = j->phase == GJ_FIRST;
-                q[na] = (sr_aed_req){.ctx = scs[i]->ctx, .slot = 0, .prefix = j->tok, .n = *j->n,
-                                     .from = first ? j->from : *j->n, .out = first ? j->rows : j->dist};
-                qi[na++] = i;
-            }
-        }
-        if (!na && !nn) return;
-        if (na) {
-            sr_status e = sr_aed_logprobs_all(scs[qi[0]], q, na);
-            for (int k = 0; k < na; k++) {
-                int i = qi[k];
-                sr_aed_gjob *j = &job[i];
-                if (e) {
-                    st[i] = sr_error_prefix(e, "%s: aed_logprobs %s %d", d->name,
-                                            j->phase == GJ_FIRST ? "from" : "at position",
-                                            j->phase == GJ_FIRST ? j->from : *j->n);
-                    continue;
-                }
-                if (j->phase == GJ_FIRST) {
-                    d->after_first(states[i], scs[i], j);
-                    j->added = 0;
-                }
-                gj_continue(scs[i], j, hs[i]);
-            }
-        }
-        if (nn) {
-            sr_status e = sr_aed_no_speech_all(scs[ni[0]], nq, nn);
-            for (int k = 0; k < nn; k++) {
-                int i = ni[k];
-                sr_aed_gjob *j = &job[i];
-                j->phase = GJ_DONE;
-                j->gated = 1;
-                st[i] = e ? sr_error_prefix(e, "%s: aed_no_speech at position %d", d->name, *j->n)
-                          : d->finish(states[i], scs[i], j, final[i], hs[i]);
-            }
-        }
-    }
-}
-
 void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_scorer *const *scs,
                          const int *final, sr_hyp *const *hs, int count, sr_status *st)
 {
-    if (count == 1) { /* a solo update: nothing to allocate */
-        sr_aed_gjob job;
-        sr_aed_req q;
-        sr_aed_ns_req nq;
-        int qi, ni;
-        gj_run(d, states, scs, final, hs, 1, st, &job, &q, &nq, &qi, &ni);
+    if (count == 1) {
+        gj_stream g = {.d = d, .state = states[0]};
+        void *w = &g;
+        sr_aed_lockstep(&gj_stepper, &w, scs, final, hs, 1, st);
         return;
     }
-    sr_aed_gjob *job = malloc((size_t)count * sizeof *job);
-    sr_aed_req *q = malloc((size_t)count * sizeof *q);
-    sr_aed_ns_req *nq = malloc((size_t)count * sizeof *nq);
-    int *qi = malloc((size_t)count * sizeof *qi), *ni = malloc((size_t)count * sizeof *ni);
-    if (job && q && nq && qi && ni) {
-        gj_run(d, states, scs, final, hs, count, st, job, q, nq, qi, ni);
+    gj_stream *g = malloc((size_t)count * sizeof *g);
+    void **w = malloc((size_t)count * sizeof *w);
+    if (g && w) {
+        for (int i = 0; i < count; i++) {
+            g[i] = (gj_stream){.d = d, .state = states[i]};
+            w[i] = &g[i];
+        }
+        sr_aed_lockstep(&gj_stepper, w, scs, final, hs, count, st);
     } else {
         for (int i = 0; i < count; i++)
             st[i] = sr_error(SR_ERR_NOMEM, "%s: batch of %d streams", d->name, count);
     }
-    free(job);
-    free(q);
-    free(nq);
-    free(qi);
-    free(ni);
+    free(g);
+    free(w);
 }
 
 sr_status sr_aed_write_hyp(sr_hyp *h, const int32_t *tok, int n, int n_stable)
@@ -490,51 +570,39 @@ size_t sr_aed_beams_bytes(const sr_aed_beams *e)
            (B + 1) * sizeof(int32_t) + 4 * B * sizeof(int);
 }
 
-sr_status sr_aed_beams_check(sr_aed_beams *e, const sr_scorer *sc, int committed)
+/* The re-check of beam bm once its rows [w0, n] are in e->rows: cut at the first token that
+ * failed; the row at the cut (or at n) is the distribution the beam continues from. */
+static void check_take(sr_aed_beams *e, sr_aed_beam *bm, int w0)
 {
     size_t V = (size_t)e->vocab;
-    for (int i = 0; i < e->n_beam; i++) {
-        sr_aed_beam *bm = &e->beam[i];
-        int w0 = SR_MAX(committed, bm->n - e->window);
-        if (w0 > bm->n) w0 = bm->n;
-        sr_status st = sc->aed_logprobs(sc->ctx, bm->slot, bm->tok, bm->n, w0, e->rows);
-        if (st) return sr_error_prefix(st, "aed_logprobs re-checking beam %d from %d", i, w0);
-        int cut = bm->n;
-        for (int j = w0; j < bm->n; j++) {
-            const float *row = e->rows + (size_t)(j - w0) * V;
-            int32_t t = bm->tok[j];
-            if (sr_aed_in_topk(row, e->vocab, t, e->b) && row[t] >= bm->lp[j]) {
-                bm->lp[j] = row[t];
-            } else {
-                cut = j;
-                break;
-            }
+    int cut = bm->n;
+    for (int j = w0; j < bm->n; j++) {
+        const float *row = e->rows + (size_t)(j - w0) * V;
+        int32_t t = bm->tok[j];
+        if (sr_aed_in_topk(row, e->vocab, t, e->b) && row[t] >= bm->lp[j]) {
+            bm->lp[j] = row[t];
+        } else {
+            cut = j;
+            break;
         }
-        /* the row at the cut (or at n) is the distribution the beam continues from */
-        memcpy(e->dist + (size_t)bm->slot * V, e->rows + (size_t)(cut - w0) * V, V * sizeof(float));
-        bm->n = cut;
-        bm->score = bm->rank = sum_lp(bm->lp, bm->n);
-        bm->dist_ok = 1;
-        bm->end_lp = NAN;
     }
-    beams_sort_dedupe(e->beam, &e->n_beam);
-    return SR_OK;
+    memcpy(e->dist + (size_t)bm->slot * V, e->rows + (size_t)(cut - w0) * V, V * sizeof(float));
+    bm->n = cut;
+    bm->score = bm->rank = sum_lp(bm->lp, bm->n);
+    bm->dist_ok = 1;
+    bm->end_lp = NAN;
 }
 
-/* Candidates of every beam (b + 1 best next tokens each), sorted by summed log-prob, best
- * first; ties keep generation order (beam order, then token rank). */
-static sr_status gen_candidates(sr_aed_beams *e, const sr_scorer *sc, int *n_cand)
+/* Candidates of every beam (b + 1 best next tokens each; every beam's distribution is ready),
+ * sorted by summed log-prob, best first; ties keep generation order (beam order, then token
+ * rank). */
+static int gen_candidates(sr_aed_beams *e)
 {
     size_t V = (size_t)e->vocab;
     int k = SR_MIN(e->b + 1, e->vocab), nc = 0;
     for (int i = 0; i < e->n_beam; i++) {
         sr_aed_beam *bm = &e->beam[i];
-        float *dist = e->dist + (size_t)bm->slot * V;
-        if (!bm->dist_ok) {
-            sr_status st = sc->aed_logprobs(sc->ctx, bm->slot, bm->tok, bm->n, bm->n, dist);
-            if (st) return sr_error_prefix(st, "aed_logprobs for beam %d at position %d", i, bm->n);
-            bm->dist_ok = 1;
-        }
+        const float *dist = e->dist + (size_t)bm->slot * V;
         sr_aed_topk(dist, e->vocab, k, e->top);
         for (int r = 0; r < k; r++) {
             struct sr_aed_cand *c = &e->cand[nc++];
@@ -550,8 +618,7 @@ static sr_status gen_candidates(sr_aed_beams *e, const sr_scorer *sc, int *n_can
             e->cand[j] = e->cand[j - 1];
             e->cand[j - 1] = t;
         }
-    *n_cand = nc;
-    return SR_OK;
+    return nc;
 }
 
 /* next[slot] = parent's prefix, plus token unless token < 0. */
@@ -601,44 +668,39 @@ static void swap_sets(sr_aed_beams *e, int n_next)
     e->n_beam = n_next;
 }
 
-sr_status sr_aed_beams_stream(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed)
+/* One streaming step from the candidates; 1 when it paused (EOT among the b best, or a loop
+ * cut). */
+static int stream_step(sr_aed_beams *e)
 {
-    for (int step = 0; step < max_steps; step++) {
-        for (int i = 0; i < e->n_beam; i++)
-            if (e->beam[i].n >= e->max_len) return SR_OK;
-        int nc;
-        sr_status st = gen_candidates(e, sc, &nc);
-        if (st) return st;
-        int take = SR_MIN(e->b, nc), paused = 0;
-        int *parents = e->parent;
-        for (int c = 0; c < take; c++) {
-            const struct sr_aed_cand *cd = &e->cand[c];
-            sr_aed_beam *child = &e->next[c];
-            parents[c] = cd->parent;
-            if (cd->token == e->eot) {
-                /* Algorithm 2: EOT among the b best pauses until the next chunk; the beam
-                 * stays without the EOT, ranked with it */
-                make_child(e, child, &e->beam[cd->parent], -1, 0);
-                child->rank = cd->score;
-                child->end_lp = cd->lp;
-                paused = 1;
-                continue;
-            }
-            make_child(e, child, &e->beam[cd->parent], cd->token, cd->lp);
-            int keep = e->guard ? sr_aed_loop_keep(child->tok, child->n, committed) : -1;
-            if (keep >= 0) {
-                child->n = keep;
-                child->score = child->rank = sum_lp(child->lp, keep);
-                paused = 1;
-                e->loop_cuts++;
-            }
+    int nc = gen_candidates(e);
+    int take = SR_MIN(e->b, nc), paused = 0;
+    int *parents = e->parent;
+    for (int c = 0; c < take; c++) {
+        const struct sr_aed_cand *cd = &e->cand[c];
+        sr_aed_beam *child = &e->next[c];
+        parents[c] = cd->parent;
+        if (cd->token == e->eot) {
+            /* Algorithm 2: EOT among the b best pauses until the next chunk; the beam stays
+             * without the EOT, ranked with it */
+            make_child(e, child, &e->beam[cd->parent], -1, 0);
+            child->rank = cd->score;
+            child->end_lp = cd->lp;
+            paused = 1;
+            continue;
         }
-        assign_slots(e, parents, take);
-        swap_sets(e, take);
-        beams_sort_dedupe(e->beam, &e->n_beam);
-        if (paused) break;
+        make_child(e, child, &e->beam[cd->parent], cd->token, cd->lp);
+        int keep = e->guard ? sr_aed_loop_keep(child->tok, child->n, e->committed) : -1;
+        if (keep >= 0) {
+            child->n = keep;
+            child->score = child->rank = sum_lp(child->lp, keep);
+            paused = 1;
+            e->loop_cuts++;
+        }
     }
-    return SR_OK;
+    assign_slots(e, parents, take);
+    swap_sets(e, take);
+    beams_sort_dedupe(e->beam, &e->n_beam);
+    return paused;
 }
 
 /* Add a finished candidate when there is room (patience 1: at most b). Beams of different
@@ -664,81 +726,78 @@ static void add_done(sr_aed_beams *e, const int32_t *tok, const float *lp, int n
     d->end_lp = end_lp;
 }
 
-sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed,
-                              const sr_aed_done **best)
+/* One offline step from the candidates (openai-whisper's rules). */
+static void finish_step(sr_aed_beams *e)
 {
-    e->n_done = 0;
-    for (int step = 0; step < max_steps && e->n_done < e->b && e->n_beam > 0; step++) {
-        int full = 0;
-        for (int i = 0; i < e->n_beam; i++) full |= e->beam[i].n >= e->max_len;
-        if (full) break;
-        int nc;
-        sr_status st = gen_candidates(e, sc, &nc);
-        if (st) return st;
-        /* newly finished this step, in score order: EOT candidates (index into cand) and
-         * loop-cut beams (index into next, encoded as -1 - i) */
-        int *fin = e->fin, n_fin = 0, n_next = 0;
-        int *parents = e->parent;
-        for (int c = 0; c < nc && n_next < e->b; c++) {
-            const struct sr_aed_cand *cd = &e->cand[c];
-            if (cd->token == e->eot) {
-                if (n_fin < 2 * e->b) fin[n_fin++] = c;
-                continue;
-            }
-            sr_aed_beam *child = &e->next[n_next];
-            make_child(e, child, &e->beam[cd->parent], cd->token, cd->lp);
-            int keep = e->guard ? sr_aed_loop_keep(child->tok, child->n, committed) : -1;
-            if (keep >= 0) { /* a loop ends this beam: finished at the cut, no EOT term */
-                e->loop_cuts++;
-                child->n = keep;
-                child->score = child->rank = sum_lp(child->lp, keep);
-                if (n_fin < 2 * e->b) fin[n_fin++] = -1 - n_next;
-                parents[n_next] = cd->parent;
-                n_next++;
-                continue;
-            }
+    int nc = gen_candidates(e);
+    /* newly finished this step, in score order: EOT candidates (index into cand) and loop-cut
+     * beams (index into next, encoded as -1 - i) */
+    int *fin = e->fin, n_fin = 0, n_next = 0;
+    int *parents = e->parent;
+    for (int c = 0; c < nc && n_next < e->b; c++) {
+        const struct sr_aed_cand *cd = &e->cand[c];
+        if (cd->token == e->eot) {
+            if (n_fin < 2 * e->b) fin[n_fin++] = c;
+            continue;
+        }
+        sr_aed_beam *child = &e->next[n_next];
+        make_child(e, child, &e->beam[cd->parent], cd->token, cd->lp);
+        int keep = e->guard ? sr_aed_loop_keep(child->tok, child->n, e->committed) : -1;
+        if (keep >= 0) { /* a loop ends this beam: finished at the cut, no EOT term */
+            e->loop_cuts++;
+            child->n = keep;
+            child->score = child->rank = sum_lp(child->lp, keep);
+            if (n_fin < 2 * e->b) fin[n_fin++] = -1 - n_next;
             parents[n_next] = cd->parent;
             n_next++;
+            continue;
         }
-        /* sort the newly finished by score (EOT ones already are; loop cuts change scores) */
-        for (int i = 1; i < n_fin; i++)
-            for (int j = i; j > 0; j--) {
-                double sj = fin[j] >= 0 ? e->cand[fin[j]].score : e->next[-1 - fin[j]].score;
-                double sp = fin[j - 1] >= 0 ? e->cand[fin[j - 1]].score : e->next[-1 - fin[j - 1]].score;
-                if (!(sj > sp)) break;
-                int t = fin[j];
-                fin[j] = fin[j - 1];
-                fin[j - 1] = t;
-            }
-        for (int i = 0; i < n_fin; i++) {
-            if (fin[i] >= 0) {
-                const struct sr_aed_cand *cd = &e->cand[fin[i]];
-                const sr_aed_beam *p = &e->beam[cd->parent];
-                add_done(e, p->tok, p->lp, p->n, cd->score, cd->lp);
-            } else {
-                const sr_aed_beam *lb = &e->next[-1 - fin[i]];
-                add_done(e, lb->tok, lb->lp, lb->n, lb->score, NAN);
-            }
-        }
-        /* drop the loop-cut beams from the live set */
-        int w = 0;
-        for (int i = 0; i < n_next; i++) {
-            int cut = 0;
-            for (int f = 0; f < n_fin; f++) cut |= fin[f] == -1 - i;
-            if (cut) continue;
-            if (w != i) {
-                sr_aed_beam t = e->next[w];
-                e->next[w] = e->next[i];
-                e->next[i] = t;
-                parents[w] = parents[i];
-            }
-            w++;
-        }
-        assign_slots(e, parents, w);
-        swap_sets(e, w);
-        beams_sort_dedupe(e->beam, &e->n_beam);
+        parents[n_next] = cd->parent;
+        n_next++;
     }
-    /* not enough finished: top up with the live beams by score, as openai-whisper does */
+    /* sort the newly finished by score (EOT ones already are; loop cuts change scores) */
+    for (int i = 1; i < n_fin; i++)
+        for (int j = i; j > 0; j--) {
+            double sj = fin[j] >= 0 ? e->cand[fin[j]].score : e->next[-1 - fin[j]].score;
+            double sp = fin[j - 1] >= 0 ? e->cand[fin[j - 1]].score : e->next[-1 - fin[j - 1]].score;
+            if (!(sj > sp)) break;
+            int t = fin[j];
+            fin[j] = fin[j - 1];
+            fin[j - 1] = t;
+        }
+    for (int i = 0; i < n_fin; i++) {
+        if (fin[i] >= 0) {
+            const struct sr_aed_cand *cd = &e->cand[fin[i]];
+            const sr_aed_beam *p = &e->beam[cd->parent];
+            add_done(e, p->tok, p->lp, p->n, cd->score, cd->lp);
+        } else {
+            const sr_aed_beam *lb = &e->next[-1 - fin[i]];
+            add_done(e, lb->tok, lb->lp, lb->n, lb->score, NAN);
+        }
+    }
+    /* drop the loop-cut beams from the live set */
+    int w = 0;
+    for (int i = 0; i < n_next; i++) {
+        int cut = 0;
+        for (int f = 0; f < n_fin; f++) cut |= fin[f] == -1 - i;
+        if (cut) continue;
+        if (w != i) {
+            sr_aed_beam t = e->next[w];
+            e->next[w] = e->next[i];
+            e->next[i] = t;
+            parents[w] = parents[i];
+        }
+        w++;
+    }
+    assign_slots(e, parents, w);
+    swap_sets(e, w);
+    beams_sort_dedupe(e->beam, &e->n_beam);
+}
+
+/* The end of an offline completion: top up with the live beams by score when fewer than b
+ * finished, as openai-whisper does, and pick the answer. */
+static void finish_end(sr_aed_beams *e)
+{
     for (int i = 0; i < e->n_beam && e->n_done < e->b; i++)
         add_done(e, e->beam[i].tok, e->beam[i].lp, e->beam[i].n, e->beam[i].score, NAN);
     int bi = 0;
@@ -750,6 +809,93 @@ sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_step
             bs = s;
         }
     }
-    *best = e->n_done ? &e->done[bi] : NULL;
-    return SR_OK;
+    e->best = e->n_done ? &e->done[bi] : NULL;
+}
+
+void sr_aed_beams_begin(sr_aed_beams *e, int op, int max_steps, int committed)
+{
+    e->op = op;
+    e->max_steps = max_steps;
+    e->committed = committed;
+    e->step = e->sub = e->i = e->pending = 0;
+    if (op == SR_AED_BEAMS_FINISH) {
+        e->n_done = 0;
+        e->best = NULL;
+    }
+}
+
+/* Whether another step of the operation in progress may start. */
+static int step_may_start(const sr_aed_beams *e)
+{
+    if (e->step >= e->max_steps) return 0;
+    if (e->op == SR_AED_BEAMS_FINISH && (e->n_done >= e->b || e->n_beam <= 0)) return 0;
+    for (int i = 0; i < e->n_beam; i++)
+        if (e->beam[i].n >= e->max_len) return 0;
+    return 1;
+}
+
+int sr_aed_beams_next(sr_aed_beams *e, sr_aed_call *call)
+{
+    size_t V = (size_t)e->vocab;
+    if (e->op == SR_AED_BEAMS_CHECK) {
+        if (e->pending) {
+            check_take(e, &e->beam[e->i], e->w0);
+            e->pending = 0;
+            e->i++;
+        }
+        if (e->i < e->n_beam) { /* one beam per call: e->rows holds one beam's window */
+            sr_aed_beam *bm = &e->beam[e->i];
+            e->w0 = SR_MIN(SR_MAX(e->committed, bm->n - e->window), bm->n);
+            sr_aed_call_logprobs(call, bm->slot, bm->tok, bm->n, e->w0, e->rows);
+            e->pending = 1;
+            return 1;
+        }
+        beams_sort_dedupe(e->beam, &e->n_beam);
+        e->op = SR_AED_BEAMS_IDLE;
+        return 0;
+    }
+    if (e->op != SR_AED_BEAMS_STREAM && e->op != SR_AED_BEAMS_FINISH) return 0;
+    for (;;) {
+        if (e->pending) {
+            e->beam[e->i].dist_ok = 1;
+            e->pending = 0;
+            e->i++;
+        }
+        if (!e->sub) { /* a step begins */
+            if (!step_may_start(e)) {
+                if (e->op == SR_AED_BEAMS_FINISH) finish_end(e);
+                e->op = SR_AED_BEAMS_IDLE;
+                return 0;
+            }
+            e->sub = 1;
+            e->i = 0;
+        }
+        /* every beam's next-token distribution (distinct slots: distinct rows of e->dist) */
+        while (e->i < e->n_beam && e->beam[e->i].dist_ok) e->i++;
+        if (e->i < e->n_beam) {
+            sr_aed_beam *bm = &e->beam[e->i];
+            sr_aed_call_logprobs(call, bm->slot, bm->tok, bm->n, bm->n,
+                                 e->dist + (size_t)bm->slot * V);
+            e->pending = 1;
+            return 1;
+        }
+        e->sub = 0;
+        e->step++;
+        if (e->op == SR_AED_BEAMS_STREAM) {
+            if (stream_step(e)) {
+                e->op = SR_AED_BEAMS_IDLE;
+                return 0;
+            }
+        } else {
+            finish_step(e);
+        }
+    }
+}
+
+sr_status sr_aed_beams_call_error(const sr_aed_beams *e, sr_status st)
+{
+    const sr_aed_beam *bm = &e->beam[e->i];
+    if (e->op == SR_AED_BEAMS_CHECK)
+        return sr_error_prefix(st, "aed_logprobs re-checking beam %d from %d", e->i, e->w0);
+    return sr_error_prefix(st, "aed_logprobs for beam %d at position %d", e->i, bm->n);
 }

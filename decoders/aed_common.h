@@ -70,46 +70,27 @@ int sr_aed_loop_keep(const int32_t *tok, int n, int min_keep);
  * avg_logprob silence, else 0. */
 int sr_aed_silent(double p, double avg_logprob);
 
-/* Streaming no-speech gate on the last window of tok[0, n) (the window position n falls in,
- * as the scorer's aed_no_speech reports it). lp[i] is the log-prob recorded for tok[i]; end_lp
- * the log-prob of the EOT that ended the decoding, NAN when it stopped otherwise (cap, loop,
- * aed_max_len). When the rule says silence, *silent = 1 and *keep = max(min_keep, the
- * window's start) (never below min_keep, the tokens already promised stable); else *silent = 0
- * and *keep = n. A scorer without aed_no_speech never gates. */
-sr_status sr_aed_gate_last(const sr_scorer *sc, const int32_t *tok, const float *lp, int n,
-                           double end_lp, int min_keep, int *keep, int *silent);
-
-/* sr_aed_gate_last's rule once the scorer answered: (start, p) is what aed_no_speech reported
- * for tok[0, n). SR_ERR_ARG when start is outside [0, n]. For decoders that batch the
- * aed_no_speech calls of many streams (update_batch). */
+/* Streaming no-speech gate on the last window of tok[0, n), once the scorer's aed_no_speech
+ * answered (start, p) for tok[0, n) (the window position n falls in). lp[i] is the log-prob
+ * recorded for tok[i]; end_lp the log-prob of the EOT that ended the decoding, NAN when it
+ * stopped otherwise (cap, loop, aed_max_len). When the rule says silence, *silent = 1 and
+ * *keep = max(min_keep, start) (never below min_keep, the tokens already promised stable); else
+ * *silent = 0 and *keep = n. SR_ERR_ARG when start is outside [0, n]. A scorer without
+ * aed_no_speech never gates (the decoders then skip the query: keep = n). */
 sr_status sr_aed_gate_decide(const float *lp, int n, double end_lp, int min_keep, int start,
                              float p, int *keep, int *silent);
-
-/* Offline no-speech gate (openai-whisper's transcribe() skips such segments): every window of
- * tok[0, *n) that the rule calls silence loses its text (its break token, if any, stays, so
- * later windows keep their place); lp is compacted alongside. A closed window's text ends with
- * its break token (its log-prob stands for the EOT term); the last window ends with end_lp
- * (NAN: no EOT term). */
-sr_status sr_aed_gate_all(const sr_scorer *sc, int32_t *tok, float *lp, int *n, double end_lp);
 
 /* Why a greedy continuation stopped. */
 typedef enum { SR_AED_EOT = 1, SR_AED_CAP = 2, SR_AED_MAXLEN = 3, SR_AED_LOOP = 4 } sr_aed_stop;
 
-/* Greedy continuation on `slot`: dist holds log p(next | tok[0, *n)) under the current audio.
- * Repeatedly take its argmax: EOT stops (never stored); otherwise append the token and its
- * log-prob (lp[*n], may be NULL) and fetch the next distribution with one aed_logprobs call that
- * computes only the new position. Stops as well after max_new appended tokens, at the scorer's
- * aed_max_len, or, when guard is 1, when the loop rule fires (the loop is then cut, never
- * below min_keep; *why = SR_AED_LOOP). tok and lp hold aed_max_len entries. */
-sr_status sr_aed_greedy(const sr_scorer *sc, int slot, int32_t *tok, float *lp, int *n,
-                        float *dist, int max_new, int min_keep, int guard, sr_aed_stop *why);
-
-/* One step of sr_aed_greedy without the scorer call: take dist's argmax and apply the stop
- * rules above (*added counts the tokens appended so far, start it at 0). Returns 1 when the
- * continuation goes on and needs log p(next | tok[0, *n)) in dist (one aed_logprobs call
- * computing position *n), 0 when it stopped (*why set). sr_aed_greedy is this in a loop;
- * decoders that step many streams in lockstep (update_batch) call it per stream between
- * batched scorer calls, so both make the same decisions. */
+/* One step of a greedy continuation: dist holds log p(next | tok[0, *n)) under the current
+ * audio; take its argmax (the first one on ties). EOT stops (never stored); otherwise append the
+ * token and its log-prob (lp[*n], may be NULL). Stops as well after max_new appended tokens
+ * (*added counts them, start it at 0), at the scorer's aed_max_len, or, when guard is 1, when
+ * the loop rule fires (the loop is then cut, never below min_keep; *why = SR_AED_LOOP).
+ * Returns 1 when the continuation goes on and needs log p(next | tok[0, *n)) in dist (one
+ * aed_logprobs call computing only position *n, same slot), 0 when it stopped (*why set).
+ * tok and lp hold aed_max_len entries. */
 int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const float *dist,
                        int max_new, int *added, int min_keep, int guard, sr_aed_stop *why);
 
@@ -119,16 +100,63 @@ int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, con
 sr_status sr_aed_logprobs_all(const sr_scorer *sc, const sr_aed_req *q, int n);
 sr_status sr_aed_no_speech_all(const sr_scorer *sc, const sr_aed_ns_req *q, int n);
 
-/* ---- greedy updates stepped in lockstep (stable_greedy, local_agreement) ---------------------
+/* ---- updates stepped in lockstep (every AED decoder's update and update_batch) ---------------
+ * An update is written as a per-stream state machine (a stepper) that stops at each scorer call
+ * it needs: advance() runs the update's host work up to its next call, describes the call in
+ * *call and returns 1, or finishes the update (*st its outcome) and returns 0; the driver makes
+ * the call and advances again with the call's status in res (SR_OK on the first advance of an
+ * update). Many streams step in lockstep (update_batch): each round every stream still updating
+ * makes exactly the next call its update needs, and the round's calls of each kind go to the
+ * backend as one batched call. Rows are independent of the batch (scorer contract), so each
+ * stream makes its solo sequence of calls and gets its solo result; the solo update is a batch
+ * of one (one implementation). Decoders keep whatever a call writes (out, start, p) in their
+ * state: the call's buffers must stay valid until the next advance. */
+typedef struct sr_aed_call {
+    int ns;            /* 0: aed_logprobs (lp below), 1: aed_no_speech (nsq below) */
+    sr_aed_req lp;     /* ctx is set by the driver */
+    sr_aed_ns_req nsq; /* ctx is set by the driver */
+} sr_aed_call;
+
+typedef struct sr_aed_stepper {
+    /* Start an update (nothing may fail here). */
+    void (*begin)(void *state, const sr_scorer *sc, int final);
+    int (*advance)(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
+                   sr_aed_call *call, sr_status *st);
+} sr_aed_stepper;
+
+/* Run the updates of `count` streams (distinct streams of one batch context, or one) through
+ * stepper d; st[i] gets stream i's outcome (a failing batched call fails every stream in it). */
+void sr_aed_lockstep(const sr_aed_stepper *d, void *const *states, const sr_scorer *const *scs,
+                     const int *final, sr_hyp *const *hs, int count, sr_status *st);
+
+/* Call shorthands for steppers. */
+void sr_aed_call_logprobs(sr_aed_call *c, int slot, const int32_t *prefix, int n, int from,
+                          float *out);
+void sr_aed_call_no_speech(sr_aed_call *c, const int32_t *prefix, int n, int *start, float *p);
+
+/* Offline no-speech gate as a stepper part (openai-whisper's transcribe() skips such segments):
+ * every window of tok[0, *n) that the rule calls silence loses its text (its break token, if
+ * any, stays, so later windows keep their place); lp is compacted alongside. A closed window's
+ * text ends with its break token (its log-prob stands for the EOT term); the last window ends
+ * with end_lp (NAN: no EOT term). Windows are queried from the last to the first (removing a
+ * window's text never moves earlier ones), one aed_no_speech call each. begin, then step after
+ * each answered call (and once after begin): 1 = *call to make, 0 = done (*st). A scorer
+ * without aed_no_speech gates nothing. */
+typedef struct sr_aed_gall {
+    int end, start, asked;
+    float p;
+    double end_lp;
+} sr_aed_gall;
+void sr_aed_gall_begin(sr_aed_gall *g, int n, double end_lp);
+int sr_aed_gall_step(sr_aed_gall *g, const sr_scorer *sc, int32_t *tok, float *lp, int *n,
+                     sr_status res, sr_aed_call *call, sr_status *st);
+
+/* ---- greedy updates (stable_greedy, local_agreement) ----------------------------------------
  * An update of these decoders is: one aed_logprobs call on slot 0 over tok[from, n) and the
  * next position (the decoder's first call: a re-check window, or just the next position), the
  * decoder's host work on its rows, a greedy continuation (sr_aed_greedy_step, one position per
- * call), the no-speech query on the result (when the scorer has one), the decoder's finish. As
- * a per-stream state machine, many streams step in lockstep (update_batch): each round every
- * stream still updating makes exactly the next scorer call its update needs, and the round's
- * calls of each kind go to the backend as one batched call. Rows are independent of the batch
- * (scorer contract), so each stream makes its solo sequence of calls and gets its solo result;
- * the decoders' solo update is a batch of one. */
+ * call), the no-speech query on the result (when the scorer has one), the decoder's finish,
+ * run as a stepper by sr_aed_greedy_batch. */
 typedef struct sr_aed_gjob {
     int phase;             /* the driver's */
     /* begin() sets: */
@@ -155,8 +183,7 @@ typedef struct sr_aed_gdec {
     sr_status (*finish)(void *state, const sr_scorer *sc, sr_aed_gjob *j, int final, sr_hyp *h);
 } sr_aed_gdec;
 
-/* Run the updates of `count` streams (distinct streams of one batch context, or one) of
- * decoder d; st[i] gets stream i's outcome (a failing batched call fails every stream in it). */
+/* sr_aed_lockstep over decoder d's greedy updates. */
 void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_scorer *const *scs,
                          const int *final, sr_hyp *const *hs, int count, sr_status *st);
 
@@ -205,7 +232,35 @@ typedef struct sr_aed_beams {
     int *slot_used;           /* [b] */
     int *parent;              /* [b] parent of each next beam */
     int *fin;                 /* [2b] candidates finished in one step */
+    /* the operation in progress (sr_aed_beams_begin / _next) */
+    int op, max_steps, committed, step, sub, i, w0, pending;
+    const sr_aed_done *best;  /* SR_AED_BEAMS_FINISH's answer (NULL: none) */
 } sr_aed_beams;
+
+/* The engine's operations; each runs as a sequence of aed_logprobs calls, one per beam and
+ * round, driven by sr_aed_beams_next. */
+enum {
+    SR_AED_BEAMS_IDLE = 0,
+    /* WhisperRT's stability check on new audio (Algorithm 2): in every beam, re-check the tokens
+     * at positions [max(committed, n - window), n) in order with one aed_logprobs call; a token
+     * stays only if it is still among the b best at its position and its log-prob did not fall
+     * below the recorded one (which is then updated); the first one that fails is cut with all
+     * after it. Leaves every beam's next-token distribution ready, drops duplicate beams and
+     * sorts the beams by score. */
+    SR_AED_BEAMS_CHECK,
+    /* Streaming expansion (Algorithm 2): steps of beam search where each beam offers its b + 1
+     * best next tokens, and the b best candidates by summed log-prob (EOT candidates included)
+     * form the next beam set. A step whose set holds an EOT candidate pauses: that beam stays as
+     * its prefix (beams then differ in length). Also stops after max_steps steps, when a beam
+     * hits aed_max_len, or when a beam loops (cut by the loop guard, never below committed). */
+    SR_AED_BEAMS_STREAM,
+    /* Offline completion with openai-whisper's rules (patience 1): EOT candidates ranked above
+     * the b-th live one are finished; stop when b are finished, after max_steps steps, or when
+     * no beam can grow (aed_max_len); then top up with unfinished beams by score; e->best is the
+     * finished candidate with the best score / length (length 0 counts as 1; the first best
+     * wins). A beam whose tail loops is finished at its loop-guard cut without an EOT term. */
+    SR_AED_BEAMS_FINISH,
+};
 
 /* Allocate for beam size b and re-check window `window` (0 = no stability check); guard 1
  * applies the loop rule to every beam. */
@@ -217,27 +272,15 @@ void sr_aed_beams_reset(sr_aed_beams *e);
 void sr_aed_beams_keep_best(sr_aed_beams *e, int n);
 size_t sr_aed_beams_bytes(const sr_aed_beams *e);
 
-/* WhisperRT's stability check on new audio (Algorithm 2): in every beam, re-check the tokens
- * at positions [max(committed, n - window), n) in order with one aed_logprobs call; a token
- * stays only if it is still among the b best at its position and its log-prob did not fall
- * below the recorded one (which is then updated); the first one that fails is cut with all
- * after it. Leaves every beam's next-token distribution ready, drops duplicate beams and sorts
- * the beams by score. */
-sr_status sr_aed_beams_check(sr_aed_beams *e, const sr_scorer *sc, int committed);
+/* Start operation op (SR_AED_BEAMS_CHECK / _STREAM / _FINISH; max_steps is not used by CHECK). */
+void sr_aed_beams_begin(sr_aed_beams *e, int op, int max_steps, int committed);
 
-/* Streaming expansion (Algorithm 2): steps of beam search where each beam offers its b + 1
- * best next tokens, and the b best candidates by summed log-prob (EOT candidates included)
- * form the next beam set. A step whose set holds an EOT candidate pauses: that beam stays as
- * its prefix (beams then differ in length). Also stops after max_steps steps, when a beam hits
- * aed_max_len, or when a beam loops (cut by the loop guard, never below `committed`). */
-sr_status sr_aed_beams_stream(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed);
+/* Run the operation up to its next scorer call: 1 = *call holds it (make it, then call this
+ * again), 0 = the operation is complete. A failed call ends the operation: report it with
+ * sr_aed_beams_call_error and do not call this again before the next begin. */
+int sr_aed_beams_next(sr_aed_beams *e, sr_aed_call *call);
 
-/* Offline completion with openai-whisper's rules (patience 1): EOT candidates ranked above the
- * b-th live one are finished; stop when b are finished, after max_steps steps, or when no beam
- * can grow (aed_max_len); then top up with unfinished beams by score, and return the finished
- * candidate with the best score / length (length 0 counts as 1; the first best wins). A beam
- * whose tail loops is finished at its loop-guard cut without an EOT term. */
-sr_status sr_aed_beams_finish(sr_aed_beams *e, const sr_scorer *sc, int max_steps, int committed,
-                              const sr_aed_done **best);
+/* st prefixed with what the pending call was for (beam, position). */
+sr_status sr_aed_beams_call_error(const sr_aed_beams *e, sr_status st);
 
 #endif /* SR_AED_COMMON_H */

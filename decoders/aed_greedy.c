@@ -18,7 +18,13 @@ typedef struct {
     float *lp;    /* [max_len] log-prob of each token */
     float *dist;  /* [vocab] */
     int max_len, vocab;
+    /* the update in progress (a stepper, aed_common.h) */
+    int phase, n, added;
+    sr_aed_stop why;
+    sr_aed_gall g;
 } ag_state;
+
+enum { AG_START, AG_DECODE, AG_GATE };
 
 static sr_status ag_open(const sr_stream_config *cfg, const sr_scorer *sc, void **state)
 {
@@ -44,20 +50,64 @@ static sr_status ag_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     return SR_OK;
 }
 
-static sr_status ag_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+static void ag_begin(void *state, const sr_scorer *sc, int final)
 {
     ag_state *s = state;
-    if (!final) return sr_aed_write_hyp(h, s->tok, 0, 0); /* offline: nothing until the end */
-    int n = 0;
-    sr_status st = sc->aed_logprobs(sc->ctx, 0, s->tok, 0, 0, s->dist);
-    if (st) return sr_error_prefix(st, "aed_greedy: aed_logprobs at position 0");
-    sr_aed_stop why;
-    if ((st = sr_aed_greedy(sc, 0, s->tok, s->lp, &n, s->dist, s->max_len, 0, s->guard, &why)))
-        return st;
-    h->loop_cuts += why == SR_AED_LOOP;
-    if ((st = sr_aed_gate_all(sc, s->tok, s->lp, &n, why == SR_AED_EOT ? s->dist[sc->eot] : NAN)))
-        return sr_error_prefix(st, "aed_greedy");
-    return sr_aed_write_hyp(h, s->tok, n, n);
+    (void)sc;
+    (void)final;
+    s->phase = AG_START;
+    s->n = s->added = 0;
+}
+
+static int ag_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
+                      sr_aed_call *call, sr_status *st)
+{
+    ag_state *s = state;
+    *st = SR_OK;
+    if (!final) { /* offline: nothing until the end */
+        *st = sr_aed_write_hyp(h, s->tok, 0, 0);
+        return 0;
+    }
+    switch (s->phase) {
+    case AG_START:
+        s->phase = AG_DECODE;
+        sr_aed_call_logprobs(call, 0, s->tok, 0, 0, s->dist);
+        return 1;
+    case AG_DECODE:
+        if (res) {
+            *st = sr_error_prefix(res, "aed_greedy: aed_logprobs at position %d", s->n);
+            return 0;
+        }
+        if (sr_aed_greedy_step(sc, s->tok, s->lp, &s->n, s->dist, s->max_len, &s->added, 0,
+                               s->guard, &s->why)) {
+            sr_aed_call_logprobs(call, 0, s->tok, s->n, s->n, s->dist);
+            return 1;
+        }
+        h->loop_cuts += s->why == SR_AED_LOOP;
+        sr_aed_gall_begin(&s->g, s->n, s->why == SR_AED_EOT ? s->dist[sc->eot] : NAN);
+        s->phase = AG_GATE;
+        res = SR_OK;
+        /* fall through */
+    default:
+        if (sr_aed_gall_step(&s->g, sc, s->tok, s->lp, &s->n, res, call, st)) return 1;
+        *st = *st ? sr_error_prefix(*st, "aed_greedy") : sr_aed_write_hyp(h, s->tok, s->n, s->n);
+        return 0;
+    }
+}
+
+static const sr_aed_stepper ag_stepper = {.begin = ag_begin, .advance = ag_advance};
+
+static sr_status ag_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+{
+    sr_status st;
+    sr_aed_lockstep(&ag_stepper, &state, &sc, &final, &h, 1, &st);
+    return st;
+}
+
+static void ag_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
+                            sr_hyp *const *hs, int count, sr_status *st)
+{
+    sr_aed_lockstep(&ag_stepper, states, scs, final, hs, count, st);
 }
 
 static void ag_reset(void *state) { (void)state; }
@@ -85,6 +135,7 @@ const sr_decoder_ops sr_dec_aed_greedy = {
     .kind = SR_SCORER_AED,
     .open = ag_open,
     .update = ag_update,
+    .update_batch = ag_update_batch,
     .reset = ag_reset,
     .close = ag_close,
     .state_bytes = ag_bytes,

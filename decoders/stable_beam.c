@@ -39,7 +39,12 @@ typedef struct {
     int committed;
     long k;
     long seen_ms; /* audio seen at the previous update */
+    /* the update in progress (a stepper, aed_common.h) */
+    int phase, cuts0, ns_start;
+    float ns_p;
 } sb_state;
+
+enum { SB_CHECK, SB_SEARCH, SB_GATE };
 
 static sr_status sb_open(const sr_stream_config *cfg, const sr_scorer *sc, void **state)
 {
@@ -82,39 +87,119 @@ static int committed_len(const sr_aed_beams *e)
     return c;
 }
 
-static sr_status sb_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+static void sb_begin(void *state, const sr_scorer *sc, int final)
 {
     sb_state *s = state;
-    int cuts0 = s->e.loop_cuts;
-    sr_status st = sr_aed_beams_check(&s->e, sc, s->committed);
-    if (st) return sr_error_prefix(st, "stable_beam");
-    int cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
-    s->k++;
+    (void)sc;
+    (void)final;
+    s->cuts0 = s->e.loop_cuts;
+    s->phase = SB_CHECK;
+    sr_aed_beams_begin(&s->e, SR_AED_BEAMS_CHECK, 0, s->committed);
+}
+
+/* The gated hypothesis: the final answer (s->tok) or the best beam. */
+static const int32_t *sb_gate_tok(const sb_state *s, int final, const float **lp, int *n,
+                                  double *end_lp)
+{
     if (final) {
-        const sr_aed_done *best;
-        if ((st = sr_aed_beams_finish(&s->e, sc, cap, s->committed, &best)))
-            return sr_error_prefix(st, "stable_beam");
-        h->loop_cuts += s->e.loop_cuts - cuts0;
-        if (!best) return sr_aed_write_hyp(h, NULL, 0, 0);
-        int n = best->n;
-        memcpy(s->tok, best->tok, (size_t)n * sizeof *s->tok);
-        memcpy(s->lp, best->lp, (size_t)n * sizeof *s->lp);
-        int silent;
-        if ((st = sr_aed_gate_last(sc, s->tok, s->lp, n, best->end_lp, s->committed, &n, &silent)))
-            return sr_error_prefix(st, "stable_beam");
-        s->committed = n;
-        return sr_aed_write_hyp(h, s->tok, n, n);
+        *lp = s->lp;
+        *n = s->e.best->n;
+        *end_lp = s->e.best->end_lp;
+        return s->tok;
     }
-    if ((st = sr_aed_beams_stream(&s->e, sc, cap, s->committed))) return sr_error_prefix(st, "stable_beam");
-    h->loop_cuts += s->e.loop_cuts - cuts0;
     const sr_aed_beam *b0 = &s->e.beam[0];
-    int keep, silent;
-    if ((st = sr_aed_gate_last(sc, b0->tok, b0->lp, b0->n, b0->end_lp, s->committed, &keep,
-                               &silent)))
-        return sr_error_prefix(st, "stable_beam");
+    *lp = b0->lp;
+    *n = b0->n;
+    *end_lp = b0->end_lp;
+    return b0->tok;
+}
+
+/* The update's end once the gate decided (keep, silent). */
+static sr_status sb_end(sb_state *s, int final, sr_hyp *h, int keep, int silent)
+{
+    if (final) {
+        s->committed = keep;
+        return sr_aed_write_hyp(h, s->tok, keep, keep);
+    }
     if (silent) sr_aed_beams_keep_best(&s->e, keep);
     s->committed = SR_MAX(s->committed, committed_len(&s->e));
     return sr_aed_write_hyp(h, s->e.beam[0].tok, s->e.beam[0].n, s->committed);
+}
+
+static int sb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
+                      sr_aed_call *call, sr_status *st)
+{
+    sb_state *s = state;
+    *st = SR_OK;
+    if (res) {
+        *st = s->phase == SB_GATE
+                  ? sr_error_prefix(res, "stable_beam: aed_no_speech at position %d",
+                                    call->nsq.n)
+                  : sr_error_prefix(sr_aed_beams_call_error(&s->e, res), "stable_beam");
+        return 0;
+    }
+    const int32_t *tok;
+    const float *lp;
+    int n, cap;
+    double end_lp;
+    switch (s->phase) {
+    case SB_CHECK:
+        if (sr_aed_beams_next(&s->e, call)) return 1;
+        cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
+        s->k++;
+        s->phase = SB_SEARCH;
+        sr_aed_beams_begin(&s->e, final ? SR_AED_BEAMS_FINISH : SR_AED_BEAMS_STREAM, cap,
+                           s->committed);
+        /* fall through */
+    case SB_SEARCH:
+        if (sr_aed_beams_next(&s->e, call)) return 1;
+        h->loop_cuts += s->e.loop_cuts - s->cuts0;
+        if (final) {
+            if (!s->e.best) {
+                *st = sr_aed_write_hyp(h, NULL, 0, 0);
+                return 0;
+            }
+            memcpy(s->tok, s->e.best->tok, (size_t)s->e.best->n * sizeof *s->tok);
+            memcpy(s->lp, s->e.best->lp, (size_t)s->e.best->n * sizeof *s->lp);
+        }
+        tok = sb_gate_tok(s, final, &lp, &n, &end_lp);
+        if (!sc->aed_no_speech) {
+            *st = sb_end(s, final, h, n, 0);
+            return 0;
+        }
+        s->phase = SB_GATE;
+        s->ns_start = 0;
+        s->ns_p = 0;
+        sr_aed_call_no_speech(call, tok, n, &s->ns_start, &s->ns_p);
+        return 1;
+    default: { /* SB_GATE: the no-speech query answered */
+        sb_gate_tok(s, final, &lp, &n, &end_lp);
+        int keep, silent;
+        *st = sr_aed_gate_decide(lp, n, end_lp, s->committed, s->ns_start, s->ns_p, &keep,
+                                 &silent);
+        if (*st) {
+            *st = sr_error_prefix(*st, "stable_beam");
+            return 0;
+        }
+        *st = sb_end(s, final, h, keep, silent);
+        return 0;
+    }
+    }
+}
+
+static const sr_aed_stepper sb_stepper = {.begin = sb_begin, .advance = sb_advance};
+
+static sr_status sb_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+{
+    sr_status st;
+    sr_aed_lockstep(&sb_stepper, &state, &sc, &final, &h, 1, &st);
+    return st;
+}
+
+static void sb_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
+                            sr_hyp *const *hs, int count, sr_status *st)
+{
+    sr_aed_lockstep(&sb_stepper, states, scs, final, hs, count, st);
 }
 
 static void sb_reset(void *state)
@@ -148,6 +233,7 @@ const sr_decoder_ops sr_dec_stable_beam = {
     .kind = SR_SCORER_AED,
     .open = sb_open,
     .update = sb_update,
+    .update_batch = sb_update_batch,
     .reset = sb_reset,
     .close = sb_close,
     .state_bytes = sb_bytes,

@@ -266,14 +266,23 @@ static void test_whisper(void)
     c.decoder = "stable_beam";
     c.beam = 3;
     engine_vs_solo(m, &c, 3, 0.5, 1.5, 8, "whisper whisperrt stable_beam");
+    engine_vs_solo(m, &c, 12, 0.3, 1.2, 18, "whisper whisperrt stable_beam, 12 streams");
     c.decoder = "local_agreement";
     c.beam = 0;
     c.strategy = "reencode";
     c.chunk_ms = 300;
     engine_vs_solo(m, &c, 3, 0.5, 1.5, 9, "whisper reencode local_agreement");
+    c.decoder = "stable_beam";
+    c.beam = 2;
+    engine_vs_solo(m, &c, 4, 0.5, 1.5, 19, "whisper reencode stable_beam");
     c.strategy = "offline";
     c.decoder = NULL;
+    c.beam = 0;
     engine_vs_solo(m, &c, 3, 0.5, 1.5, 10, "whisper offline");
+    engine_vs_solo(m, &c, 9, 0.3, 1.2, 20, "whisper offline, 9 streams");
+    c.decoder = "aed_beam";
+    c.beam = 3;
+    engine_vs_solo(m, &c, 6, 0.5, 1.5, 21, "whisper offline aed_beam");
     sr_model_free(m);
 }
 
