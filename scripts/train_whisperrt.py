@@ -578,6 +578,28 @@ def prepare(items, tok, cfg, torch):
     return out
 
 
+# SpecAugment (Park et al. 2019, LibriSpeech "LD" policy scaled to Whisper's 10 ms frames):
+# two frequency masks of up to 27 mel bins, two time masks of up to 40 frames each and at most
+# 5 % of the utterance, filled with the utterance's mean log-mel.
+SPECAUG_F, SPECAUG_NF, SPECAUG_T, SPECAUG_NT, SPECAUG_PT = 27, 2, 40, 2, 0.05
+
+
+def spec_augment(m, rng):
+    m = m.clone()
+    fill = float(m.mean())
+    n_mels, T = m.shape
+    for _ in range(SPECAUG_NF):
+        f = int(rng.integers(0, SPECAUG_F + 1))
+        f0 = int(rng.integers(0, n_mels - f + 1))
+        m[f0:f0 + f, :] = fill
+    tmax = min(SPECAUG_T, int(SPECAUG_PT * T))
+    for _ in range(SPECAUG_NT):
+        t = int(rng.integers(0, tmax + 1))
+        t0 = int(rng.integers(0, T - t + 1))
+        m[:, t0:t0 + t] = fill
+    return m
+
+
 def make_batch(torch, utts, rng, cfg, filters, args, augment):
     """Inputs of one step: mel [U, n_mels, Tm], encoder mask, decoder tokens / targets."""
     tau_ms, first_ms = sample_chunk(rng)
@@ -602,6 +624,8 @@ def make_batch(torch, utts, rng, cfg, filters, args, augment):
                 g = torch.Generator().manual_seed(int(rng.integers(1 << 31)))
                 x = x + torch.randn(x.shape, generator=g) * (rms / 10 ** (snr / 20))
         m = streaming_log_mel(torch, x, filters)
+        if augment and rng.random() < args.specaug_p:
+            m = spec_augment(m, rng)
         mels.append(m)
         lens.append((m.shape[1] + 1) // 2)
     Tm = max(m.shape[1] for m in mels)
@@ -802,10 +826,10 @@ def export_adapter(model, a, hours, folder):
         "srkit": {
             "streaming": {"causal": True, "chunk_ms": chunks, "first_chunk_ms": FIRST_MS},
             "recipe": "scripts/train_whisperrt.py train",
-            "training": {k: getattr(a, k, 0.0 if k == "speed_p" else None) for k in
+            "training": {k: getattr(a, k, 0.0 if k in ("speed_p", "specaug_p") else None) for k in
                          ("seed", "steps", "batch", "cuts", "lr", "min_lr_frac", "warmup",
                           "weight_decay", "clip", "rank", "alpha", "dropout", "noise_p", "speed_p",
-                          "label_margin_ms", "threads")},
+                          "specaug_p", "label_margin_ms", "threads")},
             "chunk_sampling": "p 0.5 from {40, 100, 200, 300} ms, else uniform 100-1000 ms "
                               "on the 20 ms grid; first block 600 ms (2 tau above 600 ms)",
             "data_hours": round(hours, 3),
@@ -1044,7 +1068,7 @@ def cmd_selftest(a):
     ns = argparse.Namespace(model=a.model, data="selftest", run=os.path.join(a.out, "run"),
                             steps=a.steps, seed=1, batch=2, cuts=3, lr=3e-2, min_lr_frac=1.0,
                             warmup=1, weight_decay=0.0, clip=10.0, rank=4, alpha=8.0,
-                            dropout=0.0, noise_p=0.0, speed_p=0.0, label_margin_ms=0, threads=1,
+                            dropout=0.0, noise_p=0.0, speed_p=0.0, specaug_p=0.0, label_margin_ms=0, threads=1,
                             resume=False, log_every=1, val_every=10 ** 9, save_every=10 ** 9)
     hist = train(ns, items=items, quiet=True)
     first, last = hist[0], sum(hist[-2:]) / 2
@@ -1077,6 +1101,8 @@ def add_train_args(p):
     p.add_argument("--noise-p", type=float, default=0.3, help="probability of added noise")
     p.add_argument("--speed-p", type=float, default=0.0,
                    help="probability of speed perturbation by 0.9 or 1.1")
+    p.add_argument("--specaug-p", type=float, default=0.0,
+                   help="probability of SpecAugment masks (2 frequency, 2 time) per utterance")
     p.add_argument("--label-margin-ms", type=int, default=0,
                    help="a word counts at a cut only if it ends this long before the audio end")
     p.add_argument("--threads", type=int, default=2)
