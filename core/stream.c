@@ -18,10 +18,10 @@
  *      form per request where a backend has no batched one) and wakes them. With one stream the
  *      decoder runs inline and each call is a batch of one. Backend calls therefore all happen
  *      on the stepping thread; the workers run only the decoders' host-side search. A decoder
- *      with update_batch (every decoder but rnnt_beam) needs no workers: it steps all streams'
- *      searches in lockstep on the stepping thread and batches its scorer calls itself (no
- *      thread hand-off per call: with hundreds of streams the hand-offs cost more than the
- *      searches).
+ *      with update_batch (every built-in decoder, decoders/lockstep.h) needs no workers: it
+ *      steps all streams' searches in lockstep on the stepping thread and batches its scorer
+ *      calls itself (no thread hand-off per call: with hundreds of streams the hand-offs cost
+ *      more than the searches); the workers serve decoders that have only update.
  *   3. per stream: detokenize, append the timeline entry (compute_ns: the step's wall time;
  *      model_ns: the backend's part).
  * Because the backends' batched forms equal their solo forms row for row, a stream's tokens do

@@ -59,7 +59,7 @@ static void ab_begin(void *state, const sr_scorer *sc, int final)
 }
 
 static int ab_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
-                      sr_aed_call *call, sr_status *st)
+                      sr_call *call, sr_status *st)
 {
     ab_state *s = state;
     *st = SR_OK;
@@ -90,19 +90,19 @@ static int ab_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     return 0;
 }
 
-static const sr_aed_stepper ab_stepper = {.begin = ab_begin, .advance = ab_advance};
+static const sr_stepper ab_stepper = {.begin = ab_begin, .advance = ab_advance};
 
 static sr_status ab_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
 {
     sr_status st;
-    sr_aed_lockstep(&ab_stepper, &state, &sc, &final, &h, 1, &st);
+    sr_lockstep(&ab_stepper, "aed_beam", &state, &sc, &final, &h, 1, &st);
     return st;
 }
 
 static void ab_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
                             sr_hyp *const *hs, int count, sr_status *st)
 {
-    sr_aed_lockstep(&ab_stepper, states, scs, final, hs, count, st);
+    sr_lockstep(&ab_stepper, "aed_beam", states, scs, final, hs, count, st);
 }
 
 static void ab_reset(void *state) { sr_aed_beams_reset(&((ab_state *)state)->e); }

@@ -158,7 +158,7 @@ void sr_aed_gall_begin(sr_aed_gall *g, int n, double end_lp)
 }
 
 int sr_aed_gall_step(sr_aed_gall *g, const sr_scorer *sc, int32_t *tok, float *lp, int *n,
-                     sr_status res, sr_aed_call *call, sr_status *st)
+                     sr_status res, sr_call *call, sr_status *st)
 {
     *st = SR_OK;
     if (!sc->aed_no_speech) return 0;
@@ -185,7 +185,7 @@ int sr_aed_gall_step(sr_aed_gall *g, const sr_scorer *sc, int32_t *tok, float *l
     }
     g->start = 0;
     g->p = 0;
-    sr_aed_call_no_speech(call, tok, g->end, &g->start, &g->p);
+    sr_call_aed_no_speech(call, tok, g->end, &g->start, &g->p);
     g->asked = 1;
     return 1;
 }
@@ -213,117 +213,6 @@ int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, con
     return 1;
 }
 
-sr_status sr_aed_logprobs_all(const sr_scorer *sc, const sr_aed_req *q, int n)
-{
-    if (sc->aed_logprobs_batch) return sc->aed_logprobs_batch(q, n);
-    sr_status st = SR_OK;
-    for (int i = 0; i < n && !st; i++)
-        st = sc->aed_logprobs(q[i].ctx, q[i].slot, q[i].prefix, q[i].n, q[i].from, q[i].out);
-    return st;
-}
-
-sr_status sr_aed_no_speech_all(const sr_scorer *sc, const sr_aed_ns_req *q, int n)
-{
-    if (sc->aed_no_speech_batch) return sc->aed_no_speech_batch(q, n);
-    sr_status st = SR_OK;
-    for (int i = 0; i < n && !st; i++) st = sc->aed_no_speech(q[i].ctx, q[i].prefix, q[i].n, q[i].start, q[i].p);
-    return st;
-}
-
-void sr_aed_call_logprobs(sr_aed_call *c, int slot, const int32_t *prefix, int n, int from,
-                          float *out)
-{
-    c->ns = 0;
-    c->lp = (sr_aed_req){.slot = slot, .prefix = prefix, .n = n, .from = from, .out = out};
-}
-
-void sr_aed_call_no_speech(sr_aed_call *c, const int32_t *prefix, int n, int *start, float *p)
-{
-    c->ns = 1;
-    c->nsq = (sr_aed_ns_req){.prefix = prefix, .n = n, .start = start, .p = p};
-}
-
-/* Advance the streams qi[0, n) after a round's batched call of status e. A failed call fails
- * each of them: each prefixes the call's own message (restored before each, so the messages do
- * not pile up; the thread's last message is the last stream's). */
-static void advance_all(const sr_aed_stepper *d, void *const *states, const sr_scorer *const *scs,
-                        const int *final, sr_hyp *const *hs, sr_status *st, sr_aed_call *call,
-                        int *need, const int *qi, int n, sr_status e)
-{
-    char *msg = e && n > 1 ? sr_strdup(sr_last_error()) : NULL;
-    for (int k = 0; k < n; k++) {
-        int i = qi[k];
-        if (msg && k) sr_error(e, "%s", msg);
-        need[i] = d->advance(states[i], scs[i], final[i], hs[i], e, &call[i], &st[i]);
-    }
-    free(msg);
-}
-
-/* The lockstep rounds; need[i]: stream i waits for call[i]. */
-static void lockstep_run(const sr_aed_stepper *d, void *const *states, const sr_scorer *const *scs,
-                         const int *final, sr_hyp *const *hs, int count, sr_status *st,
-                         sr_aed_call *call, int *need, sr_aed_req *q, sr_aed_ns_req *nq, int *qi,
-                         int *ni)
-{
-    for (int i = 0; i < count; i++) {
-        st[i] = SR_OK;
-        d->begin(states[i], scs[i], final[i]);
-        need[i] = d->advance(states[i], scs[i], final[i], hs[i], SR_OK, &call[i], &st[i]);
-    }
-    for (;;) {
-        int na = 0, nn = 0;
-        for (int i = 0; i < count; i++) {
-            if (!need[i]) continue;
-            if (call[i].ns) {
-                nq[nn] = call[i].nsq;
-                nq[nn].ctx = scs[i]->ctx;
-                ni[nn++] = i;
-            } else {
-                q[na] = call[i].lp;
-                q[na].ctx = scs[i]->ctx;
-                qi[na++] = i;
-            }
-        }
-        if (!na && !nn) return;
-        if (na)
-            advance_all(d, states, scs, final, hs, st, call, need, qi, na,
-                        sr_aed_logprobs_all(scs[qi[0]], q, na));
-        if (nn)
-            advance_all(d, states, scs, final, hs, st, call, need, ni, nn,
-                        sr_aed_no_speech_all(scs[ni[0]], nq, nn));
-    }
-}
-
-void sr_aed_lockstep(const sr_aed_stepper *d, void *const *states, const sr_scorer *const *scs,
-                     const int *final, sr_hyp *const *hs, int count, sr_status *st)
-{
-    if (count == 1) { /* a solo update: nothing to allocate */
-        sr_aed_call call;
-        sr_aed_req q;
-        sr_aed_ns_req nq;
-        int need, qi, ni;
-        lockstep_run(d, states, scs, final, hs, 1, st, &call, &need, &q, &nq, &qi, &ni);
-        return;
-    }
-    sr_aed_call *call = malloc((size_t)count * sizeof *call);
-    sr_aed_req *q = malloc((size_t)count * sizeof *q);
-    sr_aed_ns_req *nq = malloc((size_t)count * sizeof *nq);
-    int *need = malloc((size_t)count * sizeof *need);
-    int *qi = malloc((size_t)count * sizeof *qi), *ni = malloc((size_t)count * sizeof *ni);
-    if (call && q && nq && need && qi && ni) {
-        lockstep_run(d, states, scs, final, hs, count, st, call, need, q, nq, qi, ni);
-    } else {
-        for (int i = 0; i < count; i++)
-            st[i] = sr_error(SR_ERR_NOMEM, "AED decoder: batch of %d streams", count);
-    }
-    free(call);
-    free(q);
-    free(nq);
-    free(need);
-    free(qi);
-    free(ni);
-}
-
 /* ---- greedy updates as a stepper ---- */
 
 enum { GJ_START = 0, GJ_FIRST, GJ_NEXT, GJ_GATE };
@@ -343,7 +232,7 @@ static void gj_begin(void *w, const sr_scorer *sc, int final)
 }
 
 static int gj_advance(void *w, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
-                      sr_aed_call *call, sr_status *st)
+                      sr_call *call, sr_status *st)
 {
     gj_stream *g = w;
     sr_aed_gjob *j = &g->job;
@@ -352,7 +241,7 @@ static int gj_advance(void *w, const sr_scorer *sc, int final, sr_hyp *h, sr_sta
     switch (j->phase) {
     case GJ_START:
         j->phase = GJ_FIRST;
-        sr_aed_call_logprobs(call, 0, j->tok, *j->n, j->from, j->rows);
+        sr_call_aed_logprobs(call, 0, j->tok, *j->n, j->from, j->rows);
         return 1;
     case GJ_FIRST:
         if (res) {
@@ -380,7 +269,7 @@ static int gj_advance(void *w, const sr_scorer *sc, int final, sr_hyp *h, sr_sta
     if (sr_aed_greedy_step(sc, j->tok, j->lp, j->n, j->dist, j->cap, &j->added, j->min_keep,
                            j->guard, &j->why)) {
         j->phase = GJ_NEXT;
-        sr_aed_call_logprobs(call, 0, j->tok, *j->n, *j->n, j->dist);
+        sr_call_aed_logprobs(call, 0, j->tok, *j->n, *j->n, j->dist);
         return 1;
     }
     h->loop_cuts += j->why == SR_AED_LOOP;
@@ -389,11 +278,11 @@ static int gj_advance(void *w, const sr_scorer *sc, int final, sr_hyp *h, sr_sta
         return 0;
     }
     j->phase = GJ_GATE;
-    sr_aed_call_no_speech(call, j->tok, *j->n, &j->ns_start, &j->ns_p);
+    sr_call_aed_no_speech(call, j->tok, *j->n, &j->ns_start, &j->ns_p);
     return 1;
 }
 
-static const sr_aed_stepper gj_stepper = {.begin = gj_begin, .advance = gj_advance};
+static const sr_stepper gj_stepper = {.begin = gj_begin, .advance = gj_advance};
 
 sr_status sr_aed_gjob_gate(const sr_scorer *sc, const sr_aed_gjob *j, int min_keep, int *keep,
                            int *silent)
@@ -411,7 +300,7 @@ void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_sco
     if (count == 1) {
         gj_stream g = {.d = d, .state = states[0]};
         void *w = &g;
-        sr_aed_lockstep(&gj_stepper, &w, scs, final, hs, 1, st);
+        sr_lockstep(&gj_stepper, d->name, &w, scs, final, hs, 1, st);
         return;
     }
     gj_stream *g = malloc((size_t)count * sizeof *g);
@@ -421,7 +310,7 @@ void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_sco
             g[i] = (gj_stream){.d = d, .state = states[i]};
             w[i] = &g[i];
         }
-        sr_aed_lockstep(&gj_stepper, w, scs, final, hs, count, st);
+        sr_lockstep(&gj_stepper, d->name, w, scs, final, hs, count, st);
     } else {
         for (int i = 0; i < count; i++)
             st[i] = sr_error(SR_ERR_NOMEM, "%s: batch of %d streams", d->name, count);
@@ -834,7 +723,7 @@ static int step_may_start(const sr_aed_beams *e)
     return 1;
 }
 
-int sr_aed_beams_next(sr_aed_beams *e, sr_aed_call *call)
+int sr_aed_beams_next(sr_aed_beams *e, sr_call *call)
 {
     size_t V = (size_t)e->vocab;
     if (e->op == SR_AED_BEAMS_CHECK) {
@@ -846,7 +735,7 @@ int sr_aed_beams_next(sr_aed_beams *e, sr_aed_call *call)
         if (e->i < e->n_beam) { /* one beam per call: e->rows holds one beam's window */
             sr_aed_beam *bm = &e->beam[e->i];
             e->w0 = SR_MIN(SR_MAX(e->committed, bm->n - e->window), bm->n);
-            sr_aed_call_logprobs(call, bm->slot, bm->tok, bm->n, e->w0, e->rows);
+            sr_call_aed_logprobs(call, bm->slot, bm->tok, bm->n, e->w0, e->rows);
             e->pending = 1;
             return 1;
         }
@@ -874,7 +763,7 @@ int sr_aed_beams_next(sr_aed_beams *e, sr_aed_call *call)
         while (e->i < e->n_beam && e->beam[e->i].dist_ok) e->i++;
         if (e->i < e->n_beam) {
             sr_aed_beam *bm = &e->beam[e->i];
-            sr_aed_call_logprobs(call, bm->slot, bm->tok, bm->n, bm->n,
+            sr_call_aed_logprobs(call, bm->slot, bm->tok, bm->n, bm->n,
                                  e->dist + (size_t)bm->slot * V);
             e->pending = 1;
             return 1;

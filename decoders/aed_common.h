@@ -8,7 +8,7 @@
 #ifndef SR_AED_COMMON_H
 #define SR_AED_COMMON_H
 
-#include "../core/plugin.h"
+#include "lockstep.h"
 
 /* Hallucination guard constants (docs/decoders.md). An update may add at most
  * SR_AED_CAP_BASE + SR_AED_CAP_PER_S * (seconds of audio in the chunk) tokens; an unknown chunk
@@ -94,46 +94,6 @@ typedef enum { SR_AED_EOT = 1, SR_AED_CAP = 2, SR_AED_MAXLEN = 3, SR_AED_LOOP = 
 int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const float *dist,
                        int max_new, int *added, int min_keep, int guard, sr_aed_stop *why);
 
-/* A round's scorer calls of one kind for requests of distinct streams: the backend's batched
- * form (aed_logprobs_batch / aed_no_speech_batch) when it has one, else the solo form request
- * by request (then stopping at the first failure). */
-sr_status sr_aed_logprobs_all(const sr_scorer *sc, const sr_aed_req *q, int n);
-sr_status sr_aed_no_speech_all(const sr_scorer *sc, const sr_aed_ns_req *q, int n);
-
-/* ---- updates stepped in lockstep (every AED decoder's update and update_batch) ---------------
- * An update is written as a per-stream state machine (a stepper) that stops at each scorer call
- * it needs: advance() runs the update's host work up to its next call, describes the call in
- * *call and returns 1, or finishes the update (*st its outcome) and returns 0; the driver makes
- * the call and advances again with the call's status in res (SR_OK on the first advance of an
- * update). Many streams step in lockstep (update_batch): each round every stream still updating
- * makes exactly the next call its update needs, and the round's calls of each kind go to the
- * backend as one batched call. Rows are independent of the batch (scorer contract), so each
- * stream makes its solo sequence of calls and gets its solo result; the solo update is a batch
- * of one (one implementation). Decoders keep whatever a call writes (out, start, p) in their
- * state: the call's buffers must stay valid until the next advance. */
-typedef struct sr_aed_call {
-    int ns;            /* 0: aed_logprobs (lp below), 1: aed_no_speech (nsq below) */
-    sr_aed_req lp;     /* ctx is set by the driver */
-    sr_aed_ns_req nsq; /* ctx is set by the driver */
-} sr_aed_call;
-
-typedef struct sr_aed_stepper {
-    /* Start an update (nothing may fail here). */
-    void (*begin)(void *state, const sr_scorer *sc, int final);
-    int (*advance)(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
-                   sr_aed_call *call, sr_status *st);
-} sr_aed_stepper;
-
-/* Run the updates of `count` streams (distinct streams of one batch context, or one) through
- * stepper d; st[i] gets stream i's outcome (a failing batched call fails every stream in it). */
-void sr_aed_lockstep(const sr_aed_stepper *d, void *const *states, const sr_scorer *const *scs,
-                     const int *final, sr_hyp *const *hs, int count, sr_status *st);
-
-/* Call shorthands for steppers. */
-void sr_aed_call_logprobs(sr_aed_call *c, int slot, const int32_t *prefix, int n, int from,
-                          float *out);
-void sr_aed_call_no_speech(sr_aed_call *c, const int32_t *prefix, int n, int *start, float *p);
-
 /* Offline no-speech gate as a stepper part (openai-whisper's transcribe() skips such segments):
  * every window of tok[0, *n) that the rule calls silence loses its text (its break token, if
  * any, stays, so later windows keep their place); lp is compacted alongside. A closed window's
@@ -149,14 +109,14 @@ typedef struct sr_aed_gall {
 } sr_aed_gall;
 void sr_aed_gall_begin(sr_aed_gall *g, int n, double end_lp);
 int sr_aed_gall_step(sr_aed_gall *g, const sr_scorer *sc, int32_t *tok, float *lp, int *n,
-                     sr_status res, sr_aed_call *call, sr_status *st);
+                     sr_status res, sr_call *call, sr_status *st);
 
 /* ---- greedy updates (stable_greedy, local_agreement) ----------------------------------------
  * An update of these decoders is: one aed_logprobs call on slot 0 over tok[from, n) and the
  * next position (the decoder's first call: a re-check window, or just the next position), the
  * decoder's host work on its rows, a greedy continuation (sr_aed_greedy_step, one position per
  * call), the no-speech query on the result (when the scorer has one), the decoder's finish,
- * run as a stepper by sr_aed_greedy_batch. */
+ * run as a stepper (lockstep.h) by sr_aed_greedy_batch. */
 typedef struct sr_aed_gjob {
     int phase;             /* the driver's */
     /* begin() sets: */
@@ -183,7 +143,7 @@ typedef struct sr_aed_gdec {
     sr_status (*finish)(void *state, const sr_scorer *sc, sr_aed_gjob *j, int final, sr_hyp *h);
 } sr_aed_gdec;
 
-/* sr_aed_lockstep over decoder d's greedy updates. */
+/* sr_lockstep over decoder d's greedy updates (its solo update is count = 1). */
 void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_scorer *const *scs,
                          const int *final, sr_hyp *const *hs, int count, sr_status *st);
 
@@ -278,7 +238,7 @@ void sr_aed_beams_begin(sr_aed_beams *e, int op, int max_steps, int committed);
 /* Run the operation up to its next scorer call: 1 = *call holds it (make it, then call this
  * again), 0 = the operation is complete. A failed call ends the operation: report it with
  * sr_aed_beams_call_error and do not call this again before the next begin. */
-int sr_aed_beams_next(sr_aed_beams *e, sr_aed_call *call);
+int sr_aed_beams_next(sr_aed_beams *e, sr_call *call);
 
 /* st prefixed with what the pending call was for (beam, position). */
 sr_status sr_aed_beams_call_error(const sr_aed_beams *e, sr_status st);

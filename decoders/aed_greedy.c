@@ -60,7 +60,7 @@ static void ag_begin(void *state, const sr_scorer *sc, int final)
 }
 
 static int ag_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
-                      sr_aed_call *call, sr_status *st)
+                      sr_call *call, sr_status *st)
 {
     ag_state *s = state;
     *st = SR_OK;
@@ -71,7 +71,7 @@ static int ag_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     switch (s->phase) {
     case AG_START:
         s->phase = AG_DECODE;
-        sr_aed_call_logprobs(call, 0, s->tok, 0, 0, s->dist);
+        sr_call_aed_logprobs(call, 0, s->tok, 0, 0, s->dist);
         return 1;
     case AG_DECODE:
         if (res) {
@@ -80,7 +80,7 @@ static int ag_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
         }
         if (sr_aed_greedy_step(sc, s->tok, s->lp, &s->n, s->dist, s->max_len, &s->added, 0,
                                s->guard, &s->why)) {
-            sr_aed_call_logprobs(call, 0, s->tok, s->n, s->n, s->dist);
+            sr_call_aed_logprobs(call, 0, s->tok, s->n, s->n, s->dist);
             return 1;
         }
         h->loop_cuts += s->why == SR_AED_LOOP;
@@ -95,19 +95,19 @@ static int ag_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     }
 }
 
-static const sr_aed_stepper ag_stepper = {.begin = ag_begin, .advance = ag_advance};
+static const sr_stepper ag_stepper = {.begin = ag_begin, .advance = ag_advance};
 
 static sr_status ag_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
 {
     sr_status st;
-    sr_aed_lockstep(&ag_stepper, &state, &sc, &final, &h, 1, &st);
+    sr_lockstep(&ag_stepper, "aed_greedy", &state, &sc, &final, &h, 1, &st);
     return st;
 }
 
 static void ag_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
                             sr_hyp *const *hs, int count, sr_status *st)
 {
-    sr_aed_lockstep(&ag_stepper, states, scs, final, hs, count, st);
+    sr_lockstep(&ag_stepper, "aed_greedy", states, scs, final, hs, count, st);
 }
 
 static void ag_reset(void *state) { (void)state; }

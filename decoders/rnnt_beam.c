@@ -17,7 +17,7 @@
  * handles them). The hypothesis shown is A's best; n_stable is the common prefix of all
  * beams, which every future beam extends.
  */
-#include "../core/plugin.h"
+#include "lockstep.h"
 
 #include <math.h>
 #include <string.h>
@@ -34,6 +34,9 @@ typedef struct {
 typedef struct {
     int beam, ps, pd, V, started;
     int64_t t;
+    /* the update in progress (a stepper, lockstep.h) */
+    int64_t T;   /* frames available */
+    int phase, sym, i, ncand;
     rb_hyp *A, *cur, *nxt, *end; /* [beam] each ([beam * beam] for nxt candidates) */
     int nA, ncur, nend;
     float *logits;
@@ -182,63 +185,46 @@ static int cmp_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-static sr_status rb_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+enum { RB_START, RB_START_WAIT, RB_FRAME, RB_SYM, RB_JOINTS, RB_JOINT_WAIT, RB_PREDS,
+       RB_PRED_WAIT };
+
+static void rb_begin(void *state, const sr_scorer *sc, int final)
 {
     rb_state *s = state;
-    sr_status st;
+    (void)final;
+    s->T = sc->tr_frames(sc->ctx);
+    s->phase = s->started ? RB_FRAME : RB_START;
+}
+
+/* After the joint of cur[i]: its blank extension to `ended`, its nb best non-blank extensions
+ * to the candidates. */
+static sr_status rb_after_joint(rb_state *s, const sr_scorer *sc, const rb_hyp *c)
+{
     int nb = s->beam, V = s->V;
-    if (!s->started) {
-        rb_hyp *a = &s->A[0];
-        a->n = 0;
-        a->score = 0;
-        if ((st = sc->tr_predict(sc->ctx, NULL, -1, a->state, a->pred))) return st;
-        s->nA = 1;
-        s->started = 1;
+    double mx = -INFINITY, sum = 0;
+    for (int v = 0; v < V; v++) mx = s->logits[v] > mx ? s->logits[v] : mx;
+    for (int v = 0; v < V; v++) sum += exp(s->logits[v] - mx);
+    double lse = mx + log(sum);
+    for (int v = 0; v < V; v++) s->lp[v] = s->logits[v] - lse;
+    sr_status st = add_ended(s, c, c->score + s->lp[sc->blank]);
+    if (st) return st;
+    for (int r = 0; r < nb; r++) {
+        int best = -1;
+        for (int v = 0; v < V; v++)
+            if (v != sc->blank && s->lp[v] > -INFINITY && (best < 0 || s->lp[v] > s->lp[best]))
+                best = v;
+        if (best < 0) break;
+        rb_hyp *nx = &s->nxt[s->ncand++];
+        if ((st = hyp_copy(nx, c, s->ps, s->pd)) || (st = push_tok(nx, best))) return st;
+        nx->score = c->score + s->lp[best];
+        s->lp[best] = -INFINITY;
     }
-    int64_t T = sc->tr_frames(sc->ctx);
-    for (; s->t < T; s->t++) {
-        s->nend = 0;
-        s->ncur = s->nA;
-        for (int i = 0; i < s->nA; i++)
-            if ((st = hyp_copy(&s->cur[i], &s->A[i], s->ps, s->pd))) return st;
-        for (int sym = 0; sym < sc->tr_max_symbols && s->ncur; sym++) {
-            int ncand = 0;
-            for (int i = 0; i < s->ncur; i++) {
-                rb_hyp *c = &s->cur[i];
-                if ((st = sc->tr_joint(sc->ctx, (int)s->t, c->pred, s->logits))) return st;
-                double mx = -INFINITY, sum = 0;
-                for (int v = 0; v < V; v++) mx = s->logits[v] > mx ? s->logits[v] : mx;
-                for (int v = 0; v < V; v++) sum += exp(s->logits[v] - mx);
-                double lse = mx + log(sum);
-                for (int v = 0; v < V; v++) s->lp[v] = s->logits[v] - lse;
-                if ((st = add_ended(s, c, c->score + s->lp[sc->blank]))) return st;
-                /* the nb best non-blank tokens of this hypothesis */
-                for (int r = 0; r < nb; r++) {
-                    int best = -1;
-                    for (int v = 0; v < V; v++)
-                        if (v != sc->blank && s->lp[v] > -INFINITY && (best < 0 || s->lp[v] > s->lp[best])) best = v;
-                    if (best < 0) break;
-                    rb_hyp *nx = &s->nxt[ncand++];
-                    if ((st = hyp_copy(nx, c, s->ps, s->pd)) || (st = push_tok(nx, best))) return st;
-                    nx->score = c->score + s->lp[best];
-                    s->lp[best] = -INFINITY;
-                }
-            }
-            /* keep the nb best candidates, advance their prediction network */
-            qsort(s->nxt, (size_t)ncand, sizeof(rb_hyp), cmp_desc);
-            s->ncur = SR_MIN(ncand, nb);
-            for (int i = 0; i < s->ncur; i++) {
-                rb_hyp *c = &s->cur[i];
-                if ((st = hyp_copy(c, &s->nxt[i], s->ps, s->pd))) return st;
-                if ((st = sc->tr_predict(sc->ctx, c->state, c->tok[c->n - 1], c->state, c->pred))) return st;
-            }
-        }
-        qsort(s->end, (size_t)s->nend, sizeof(rb_hyp), cmp_desc);
-        s->nA = s->nend;
-        for (int i = 0; i < s->nA; i++)
-            if ((st = hyp_copy(&s->A[i], &s->end[i], s->ps, s->pd))) return st;
-    }
-    /* publish the best beam; stable = common prefix of every beam */
+    return SR_OK;
+}
+
+/* The best beam as the hypothesis; stable = the common prefix of every beam. */
+static sr_status rb_publish(const rb_state *s, int final, sr_hyp *h)
+{
     const rb_hyp *best = &s->A[0];
     int common = best->n;
     for (int i = 1; i < s->nA; i++) {
@@ -247,10 +233,111 @@ static sr_status rb_update(void *state, const sr_scorer *sc, int final, sr_hyp *
         common = c;
     }
     sr_hyp_truncate(h, 0);
-    for (int i = 0; i < best->n; i++)
-        if ((st = sr_hyp_push(h, best->tok[i]))) return st;
+    for (int i = 0; i < best->n; i++) {
+        sr_status st = sr_hyp_push(h, best->tok[i]);
+        if (st) return st;
+    }
     h->n_stable = final ? h->n : common;
     return SR_OK;
+}
+
+static int rb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
+                      sr_call *call, sr_status *st)
+{
+    rb_state *s = state;
+    *st = res;
+    if (res) return 0;
+    for (;;) {
+        switch (s->phase) {
+        case RB_START: {
+            rb_hyp *a = &s->A[0];
+            a->n = 0;
+            a->score = 0;
+            sr_call_tr_predict(call, NULL, -1, a->state, a->pred);
+            s->phase = RB_START_WAIT;
+            return 1;
+        }
+        case RB_START_WAIT:
+            s->nA = 1;
+            s->started = 1;
+            s->phase = RB_FRAME;
+            break;
+        case RB_FRAME: /* frame t: cur = A, ended = {} */
+            if (s->t >= s->T) {
+                *st = rb_publish(s, final, h);
+                return 0;
+            }
+            s->nend = 0;
+            s->ncur = s->nA;
+            for (int i = 0; i < s->nA; i++)
+                if ((*st = hyp_copy(&s->cur[i], &s->A[i], s->ps, s->pd))) return 0;
+            s->sym = 0;
+            s->phase = RB_SYM;
+            break;
+        case RB_SYM:
+            if (s->sym >= sc->tr_max_symbols || !s->ncur) { /* the frame ends: A = best ended */
+                qsort(s->end, (size_t)s->nend, sizeof(rb_hyp), cmp_desc);
+                s->nA = s->nend;
+                for (int i = 0; i < s->nA; i++)
+                    if ((*st = hyp_copy(&s->A[i], &s->end[i], s->ps, s->pd))) return 0;
+                s->t++;
+                s->phase = RB_FRAME;
+                break;
+            }
+            s->i = 0;
+            s->ncand = 0;
+            s->phase = RB_JOINTS;
+            break;
+        case RB_JOINT_WAIT:
+            if ((*st = rb_after_joint(s, sc, &s->cur[s->i]))) return 0;
+            s->i++;
+            s->phase = RB_JOINTS;
+            /* fall through */
+        case RB_JOINTS:
+            if (s->i < s->ncur) {
+                sr_call_tr_joint(call, (int)s->t, s->cur[s->i].pred, s->logits);
+                s->phase = RB_JOINT_WAIT;
+                return 1;
+            }
+            /* keep the nb best candidates, then advance their prediction network */
+            qsort(s->nxt, (size_t)s->ncand, sizeof(rb_hyp), cmp_desc);
+            s->ncur = SR_MIN(s->ncand, s->beam);
+            for (int i = 0; i < s->ncur; i++)
+                if ((*st = hyp_copy(&s->cur[i], &s->nxt[i], s->ps, s->pd))) return 0;
+            s->i = 0;
+            s->phase = RB_PREDS;
+            break;
+        case RB_PRED_WAIT:
+            s->i++;
+            s->phase = RB_PREDS;
+            /* fall through */
+        default: /* RB_PREDS */
+            if (s->i < s->ncur) {
+                rb_hyp *c = &s->cur[s->i];
+                sr_call_tr_predict(call, c->state, c->tok[c->n - 1], c->state, c->pred);
+                s->phase = RB_PRED_WAIT;
+                return 1;
+            }
+            s->sym++;
+            s->phase = RB_SYM;
+            break;
+        }
+    }
+}
+
+static const sr_stepper rb_stepper = {.begin = rb_begin, .advance = rb_advance};
+
+static sr_status rb_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+{
+    sr_status st;
+    sr_lockstep(&rb_stepper, "rnnt_beam", &state, &sc, &final, &h, 1, &st);
+    return st;
+}
+
+static void rb_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
+                            sr_hyp *const *hs, int count, sr_status *st)
+{
+    sr_lockstep(&rb_stepper, "rnnt_beam", states, scs, final, hs, count, st);
 }
 
 static void rb_reset(void *state)
@@ -276,6 +363,7 @@ const sr_decoder_ops sr_dec_rnnt_beam = {
     .kind = SR_SCORER_TRANSDUCER,
     .open = rb_open,
     .update = rb_update,
+    .update_batch = rb_update_batch,
     .reset = rb_reset,
     .close = rb_close,
     .state_bytes = rb_bytes,

@@ -16,14 +16,16 @@
  *
  * Every emitted token is final (n_stable = n).
  */
-#include "../core/plugin.h"
+#include "lockstep.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     int64_t t;          /* next frame to decode */
     int started;
+    /* the update in progress (a stepper, lockstep.h) */
+    int64_t T;          /* frames available */
+    int phase, sym, need;
     float *state, *pred, *logits;
     int pred_state, pred_dim, n_logits;
 } rg_state;
@@ -60,196 +62,83 @@ static int argmax(const float *x, int n)
     return b;
 }
 
-static sr_status rg_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
+enum { RG_START, RG_START_WAIT, RG_FRAME, RG_JOINT_WAIT, RG_PRED_WAIT };
+
+static void rg_begin(void *state, const sr_scorer *sc, int final)
 {
     rg_state *s = state;
-    sr_status st;
-    if (!s->started) {
-        if ((st = sc->tr_predict(sc->ctx, NULL, -1, s->state, s->pred))) return st;
-        s->started = 1;
-    }
-    int64_t T = sc->tr_frames(sc->ctx);
+    (void)final;
+    s->T = sc->tr_frames(sc->ctx);
+    s->sym = 0; /* every update starts a frame */
+    s->need = 1;
+    s->phase = s->started ? RG_FRAME : RG_START;
+}
+
+static int rg_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
+                      sr_call *call, sr_status *st)
+{
+    rg_state *s = state;
     int V = sc->vocab, nd = sc->tr_n_durations, maxs = sc->tr_max_symbols;
-    while (s->t < T) {
-        int sym = 0, need = 1;
-        while (need && sym < maxs) {
-            if ((st = sc->tr_joint(sc->ctx, (int)s->t, s->pred, s->logits))) return st;
-            int k = argmax(s->logits, V);
-            int skip = nd ? sc->tr_durations[argmax(s->logits + V, nd)] : 0;
-            if (k != sc->blank) {
-                if ((st = sr_hyp_push(h, k))) return st;
-                if ((st = sc->tr_predict(sc->ctx, s->state, k, s->state, s->pred))) return st;
-            }
-            sym++;
-            if (nd) {
-                s->t += skip;
-                need = skip == 0;
-            } else {
-                need = k != sc->blank;
-            }
-        }
+    (void)final;
+    *st = res;
+    if (res) return 0;
+    switch (s->phase) {
+    case RG_START: /* the start symbol's prediction */
+        sr_call_tr_predict(call, NULL, -1, s->state, s->pred);
+        s->phase = RG_START_WAIT;
+        return 1;
+    case RG_START_WAIT:
+        s->started = 1;
+        break;
+    case RG_JOINT_WAIT: {
+        int k = argmax(s->logits, V);
+        int skip = nd ? sc->tr_durations[argmax(s->logits + V, nd)] : 0;
+        if (k != sc->blank && (*st = sr_hyp_push(h, k))) return 0;
+        s->sym++;
         if (nd) {
-            if (sym == maxs) s->t++;
+            s->t += skip;
+            s->need = skip == 0;
         } else {
-            s->t++;
+            s->need = k != sc->blank;
         }
-    }
-    h->n_stable = h->n;
-    return SR_OK;
-}
-
-/* The solo update as a per-stream state machine stepped in lockstep: each round every stream
- * still decoding makes exactly the next call its solo update would make (the start predict, a
- * joint, or the predict after an emitted token), and the round's calls of each kind go to the
- * backend as one batched call. Results per row are independent of the batch (scorer contract),
- * so every stream computes exactly its solo sequence. */
-enum { RG_JOINT = 0, RG_PREDICT = 1, RG_DONE = 2 };
-
-typedef struct {
-    int phase, sym, need, k;
-    int64_t T;
-} rg_run;
-
-/* After a joint: the solo loop's bookkeeping for stream s (phase of its next call). */
-static sr_status rg_after_joint(rg_state *s, const sr_scorer *sc, rg_run *r, sr_hyp *h)
-{
-    int V = sc->vocab, nd = sc->tr_n_durations;
-    int k = argmax(s->logits, V);
-    int skip = nd ? sc->tr_durations[argmax(s->logits + V, nd)] : 0;
-    r->k = k;
-    if (k != sc->blank) {
-        sr_status st = sr_hyp_push(h, k);
-        if (st) return st;
-    }
-    r->sym++;
-    if (nd) {
-        s->t += skip;
-        r->need = skip == 0;
-    } else {
-        r->need = k != sc->blank;
-    }
-    if (k != sc->blank) { /* the predict comes first; the frame loop resumes after it */
-        r->phase = RG_PREDICT;
-        return SR_OK;
-    }
-    r->phase = RG_JOINT;
-    return SR_OK;
-}
-
-/* The frame loop's test before a joint: next frame / next symbol / done. */
-static void rg_next(rg_state *s, const sr_scorer *sc, rg_run *r)
-{
-    int nd = sc->tr_n_durations, maxs = sc->tr_max_symbols;
-    for (;;) {
-        if (r->need && r->sym < maxs && r->sym > 0) return; /* another symbol on this frame */
-        if (r->sym > 0) {                                   /* the frame is over */
-            if (nd) {
-                if (r->sym == maxs) s->t++;
-            } else {
-                s->t++;
-            }
+        if (k != sc->blank) { /* the prediction network advances on it */
+            sr_call_tr_predict(call, s->state, k, s->state, s->pred);
+            s->phase = RG_PRED_WAIT;
+            return 1;
         }
-        if (s->t >= r->T) {
-            r->phase = RG_DONE;
-            return;
-        }
-        r->sym = 0; /* a new frame: its first joint */
-        r->need = 1;
-        return;
+        break;
     }
+    default: /* RG_FRAME, RG_PRED_WAIT */
+        break;
+    }
+    /* the frame loop: another symbol on this frame, or the frame is over */
+    if (s->sym > 0 && !(s->need && s->sym < maxs)) {
+        if (!nd || s->sym == maxs) s->t++; /* TDT moved by its durations already */
+        s->sym = 0;
+        s->need = 1;
+    }
+    if (s->sym == 0 && s->t >= s->T) {
+        h->n_stable = h->n;
+        return 0;
+    }
+    sr_call_tr_joint(call, (int)s->t, s->pred, s->logits);
+    s->phase = RG_JOINT_WAIT;
+    return 1;
 }
 
-/* A round's calls of one kind: the backend's batched form, else request by request. */
-static sr_status predict_all(const sr_scorer *sc, const sr_tr_predict_req *q, int n)
-{
-    if (sc->tr_predict_batch) return sc->tr_predict_batch(q, n);
-    sr_status st = SR_OK;
-    for (int i = 0; i < n && !st; i++)
-        st = sc->tr_predict(q[i].ctx, q[i].state_in, q[i].token, q[i].state_out, q[i].pred_out);
-    return st;
-}
+static const sr_stepper rg_stepper = {.begin = rg_begin, .advance = rg_advance};
 
-static sr_status joint_all(const sr_scorer *sc, const sr_tr_joint_req *q, int n)
+static sr_status rg_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
 {
-    if (sc->tr_joint_batch) return sc->tr_joint_batch(q, n);
-    sr_status st = SR_OK;
-    for (int i = 0; i < n && !st; i++) st = sc->tr_joint(q[i].ctx, q[i].t, q[i].pred_out, q[i].logits);
+    sr_status st;
+    sr_lockstep(&rg_stepper, "rnnt_greedy", &state, &sc, &final, &h, 1, &st);
     return st;
 }
 
 static void rg_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
                             sr_hyp *const *hs, int count, sr_status *st)
 {
-    (void)final;
-    rg_run *run = malloc((size_t)count * sizeof *run);
-    sr_tr_predict_req *pq = malloc((size_t)count * sizeof *pq);
-    sr_tr_joint_req *jq = malloc((size_t)count * sizeof *jq);
-    int *pi = malloc((size_t)count * sizeof *pi), *ji = malloc((size_t)count * sizeof *ji);
-    if (!run || !pq || !jq || !pi || !ji) {
-        for (int i = 0; i < count; i++) st[i] = sr_error(SR_ERR_NOMEM, "rnnt_greedy: batch of %d streams", count);
-        goto out;
-    }
-    for (int i = 0; i < count; i++) {
-        rg_state *s = states[i];
-        st[i] = SR_OK;
-        run[i] = (rg_run){.phase = s->started ? RG_JOINT : RG_PREDICT, .k = -1};
-        run[i].T = scs[i]->tr_frames(scs[i]->ctx);
-        if (s->started) rg_next(s, scs[i], &run[i]);
-    }
-    for (;;) {
-        int np = 0, nj = 0;
-        for (int i = 0; i < count; i++) {
-            rg_state *s = states[i];
-            if (st[i] || run[i].phase == RG_DONE) continue;
-            if (run[i].phase == RG_PREDICT) {
-                int start = !s->started;
-                pq[np] = (sr_tr_predict_req){.ctx = scs[i]->ctx, .state_in = start ? NULL : s->state,
-                                             .token = start ? -1 : run[i].k, .state_out = s->state,
-                                             .pred_out = s->pred};
-                pi[np++] = i;
-            } else {
-                jq[nj] = (sr_tr_joint_req){.ctx = scs[i]->ctx, .t = (int)s->t, .pred_out = s->pred,
-                                           .logits = s->logits};
-                ji[nj++] = i;
-            }
-        }
-        if (!np && !nj) break;
-        if (np) {
-            sr_status e = predict_all(scs[pi[0]], pq, np);
-            for (int q = 0; q < np; q++) {
-                int i = pi[q];
-                rg_state *s = states[i];
-                if (e) {
-                    st[i] = e;
-                    continue;
-                }
-                if (!s->started) s->started = 1;
-                run[i].phase = RG_JOINT;
-                rg_next(s, scs[i], &run[i]);
-            }
-        }
-        if (nj) {
-            sr_status e = joint_all(scs[ji[0]], jq, nj);
-            for (int q = 0; q < nj; q++) {
-                int i = ji[q];
-                rg_state *s = states[i];
-                if (e) {
-                    st[i] = e;
-                    continue;
-                }
-                if ((st[i] = rg_after_joint(s, scs[i], &run[i], hs[i]))) continue;
-                if (run[i].phase == RG_JOINT) rg_next(s, scs[i], &run[i]);
-            }
-        }
-    }
-    for (int i = 0; i < count; i++)
-        if (!st[i]) hs[i]->n_stable = hs[i]->n;
-out:
-    free(run);
-    free(pq);
-    free(jq);
-    free(pi);
-    free(ji);
+    sr_lockstep(&rg_stepper, "rnnt_greedy", states, scs, final, hs, count, st);
 }
 
 static void rg_reset(void *state)

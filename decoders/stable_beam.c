@@ -127,14 +127,14 @@ static sr_status sb_end(sb_state *s, int final, sr_hyp *h, int keep, int silent)
 }
 
 static int sb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
-                      sr_aed_call *call, sr_status *st)
+                      sr_call *call, sr_status *st)
 {
     sb_state *s = state;
     *st = SR_OK;
     if (res) {
         *st = s->phase == SB_GATE
                   ? sr_error_prefix(res, "stable_beam: aed_no_speech at position %d",
-                                    call->nsq.n)
+                                    call->r.ns.n)
                   : sr_error_prefix(sr_aed_beams_call_error(&s->e, res), "stable_beam");
         return 0;
     }
@@ -170,7 +170,7 @@ static int sb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
         s->phase = SB_GATE;
         s->ns_start = 0;
         s->ns_p = 0;
-        sr_aed_call_no_speech(call, tok, n, &s->ns_start, &s->ns_p);
+        sr_call_aed_no_speech(call, tok, n, &s->ns_start, &s->ns_p);
         return 1;
     default: { /* SB_GATE: the no-speech query answered */
         sb_gate_tok(s, final, &lp, &n, &end_lp);
@@ -187,19 +187,19 @@ static int sb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     }
 }
 
-static const sr_aed_stepper sb_stepper = {.begin = sb_begin, .advance = sb_advance};
+static const sr_stepper sb_stepper = {.begin = sb_begin, .advance = sb_advance};
 
 static sr_status sb_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
 {
     sr_status st;
-    sr_aed_lockstep(&sb_stepper, &state, &sc, &final, &h, 1, &st);
+    sr_lockstep(&sb_stepper, "stable_beam", &state, &sc, &final, &h, 1, &st);
     return st;
 }
 
 static void sb_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
                             sr_hyp *const *hs, int count, sr_status *st)
 {
-    sr_aed_lockstep(&sb_stepper, states, scs, final, hs, count, st);
+    sr_lockstep(&sb_stepper, "stable_beam", states, scs, final, hs, count, st);
 }
 
 static void sb_reset(void *state)

@@ -4,13 +4,14 @@
  * previous token whatever it is, and appended to the hypothesis unless it is the scorer's
  * blank ("no token" / streaming pad). Nothing is ever revised, so every token is stable.
  */
-#include "../core/plugin.h"
+#include "lockstep.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     int next_frame; /* first frame not yet decoded */
+    int n_frames;   /* frames available in the update in progress */
+    int asked;      /* a step of next_frame is in flight */
     int32_t prev;   /* token chosen at the previous step, -1 before the first */
     float *logits;  /* [vocab] */
     int vocab;
@@ -32,80 +33,54 @@ static sr_status sg_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     return SR_OK;
 }
 
-/* The argmax of the step's logits becomes the next step's previous token; appended unless
- * blank. */
-static sr_status sg_take(sg_state *s, const sr_scorer *sc, sr_hyp *h)
+static void sg_begin(void *state, const sr_scorer *sc, int final)
 {
-    int best = 0;
-    for (int v = 1; v < s->vocab; v++)
-        if (s->logits[v] > s->logits[best]) best = v; /* first maximum wins ties */
-    s->prev = best;
-    s->next_frame++;
-    return best != sc->blank ? sr_hyp_push(h, best) : SR_OK;
+    sg_state *s = state;
+    (void)final;
+    s->n_frames = sc->sync_frames(sc->ctx);
+    s->asked = 0;
 }
 
-/* The updates of `count` streams (distinct streams of one batch context, or one) in lockstep:
- * each round every stream with frames left makes its next step, the round's steps as one
- * batched call (sync_step_batch, else the solo form per request); q / qi hold count entries.
- * A stream's sequence of steps is its solo one, so batched == solo. */
-static void sg_run(void *const *states, const sr_scorer *const *scs, sr_hyp *const *hs,
-                   int count, sr_status *st, sr_sync_req *q, int *qi, int *nf)
+/* One step per frame not yet decoded; the argmax of a step's logits becomes the next step's
+ * previous token and is appended unless blank. */
+static int sg_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
+                      sr_call *call, sr_status *st)
 {
-    for (int i = 0; i < count; i++) {
-        st[i] = SR_OK;
-        nf[i] = scs[i]->sync_frames(scs[i]->ctx);
+    sg_state *s = state;
+    (void)final;
+    *st = res;
+    if (res) return 0;
+    if (s->asked) {
+        s->asked = 0;
+        int best = 0;
+        for (int v = 1; v < s->vocab; v++)
+            if (s->logits[v] > s->logits[best]) best = v; /* first maximum wins ties */
+        s->prev = best;
+        s->next_frame++;
+        if (best != sc->blank && (*st = sr_hyp_push(h, best))) return 0;
     }
-    for (;;) {
-        int nq = 0;
-        for (int i = 0; i < count; i++) {
-            sg_state *s = states[i];
-            if (st[i] || s->next_frame >= nf[i]) continue;
-            q[nq] = (sr_sync_req){.ctx = scs[i]->ctx, .t = s->next_frame, .prev = s->prev,
-                                  .logits = s->logits};
-            qi[nq++] = i;
-        }
-        if (!nq) break;
-        sr_status e = SR_OK;
-        if (scs[qi[0]]->sync_step_batch) {
-            e = scs[qi[0]]->sync_step_batch(q, nq);
-        } else {
-            for (int k = 0; k < nq && !e; k++)
-                e = scs[qi[k]]->sync_step(q[k].ctx, q[k].t, q[k].prev, q[k].logits);
-        }
-        for (int k = 0; k < nq; k++) {
-            int i = qi[k];
-            st[i] = e ? e : sg_take(states[i], scs[i], hs[i]);
-        }
+    if (s->next_frame < s->n_frames) {
+        sr_call_sync_step(call, s->next_frame, s->prev, s->logits);
+        s->asked = 1;
+        return 1;
     }
-    for (int i = 0; i < count; i++)
-        if (!st[i]) hs[i]->n_stable = hs[i]->n;
+    h->n_stable = h->n;
+    return 0;
 }
+
+static const sr_stepper sg_stepper = {.begin = sg_begin, .advance = sg_advance};
 
 static sr_status sg_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
 {
-    (void)final;
     sr_status st;
-    sr_sync_req q;
-    int qi, nf;
-    sg_run(&state, &sc, &h, 1, &st, &q, &qi, &nf);
+    sr_lockstep(&sg_stepper, "sync_greedy", &state, &sc, &final, &h, 1, &st);
     return st;
 }
 
 static void sg_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
                             sr_hyp *const *hs, int count, sr_status *st)
 {
-    (void)final;
-    sr_sync_req *q = malloc((size_t)count * sizeof *q);
-    int *qi = malloc((size_t)count * sizeof *qi), *nf = malloc((size_t)count * sizeof *nf);
-    if (q && qi && nf) {
-        sg_run(states, scs, hs, count, st, q, qi, nf);
-    } else {
-        for (int i = 0; i < count; i++)
-            st[i] = sr_error(SR_ERR_NOMEM, "sync_greedy: batch of %d streams", count);
-    }
-    free(q);
-    free(qi);
-    free(nf);
+    sr_lockstep(&sg_stepper, "sync_greedy", states, scs, final, hs, count, st);
 }
 
 static void sg_reset(void *state)
@@ -113,6 +88,7 @@ static void sg_reset(void *state)
     sg_state *s = state;
     s->next_frame = 0;
     s->prev = -1;
+    s->asked = 0;
 }
 
 static void sg_close(void *state)

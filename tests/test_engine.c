@@ -242,6 +242,7 @@ static void test_fastconformer(void)
     c.decoder = "rnnt_beam";
     c.beam = 3;
     engine_vs_solo(m, &c, 3, 0.5, 1.5, 5, "fastconformer beam");
+    engine_vs_solo(m, &c, 10, 0.3, 1.2, 22, "fastconformer beam, 10 streams");
     c.decoder = NULL;
     c.beam = 0;
     c.strategy = "offline";

@@ -1290,6 +1290,9 @@ static void rec_wrap(rec_scorer *r, const sr_scorer *in, sr_scorer *out)
     out->tr_frames = rec_frames;
     out->tr_predict = rec_predict;
     out->tr_joint = rec_joint;
+    /* the batched forms would bypass the recording: the decoders then call the solo forms */
+    out->tr_predict_batch = NULL;
+    out->tr_joint_batch = NULL;
 }
 
 static int argmax_f(const float *x, int n)
