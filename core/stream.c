@@ -9,19 +9,15 @@
  * the remainder with final = 1) and runs:
  *   1. the backend over all of them at once (process_batch; backends without one: process
  *      per stream),
- *   2. every stream's decoder update. The decoders see a scorer whose calls go through the
- *      engine's batcher: with more than one stream in the step, each decoder runs on its slot's
- *      worker thread and blocks in its scorer calls; when every running decoder is blocked or
- *      done, the step's thread computes all pending calls of one kind as one batched backend
- *      call (aed_logprobs_batch, aed_no_speech_batch, tr_predict_batch, tr_joint_batch,
- *      sync_step_batch; the solo
- *      form per request where a backend has no batched one) and wakes them. With one stream the
- *      decoder runs inline and each call is a batch of one. Backend calls therefore all happen
- *      on the stepping thread; the workers run only the decoders' host-side search. A decoder
- *      with update_batch (every built-in decoder, decoders/lockstep.h) needs no workers: it
- *      steps all streams' searches in lockstep on the stepping thread and batches its scorer
- *      calls itself (no thread hand-off per call: with hundreds of streams the hand-offs cost
- *      more than the searches); the workers serve decoders that have only update.
+ *   2. every stream's decoder update, on the stepping thread. A decoder with update_batch
+ *      (every built-in one: a per-stream state machine stepped by decoders/lockstep.c) runs
+ *      all streams' searches in lockstep and sends each round's scorer calls of one kind to
+ *      the backend as one batched call (aed_logprobs_batch, aed_no_speech_batch,
+ *      tr_predict_batch, tr_joint_batch, sync_step_batch; the solo form per request where a
+ *      backend has no batched one), each stream making its solo sequence of calls. A decoder
+ *      with update alone runs stream after stream (correct, unbatched). No thread hand-off
+ *      per call: with hundreds of streams the hand-offs cost more than the searches (the
+ *      worker threads and call batcher this replaced, docs/benchmarks.md).
  *   3. per stream: detokenize, append the timeline entry (compute_ns: the step's wall time;
  *      model_ns: the backend's part).
  * Because the backends' batched forms equal their solo forms row for row, a stream's tokens do
@@ -40,9 +36,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* scorer calls routed through the batcher */
-enum { REQ_NONE = 0, REQ_AED, REQ_NOSPEECH, REQ_PREDICT, REQ_JOINT, REQ_SYNC, REQ_KINDS };
-
 struct sr_stream {
     const sr_model *m;
     sr_engine *e;
@@ -51,8 +44,7 @@ struct sr_stream {
 
     void *bstate;             /* backend per-stream state */
     sr_chunking ck;
-    sr_scorer bsc;            /* the backend's scorer */
-    sr_scorer sc;             /* the decoders' view: ctx = this stream, calls via the batcher */
+    sr_scorer bsc;            /* the backend's scorer (the decoder's) */
     const sr_decoder_ops *dec;
     void *dstate;
 
@@ -72,18 +64,6 @@ struct sr_stream {
     int step_final;
     sr_status step_st;
     char *step_msg;
-
-    /* batcher: one outstanding scorer call of this stream's decoder */
-    int req_kind, req_done;
-    sr_status req_st;
-    char *req_msg;
-    union {
-        sr_aed_req aed;
-        sr_aed_ns_req ns;
-        sr_tr_predict_req pred;
-        sr_tr_joint_req joint;
-        sr_sync_req sync;
-    } req;
 
     sr_hyp hyp;
     sr_strbuf text;
@@ -114,20 +94,12 @@ struct sr_engine {
     const float **pcm;
     size_t *n;
     int *final;
-    /* batcher scratch [max_streams] */
-    sr_stream **rs;
-    void *reqs;               /* [max_streams] of the largest request type */
-
-    /* decoder workers: thread i serves slot i while a step runs it (created when first needed) */
-    pthread_t *thr;
-    int *thr_made;
-    sr_stream **jobs;         /* [max_streams] the stream whose update slot i's worker runs */
-    int sync_made;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_main;   /* the stepping thread waits here */
-    pthread_cond_t *cv_slot;  /* [max_streams] slot i's worker waits here (made with it) */
-    int threaded;             /* the current step runs its decoders on the workers */
-    int n_busy, n_wait, quit;
+    /* decoder update scratch [max_streams] */
+    void **dstates;
+    int *dfinal;
+    const sr_scorer **scs;
+    sr_hyp **hyps;
+    sr_status *dst;
 };
 
 /* ---- hypothesis ---------------------------------------------------------------------------- */
@@ -245,342 +217,34 @@ static sr_status stream_err(const sr_stream *s)
     return sr_error(s->err, "%s", s->err_msg ? s->err_msg : sr_strerror(s->err));
 }
 
-/* ---- the batcher --------------------------------------------------------------------------- */
+/* ---- decoders ------------------------------------------------------------------------------ */
 
-static size_t req_size(void)
-{
-    size_t z = sizeof(sr_aed_req);
-    z = SR_MAX(z, sizeof(sr_aed_ns_req));
-    z = SR_MAX(z, sizeof(sr_tr_predict_req));
-    z = SR_MAX(z, sizeof(sr_tr_joint_req));
-    return SR_MAX(z, sizeof(sr_sync_req));
-}
-
-/* Compute the pending calls of kind `kind` of streams rs[0..count) as one batch (their req
- * fields), on the stepping thread. Each stream's req_st / req_msg get the outcome. */
-static void run_kind(sr_engine *e, int kind, sr_stream **rs, int count)
-{
-    const sr_scorer *b = &rs[0]->bsc; /* every stream of an engine has the same backend */
-    sr_status st = SR_OK;
-    int batched = 1;
-    switch (kind) {
-    case REQ_AED:
-        if (b->aed_logprobs_batch) {
-            sr_aed_req *r = e->reqs;
-            for (int i = 0; i < count; i++) r[i] = rs[i]->req.aed;
-            st = b->aed_logprobs_batch(r, count);
-        } else batched = 0;
-        break;
-    case REQ_NOSPEECH:
-        if (b->aed_no_speech_batch) {
-            sr_aed_ns_req *r = e->reqs;
-            for (int i = 0; i < count; i++) r[i] = rs[i]->req.ns;
-            st = b->aed_no_speech_batch(r, count);
-        } else batched = 0;
-        break;
-    case REQ_PREDICT:
-        if (b->tr_predict_batch) {
-            sr_tr_predict_req *r = e->reqs;
-            for (int i = 0; i < count; i++) r[i] = rs[i]->req.pred;
-            st = b->tr_predict_batch(r, count);
-        } else batched = 0;
-        break;
-    case REQ_JOINT:
-        if (b->tr_joint_batch) {
-            sr_tr_joint_req *r = e->reqs;
-            for (int i = 0; i < count; i++) r[i] = rs[i]->req.joint;
-            st = b->tr_joint_batch(r, count);
-        } else batched = 0;
-        break;
-    case REQ_SYNC:
-        if (b->sync_step_batch) {
-            sr_sync_req *r = e->reqs;
-            for (int i = 0; i < count; i++) r[i] = rs[i]->req.sync;
-            st = b->sync_step_batch(r, count);
-        } else batched = 0;
-        break;
-    default:
-        batched = 0;
-    }
-    if (batched) {
-        for (int i = 0; i < count; i++) {
-            rs[i]->req_st = st;
-            if (st) keep_msg(&rs[i]->req_msg);
-        }
-        return;
-    }
-    /* the solo form, request by request */
-    for (int i = 0; i < count; i++) {
-        sr_stream *s = rs[i];
-        void *ctx = s->bsc.ctx;
-        switch (kind) {
-        case REQ_AED:
-            st = s->bsc.aed_logprobs(ctx, s->req.aed.slot, s->req.aed.prefix, s->req.aed.n,
-                                     s->req.aed.from, s->req.aed.out);
-            break;
-        case REQ_NOSPEECH:
-            st = s->bsc.aed_no_speech(ctx, s->req.ns.prefix, s->req.ns.n, s->req.ns.start, s->req.ns.p);
-            break;
-        case REQ_PREDICT:
-            st = s->bsc.tr_predict(ctx, s->req.pred.state_in, s->req.pred.token, s->req.pred.state_out,
-                                   s->req.pred.pred_out);
-            break;
-        case REQ_JOINT:
-            st = s->bsc.tr_joint(ctx, s->req.joint.t, s->req.joint.pred_out, s->req.joint.logits);
-            break;
-        case REQ_SYNC:
-            st = s->bsc.sync_step(ctx, s->req.sync.t, s->req.sync.prev, s->req.sync.logits);
-            break;
-        default:
-            st = sr_error(SR_ERR_ARG, "engine: unknown scorer call %d", kind);
-        }
-        s->req_st = st;
-        if (st) keep_msg(&s->req_msg);
-    }
-}
-
-/* A decoder's scorer call: inline (one stream in the step: a batch of one now), or posted to
- * the batcher and waited for (worker thread). */
-static sr_status engine_call(sr_stream *s, int kind)
-{
-    sr_engine *e = s->e;
-    if (!e->threaded) {
-        sr_stream *one[1] = {s};
-        run_kind(e, kind, one, 1);
-        return s->req_st; /* the detail message is this thread's already */
-    }
-    pthread_mutex_lock(&e->mu);
-    s->req_kind = kind;
-    s->req_done = 0;
-    e->n_wait++;
-    /* the stepping thread waits for every busy decoder to post: only the last one wakes it
-     * (a wake per post was hundreds of futex wakes per round with hundreds of streams) */
-    if (e->n_wait >= e->n_busy) pthread_cond_signal(&e->cv_main);
-    while (!s->req_done) pthread_cond_wait(&e->cv_slot[s->slot], &e->mu);
-    s->req_kind = REQ_NONE;
-    sr_status st = s->req_st;
-    pthread_mutex_unlock(&e->mu);
-    if (st) sr_error(st, "%s", s->req_msg ? s->req_msg : sr_strerror(st));
-    return st;
-}
-
-/* The decoders' scorer: the backend's, with ctx = the stream and the calls routed. */
-static int fw_sync_frames(void *ctx)
-{
-    sr_stream *s = ctx;
-    return s->bsc.sync_frames(s->bsc.ctx);
-}
-static int fw_tr_frames(void *ctx)
-{
-    sr_stream *s = ctx;
-    return s->bsc.tr_frames(s->bsc.ctx);
-}
-static int64_t fw_audio_ms(void *ctx)
-{
-    sr_stream *s = ctx;
-    return s->bsc.aed_audio_ms(s->bsc.ctx);
-}
-static sr_status fw_aed(void *ctx, int slot, const int32_t *prefix, int n, int from, float *out)
-{
-    sr_stream *s = ctx;
-    s->req.aed = (sr_aed_req){.ctx = s->bsc.ctx, .slot = slot, .prefix = prefix, .n = n, .from = from, .out = out};
-    return engine_call(s, REQ_AED);
-}
-static sr_status fw_nospeech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
-{
-    sr_stream *s = ctx;
-    s->req.ns = (sr_aed_ns_req){.ctx = s->bsc.ctx, .prefix = prefix, .n = n, .start = start, .p = p};
-    return engine_call(s, REQ_NOSPEECH);
-}
-static sr_status fw_predict(void *ctx, const float *state_in, int32_t token, float *state_out,
-                            float *pred_out)
-{
-    sr_stream *s = ctx;
-    s->req.pred = (sr_tr_predict_req){.ctx = s->bsc.ctx, .state_in = state_in, .token = token,
-                                      .state_out = state_out, .pred_out = pred_out};
-    return engine_call(s, REQ_PREDICT);
-}
-static sr_status fw_joint(void *ctx, int t, const float *pred_out, float *logits)
-{
-    sr_stream *s = ctx;
-    s->req.joint = (sr_tr_joint_req){.ctx = s->bsc.ctx, .t = t, .pred_out = pred_out, .logits = logits};
-    return engine_call(s, REQ_JOINT);
-}
-static sr_status fw_sync(void *ctx, int t, int32_t prev, float *logits)
-{
-    sr_stream *s = ctx;
-    s->req.sync = (sr_sync_req){.ctx = s->bsc.ctx, .t = t, .prev = prev, .logits = logits};
-    return engine_call(s, REQ_SYNC);
-}
-
-static void make_view(sr_stream *s)
-{
-    const sr_scorer *b = &s->bsc;
-    sr_scorer v = *b;
-    v.ctx = s;
-    v.sync_frames = b->sync_frames ? fw_sync_frames : NULL;
-    v.sync_step = b->sync_step ? fw_sync : NULL;
-    v.aed_audio_ms = b->aed_audio_ms ? fw_audio_ms : NULL;
-    v.aed_logprobs = b->aed_logprobs ? fw_aed : NULL;
-    v.aed_no_speech = b->aed_no_speech ? fw_nospeech : NULL;
-    v.tr_frames = b->tr_frames ? fw_tr_frames : NULL;
-    v.tr_predict = b->tr_predict ? fw_predict : NULL;
-    v.tr_joint = b->tr_joint ? fw_joint : NULL;
-    v.aed_logprobs_batch = NULL;
-    v.aed_no_speech_batch = NULL;
-    v.tr_predict_batch = NULL;
-    v.tr_joint_batch = NULL;
-    v.sync_step_batch = NULL;
-    s->sc = v;
-}
-
-/* ---- decoder workers ----------------------------------------------------------------------- */
-
-typedef struct {
-    sr_engine *e;
-    int slot;
-} worker_arg;
-
-static void run_update(sr_stream *s)
-{
-    s->step_st = s->dec->update(s->dstate, &s->sc, s->step_final, &s->hyp);
-    if (s->step_st) keep_msg(&s->step_msg);
-}
-
-static void *worker_main(void *arg)
-{
-    worker_arg a = *(worker_arg *)arg;
-    free(arg);
-    sr_engine *e = a.e;
-    pthread_mutex_lock(&e->mu);
-    for (;;) {
-        sr_stream *s;
-        while (!e->quit && !(s = e->jobs[a.slot])) pthread_cond_wait(&e->cv_slot[a.slot], &e->mu);
-        if (e->quit) break;
-        e->jobs[a.slot] = NULL;
-        pthread_mutex_unlock(&e->mu);
-        run_update(s);
-        pthread_mutex_lock(&e->mu);
-        e->n_busy--;
-        if (e->n_busy == 0 || e->n_wait >= e->n_busy) pthread_cond_signal(&e->cv_main);
-    }
-    pthread_mutex_unlock(&e->mu);
-    return NULL;
-}
-
-static sr_status ensure_workers(sr_engine *e, sr_stream **sel, int count)
-{
-    if (!e->sync_made) {
-        if (pthread_mutex_init(&e->mu, NULL)) return sr_error(SR_ERR_NOMEM, "engine: mutex");
-        if (pthread_cond_init(&e->cv_main, NULL)) {
-            pthread_mutex_destroy(&e->mu);
-            return sr_error(SR_ERR_NOMEM, "engine: condition variable");
-        }
-        e->sync_made = 1;
-    }
-    for (int i = 0; i < count; i++) {
-        int k = sel[i]->slot;
-        if (e->thr_made[k]) continue;
-        worker_arg *a = malloc(sizeof *a);
-        if (!a) return sr_error(SR_ERR_NOMEM, "engine: decoder thread of slot %d", k);
-        a->e = e;
-        a->slot = k;
-        if (pthread_cond_init(&e->cv_slot[k], NULL)) {
-            free(a);
-            return sr_error(SR_ERR_NOMEM, "engine: condition variable of slot %d", k);
-        }
-        if (pthread_create(&e->thr[k], NULL, worker_main, a)) {
-            pthread_cond_destroy(&e->cv_slot[k]);
-            free(a);
-            return sr_error(SR_ERR_NOMEM, "engine: cannot start the decoder thread of slot %d", k);
-        }
-        e->thr_made[k] = 1;
-    }
-    return SR_OK;
-}
-
-/* A decoder with update_batch (every stream of an engine has the same decoder and backend):
- * all streams' updates on this thread, the scorer calls batched by the decoder itself. */
-static int run_decoders_batch(sr_engine *e, sr_stream **sel, int count)
-{
-    const sr_decoder_ops *d = sel[0]->dec;
-    if (!d->update_batch) return 0;
-    void **states = malloc((size_t)count * sizeof *states);
-    const sr_scorer **scs = malloc((size_t)count * sizeof *scs);
-    int *finals = malloc((size_t)count * sizeof *finals);
-    sr_hyp **hyps = malloc((size_t)count * sizeof *hyps);
-    sr_status *st = malloc((size_t)count * sizeof *st);
-    int ok = states && scs && finals && hyps && st;
-    if (ok) {
-        for (int i = 0; i < count; i++) {
-            states[i] = sel[i]->dstate;
-            scs[i] = &sel[i]->bsc;
-            finals[i] = sel[i]->step_final;
-            hyps[i] = &sel[i]->hyp;
-        }
-        e->threaded = 0;
-        d->update_batch(states, scs, finals, hyps, count, st);
-        for (int i = 0; i < count; i++) {
-            sel[i]->step_st = st[i];
-            if (st[i]) keep_msg(&sel[i]->step_msg);
-        }
-    }
-    free(states);
-    free(scs);
-    free(finals);
-    free(hyps);
-    free(st);
-    return ok; /* out of memory: the threads then (slower, the same results) */
-}
-
-/* Every selected stream's decoder update; step_st / step_msg get each outcome. */
+/* Every selected stream's decoder update on this thread; step_st / step_msg get each outcome.
+ * A decoder with update_batch (every built-in one, decoders/lockstep.h) steps all streams'
+ * searches in lockstep and sends each round's scorer calls to the backend as one batched call;
+ * one with update alone runs stream after stream, each scorer call a batch of one. */
 static void run_decoders(sr_engine *e, sr_stream **sel, int count)
 {
-    if (count > 1 && run_decoders_batch(e, sel, count)) return;
-    int batched = count > 1;
-    if (batched) {
-        sr_status st = ensure_workers(e, sel, count);
-        if (st) batched = 0; /* inline then: slower, the same results */
-    }
-    if (!batched) {
-        e->threaded = 0;
-        for (int i = 0; i < count; i++) run_update(sel[i]);
+    const sr_decoder_ops *d = sel[0]->dec; /* every stream of an engine has the same decoder */
+    if (!d->update_batch) {
+        for (int i = 0; i < count; i++) {
+            sr_stream *s = sel[i];
+            s->step_st = d->update(s->dstate, &s->bsc, s->step_final, &s->hyp);
+            if (s->step_st) keep_msg(&s->step_msg);
+        }
         return;
     }
-    pthread_mutex_lock(&e->mu);
-    e->threaded = 1;
-    e->n_busy = count;
-    e->n_wait = 0;
-    for (int i = 0; i < count; i++) e->jobs[sel[i]->slot] = sel[i];
-    /* woken after the unlock, so that they do not all queue on the mutex the waker holds (the
-     * jobs were set under it: no wake can be lost) */
-    pthread_mutex_unlock(&e->mu);
-    for (int i = 0; i < count; i++) pthread_cond_signal(&e->cv_slot[sel[i]->slot]);
-    pthread_mutex_lock(&e->mu);
-    for (;;) {
-        while (e->n_busy > 0 && e->n_wait < e->n_busy) pthread_cond_wait(&e->cv_main, &e->mu);
-        if (e->n_busy == 0) break;
-        /* every running decoder waits in a scorer call: compute them, one batch per kind */
-        int nr = 0;
-        for (int i = 0; i < count; i++)
-            if (sel[i]->req_kind != REQ_NONE && !sel[i]->req_done) e->rs[nr++] = sel[i];
-        pthread_mutex_unlock(&e->mu);
-        for (int kind = 1; kind < REQ_KINDS; kind++) {
-            int m = 0;
-            sr_stream **grp = e->rs + nr; /* after the nr pending ones: room for count */
-            for (int i = 0; i < nr; i++)
-                if (e->rs[i]->req_kind == kind) grp[m++] = e->rs[i];
-            if (m) run_kind(e, kind, grp, m);
-        }
-        pthread_mutex_lock(&e->mu);
-        for (int i = 0; i < nr; i++) e->rs[i]->req_done = 1;
-        e->n_wait -= nr;
-        pthread_mutex_unlock(&e->mu);
-        for (int i = 0; i < nr; i++) pthread_cond_signal(&e->cv_slot[e->rs[i]->slot]);
-        pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < count; i++) {
+        e->dstates[i] = sel[i]->dstate;
+        e->scs[i] = &sel[i]->bsc;
+        e->dfinal[i] = sel[i]->step_final;
+        e->hyps[i] = &sel[i]->hyp;
     }
-    e->threaded = 0;
-    pthread_mutex_unlock(&e->mu);
+    d->update_batch(e->dstates, e->scs, e->dfinal, e->hyps, count, e->dst);
+    for (int i = 0; i < count; i++) {
+        sel[i]->step_st = e->dst[i];
+        if (e->dst[i]) keep_msg(&sel[i]->step_msg);
+    }
 }
 
 /* ---- steps --------------------------------------------------------------------------------- */
@@ -668,14 +332,10 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks)
     int64_t t1 = sr_now_ns();
     /* decoders of the streams whose chunk went through */
     int nd = 0;
+    sr_stream **dl = e->sel + count; /* sel has room for 2 * max_streams */
     for (int i = 0; i < count; i++)
-        if (!e->sel[i]->step_st) e->rs[nd++] = e->sel[i];
-    if (nd) {
-        /* run_decoders uses rs as its scratch: hand it a copy of the list */
-        sr_stream **dl = e->sel + count; /* sel has room for 2 * max_streams */
-        memcpy(dl, e->rs, (size_t)nd * sizeof *dl);
-        run_decoders(e, dl, nd);
-    }
+        if (!e->sel[i]->step_st) dl[nd++] = e->sel[i];
+    if (nd) run_decoders(e, dl, nd);
     int64_t dt = sr_now_ns() - t0;
     sr_status first = SR_OK;
     char *first_msg = NULL;
@@ -804,12 +464,11 @@ sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int m
         !(e->pcm = sr_calloc(M, sizeof *e->pcm, "engine step")) ||
         !(e->n = sr_calloc(M, sizeof *e->n, "engine step")) ||
         !(e->final = sr_calloc(M, sizeof *e->final, "engine step")) ||
-        !(e->rs = sr_calloc(2 * M, sizeof *e->rs, "engine batcher")) ||
-        !(e->reqs = sr_calloc(M, req_size(), "engine batcher")) ||
-        !(e->thr = sr_calloc(M, sizeof *e->thr, "engine threads")) ||
-        !(e->thr_made = sr_calloc(M, sizeof *e->thr_made, "engine threads")) ||
-        !(e->jobs = sr_calloc(M, sizeof *e->jobs, "engine threads")) ||
-        !(e->cv_slot = sr_calloc(M, sizeof *e->cv_slot, "engine threads")))
+        !(e->dstates = sr_calloc(M, sizeof *e->dstates, "engine step")) ||
+        !(e->dfinal = sr_calloc(M, sizeof *e->dfinal, "engine step")) ||
+        !(e->scs = sr_calloc(M, sizeof *e->scs, "engine step")) ||
+        !(e->hyps = sr_calloc(M, sizeof *e->hyps, "engine step")) ||
+        !(e->dst = sr_calloc(M, sizeof *e->dst, "engine step")))
         goto fail;
     if (pthread_mutex_init(&e->qmu, NULL)) {
         st = sr_error(SR_ERR_NOMEM, "engine: mutex");
@@ -833,20 +492,6 @@ void sr_engine_free(sr_engine *e)
     if (e->slots)
         for (int i = 0; i < e->max_streams; i++)
             if (e->slots[i]) stream_free(e->slots[i]);
-    if (e->sync_made) {
-        pthread_mutex_lock(&e->mu);
-        e->quit = 1;
-        for (int i = 0; i < e->max_streams; i++)
-            if (e->thr_made[i]) pthread_cond_signal(&e->cv_slot[i]);
-        pthread_mutex_unlock(&e->mu);
-        for (int i = 0; i < e->max_streams; i++)
-            if (e->thr_made[i]) {
-                pthread_join(e->thr[i], NULL);
-                pthread_cond_destroy(&e->cv_slot[i]);
-            }
-        pthread_cond_destroy(&e->cv_main);
-        pthread_mutex_destroy(&e->mu);
-    }
     if (e->batch) e->m->ops->batch_close(e->batch);
     if (e->qmu_made) pthread_mutex_destroy(&e->qmu);
     free(e->slots);
@@ -855,12 +500,11 @@ void sr_engine_free(sr_engine *e)
     free(e->pcm);
     free(e->n);
     free(e->final);
-    free(e->rs);
-    free(e->reqs);
-    free(e->thr);
-    free(e->thr_made);
-    free(e->jobs);
-    free(e->cv_slot);
+    free(e->dstates);
+    free(e->dfinal);
+    free(e->scs);
+    free(e->hyps);
+    free(e->dst);
     free(e->strategy);
     free(e->decoder);
     free(e->cache_dtype);
@@ -899,7 +543,6 @@ static void stream_free(sr_stream *s)
     sr_strbuf_free(&s->text);
     free(s->err_msg);
     free(s->step_msg);
-    free(s->req_msg);
     free(s);
 }
 
@@ -931,8 +574,7 @@ sr_status sr_engine_open(sr_engine *e, sr_stream **out)
         st = sr_error(SR_ERR_ARG, "arch %s: zero chunk size", m->arch);
         goto fail;
     }
-    make_view(s);
-    if (s->dec->open && (st = s->dec->open(&s->cfg, &s->sc, &s->dstate))) goto fail;
+    if (s->dec->open && (st = s->dec->open(&s->cfg, &s->bsc, &s->dstate))) goto fail;
     s->q_cap = SR_MAX(s->ck.chunk, s->ck.first_chunk);
     if (!(s->q = sr_malloc(s->q_cap * sizeof(float), "stream audio queue")) ||
         !(s->chunk = sr_malloc(s->q_cap * sizeof(float), "stream chunk buffer"))) {

@@ -552,6 +552,14 @@ static void test_registry(void)
         CU_ASSERT_EQUAL(ops->kind, SR_SCORER_AED);
         CU_ASSERT(ops->open && ops->update && ops->reset && ops->close && ops->state_bytes && ops->description);
     }
+    /* every built-in decoder is batched in the engine (decoders/lockstep.h); one with update
+     * alone would run its streams one after the other */
+    CU_ASSERT(sr_decoder_count() >= 8);
+    for (size_t i = 0; i < sr_decoder_count(); i++) {
+        const sr_decoder_ops *ops = dec(sr_decoder_name(i));
+        if (!ops->update_batch) printf("\n      %s has no update_batch", ops->name);
+        CU_ASSERT_PTR_NOT_NULL(ops->update_batch);
+    }
 }
 
 /* ---- streaming: stable_greedy, stable_beam ---------------------------------------------------- */
