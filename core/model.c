@@ -126,8 +126,37 @@ sr_status sr_model_weight(sr_model *m, sr_h5 *f, const char *name, sr_dtype want
     return sr_model_weight_nd(m, f, name, want, 2, shape, out);
 }
 
+/* Row r of a conv weight [out, in, width] from (in, width) order to (width, in) order: each
+ * row is the in x width matrix transposed, element size z. tmp holds one row. */
+static void taps_major(void *data, int64_t rows, int64_t in, int64_t width, size_t z, char *tmp)
+{
+    size_t rb = (size_t)(in * width) * z;
+    for (int64_t r = 0; r < rows; r++) {
+        char *row = (char *)data + (size_t)r * rb;
+        for (int64_t c = 0; c < in; c++)
+            for (int64_t t = 0; t < width; t++)
+                memcpy(tmp + (size_t)(t * in + c) * z, row + (size_t)(c * width + t) * z, z);
+        memcpy(row, tmp, rb);
+    }
+}
+
+static sr_status weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
+                           const int64_t *shape, int taps, const sr_kweight **out);
+
 sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                              const int64_t *shape, const sr_kweight **out)
+{
+    return weight_nd(m, f, name, want, ndim, shape, 0, out);
+}
+
+sr_status sr_model_weight_taps(sr_model *m, sr_h5 *f, const char *name, sr_dtype want,
+                               int64_t n_out, int64_t n_in, int64_t width, const sr_kweight **out)
+{
+    return weight_nd(m, f, name, want, 3, (const int64_t[]){n_out, n_in, width}, 1, out);
+}
+
+static sr_status weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
+                           const int64_t *shape, int taps, const sr_kweight **out)
 {
     *out = NULL;
     int64_t cols = 1;
@@ -148,6 +177,16 @@ sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype w
     }
     sr_tensor t;
     if ((st = sr_h5_tensor(f, name, want, ndim, shape, &t))) return st;
+    if (taps) {
+        size_t z = sr_dtype_size(t.dtype);
+        char *tmp = sr_malloc((size_t)k * z, "a weight row");
+        if (!tmp) {
+            sr_tensor_free(&t);
+            return sr_error(SR_ERR_NOMEM, "%s: tensor %s: out of memory", m->path, name);
+        }
+        taps_major(t.data, n, shape[1], shape[2], z, tmp);
+        free(tmp);
+    }
     sr_kweight *w = NULL;
     st = sr_model_kweight(m, name, t.data, t.dtype, t.scale, n, k, &w);
     sr_tensor_free(&t);

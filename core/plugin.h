@@ -288,6 +288,11 @@ sr_status sr_model_weight(sr_model *m, sr_h5 *f, const char *name, sr_dtype want
  * the shape is checked exactly, the matrix is [shape[0], product of the rest]. */
 sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                              const int64_t *shape, const sr_kweight **out);
+/* A conv1d weight [n_out, n_in, width] stored tap-major: the matrix [n_out, width * n_in] with
+ * column t * n_in + c = weight[o][c][t], so that its input matrix is `width` input rows side by
+ * side (gathered by copy_rows) rather than im2col1d's channel-major interleave. */
+sr_status sr_model_weight_taps(sr_model *m, sr_h5 *f, const char *name, sr_dtype want,
+                               int64_t n_out, int64_t n_in, int64_t width, const sr_kweight **out);
 
 /* Make a table weight from a host [n, k] matrix of dtype dt (scale: SR_I8's) as the model's
  * options want it: under precision "bf16" rounded to bf16 (unless i8) with bf16 products

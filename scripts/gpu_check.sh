@@ -79,6 +79,8 @@ if [ -f "$R" ]; then
         B 25 --device cuda --streams $2 --realtime --model $R --audio $A \
             --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $1, \"decoder\": \"stable_greedy\"}" --max-ms 6000
     done
+    B 25 --device cuda --streams 64 --realtime --model $R --audio $A \
+        --stream '{"strategy": "whisperrt", "chunk_ms": 300, "decoder": "stable_beam", "beam": 3}' --max-ms 6000
     B 20 --device cuda --model $R --audio $A --stream '{"strategy": "offline"}'
     B 20 --device cuda --model $R --audio $A
 fi

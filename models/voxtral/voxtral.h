@@ -57,7 +57,7 @@ typedef struct vx_model {
     int bos, eos, pad;
     int n_left, n_right, delay_def, delay_min, delay_max, flush_tokens;
     /* weights */
-    vx_lin conv1, conv2;               /* [enc_dim, n_mels * 3], [enc_dim, enc_dim * 3] (f32) */
+    vx_lin conv1, conv2;               /* tap-major [enc_dim, 3 n_mels], [enc_dim, 3 enc_dim] (f32) */
     vx_layer *enc, *dec;
     const float *enc_norm, *dec_norm;
     vx_lin proj1, proj2;               /* [dim, ds * enc_dim], [dim, dim] */
@@ -74,11 +74,14 @@ typedef struct {
     size_t width;
     float *x, *h, *q, *kk, *v, *a, *f1, *f2; /* [rows, width] each */
     float *mel;                              /* [2 rows, n_mels] stem input frames */
-    float *c1in;                             /* [4 rows, n_mels] per sequence [state(2); mel] */
+    float *c1in;                             /* [4 rows, n_mels] the stem's new conv1 states */
     float *col;                              /* im2col: [2 rows, 3 n_mels] or [rows, 3 enc_dim] */
     float *c1;                               /* [2 rows, enc_dim] conv1 outputs */
-    float *c2in;                             /* [3 rows, enc_dim] per sequence [state(1); c1] */
+    float *c2in;                             /* [3 rows, enc_dim] the stem's new conv2 states */
     int64_t *lo, *hi;                        /* [rows] host: attention key ranges */
+    const float **rp;                        /* [6 rows] host: the stem's gathered rows */
+    int *srow;                               /* [rows + 1] host: the stem states' batch rows */
+    int64_t *spos;                           /* [rows] host: their positions (0) */
     size_t bytes;                            /* all of the above */
 } vx_scratch;
 

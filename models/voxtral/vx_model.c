@@ -2,8 +2,9 @@
  * vx_model.c — the voxtral_realtime network (transformers' VoxtralRealtimeForConditionalGeneration):
  * loading and the forward pieces the stream runs, every operation a call of the kernel table.
  *
- *   stem            conv1 (k 3, s 1) + GELU, conv2 (k 3, s 2) + GELU, causal: im2col1d over
- *                   [carried state ; new rows] then gemm with the bias and GELU fused
+ *   stem            conv1 (k 3, s 1) + GELU, conv2 (k 3, s 2) + GELU, causal: the im2col of
+ *                   [carried state ; new rows] of every sequence gathered by one copy_rows,
+ *                   then gemm with the bias and GELU fused; states updated by one kv_write
  *   encoder layer   x += o(attn(rope(q(n1(x))), rope(k(n1(x))), v(n1(x)))) + bo
  *                   x += down(silu(gate(n2(x))) * up(n2(x))) + bdown
  *                   q, v, o biased, k not; n1, n2 RMSNorm; final RMSNorm after the last layer
@@ -99,30 +100,54 @@ sr_status vx_stem(const vx_model *w, vx_scratch *s, sr_kpool *c1, sr_kpool *c2,
         c2->rows != 1 || c2->width != E)
         return sr_error(SR_ERR_ARG, "voxtral stem: state pools must be f32 [2][%d] and [1][%d]",
                         C, E);
-    int n = b->row0[b->n_seq];
-    /* conv1 per sequence over [state(2) ; its 2 n_s mel frames]: 2 n_s outputs, all im2col'd
-     * into one matrix for one product (inputs of sequence i start at row 2 row0 + 2 i) */
-    for (int i = 0; i < b->n_seq && !st; i++) {
+    int n = b->row0[b->n_seq], ns = b->n_seq;
+    const float **rp = s->rp;
+    /* conv1 per sequence over [state(2) ; its 2 n_s mel frames]: 2 n_s outputs. Its im2col
+     * matrix [2n, 3C] is 6n rows of C, each an input row of state or mel: one gather (one
+     * op call for every sequence), one product */
+    for (int i = 0; i < ns; i++) {
         int r0 = b->row0[i], m = 2 * (b->row0[i + 1] - r0);
-        float *in = s->c1in + (size_t)(2 * r0 + 2 * i) * C, *state = pool_row(c1, b->slot[i], 0);
-        if (!(st = k->copy2d(2, C, state, C, in, C)) &&
-            !(st = k->copy2d(m, C, mel + (size_t)2 * r0 * C, C, in + 2 * C, C)) &&
-            !(st = k->im2col1d(m, C, 3, 1, in, C, s->col + (size_t)2 * r0 * cw1)))
-            st = k->copy2d(2, C, in + (size_t)m * C, C, state, C); /* its last two frames */
+        const float *state = pool_row(c1, b->slot[i], 0), *x = mel + (size_t)2 * r0 * C;
+        for (int j = 0; j < m; j++)
+            for (int t = 0; t < 3; t++) {
+                int r = j + t; /* row of [state; x] */
+                rp[(size_t)(2 * r0 + j) * 3 + t] = r < 2 ? state + (size_t)r * C : x + (size_t)(r - 2) * C;
+            }
     }
-    if (st || (st = k->gemm(2 * n, s->col, cw1, w->conv1.w, w->conv1.b, SR_ACT_GELU, 1.0f, 0.0f,
-                            s->c1, E)))
+    if ((st = k->copy_rows(6 * n, C, rp, s->col, C))) return st;
+    /* the new state, each sequence's last two mel frames (m >= 2): gathered, then written to
+     * the slots as pool positions 0 and 1 */
+    for (int i = 0; i < ns; i++) {
+        const float *last = mel + (size_t)(2 * b->row0[i + 1] - 2) * C;
+        rp[2 * i] = last;
+        rp[2 * i + 1] = last + C;
+        s->srow[i] = 2 * i;
+        s->spos[i] = 0;
+    }
+    s->srow[ns] = 2 * ns;
+    sr_kbatch sb = {.n_seq = ns, .row0 = s->srow, .slot = b->slot, .pos = s->spos};
+    if ((st = k->copy_rows(2 * ns, C, rp, s->c1in, C)) || (st = k->kv_write(c1, 0, &sb, s->c1in, C)) ||
+        (st = k->gemm(2 * n, s->col, cw1, w->conv1.w, w->conv1.b, SR_ACT_GELU, 1.0f, 0.0f, s->c1, E)))
         return st;
-    /* conv2 (stride 2) per sequence over [state(1) ; its 2 n_s conv1 outputs]: n_s outputs */
-    for (int i = 0; i < b->n_seq && !st; i++) {
+    /* conv2 (stride 2) per sequence over [state(1) ; its 2 n_s conv1 outputs]: n_s outputs,
+     * the same way (3n rows of E) */
+    for (int i = 0; i < ns; i++) {
         int r0 = b->row0[i], m = b->row0[i + 1] - r0;
-        float *in = s->c2in + (size_t)(2 * r0 + i) * E, *state = pool_row(c2, b->slot[i], 0);
-        if (!(st = k->copy2d(1, E, state, E, in, E)) &&
-            !(st = k->copy2d(2 * m, E, s->c1 + (size_t)2 * r0 * E, E, in + E, E)) &&
-            !(st = k->im2col1d(m, E, 3, 2, in, E, s->col + (size_t)r0 * cw2)))
-            st = k->copy2d(1, E, in + (size_t)2 * m * E, E, state, E); /* its last conv1 row */
+        const float *state = pool_row(c2, b->slot[i], 0), *x = s->c1 + (size_t)2 * r0 * E;
+        for (int j = 0; j < m; j++)
+            for (int t = 0; t < 3; t++) {
+                int r = 2 * j + t; /* row of [state; x] */
+                rp[(size_t)(r0 + j) * 3 + t] = r < 1 ? state : x + (size_t)(r - 1) * E;
+            }
     }
-    if (st) return st;
+    if ((st = k->copy_rows(3 * n, E, rp, s->col, E))) return st;
+    for (int i = 0; i < ns; i++) { /* the new state: each sequence's last conv1 output */
+        rp[i] = s->c1 + (size_t)(2 * b->row0[i + 1] - 1) * E;
+        s->srow[i] = i;
+    }
+    s->srow[ns] = ns;
+    if ((st = k->copy_rows(ns, E, rp, s->c2in, E)) || (st = k->kv_write(c2, 0, &sb, s->c2in, E)))
+        return st;
     return k->gemm(n, s->col, cw2, w->conv2.w, w->conv2.b, SR_ACT_GELU, 1.0f, 0.0f, out, E);
 }
 
@@ -277,9 +302,12 @@ sr_status vx_scratch_init(vx_scratch *s, const sr_kernels *k, const vx_model *w,
         s->bytes += bufs[i].n * sizeof(float);
     }
     if (!(s->lo = sr_malloc(r * sizeof(int64_t), "voxtral key ranges")) ||
-        !(s->hi = sr_malloc(r * sizeof(int64_t), "voxtral key ranges")))
+        !(s->hi = sr_malloc(r * sizeof(int64_t), "voxtral key ranges")) ||
+        !(s->rp = sr_malloc(6 * r * sizeof *s->rp, "voxtral stem row pointers")) ||
+        !(s->srow = sr_malloc((r + 1) * sizeof *s->srow, "voxtral stem state batch")) ||
+        !(s->spos = sr_malloc(r * sizeof *s->spos, "voxtral stem state batch")))
         goto fail;
-    s->bytes += 2 * r * sizeof(int64_t);
+    s->bytes += 3 * r * sizeof(int64_t) + 6 * r * sizeof *s->rp + (r + 1) * sizeof(int);
     return SR_OK;
 fail:
     vx_scratch_free(s);
@@ -296,6 +324,9 @@ void vx_scratch_free(vx_scratch *s)
     }
     free(s->lo);
     free(s->hi);
+    free(s->rp);
+    free(s->srow);
+    free(s->spos);
     memset(s, 0, sizeof *s);
 }
 
@@ -480,9 +511,9 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
     }
     int E = w->enc_dim;
     /* conv weights [E, C, 3] are the im2col products' [E, C * 3] matrices, kept f32 */
-    if (!st) st = sr_model_weight_nd(m, f, "model.audio_tower.embedder.conv1.weight", SR_F32, 3, (int64_t[]){E, w->n_mels, 3}, &w->conv1.w);
+    if (!st) st = sr_model_weight_taps(m, f, "model.audio_tower.embedder.conv1.weight", SR_F32, E, w->n_mels, 3, &w->conv1.w);
     if (!st) st = vec(m, f, "model.audio_tower.embedder.conv1.bias", E, &w->conv1.b);
-    if (!st) st = sr_model_weight_nd(m, f, "model.audio_tower.embedder.conv2.weight", SR_F32, 3, (int64_t[]){E, E, 3}, &w->conv2.w);
+    if (!st) st = sr_model_weight_taps(m, f, "model.audio_tower.embedder.conv2.weight", SR_F32, E, E, 3, &w->conv2.w);
     if (!st) st = vec(m, f, "model.audio_tower.embedder.conv2.bias", E, &w->conv2.b);
     for (int l = 0; !st && l < w->enc_layers; l++) st = load_layer(m, f, wt, w, 1, l, &w->enc[l]);
     if (!st) st = vec(m, f, "model.audio_tower.norm.weight", E, &w->enc_norm);
