@@ -98,6 +98,12 @@ static sr_status slot_clear(vx_batch *B, int slot)
 
 /* ---- decoder ------------------------------------------------------------------------------- */
 
+/* The ring row of audio embedding p of the stream in `slot`. */
+static const float *emb_row(const vx_batch *B, int slot, int64_t p)
+{
+    return (const float *)B->emb->data + sr_kpool_at(B->emb, 0, slot, (int)(p % B->emb_cap));
+}
+
 /* One decoder pass over the sequences B->seq[0 .. n_seq) of the kbatch in B->row0 / slot / pos
  * with the tokens B->ids[0 .. rows): each row's input is embed(token) + a[p] where the stream's
  * audio embedding a[p] exists (the prompt and audio steps; flush steps have none). logits != 0:
@@ -109,18 +115,19 @@ static sr_status decode_pass(vx_batch *B, int n_seq, int logits)
     int d = w->dim;
     float *x = B->s.x;
     sr_kbatch kb = {.n_seq = n_seq, .row0 = B->row0, .slot = B->slot, .pos = B->pos};
-    sr_status st = k->gather(w->embed, B->ids, B->row0[n_seq], x, d);
-    for (int i = 0; i < n_seq && !st; i++) {
+    int n = B->row0[n_seq];
+    sr_status st = k->gather(w->embed, B->ids, n, x, d);
+    /* every row's audio embedding (its position's ring row, or zeros), gathered in one call
+     * and added in one */
+    for (int i = 0; i < n_seq; i++) {
         const vx_stream *s = B->seq[i];
-        int64_t p0 = B->pos[i];
-        float *xs = x + (size_t)B->row0[i] * d;
-        int64_t end = SR_MIN(p0 + (B->row0[i + 1] - B->row0[i]), s->n_emb);
-        for (int64_t p = p0; !st && p < end;) { /* <= 2 ring runs */
-            int at = (int)(p % s->emb_cap), run = (int)SR_MIN(end - p, (int64_t)(s->emb_cap - at));
-            st = k->add(run, d, s->emb + (size_t)at * d, d, 1.0f, xs + (size_t)(p - p0) * d, d);
-            p += run;
+        for (int r = B->row0[i]; r < B->row0[i + 1]; r++) {
+            int64_t p = B->pos[i] + (r - B->row0[i]);
+            B->rp[r] = p < s->n_emb ? emb_row(B, s->slot, p) : B->zero;
         }
     }
+    if (!st) st = k->copy_rows(n, d, B->rp, B->s.h, d);
+    if (!st) st = k->add(n, d, B->s.h, d, 1.0f, x, d);
     if (st || (st = vx_decode(w, &B->s, B->dk, B->dv, &kb, B->ada, 0, x,
                               logits ? B->logits : NULL, w->vocab)))
         return st;
@@ -285,24 +292,25 @@ static sr_status encode_round(vx_batch *B, void *const *states, int count, int *
         if (s->mel_n < VX_MEL_PER_STEP) continue;
         /* the decoder consumes a[p] at position p; an unconsumed ring entry must not be
          * overwritten */
-        int64_t room = s->emb_cap - (s->n_emb - s->dec_pos);
+        int64_t room = B->emb_cap - (s->n_emb - s->dec_pos);
         if (room <= 0)
             return sr_error(SR_ERR_ARG, "voxtral: %lld audio embeddings wait for the decoder "
                             "(ring of %d): sync_step is not being called",
-                            (long long)(s->n_emb - s->dec_pos), s->emb_cap);
+                            (long long)(s->n_emb - s->dec_pos), B->emb_cap);
         int steps = SR_MIN(s->mel_n / VX_MEL_PER_STEP, B->enc_steps);
         steps = (int)SR_MIN((int64_t)steps, room);
         B->aux[n_seq] = steps;
         add_seq(B, n_seq, s, s->enc_pos, steps * VX_ENC_PER_STEP);
         /* 2 mel frames per encoder row: the sequence's frames start at mel row 2 row0 */
-        if ((st = k->upload(sc->mel + (size_t)2 * B->row0[n_seq] * C, s->mel,
-                            (size_t)steps * VX_MEL_PER_STEP * C * sizeof(float))))
-            return st;
+        memcpy(B->hmel + (size_t)2 * B->row0[n_seq] * C, s->mel,
+               (size_t)steps * VX_MEL_PER_STEP * C * sizeof(float));
         n_seq++;
     }
     *ran = n_seq > 0;
     if (!n_seq) return SR_OK;
     int n = B->row0[n_seq];
+    /* every sequence's mel frames in one copy (2 frames per encoder row) */
+    if ((st = k->upload(sc->mel, B->hmel, (size_t)2 * n * C * sizeof(float)))) return st;
     sr_kbatch kb = {.n_seq = n_seq, .row0 = B->row0, .slot = B->slot, .pos = B->pos};
     if ((st = vx_stem(w, sc, B->c1, B->c2, &kb, sc->mel, sc->x)) ||
         (st = vx_encode(w, sc, B->ek, B->ev, &kb, sc->x)))
@@ -320,18 +328,22 @@ static sr_status encode_round(vx_batch *B, void *const *states, int count, int *
         }
     }
     if ((st = vx_adapter(w, sc, sc->x, n, sc->h))) return st;
+    /* the audio embeddings (sequence i's steps rows at row row0[i] / 4) into each stream's
+     * ring at positions n_emb.., one call */
+    for (int i = 0; i < n_seq; i++) {
+        B->erow0[i] = B->row0[i] / VX_ENC_PER_STEP;
+        B->pos[i] = B->seq[i]->n_emb;
+    }
+    B->erow0[n_seq] = B->row0[n_seq] / VX_ENC_PER_STEP;
+    sr_kbatch eb = {.n_seq = n_seq, .row0 = B->erow0, .slot = B->slot, .pos = B->pos};
+    if ((st = k->kv_write(B->emb, 0, &eb, sc->h, d))) return st;
     for (int i = 0; i < n_seq; i++) {
         vx_stream *s = B->seq[i];
         int steps = B->aux[i];
-        const float *a_in = sc->h + (size_t)(B->row0[i] / VX_ENC_PER_STEP) * d;
-        for (int j = 0; j < steps; j++) {
-            float *a = s->emb + (size_t)((s->n_emb + j) % s->emb_cap) * d;
-            if ((st = k->copy2d(1, d, a_in + (size_t)j * d, d, a, d))) return st;
-            if (s->cap_ada && s->cap_ada_n < s->cap_ada_max &&
-                (st = k->download(s->cap_ada + (size_t)s->cap_ada_n++ * d, a,
-                                  (size_t)d * sizeof(float))))
+        for (int j = 0; j < steps && s->cap_ada && s->cap_ada_n < s->cap_ada_max; j++)
+            if ((st = k->download(s->cap_ada + (size_t)s->cap_ada_n++ * d,
+                                  emb_row(B, s->slot, s->n_emb + j), (size_t)d * sizeof(float))))
                 return st;
-        }
         s->n_emb += steps;
         int used = steps * VX_MEL_PER_STEP;
         memmove(s->mel, s->mel + (size_t)used * C, (size_t)(s->mel_n - used) * C * sizeof(float));
@@ -422,9 +434,13 @@ static void batch_close(void *batch)
     vx_batch *B = batch;
     if (!B) return;
     const sr_kernels *k = B->m->k;
-    sr_kpool *pools[] = {B->c1, B->c2, B->ek, B->ev, B->dk, B->dv};
+    sr_kpool *pools[] = {B->c1, B->c2, B->ek, B->ev, B->dk, B->dv, B->emb};
     for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) sr_kpool_free(k, pools[i]);
     k->free(B->ada);
+    k->free(B->zero);
+    free(B->hmel);
+    free(B->rp);
+    free(B->erow0);
     k->free(B->logits);
     free(B->hlogits);
     vx_scratch_free(&B->s);
@@ -481,17 +497,24 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
         !(B->pos = sr_calloc((size_t)S, sizeof(int64_t), "voxtral batch positions")) ||
         !(B->aux = sr_calloc((size_t)S, sizeof(int), "voxtral batch steps")) ||
         !(B->seq = sr_calloc((size_t)S, sizeof *B->seq, "voxtral batch streams")) ||
-        !(B->owner = sr_calloc((size_t)S, sizeof *B->owner, "voxtral batch slots")))
+        !(B->owner = sr_calloc((size_t)S, sizeof *B->owner, "voxtral batch slots")) ||
+        !(B->hmel = sr_malloc(2 * all * w->n_mels * sizeof(float), "voxtral mel staging")) ||
+        !(B->rp = sr_malloc(all * sizeof *B->rp, "voxtral row pointers")) ||
+        !(B->erow0 = sr_calloc(s1, sizeof(int), "voxtral batch rows")))
         goto fail;
     B->bytes = sizeof *B + ((size_t)L + all) * sizeof(int32_t) +
-               (s1 + 2 * (size_t)S) * sizeof(int) + (size_t)S * sizeof(int64_t) +
-               2 * (size_t)S * sizeof(vx_stream *);
+               (2 * s1 + 2 * (size_t)S) * sizeof(int) + (size_t)S * sizeof(int64_t) +
+               2 * (size_t)S * sizeof(vx_stream *) + 2 * all * w->n_mels * sizeof(float) +
+               all * sizeof *B->rp;
+    B->emb_cap = L + w->n_left + w->n_right + 4;
     if (!(B->ada = k->alloc((size_t)w->n_layers * w->dim * sizeof(float))) ||
-        !(B->logits = k->alloc((size_t)S * w->vocab * sizeof(float)))) {
+        !(B->logits = k->alloc((size_t)S * w->vocab * sizeof(float))) ||
+        !(B->zero = k->alloc((size_t)w->dim * sizeof(float)))) {
         st = sr_error(SR_ERR_NOMEM, "voxtral batch context: out of %s memory", k->name);
         goto fail;
     }
-    B->bytes += ((size_t)w->n_layers * w->dim + (size_t)S * w->vocab) * sizeof(float);
+    k->zero(B->zero, (size_t)w->dim * sizeof(float));
+    B->bytes += ((size_t)w->n_layers * w->dim + (size_t)S * w->vocab + w->dim) * sizeof(float);
     /* a device's logits come down in one copy per pass (each copy waits for the queue) */
     if (!k->host_visible) {
         if (!(B->hlogits = sr_malloc((size_t)S * w->vocab * sizeof(float), "voxtral logits (host)"))) {
@@ -506,10 +529,11 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
         (st = sr_kpool_create(k, kv, w->enc_layers, S, er_rows, w->enc_heads * w->enc_hd, &B->ev)) ||
         (st = sr_kpool_create(k, kv, w->n_layers, S, dr_rows, w->n_kv * w->hd, &B->dk)) ||
         (st = sr_kpool_create(k, kv, w->n_layers, S, dr_rows, w->n_kv * w->hd, &B->dv)) ||
+        (st = sr_kpool_create(k, SR_F32, 1, S, B->emb_cap, w->dim, &B->emb)) ||
         (st = vx_scratch_init(&B->s, k, w, (int)all)))
         goto fail;
     B->bytes += B->c1->bytes + B->c2->bytes + B->ek->bytes + B->ev->bytes + B->dk->bytes +
-                B->dv->bytes + vx_scratch_bytes(&B->s);
+                B->dv->bytes + B->emb->bytes + vx_scratch_bytes(&B->s);
     B->prompt[0] = w->bos;
     for (int i = 1; i < L; i++) B->prompt[i] = w->pad;
     if ((st = vx_ada_scales(w, &B->s, delay, B->ada))) goto fail;
@@ -545,7 +569,6 @@ static void stream_close(void *state)
     if (!s) return;
     if (s->b->owner[s->slot] == s) s->b->owner[s->slot] = NULL; /* the slot is free again */
     free(s->mel);
-    s->m->k->free(s->emb);
     sr_mel_stream_close(s->ms);
     free(s);
 }
@@ -555,7 +578,6 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
                              void **state, sr_chunking *ck, sr_scorer *sc)
 {
     const vx_model *w = m->impl;
-    const sr_kernels *k = m->k;
     int delay;
     sr_dtype kv;
     sr_status st = check_config(w, cfg, &delay, &kv);
@@ -583,14 +605,9 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
     s->b = B;
     s->slot = slot;
     s->mel_cap = (B->enc_steps + 2) * VX_MEL_PER_STEP;
-    s->emb_cap = B->prompt_len + w->n_left + w->n_right + 4;
     st = SR_ERR_NOMEM;
     if (!(s->mel = sr_malloc((size_t)s->mel_cap * w->n_mels * sizeof(float), "voxtral mel")))
         goto fail;
-    if (!(s->emb = k->alloc((size_t)s->emb_cap * w->dim * sizeof(float)))) {
-        st = sr_error(SR_ERR_NOMEM, "voxtral stream: out of %s memory", k->name);
-        goto fail;
-    }
     if ((st = sr_mel_stream_open(w->mel, &s->ms)) || (st = slot_clear(B, slot))) goto fail;
     B->owner[slot] = s;
     ck->first_chunk = VX_STEP_SAMPLES + VX_LOOKAHEAD;
@@ -616,7 +633,7 @@ static size_t state_bytes(const void *state)
 {
     const vx_stream *s = state;
     const vx_model *w = s->w;
-    return sizeof *s + ((size_t)s->mel_cap * w->n_mels + (size_t)s->emb_cap * w->dim) * sizeof(float);
+    return sizeof *s + (size_t)s->mel_cap * w->n_mels * sizeof(float);
 }
 
 const sr_model_ops sr_voxtral_ops = {

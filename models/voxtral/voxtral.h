@@ -101,6 +101,14 @@ typedef struct vx_batch {
     sr_kpool *ek, *ev;             /* encoder K / V: [enc_layers][S][max(2 enc_window,
                                       enc_window + 3)][enc_heads enc_hd] */
     sr_kpool *dk, *dv;             /* decoder K / V: [n_layers][S][window + L - 2][n_kv hd] */
+    sr_kpool *emb;                 /* audio embeddings not yet consumed (f32): [1][S][emb_cap]
+                                      [dim], position p in ring row p % emb_cap */
+    int emb_cap;                   /* L + n_left + n_right + 4 */
+    float *zero;                   /* [dim] zeros: the input of rows without audio */
+    float *hmel;                   /* [2 s.rows][n_mels] an encoder call's mel frames, staged
+                                      for one upload (host) */
+    const float **rp;              /* [s.rows] row pointers (host) */
+    int *erow0;                    /* [S + 1] an encoder call's adapter rows per sequence */
     float *ada;                    /* [n_layers][dim] 1 + AdaRMSNorm MLP(t_cond of the delay) */
     float *logits;                 /* [S][vocab] a decoder pass's logits before download */
     float *hlogits;                /* [S][vocab] their host copy (device tables only, else NULL) */
@@ -125,9 +133,7 @@ typedef struct vx_stream {
     sr_mel_stream *ms;
     float *mel;  int mel_n, mel_cap;   /* pending mel frames [mel_cap][n_mels] (host) */
     int64_t enc_pos, dec_pos;      /* positions written to the encoder / decoder caches */
-    float *emb; int emb_cap;       /* audio embeddings not yet consumed, ring [emb_cap][dim]
-                                      (table memory) */
-    int64_t n_emb;                 /* audio embeddings produced */
+    int64_t n_emb;                 /* audio embeddings produced (in b->emb's slot) */
     int64_t n_steps;               /* sync steps done */
     int64_t samples;               /* real audio samples consumed */
     int started, final, stopped;
