@@ -26,9 +26,9 @@
 
 /* Output rows [o0, o1) of a kernel-3, padding-1 conv with the given stride over input rows held
  * in `in` (absolute rows [in_base, in_base + held)); rows < 0 or >= total are zero (total < 0:
- * not known yet, the caller guarantees every read row is held). GELU applied. Rows whose three
- * inputs lie inside the signal are gathered in place by k->im2col1d; a row at either edge reads
- * its inputs from a three-row copy holding the zero padding. */
+ * not known yet, the caller guarantees every read row is held). GELU applied. The input matrix
+ * (each output row's three input rows side by side, matching the tap-major weight) is gathered
+ * by one copy_rows, padding rows from the scratch's zero row. */
 static sr_status conv_rows(const sr_kernels *k, const wh_scratch *s, const float *in, int64_t in_base, int64_t held,
                            int64_t total, int cin, int stride, int64_t o0, int64_t o1, wh_lin L,
                            float *out)
@@ -38,43 +38,19 @@ static sr_status conv_rows(const sr_kernels *k, const wh_scratch *s, const float
     if (n > s->col_rows)
         return sr_error(SR_ERR_ARG, "whisper stem: %d output rows exceed the scratch (%d)", n,
                         s->col_rows);
-    size_t cw = 3 * (size_t)cin;
-    sr_status st = SR_OK;
-#define INSIDE(t) ((t) >= 0 && (total < 0 || (t) < total))
-#define HELD(t) ((t) >= in_base && (t) < in_base + held)
-    for (int r = 0; r < n && !st;) {
-        int64_t t0 = stride * (o0 + r) - 1; /* the row's first input */
-        if (INSIDE(t0) && INSIDE(t0 + 2)) {
-            int r1 = r + 1;
-            while (r1 < n && INSIDE(stride * (o0 + r1) - 1) && INSIDE(stride * (o0 + r1) + 1)) r1++;
-            int64_t tl = stride * (o0 + r1 - 1) + 1;
-            if (!HELD(t0) || !HELD(tl))
-                return sr_error(SR_ERR_ARG, "whisper stem: input row %lld not held",
-                                (long long)(HELD(t0) ? tl : t0));
-            st = k->im2col1d(r1 - r, cin, 3, stride, in + (size_t)(t0 - in_base) * cin, cin,
-                             s->col + (size_t)r * cw);
-            r = r1;
-            continue;
-        }
-        for (int kk = 0; kk < 3 && !st; kk++) {
-            int64_t t = t0 + kk;
-            float *e = s->edge + (size_t)kk * cin;
-            if (!INSIDE(t)) {
-                k->zero(e, (size_t)cin * sizeof(float));
-                continue;
-            }
-            if (!HELD(t))
+    for (int r = 0; r < n; r++)
+        for (int kk = 0; kk < 3; kk++) {
+            int64_t t = stride * (o0 + r) - 1 + kk;
+            if (t < 0 || (total >= 0 && t >= total)) {
+                s->cp[3 * r + kk] = s->zero;
+            } else if (t >= in_base && t < in_base + held) {
+                s->cp[3 * r + kk] = in + (size_t)(t - in_base) * cin;
+            } else {
                 return sr_error(SR_ERR_ARG, "whisper stem: input row %lld not held", (long long)t);
-            st = k->copy2d(1, cin, in + (size_t)(t - in_base) * cin, cin, e, cin);
+            }
         }
-        if (!st) st = k->im2col1d(1, cin, 3, 1, s->edge, cin, s->col + (size_t)r * cw);
-        r++;
-    }
-#undef INSIDE
-#undef HELD
-    if (st) return st;
-    /* col row layout [c * 3 + kk] matches the weight layout [cout, cin, 3] */
-    return wh_linear(k, s->col, n, L, SR_ACT_GELU, 0.0f, out);
+    sr_status st = k->copy_rows(3 * n, cin, s->cp, s->col, cin);
+    return st ? st : wh_linear(k, s->col, n, L, SR_ACT_GELU, 0.0f, out);
 }
 
 sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, float *x)

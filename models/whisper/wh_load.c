@@ -325,10 +325,10 @@ sr_status wh_model_load(sr_model *m, sr_h5 *f)
         w->dec = sr_calloc((size_t)w->n_text_layer, sizeof *w->dec, "whisper decoder blocks");
         if (!w->enc || !w->dec) st = SR_ERR_NOMEM;
     }
-    int64_t c1[3] = {d, w->n_mels, 3}, c2[3] = {d, d, 3};
-    if (!st) st = sr_model_weight_nd(m, f, "encoder.conv1.weight", SR_AS_STORED, 3, c1, &w->conv1.w);
+    /* tap-major: the stem's input matrix is three input rows side by side (wh_encoder.c) */
+    if (!st) st = sr_model_weight_taps(m, f, "encoder.conv1.weight", SR_AS_STORED, d, w->n_mels, 3, &w->conv1.w);
     if (!st) st = ten(m, f, "encoder.conv1.bias", 1, d, 0, 0, &w->conv1.b);
-    if (!st) st = sr_model_weight_nd(m, f, "encoder.conv2.weight", SR_AS_STORED, 3, c2, &w->conv2.w);
+    if (!st) st = sr_model_weight_taps(m, f, "encoder.conv2.weight", SR_AS_STORED, d, d, 3, &w->conv2.w);
     if (!st) st = ten(m, f, "encoder.conv2.bias", 1, d, 0, 0, &w->conv2.b);
     if (!st) st = ten(m, f, "encoder.positional_embedding", 2, w->n_audio_ctx, d, 0, &w->enc_pos);
     char pre[64];

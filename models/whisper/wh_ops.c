@@ -73,7 +73,8 @@ sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
      * context and the end-of-signal flush */
     s->col_rows = 2 * rows + 16;
     s->col = k->alloc((size_t)s->col_rows * (size_t)s->colw * sizeof(float));
-    s->edge = k->alloc(3 * cin * sizeof(float));
+    s->zero = k->alloc(cin * sizeof(float));
+    s->cp = sr_malloc(3 * (size_t)s->col_rows * sizeof *s->cp, "whisper stem row pointers");
     s->lo = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
     s->hi = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
     s->hi2 = sr_malloc(r * sizeof(int64_t), "whisper scratch key ranges");
@@ -83,11 +84,12 @@ sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
     s->slot2 = sr_malloc(r * sizeof(int), "whisper scratch slots");
     s->ids = sr_malloc(r * sizeof(int32_t), "whisper scratch token ids");
     s->prow = sr_malloc(r * sizeof *s->prow, "whisper scratch row pointers");
-    if (!s->h || !s->q || !s->a || !s->kv || !s->mlp || !s->col || !s->edge || !s->lo || !s->hi ||
+    if (!s->h || !s->q || !s->a || !s->kv || !s->mlp || !s->col || !s->zero || !s->cp || !s->lo || !s->hi ||
         !s->hi2 || !s->pos || !s->row0 || !s->slot || !s->slot2 || !s->ids || !s->prow) {
         wh_scratch_free(s);
         return sr_error(SR_ERR_NOMEM, "whisper scratch of %d rows", rows);
     }
+    k->zero(s->zero, cin * sizeof(float));
     s->row0[0] = 0;
     return SR_OK;
 }
@@ -101,8 +103,9 @@ void wh_scratch_free(wh_scratch *s)
         s->k->free(s->kv);
         s->k->free(s->mlp);
         s->k->free(s->col);
-        s->k->free(s->edge);
+        s->k->free(s->zero);
     }
+    free(s->cp);
     free(s->lo);
     free(s->hi);
     free(s->hi2);
@@ -122,5 +125,5 @@ size_t wh_scratch_bytes(const wh_scratch *s)
     size_t colw = (size_t)s->colw;
     return (r * d * 4 + r * 4 * d + (size_t)s->col_rows * colw + colw) * sizeof(float) +
            4 * r * sizeof(int64_t) + (3 * r + 1) * sizeof(int) + r * sizeof(int32_t) +
-           r * sizeof(const float *);
+           (r + 3 * (size_t)s->col_rows) * sizeof(const float *);
 }

@@ -57,8 +57,8 @@ typedef struct wh_model {
     int n_trained;
     int trained_first_ms;     /* streaming.first_chunk_ms, 0 when absent */
     /* weights (views into m->tensors) */
-    wh_lin conv1;                   /* w [d, n_mels * 3] (stored [d, n_mels, 3]), b [d] */
-    wh_lin conv2;                   /* w [d, d * 3], b [d] */
+    wh_lin conv1;                   /* w [d, 3 n_mels] tap-major (stored [d, n_mels, 3]), b [d] */
+    wh_lin conv2;                   /* w [d, 3 d] tap-major, b [d] */
     const float *enc_pos;           /* [n_audio_ctx, d] */
     wh_block *enc, *dec;
     wh_ln ln_post, dec_ln;
@@ -74,8 +74,10 @@ typedef struct {
     const sr_kernels *k;         /* the table whose memory the float buffers are */
     int rows, keys, d, colw, col_rows;
     float *h, *q, *a, *kv, *mlp; /* [rows, d] x4 (kv: new K/V rows), [rows, 4d] (table memory) */
-    float *col;                  /* [col_rows = 2 rows + 16, 3 max(n_mels, d)] stem im2col (table) */
-    float *edge;                 /* [3, max(n_mels, d)] a stem row's inputs with zero padding (table) */
+    float *col;                  /* [col_rows = 2 rows + 16, 3 max(n_mels, d)] stem input
+                                    matrix: each row three input rows side by side (table) */
+    float *zero;                 /* [max(n_mels, d)] zeros: the stem's padding rows (table) */
+    const float **cp;            /* [3 col_rows] the stem's input row pointers (host) */
     int64_t *lo, *hi, *hi2;      /* [rows] key ranges of each query row (attention) */
     int *row0;                   /* [rows + 1] first row of each sequence (sr_kbatch) */
     int *slot, *slot2;           /* [rows] each sequence's slot in two pools (self, cross) */
