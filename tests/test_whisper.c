@@ -652,15 +652,16 @@ static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, in
 {
     int rows = tau > tau0 ? tau : tau0;
     wh_scratch s;
-    wh_stem_stream stem;
+    wh_stem_ctx sc;
+    wh_stem_stream stem = {0}, *stp = &stem;
     sr_status st = wh_scratch_init(&s, w, rows + 2, w->n_audio_ctx);
     if (st) return st;
-    if ((st = wh_stem_stream_init(&stem, w, 2 * rows + 4))) { wh_scratch_free(&s); return st; }
+    if ((st = wh_stem_ctx_init(&sc, w, 1, 2 * rows + 4))) { wh_scratch_free(&s); return st; }
     sr_kpool *kc = NULL, *vc = NULL;
     if ((st = sr_kpool_create(w->k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &kc)) ||
         (st = sr_kpool_create(w->k, SR_F32, w->n_audio_layer, 1, w->n_audio_ctx, w->d, &vc))) {
         sr_kpool_free(w->k, kc);
-        wh_stem_stream_free(&stem);
+        wh_stem_ctx_free(&sc, w);
         wh_scratch_free(&s);
         return st;
     }
@@ -670,8 +671,8 @@ static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, in
         int take = pos == 0 ? 2 * tau0 : 2 * tau;
         if (take > L - pos) take = L - pos;
         int final = pos + take == L, nx = 0;
-        st = wh_stem_stream_feed(&stem, w, &s, mel + (size_t)pos * w->n_mels, take, final,
-                                 pend + (size_t)pn * w->d, &nx);
+        const float *mp = mel + (size_t)pos * w->n_mels;
+        st = wh_stem_feed(w, &s, &sc, &stp, &mp, &take, &final, 1, pend + (size_t)pn * w->d, &nx);
         pn += nx;
         pos += take;
         while (!st && pn > 0) {
@@ -693,7 +694,7 @@ static sr_status chunked(const wh_model *w, const float *mel, int L, int tau, in
     sr_kpool_free(w->k, kc);
     sr_kpool_free(w->k, vc);
     free(pend);
-    wh_stem_stream_free(&stem);
+    wh_stem_ctx_free(&sc, w);
     wh_scratch_free(&s);
     return st;
 }
@@ -713,33 +714,58 @@ static void test_stem_stream(void)
         wh_scratch s;
         CU_ASSERT_EQUAL_FATAL(wh_scratch_init(&s, w, T + 4, 8), SR_OK);
         float *ref = malloc((size_t)T * w->d * sizeof(float));
-        float *got = malloc((size_t)(T + 4) * w->d * sizeof(float));
         CU_ASSERT_EQUAL(wh_stem(w, &s, gm.data, LL, ref), SR_OK);
+        /* five streams fed together, each in slices of its own size: one feed call per round
+         * for all that still have frames */
         static const int splits[] = {1, 2, 3, 7, 64};
-        for (size_t k = 0; k < SR_ARRAY_LEN(splits); k++) {
-            wh_stem_stream st;
-            CU_ASSERT_EQUAL_FATAL(wh_stem_stream_init(&st, w, 64), SR_OK);
-            int got_n = 0;
-            for (int pos = 0; pos < LL;) {
-                int take = SR_MIN(splits[k], LL - pos), nx = 0;
-                CU_ASSERT_EQUAL(wh_stem_stream_feed(&st, w, &s, (float *)gm.data + (size_t)pos * 80,
-                                                    take, pos + take == LL,
-                                                    got + (size_t)got_n * w->d, &nx), SR_OK);
-                got_n += nx;
-                pos += take;
+        enum { NS = 5 };
+        wh_stem_ctx sc;
+        CU_ASSERT_EQUAL_FATAL(wh_stem_ctx_init(&sc, w, NS, 64), SR_OK);
+        wh_stem_stream st[NS];
+        wh_stem_stream *sp[NS];
+        const float *mp[NS];
+        int take[NS], fin[NS], nx[NS], pos[NS] = {0}, got_n[NS] = {0}, ix[NS];
+        float *gotb[NS], *xo = malloc((size_t)NS * (T + 4) * w->d * sizeof(float));
+        for (int k = 0; k < NS; k++) {
+            st[k] = (wh_stem_stream){.slot = NS - 1 - k}; /* slots in another order */
+            gotb[k] = malloc((size_t)(T + 4) * w->d * sizeof(float));
+        }
+        for (int round = 0;; round++) {
+            int c = 0;
+            for (int k = 0; k < NS; k++) {
+                if (pos[k] >= LL) continue;
+                take[c] = SR_MIN(splits[k], LL - pos[k]);
+                fin[c] = pos[k] + take[c] == LL;
+                mp[c] = (const float *)gm.data + (size_t)pos[k] * 80;
+                sp[c] = &st[k];
+                ix[c++] = k;
             }
-            CU_ASSERT_EQUAL(got_n, TT);
+            if (!c) break;
+            CU_ASSERT_EQUAL_FATAL(wh_stem_feed(w, &s, &sc, sp, mp, take, fin, c, xo, nx), SR_OK);
+            size_t o = 0;
+            for (int q = 0; q < c; q++) {
+                int k = ix[q];
+                memcpy(gotb[k] + (size_t)got_n[k] * w->d, xo + o * w->d, (size_t)nx[q] * w->d * sizeof(float));
+                o += (size_t)nx[q];
+                got_n[k] += nx[q];
+                pos[k] += take[q];
+            }
+        }
+        for (int k = 0; k < NS; k++) {
+            CU_ASSERT_EQUAL(got_n[k], TT);
             /* equal up to the GEMM's summation order over a different number of rows */
-            double d = test_max_abs_diff(got, ref, (size_t)TT * w->d);
+            double d = test_max_abs_diff(gotb[k], ref, (size_t)TT * w->d);
             dmax = d > dmax ? d : dmax;
             CU_ASSERT(d <= 1e-6);
-            wh_stem_stream_free(&st);
+            free(gotb[k]);
         }
+        free(xo);
+        wh_stem_ctx_free(&sc, w);
         free(ref);
-        free(got);
         wh_scratch_free(&s);
     }
-    printf("\n      streaming stem vs whole-signal stem (feeds of 1..64 frames): %.2e", dmax);
+    printf("\n      streaming stem vs whole-signal stem (5 streams fed together, feeds of 1..64 "
+           "frames): %.2e", dmax);
     sr_tensor_free(&gm);
     sr_h5_close(g);
     sr_model_free(m);

@@ -66,98 +66,233 @@ sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, flo
     return st;
 }
 
-sr_status wh_stem_stream_init(wh_stem_stream *st, const wh_model *w, int max_in)
+/* int64 entries per stream of wh_stem_ctx.off: each stream's new mel offset, first new mel,
+ * output rows lo / hi, input total, conv1 offset and first, carried range */
+#define WH_STEM_COLS 9
+
+sr_status wh_stem_ctx_init(wh_stem_ctx *c, const wh_model *w, int slots, int max_in)
 {
-    memset(st, 0, sizeof *st);
-    st->k = w->k;
-    st->n_mels = w->n_mels;
-    st->d = w->d;
-    st->cap = max_in + 4;
-    size_t wmax = (size_t)(w->n_mels > w->d ? w->n_mels : w->d);
-    st->mel = w->k->alloc((size_t)st->cap * w->n_mels * sizeof(float));
-    st->c1 = w->k->alloc((size_t)st->cap * w->d * sizeof(float));
-    st->tmp = w->k->alloc((size_t)st->cap * wmax * sizeof(float));
-    if (!st->mel || !st->c1 || !st->tmp) {
-        wh_stem_stream_free(st);
-        return sr_error(SR_ERR_NOMEM, "whisper stem rows (%d)", st->cap);
+    memset(c, 0, sizeof *c);
+    const sr_kernels *k = w->k;
+    size_t S = (size_t)slots, C = (size_t)w->n_mels, d = (size_t)w->d, wmax = C > d ? C : d;
+    c->slots = slots;
+    c->max_in = max_in;
+    sr_status st = sr_kpool_create(k, SR_F32, 1, slots, 2, w->n_mels, &c->mel);
+    if (!st) st = sr_kpool_create(k, SR_F32, 1, slots, 2, w->d, &c->c1);
+    if (st) {
+        wh_stem_ctx_free(c, w);
+        return st;
+    }
+    c->nm = k->alloc(S * (size_t)max_in * C * sizeof(float));
+    c->c1new = k->alloc(S * (size_t)(max_in + 1) * d * sizeof(float));
+    c->carry = k->alloc(2 * S * wmax * sizeof(float));
+    c->hnm = sr_malloc(S * (size_t)max_in * C * sizeof(float), "whisper stem mel staging");
+    c->rp = sr_malloc(2 * S * sizeof *c->rp, "whisper stem row pointers");
+    c->row0 = sr_malloc((S + 1) * sizeof *c->row0, "whisper stem batch");
+    c->slot = sr_malloc(S * sizeof *c->slot, "whisper stem batch");
+    c->pos = sr_malloc(S * sizeof *c->pos, "whisper stem batch");
+    c->off = sr_malloc(WH_STEM_COLS * S * sizeof *c->off, "whisper stem batch");
+    if (!c->nm || !c->c1new || !c->carry || !c->hnm || !c->rp || !c->row0 || !c->slot ||
+        !c->pos || !c->off) {
+        wh_stem_ctx_free(c, w);
+        return sr_error(SR_ERR_NOMEM, "whisper stem of %d streams", slots);
     }
     return SR_OK;
 }
 
-void wh_stem_stream_reset(wh_stem_stream *st)
+void wh_stem_ctx_free(wh_stem_ctx *c, const wh_model *w)
 {
-    st->mel_n = st->c1_n = 0;
-    st->mel_base = st->c1_base = 0;
-    st->n_c1 = st->n_out = 0;
+    const sr_kernels *k = w->k;
+    sr_kpool_free(k, c->mel);
+    sr_kpool_free(k, c->c1);
+    k->free(c->nm);
+    k->free(c->c1new);
+    k->free(c->carry);
+    free(c->hnm);
+    free(c->rp);
+    free(c->row0);
+    free(c->slot);
+    free(c->pos);
+    free(c->off);
+    memset(c, 0, sizeof *c);
 }
 
-void wh_stem_stream_free(wh_stem_stream *st)
+size_t wh_stem_ctx_bytes(const wh_stem_ctx *c, const wh_model *w)
 {
-    if (st->k) {
-        st->k->free(st->mel);
-        st->k->free(st->c1);
-        st->k->free(st->tmp);
+    if (!c->mel) return 0;
+    size_t S = (size_t)c->slots, C = (size_t)w->n_mels, d = (size_t)w->d, wmax = C > d ? C : d;
+    return c->mel->bytes + c->c1->bytes +
+           (2 * S * (size_t)c->max_in * C + S * (size_t)(c->max_in + 1) * d + 2 * S * wmax) *
+               sizeof(float) +
+           2 * S * sizeof(const float *) + (2 * S + 1) * sizeof(int) +
+           (1 + WH_STEM_COLS) * S * sizeof(int64_t);
+}
+
+void wh_stem_stream_reset(wh_stem_stream *st) { st->n_mel = st->n_c1 = st->n_out = 0; }
+
+static const float *pool_row(const sr_kpool *p, int slot, int64_t pos)
+{
+    return (const float *)p->data + sr_kpool_at(p, 0, slot, (int)(pos % p->rows));
+}
+
+/* Input row t of a stream's conv: zero padding outside [0, total) (total < 0: not known, the
+ * right edge is not reached), a new row (t >= first_new: new + (t - first_new) rows) or a
+ * carried one (its pool row; it must be one of the two carried). */
+static const float *conv_src(const wh_scratch *s, int64_t t, int64_t total, int64_t first_new,
+                             const float *new_rows, int cin, const sr_kpool *carried, int slot,
+                             sr_status *st)
+{
+    if (t < 0 || (total >= 0 && t >= total)) return s->zero;
+    if (t >= first_new) return new_rows + (size_t)(t - first_new) * cin;
+    if (t < first_new - 2) {
+        *st = sr_error(SR_ERR_ARG, "whisper stem: input row %lld is no longer held", (long long)t);
+        return s->zero;
     }
-    memset(st, 0, sizeof *st);
+    return pool_row(carried, slot, t);
 }
 
-/* Drop held rows before `keep` (absolute), shifting the rest to the front: through tmp, as
- * the table's copy2d takes no overlapping rows. */
-static sr_status drop_before(const wh_stem_stream *st, float *buf, int *n, int64_t *base,
-                             int64_t keep, int width)
+/* One conv over the rows of streams [i0, i1): output rows [o0[i], o1[i]) of stream i go to out
+ * stream after stream; their input rows from conv_src. cin: input width. */
+typedef struct {
+    int stride, cin;
+    const sr_kpool *carried;
+    const float *new_rows;      /* every stream's new input rows, stream after stream */
+    const int64_t *new_off;     /* [count] stream i's first new row in new_rows */
+    const int64_t *first_new;   /* [count] its position */
+    const int64_t *total;       /* [count] its input length, -1: not known */
+    const int64_t *o0, *o1;     /* [count] its output rows */
+    wh_lin L;
+} stem_conv;
+
+static sr_status conv_streams(const wh_model *w, const wh_scratch *s, const stem_conv *cv,
+                              wh_stem_stream *const *st, int count, float *out)
 {
-    if (keep <= *base) return SR_OK;
-    int64_t drop = keep - *base;
-    if (drop > *n) drop = *n;
-    int left = *n - (int)drop;
+    const sr_kernels *k = w->k;
     sr_status e = SR_OK;
-    if (left > 0 && drop > 0) {
-        e = st->k->copy2d(left, width, buf + (size_t)drop * width, width, st->tmp, width);
-        if (!e) e = st->k->copy2d(left, width, st->tmp, width, buf, width);
+    int r = 0; /* output rows gathered, not yet multiplied */
+    for (int i = 0; i <= count && !e; i++) {
+        int rows_i = i < count ? (int)(cv->o1[i] - cv->o0[i]) : 0;
+        if (i < count && rows_i > s->col_rows)
+            return sr_error(SR_ERR_ARG, "whisper stem: %d output rows exceed the scratch (%d)",
+                            rows_i, s->col_rows);
+        if (r && (i == count || r + rows_i > s->col_rows)) { /* the group: one gather, one gemm */
+            if ((e = k->copy_rows(3 * r, cv->cin, s->cp, s->col, cv->cin)) ||
+                (e = wh_linear(k, s->col, r, cv->L, SR_ACT_GELU, 0.0f, out)))
+                return e;
+            out += (size_t)r * w->d;
+            r = 0;
+        }
+        if (i == count) break;
+        const float *nr = cv->new_rows + (size_t)cv->new_off[i] * cv->cin;
+        for (int64_t o = cv->o0[i]; o < cv->o1[i] && !e; o++, r++)
+            for (int kk = 0; kk < 3; kk++)
+                s->cp[3 * r + kk] = conv_src(s, cv->stride * o - 1 + kk, cv->total[i],
+                                             cv->first_new[i], nr, cv->cin, cv->carried,
+                                             st[i]->slot, &e);
     }
-    *n = left;
-    *base += drop;
     return e;
 }
 
-sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch *s,
-                              const float *mel, int n, int final, float *x, int *n_out)
+/* Write each stream's carried rows [from[i], to[i]) that are new (>= first_new[i], at
+ * new_rows + new_off[i] rows on) to its slot of pool p: one gather, one kv_write. */
+static sr_status carry_rows(const wh_model *w, wh_stem_ctx *c, sr_kpool *p, int cin,
+                            wh_stem_stream *const *st, int count, const float *new_rows,
+                            const int64_t *new_off, const int64_t *first_new,
+                            const int64_t *from, const int64_t *to)
 {
-    *n_out = 0;
-    /* keep mel rows from n_c1 - 1 (the left neighbour of the next conv1 output) */
-    sr_status e0 = drop_before(st, st->mel, &st->mel_n, &st->mel_base, st->n_c1 - 1, st->n_mels);
-    if (e0) return e0;
-    if (st->mel_n + n > st->cap)
-        return sr_error(SR_ERR_ARG, "whisper stem: %d mel frames in one feed exceed %d", n,
-                        st->cap - 4);
-    /* mel: host rows from the front-end */
-    if (n && (e0 = st->k->upload(st->mel + (size_t)st->mel_n * st->n_mels, mel,
-                                 (size_t)n * st->n_mels * sizeof(float))))
-        return e0;
-    st->mel_n += n;
-    int64_t mel_total = st->mel_base + st->mel_n;
-
-    /* conv1 outputs t with mel t + 1 present (all of them at the end) */
-    int64_t c1_target = final ? mel_total : (mel_total > 0 ? mel_total - 1 : 0);
-    if ((e0 = drop_before(st, st->c1, &st->c1_n, &st->c1_base, 2 * st->n_out - 1, st->d))) return e0;
-    if (c1_target > st->n_c1) {
-        if (st->c1_n + (c1_target - st->n_c1) > st->cap)
-            return sr_error(SR_ERR_ARG, "whisper stem: conv1 buffer overflow");
-        sr_status e = conv_rows(w->k, s, st->mel, st->mel_base, st->mel_n, final ? mel_total : -1,
-                                st->n_mels, 1, st->n_c1, c1_target, w->conv1,
-                                st->c1 + (size_t)st->c1_n * st->d);
-        if (e) return e;
-        st->c1_n += (int)(c1_target - st->n_c1);
-        st->n_c1 = c1_target;
+    int n = 0, ns = 0;
+    c->row0[0] = 0;
+    for (int i = 0; i < count; i++) {
+        int64_t a = from[i] > first_new[i] ? from[i] : first_new[i];
+        if (a < 0) a = 0;
+        if (to[i] <= a) continue;
+        for (int64_t t = a; t < to[i]; t++)
+            c->rp[n++] = new_rows + (size_t)(new_off[i] + t - first_new[i]) * cin;
+        c->slot[ns] = st[i]->slot;
+        c->pos[ns] = a;
+        c->row0[++ns] = n;
     }
-    /* conv2 outputs u with conv1 2u + 1 present (at the end: ceil(n_c1 / 2) in all) */
-    int64_t out_target = final ? (st->n_c1 + 1) / 2 : st->n_c1 / 2;
-    if (out_target > st->n_out) {
-        sr_status e = conv_rows(w->k, s, st->c1, st->c1_base, st->c1_n, final ? st->n_c1 : -1, st->d,
-                                2, st->n_out, out_target, w->conv2, x);
-        if (e) return e;
-        *n_out = (int)(out_target - st->n_out);
-        st->n_out = out_target;
+    if (!n) return SR_OK;
+    sr_kbatch b = {.n_seq = ns, .row0 = c->row0, .slot = c->slot, .pos = c->pos};
+    sr_status e = w->k->copy_rows(n, cin, c->rp, c->carry, cin);
+    return e ? e : w->k->kv_write(p, 0, &b, c->carry, cin);
+}
+
+sr_status wh_stem_feed(const wh_model *w, wh_scratch *s, wh_stem_ctx *c,
+                       wh_stem_stream *const *st, const float *const *mel, const int *n,
+                       const int *final, int count, float *x, int *n_out)
+{
+    int C = w->n_mels, d = w->d;
+    if (count < 0 || count > c->slots)
+        return sr_error(SR_ERR_ARG, "whisper stem: %d streams, the context holds %d", count,
+                        c->slots);
+    int64_t *noff = c->off, *first = noff + count, *lo = first + count, *hi = lo + count,
+            *tot = hi + count, *c1off = tot + count, *c1first = c1off + count,
+            *keep_from = c1first + count, *keep_to = keep_from + count;
+    /* the new mel frames of every stream: one upload */
+    size_t rows = 0;
+    for (int i = 0; i < count; i++) {
+        if (n[i] < 0 || n[i] > c->max_in)
+            return sr_error(SR_ERR_ARG, "whisper stem: %d mel frames in one feed (at most %d)",
+                            n[i], c->max_in);
+        n_out[i] = 0;
+        noff[i] = (int64_t)rows;
+        if (n[i]) memcpy(c->hnm + rows * C, mel[i], (size_t)n[i] * C * sizeof(float));
+        rows += (size_t)n[i];
+    }
+    sr_status e = rows ? w->k->upload(c->nm, c->hnm, rows * C * sizeof(float)) : SR_OK;
+    if (e) return e;
+    /* conv1: outputs t with mel t + 1 present (all of them at the end) */
+    int64_t c1rows = 0;
+    for (int i = 0; i < count; i++) {
+        const wh_stem_stream *q = st[i];
+        int64_t total = q->n_mel + n[i];
+        first[i] = q->n_mel;
+        tot[i] = final[i] ? total : -1;
+        lo[i] = q->n_c1;
+        hi[i] = final[i] ? total : (total > 0 ? total - 1 : 0);
+        if (hi[i] < lo[i]) hi[i] = lo[i];
+        c1off[i] = c1rows;
+        c1rows += hi[i] - lo[i];
+    }
+    stem_conv cv1 = {.stride = 1, .cin = C, .carried = c->mel, .new_rows = c->nm,
+                     .new_off = noff, .first_new = first, .total = tot, .o0 = lo, .o1 = hi,
+                     .L = w->conv1};
+    if ((e = conv_streams(w, s, &cv1, st, count, c->c1new))) return e;
+    /* carried mel frames: from the left neighbour of the next conv1 output on */
+    for (int i = 0; i < count; i++) {
+        keep_from[i] = hi[i] - 1;
+        keep_to[i] = st[i]->n_mel + n[i];
+    }
+    if ((e = carry_rows(w, c, c->mel, C, st, count, c->nm, noff, first, keep_from, keep_to)))
+        return e;
+    for (int i = 0; i < count; i++) {
+        wh_stem_stream *q = st[i];
+        q->n_mel += n[i];
+        c1first[i] = q->n_c1;
+        q->n_c1 = hi[i];
+    }
+    /* conv2 (stride 2): outputs u with conv1 2u + 1 present (at the end ceil(n_c1 / 2)) */
+    for (int i = 0; i < count; i++) {
+        const wh_stem_stream *q = st[i];
+        tot[i] = final[i] ? q->n_c1 : -1;
+        lo[i] = q->n_out;
+        hi[i] = final[i] ? (q->n_c1 + 1) / 2 : q->n_c1 / 2;
+        if (hi[i] < lo[i]) hi[i] = lo[i];
+    }
+    stem_conv cv2 = {.stride = 2, .cin = d, .carried = c->c1, .new_rows = c->c1new,
+                     .new_off = c1off, .first_new = c1first, .total = tot, .o0 = lo, .o1 = hi,
+                     .L = w->conv2};
+    if ((e = conv_streams(w, s, &cv2, st, count, x))) return e;
+    for (int i = 0; i < count; i++) {
+        keep_from[i] = 2 * hi[i] - 1; /* the left neighbour of the next conv2 output's centre */
+        keep_to[i] = st[i]->n_c1;
+    }
+    if ((e = carry_rows(w, c, c->c1, d, st, count, c->c1new, c1off, c1first, keep_from, keep_to)))
+        return e;
+    for (int i = 0; i < count; i++) {
+        n_out[i] = (int)(hi[i] - lo[i]);
+        st[i]->n_out = hi[i];
     }
     return SR_OK;
 }

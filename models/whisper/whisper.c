@@ -619,24 +619,55 @@ static sr_status encode_window(wh_stream *s, const float *pcm, int hw)
     return SR_OK;
 }
 
-/* whisperrt front-end of one chunk: log-mel and stem frames appended to s->pend. */
+/* whisperrt front-end of one chunk: its log-mel frames in s->mel_new (the stem runs over every
+ * stream at once, rt_stem). */
 static sr_status rt_frontend(wh_stream *s, const float *pcm, size_t n, int final)
 {
     const wh_model *w = s->w;
-    int nm = 0, nf = 0, nx = 0;
-    if (sr_mel_stream_pending(s->ms, n) > s->mel_cap)
+    int nm = 0, nf = 0, cap = s->b->mel_cap;
+    s->mel_new_n = 0;
+    if (sr_mel_stream_pending(s->ms, n) > cap)
         return sr_error(SR_ERR_ARG, "whisper: %zu samples in one chunk exceed the mel buffer", n);
-    sr_status st = sr_mel_stream_feed(s->ms, pcm, n, s->mel_new, s->mel_cap, &nm);
+    sr_status st = sr_mel_stream_feed(s->ms, pcm, n, s->mel_new, cap, &nm);
     if (!st && final)
-        st = sr_mel_stream_finish(s->ms, s->mel_new + (size_t)nm * w->n_mels, s->mel_cap - nm, &nf);
+        st = sr_mel_stream_finish(s->ms, s->mel_new + (size_t)nm * w->n_mels, cap - nm, &nf);
     if (st) return st;
-    nm += nf;
-    if (s->pend_n + nm / 2 + 2 > s->pend_cap)
-        return sr_error(SR_ERR_ARG, "whisper: pending encoder frames overflow");
-    st = wh_stem_stream_feed(&s->stem, w, &s->b->es, s->mel_new, nm, final,
-                             s->pend + (size_t)s->pend_n * w->d, &nx);
+    s->mel_new_n = nm + nf;
+    return SR_OK;
+}
+
+/* The streaming stem of `count` whisperrt streams at once (their chunks' mel frames), the new
+ * frames to each stream's pending ring: one stem feed, one kv_write. */
+static sr_status rt_stem(wh_batch *b, wh_stream *const *ss, const int *final, int count)
+{
+    const wh_model *w = b->w;
+    for (int i = 0; i < count; i++) {
+        b->rt_stem[i] = &ss[i]->stem;
+        b->rt_mel[i] = ss[i]->mel_new;
+        b->rt_n[i] = ss[i]->mel_new_n;
+    }
+    sr_status st = wh_stem_feed(w, &b->es, &b->stem, b->rt_stem, b->rt_mel, b->rt_n, final, count,
+                                b->xnew, b->rt_nout);
     if (st) return st;
-    s->pend_n += nx;
+    int ns = 0, rows = 0;
+    b->prow0[0] = 0;
+    for (int i = 0; i < count; i++) {
+        wh_stream *s = ss[i];
+        int nx = b->rt_nout[i];
+        if (s->n_frames + nx - s->pend_done > b->pend_cap)
+            return sr_error(SR_ERR_ARG, "whisper: pending encoder frames overflow (%lld > %d)",
+                            (long long)(s->n_frames + nx - s->pend_done), b->pend_cap);
+        if (!nx) continue;
+        b->pslot[ns] = s->bslot;
+        b->ppos[ns] = s->n_frames;
+        rows += nx;
+        b->prow0[++ns] = rows;
+    }
+    if (ns) {
+        sr_kbatch kb = {.n_seq = ns, .row0 = b->prow0, .slot = b->pslot, .pos = b->ppos};
+        if ((st = w->k->kv_write(b->pend, 0, &kb, b->xnew, w->d))) return st;
+    }
+    for (int i = 0; i < count; i++) ss[i]->n_frames += b->rt_nout[i];
     return SR_OK;
 }
 
@@ -652,8 +683,9 @@ static sr_status rt_blocks(wh_batch *b, wh_stream *const *ss, const int *final, 
         for (int i = 0; i < count; i++) {
             wh_stream *s = ss[i];
             int need = s->n_blocks == 0 ? s->tau0 : s->tau;
-            if (s->pend_n == 0 || (s->pend_n < need && !final[i])) continue;
-            int bsz = s->pend_n < need ? s->pend_n : need;
+            int pend_n = (int)(s->n_frames - s->pend_done);
+            if (pend_n == 0 || (pend_n < need && !final[i])) continue;
+            int bsz = pend_n < need ? pend_n : need;
             if (s->n_win == 0) {
                 s->n_win = 1;
                 s->win_first = 0;
@@ -666,17 +698,24 @@ static sr_status rt_blocks(wh_batch *b, wh_stream *const *ss, const int *final, 
             if (rows + bsz > b->es.rows)
                 return sr_error(SR_ERR_ARG, "whisper: %d encoder rows exceed the batch scratch "
                                 "(%d)", rows + bsz, b->es.rows);
-            float *x = b->x + (size_t)rows * d;
-            sr_status st = w->k->copy2d(bsz, w->d, s->pend, w->d, x, w->d);
-            if (!st) st = add_positions(w, x, bsz, s->enc_len);
-            if (st) return st;
+            /* its block's frames (pending ring) and their positional embeddings */
+            for (int r = 0; r < bsz; r++) {
+                b->es.prow[rows + r] = (const float *)b->pend->data +
+                                       sr_kpool_at(b->pend, 0, s->bslot,
+                                                   (int)((s->pend_done + r) % b->pend_cap));
+                b->es.cp[rows + r] = w->enc_pos + (size_t)(s->enc_len + r) * d;
+            }
             b->eq[nq] = (wh_eseq){.n = bsz, .p0 = s->enc_len, .slot = s->bslot};
             b->exslot[nq] = s->bslot * b->win_cap;
             b->idx[nq++] = i;
             rows += bsz;
         }
         if (!nq) return SR_OK;
-        sr_status st = wh_encode(w, &b->es, b->x, b->eq, nq, b->ek, b->ev, NULL);
+        /* x = frames + positions: two gathers and one add for every block */
+        sr_status st = w->k->copy_rows(rows, w->d, b->es.prow, b->x, w->d);
+        if (!st) st = w->k->copy_rows(rows, w->d, b->es.cp, b->es.h, w->d);
+        if (!st) st = w->k->add(rows, w->d, b->es.h, w->d, 1.0f, b->x, w->d);
+        if (!st) st = wh_encode(w, &b->es, b->x, b->eq, nq, b->ek, b->ev, NULL);
         if (!st) st = wh_cross_kv(w, &b->es, b->x, b->eq, b->exslot, nq, b->xk, b->xv);
         if (st) return st;
         for (int q = 0; q < nq; q++) {
@@ -686,12 +725,7 @@ static sr_status rt_blocks(wh_batch *b, wh_stream *const *ss, const int *final, 
             s->win_len[0] = s->enc_len;
             s->n_blocks++;
             s->ver++;
-            s->pend_n -= bsz;
-            if (s->pend_n > 0) { /* through pend_tmp: copy2d takes no overlapping rows */
-                st = w->k->copy2d(s->pend_n, w->d, s->pend + (size_t)bsz * d, w->d, s->pend_tmp, w->d);
-                if (!st) st = w->k->copy2d(s->pend_n, w->d, s->pend_tmp, w->d, s->pend, w->d);
-                if (st) return st;
-            }
+            s->pend_done += bsz;
         }
     }
 }
@@ -785,6 +819,7 @@ static sr_status wh_process_batch(void *batch, void *const *states, const float 
         default: st = rt_frontend(s, pcm[i], n[i], final[i]); break;
         }
     }
+    if (!st && b->cfg.strategy == WH_WHISPERRT) st = rt_stem(b, ss, final, count);
     if (!st && b->cfg.strategy == WH_WHISPERRT) st = rt_blocks(b, ss, final, count);
     return st;
 }
@@ -823,7 +858,8 @@ static void wh_reset(void *state)
     wh_stream *s = state;
     if (s->ms) sr_mel_stream_reset(s->ms);
     wh_stem_stream_reset(&s->stem);
-    s->pend_n = 0;
+    s->n_frames = s->pend_done = 0;
+    s->mel_new_n = 0;
     s->n_blocks = 0;
     s->enc_len = 0;
     s->win_first = s->n_win = 0;
@@ -845,9 +881,6 @@ static void wh_stream_close(void *state)
     if (s->b && s->b->owner[s->bslot] == s) s->b->owner[s->bslot] = NULL;
     sr_mel_stream_close(s->ms);
     free(s->mel_new);
-    wh_stem_stream_free(&s->stem);
-    s->w->k->free(s->pend);
-    s->w->k->free(s->pend_tmp);
     free(s->win_len);
     free(s->audio);
     for (int i = 0; i < WH_MAX_SLOTS; i++) free(s->slot[i].tok);
@@ -860,12 +893,9 @@ static size_t wh_state_bytes(const void *state)
 {
     const wh_stream *s = state;
     const wh_model *w = s->w;
-    size_t d = (size_t)w->d, f = sizeof(float);
+    size_t f = sizeof(float);
     size_t b = sizeof *s;
-    b += (size_t)s->mel_cap * w->n_mels * f;
-    if (s->stem.mel) /* mel and conv1 rows, and the temp their drops go through */
-        b += (size_t)s->stem.cap * (w->n_mels + d + (size_t)SR_MAX(w->n_mels, w->d)) * f;
-    b += 2 * (size_t)s->pend_cap * d * f; /* pend, pend_tmp */
+    if (s->mel_new) b += (size_t)s->b->mel_cap * w->n_mels * f;
     b += (size_t)s->win_cap * sizeof(int);
     b += s->audio_cap * f;
     b += (size_t)s->n_slots * (size_t)w->n_text_ctx * sizeof(int32_t);
@@ -915,7 +945,7 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     s->n_slots = c.n_slots;
     s->pcap = 4 * w->text_cap;
     s->win_cap = 1;
-    size_t d = (size_t)w->d, f = sizeof(float);
+    size_t f = sizeof(float);
     st = SR_ERR_NOMEM;
     if (!(s->win_len = sr_calloc(1, sizeof(int), "whisper window lengths")) ||
         !(s->pwin = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix windows")) ||
@@ -928,16 +958,10 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
         s->slot[i].win = -1;
     }
     if (c.strategy == WH_WHISPERRT) {
-        size_t max_chunk = (size_t)SR_MAX(s->tau0 * 320 + WH_LOOKAHEAD, s->tau * 320);
-        s->mel_cap = (int)((max_chunk + 400) / 160) + 8;
-        s->pend_cap = s->tau0 + s->mel_cap / 2 + 8;
-        if ((st = sr_mel_stream_open(w->mel, &s->ms)) ||
-            (st = wh_stem_stream_init(&s->stem, w, s->mel_cap)))
-            goto fail;
+        s->stem.slot = slot;
+        if ((st = sr_mel_stream_open(w->mel, &s->ms))) goto fail;
         st = SR_ERR_NOMEM;
-        if (!(s->mel_new = sr_malloc((size_t)s->mel_cap * w->n_mels * f, "whisper mel frames")) ||
-            !(s->pend = w->k->alloc((size_t)s->pend_cap * d * f)) ||
-            !(s->pend_tmp = w->k->alloc((size_t)s->pend_cap * d * f)))
+        if (!(s->mel_new = sr_malloc((size_t)b->mel_cap * w->n_mels * f, "whisper mel frames")))
             goto fail;
     } else if (c.strategy == WH_REENCODE) {
         if ((st = grow_audio(s, (size_t)w->window_samples))) goto fail;
@@ -975,8 +999,17 @@ static void wh_batch_close(void *batch)
     wh_batch *b = batch;
     if (!b) return;
     const sr_kernels *k = b->w->k;
-    sr_kpool *pools[] = {b->ek, b->ev, b->xk, b->xv, b->sk, b->sv, b->ns_k, b->ns_v};
+    sr_kpool *pools[] = {b->ek, b->ev, b->xk, b->xv, b->sk, b->sv, b->ns_k, b->ns_v, b->pend};
     for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) sr_kpool_free(k, pools[i]);
+    wh_stem_ctx_free(&b->stem, b->w);
+    k->free(b->xnew);
+    free(b->rt_stem);
+    free(b->rt_mel);
+    free(b->rt_n);
+    free(b->rt_nout);
+    free(b->prow0);
+    free(b->pslot);
+    free(b->ppos);
     wh_scratch_free(&b->es);
     wh_scratch_free(&b->ds);
     k->free(b->x);
@@ -1003,8 +1036,12 @@ static size_t wh_batch_bytes(const void *batch)
     const wh_model *w = b->w;
     size_t ms = (size_t)b->max_streams, d = (size_t)w->d, f = sizeof(float);
     size_t n = sizeof *b;
-    const sr_kpool *pools[] = {b->ek, b->ev, b->xk, b->xv, b->sk, b->sv, b->ns_k, b->ns_v};
+    const sr_kpool *pools[] = {b->ek, b->ev, b->xk, b->xv, b->sk, b->sv, b->ns_k, b->ns_v, b->pend};
     for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) n += pools[i] ? pools[i]->bytes : 0;
+    if (b->pend) /* the whisperrt front-end */
+        n += wh_stem_ctx_bytes(&b->stem, w) + ms * ((size_t)(b->mel_cap / 2 + 2) * d * f +
+                                                     3 * sizeof(void *) + 3 * sizeof(int) +
+                                                     sizeof(int64_t)) + sizeof(int);
     n += wh_scratch_bytes(&b->es) + wh_scratch_bytes(&b->ds);
     n += (size_t)b->es.rows * d * f;
     n += ms * (sizeof(wh_eseq) + 2 * sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) +
@@ -1065,6 +1102,25 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         !(b->idx = sr_malloc((size_t)ms * sizeof(int), "whisper batch index")) ||
         !(b->owner = sr_calloc((size_t)ms, sizeof(void *), "whisper batch slots")))
         goto fail;
+    if (c.strategy == WH_WHISPERRT) { /* the streaming front-end of every stream */
+        size_t max_chunk = (size_t)SR_MAX(c.tau0 * 320 + WH_LOOKAHEAD, c.tau * 320);
+        b->mel_cap = (int)((max_chunk + 400) / 160) + 8;
+        b->pend_cap = c.tau0 + b->mel_cap / 2 + 8;
+        size_t S = (size_t)ms;
+        if ((st = wh_stem_ctx_init(&b->stem, w, ms, b->mel_cap)) ||
+            (st = sr_kpool_create(k, SR_F32, 1, ms, b->pend_cap, w->d, &b->pend)))
+            goto fail;
+        st = SR_ERR_NOMEM;
+        if (!(b->xnew = k->alloc(S * (size_t)(b->mel_cap / 2 + 2) * d * f)) ||
+            !(b->rt_stem = sr_malloc(S * sizeof *b->rt_stem, "whisper stem streams")) ||
+            !(b->rt_mel = sr_malloc(S * sizeof *b->rt_mel, "whisper stem streams")) ||
+            !(b->rt_n = sr_malloc(S * sizeof *b->rt_n, "whisper stem streams")) ||
+            !(b->rt_nout = sr_malloc(S * sizeof *b->rt_nout, "whisper stem streams")) ||
+            !(b->prow0 = sr_malloc((S + 1) * sizeof *b->prow0, "whisper stem streams")) ||
+            !(b->pslot = sr_malloc(S * sizeof *b->pslot, "whisper stem streams")) ||
+            !(b->ppos = sr_malloc(S * sizeof *b->ppos, "whisper stem streams")))
+            goto fail;
+    }
     *batch = b;
     return SR_OK;
 fail:

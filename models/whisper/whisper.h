@@ -125,24 +125,43 @@ sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, flo
 /* Streaming conv stem: mel frames go in as they arrive; encoder-input frames come out as soon as
  * every mel frame they read exists (one mel frame of right context per conv); at final the
  * right edge is zero-padded as the whole-signal stem pads it, so the concatenated output equals
- * wh_stem on the concatenated input. */
+ * wh_stem on the concatenated input. Many streams go through at once: the new mel frames of all
+ * of them in one upload, each conv as one row gather (copy_rows) and one gemm over all their
+ * rows, the rows each stream carries to its next feed (at most two mel frames and two conv1
+ * outputs, position p in ring row p % 2 of its slot) written by one kv_write each. So the op
+ * calls of a feed do not grow with the number of streams. */
 typedef struct {
-    const sr_kernels *k;                         /* mel, c1 and tmp are its memory */
-    int n_mels, d;
-    float *mel;   int mel_n;  int64_t mel_base;  /* held mel frames [mel_base, mel_base + n) */
-    float *c1;    int c1_n;   int64_t c1_base;   /* held conv1 outputs */
-    float *tmp;                                  /* [cap, max(n_mels, d)]: dropping rows */
-    int64_t n_c1, n_out;                         /* conv1 / conv2 outputs produced */
-    int cap;                                     /* rows each buffer holds */
+    sr_kpool *mel, *c1;  /* carried rows: [1][slots][2][n_mels], [1][slots][2][d] (f32) */
+    int slots, max_in;   /* streams; mel frames one stream may feed at once */
+    float *nm;           /* [slots * max_in, n_mels] the feed's new mel frames (table) */
+    float *hnm;          /* the same, staged on the host */
+    float *c1new;        /* [slots * (max_in + 1), d] the feed's conv1 outputs (table) */
+    float *carry;        /* [2 slots, max(n_mels, d)] carried rows being written (table) */
+    const float **rp;    /* [2 slots] their sources (host) */
+    int *row0;           /* [slots + 1] host: a kv_write's rows per stream */
+    int *slot;           /* [slots] */
+    int64_t *pos;        /* [slots] */
+    int64_t *off;        /* [9 slots] host: a feed's per-stream offsets, row ranges, totals */
+} wh_stem_ctx;
+
+/* One stream's position in the stem: it owns slot `slot` of a context's pools. */
+typedef struct {
+    int slot;
+    int64_t n_mel, n_c1, n_out; /* mel frames fed, conv1 / conv2 outputs produced */
 } wh_stem_stream;
 
-sr_status wh_stem_stream_init(wh_stem_stream *st, const wh_model *w, int max_in);
+sr_status wh_stem_ctx_init(wh_stem_ctx *c, const wh_model *w, int slots, int max_in);
+void wh_stem_ctx_free(wh_stem_ctx *c, const wh_model *w);
+size_t wh_stem_ctx_bytes(const wh_stem_ctx *c, const wh_model *w);
+/* Back to the start of a stream (its carried rows are never read before being written). */
 void wh_stem_stream_reset(wh_stem_stream *st);
-void wh_stem_stream_free(wh_stem_stream *st);
-/* Feed n mel frames (at most the max_in given at init); writes the new frames to x (room for
- * max_in / 2 + 2 rows) and their count to *n_out. */
-sr_status wh_stem_stream_feed(wh_stem_stream *st, const wh_model *w, wh_scratch *s,
-                              const float *mel, int n, int final, float *x, int *n_out);
+/* Feed n[i] host mel frames (at most max_in) mel[i] to each of `count` streams of distinct
+ * slots: their new encoder-input frames go to x stream after stream (room for the sum of
+ * n[i] / 2 + 2 rows), n_out[i] of stream i. final[i]: the stream's last frames (right edge
+ * padded). */
+sr_status wh_stem_feed(const wh_model *w, wh_scratch *s, wh_stem_ctx *c,
+                       wh_stem_stream *const *st, const float *const *mel, const int *n,
+                       const int *final, int count, float *x, int *n_out);
 
 /* One sequence of new encoder frames: n frames at positions p0 .. p0 + n - 1 of the context
  * held in slot `slot` of the encoder pools (its K/V for [0, p0) already there). */
@@ -236,6 +255,17 @@ typedef struct wh_batch {
     void *plan;                 /* [max_streams] per-request plans (whisper.c) */
     int *idx;                   /* [max_streams] the stream of each sequence of a pass */
     void **owner;               /* [max_streams] the stream in each slot (NULL: free) */
+    /* whisperrt front-end: every stream's streaming stem, and the stem frames that wait for
+     * their encoder block (stream i's frame f in ring row f % pend_cap of slot i) */
+    int mel_cap, pend_cap;      /* mel frames of one chunk; frames waiting at most */
+    wh_stem_ctx stem;
+    sr_kpool *pend;             /* [1][max_streams][pend_cap][d] */
+    float *xnew;                /* [max_streams * (mel_cap / 2 + 2), d] a feed's new frames (table) */
+    wh_stem_stream **rt_stem;   /* [max_streams] their stems */
+    const float **rt_mel;       /* [max_streams] their new mel frames (host) */
+    int *rt_n, *rt_nout;        /* [max_streams] mel frames in, stem frames out */
+    int *prow0, *pslot;         /* [max_streams + 1], [max_streams] the pend kv_write's batch */
+    int64_t *ppos;              /* [max_streams] */
 } wh_batch;
 
 typedef struct {
@@ -256,10 +286,9 @@ typedef struct wh_stream {
     int tau, tau0;              /* whisperrt block sizes in encoder frames */
     /* whisperrt front-end */
     sr_mel_stream *ms;
-    float *mel_new; int mel_cap;
-    wh_stem_stream stem;
-    float *pend; int pend_n, pend_cap; /* stem frames waiting for their block (table memory) */
-    float *pend_tmp;            /* [pend_cap, d] table memory: dropping encoded frames */
+    float *mel_new; int mel_new_n; /* [b->mel_cap, n_mels] the chunk's mel frames (host) */
+    wh_stem_stream stem;        /* in b->stem's slot bslot */
+    int64_t n_frames, pend_done; /* stem frames produced; encoded (the rest wait in b->pend) */
     int64_t n_blocks;           /* blocks encoded in the stream */
     int enc_len;                /* encoder frames of the current window (in b->ek / b->ev) */
     /* windows: cross K/V of the held ones [win_first, n_win) in b->xk / b->xv */
