@@ -92,18 +92,7 @@ static int ab_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
 
 static const sr_stepper ab_stepper = {.begin = ab_begin, .advance = ab_advance};
 
-static sr_status ab_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
-{
-    sr_status st;
-    sr_lockstep(&ab_stepper, "aed_beam", &state, &sc, &final, &h, 1, &st);
-    return st;
-}
-
-static void ab_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
-                            sr_hyp *const *hs, int count, sr_status *st)
-{
-    sr_lockstep(&ab_stepper, "aed_beam", states, scs, final, hs, count, st);
-}
+SR_STEPPER_UPDATES(ab, ab_stepper, "aed_beam")
 
 static void ab_reset(void *state) { sr_aed_beams_reset(&((ab_state *)state)->e); }
 

@@ -97,18 +97,7 @@ static int ag_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
 
 static const sr_stepper ag_stepper = {.begin = ag_begin, .advance = ag_advance};
 
-static sr_status ag_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
-{
-    sr_status st;
-    sr_lockstep(&ag_stepper, "aed_greedy", &state, &sc, &final, &h, 1, &st);
-    return st;
-}
-
-static void ag_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
-                            sr_hyp *const *hs, int count, sr_status *st)
-{
-    sr_lockstep(&ag_stepper, "aed_greedy", states, scs, final, hs, count, st);
-}
+SR_STEPPER_UPDATES(ag, ag_stepper, "aed_greedy")
 
 static void ag_reset(void *state) { (void)state; }
 

@@ -152,13 +152,7 @@ void sr_lockstep(const sr_stepper *d, const char *who, void *const *states,
     if (count == 1) { /* a solo update: nothing to allocate */
         sr_call call;
         int need, i0 = 0;
-        union {
-            sr_aed_req lp;
-            sr_aed_ns_req ns;
-            sr_tr_predict_req pr;
-            sr_tr_joint_req jt;
-            sr_sync_req sy;
-        } one;
+        sr_call_req one;
         round_bufs b = {.lp = &one.lp, .ns = &one.ns, .pr = &one.pr, .jt = &one.jt, .sy = &one.sy};
         for (int k = 0; k < SR_CALL_KINDS; k++) b.idx[k] = &i0;
         run(d, states, scs, final, hs, 1, st, &call, &need, &b);

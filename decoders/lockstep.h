@@ -28,16 +28,19 @@ typedef enum {
     SR_CALL_KINDS
 } sr_call_kind;
 
+/* The request of one scorer call, by kind. */
+typedef union sr_call_req {
+    sr_aed_req lp;
+    sr_aed_ns_req ns;
+    sr_tr_predict_req pr;
+    sr_tr_joint_req jt;
+    sr_sync_req sy;
+} sr_call_req;
+
 /* One scorer call; ctx is set by the driver. */
 typedef struct sr_call {
     sr_call_kind kind;
-    union {
-        sr_aed_req lp;
-        sr_aed_ns_req ns;
-        sr_tr_predict_req pr;
-        sr_tr_joint_req jt;
-        sr_sync_req sy;
-    } r;
+    sr_call_req r;
 } sr_call;
 
 typedef struct sr_stepper {
@@ -54,6 +57,22 @@ typedef struct sr_stepper {
 void sr_lockstep(const sr_stepper *d, const char *who, void *const *states,
                  const sr_scorer *const *scs, const int *final, sr_hyp *const *hs, int count,
                  sr_status *st);
+
+/* A decoder's update and update_batch as stepper d (prefix_update, prefix_update_batch; who
+ * names the decoder in an out-of-memory error). */
+#define SR_STEPPER_UPDATES(prefix, d, who)                                                     \
+    static sr_status prefix##_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)  \
+    {                                                                                        \
+        sr_status st_;                                                                       \
+        sr_lockstep(&(d), who, &state, &sc, &final, &h, 1, &st_);                            \
+        return st_;                                                                          \
+    }                                                                                        \
+    static void prefix##_update_batch(void *const *states, const sr_scorer *const *scs,      \
+                                      const int *final, sr_hyp *const *hs, int count,        \
+                                      sr_status *st)                                         \
+    {                                                                                        \
+        sr_lockstep(&(d), who, states, scs, final, hs, count, st);                           \
+    }
 
 /* Call shorthands for steppers. */
 void sr_call_aed_logprobs(sr_call *c, int slot, const int32_t *prefix, int n, int from,

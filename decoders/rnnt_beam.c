@@ -327,18 +327,7 @@ static int rb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
 
 static const sr_stepper rb_stepper = {.begin = rb_begin, .advance = rb_advance};
 
-static sr_status rb_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
-{
-    sr_status st;
-    sr_lockstep(&rb_stepper, "rnnt_beam", &state, &sc, &final, &h, 1, &st);
-    return st;
-}
-
-static void rb_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
-                            sr_hyp *const *hs, int count, sr_status *st)
-{
-    sr_lockstep(&rb_stepper, "rnnt_beam", states, scs, final, hs, count, st);
-}
+SR_STEPPER_UPDATES(rb, rb_stepper, "rnnt_beam")
 
 static void rb_reset(void *state)
 {

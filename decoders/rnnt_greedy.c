@@ -128,18 +128,7 @@ static int rg_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
 
 static const sr_stepper rg_stepper = {.begin = rg_begin, .advance = rg_advance};
 
-static sr_status rg_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
-{
-    sr_status st;
-    sr_lockstep(&rg_stepper, "rnnt_greedy", &state, &sc, &final, &h, 1, &st);
-    return st;
-}
-
-static void rg_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
-                            sr_hyp *const *hs, int count, sr_status *st)
-{
-    sr_lockstep(&rg_stepper, "rnnt_greedy", states, scs, final, hs, count, st);
-}
+SR_STEPPER_UPDATES(rg, rg_stepper, "rnnt_greedy")
 
 static void rg_reset(void *state)
 {

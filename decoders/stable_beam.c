@@ -189,18 +189,7 @@ static int sb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
 
 static const sr_stepper sb_stepper = {.begin = sb_begin, .advance = sb_advance};
 
-static sr_status sb_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
-{
-    sr_status st;
-    sr_lockstep(&sb_stepper, "stable_beam", &state, &sc, &final, &h, 1, &st);
-    return st;
-}
-
-static void sb_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
-                            sr_hyp *const *hs, int count, sr_status *st)
-{
-    sr_lockstep(&sb_stepper, "stable_beam", states, scs, final, hs, count, st);
-}
+SR_STEPPER_UPDATES(sb, sb_stepper, "stable_beam")
 
 static void sb_reset(void *state)
 {

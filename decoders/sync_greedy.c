@@ -70,18 +70,7 @@ static int sg_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
 
 static const sr_stepper sg_stepper = {.begin = sg_begin, .advance = sg_advance};
 
-static sr_status sg_update(void *state, const sr_scorer *sc, int final, sr_hyp *h)
-{
-    sr_status st;
-    sr_lockstep(&sg_stepper, "sync_greedy", &state, &sc, &final, &h, 1, &st);
-    return st;
-}
-
-static void sg_update_batch(void *const *states, const sr_scorer *const *scs, const int *final,
-                            sr_hyp *const *hs, int count, sr_status *st)
-{
-    sr_lockstep(&sg_stepper, "sync_greedy", states, scs, final, hs, count, st);
-}
+SR_STEPPER_UPDATES(sg, sg_stepper, "sync_greedy")
 
 static void sg_reset(void *state)
 {
