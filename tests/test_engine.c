@@ -545,6 +545,97 @@ static void test_threads(void)
 
 /* ---- API ---- */
 
+/* ---- op calls per step do not grow with the streams ---- */
+
+enum { OPC_MAX = 64 };
+
+/* Op calls while n_streams identical streams (the same audio, fed and stepped together) run to
+ * their end on m (whose table is the profiling one), counted from after the streams opened. */
+static int op_calls(const sr_model *m, const sr_stream_config *cfg, int n_streams,
+                    const float *audio, size_t n, sr_kprof_entry *out)
+{
+    sr_engine *e = NULL;
+    sr_stream *st[8] = {0};
+    int ok = sr_engine_create(m, cfg, n_streams, &e) == SR_OK;
+    for (int i = 0; ok && i < n_streams; i++) ok = sr_engine_open(e, &st[i]) == SR_OK;
+    sr_kernels_profile_reset();
+    for (int i = 0; ok && i < n_streams; i++)
+        ok = sr_stream_feed(st[i], audio, n) == SR_OK && sr_stream_finish(st[i]) == SR_OK;
+    for (int it = 0; ok && sr_engine_ready(e) && it < 100000; it++) {
+        int nc = 0;
+        ok = sr_engine_step(e, &nc) == SR_OK;
+    }
+    int k = ok ? sr_kernels_profile_read(out, OPC_MAX) : -1;
+    if (!ok) printf("\n      op_calls: %s", sr_last_error());
+    sr_engine_free(e);
+    return k;
+}
+
+static uint64_t calls_of(const sr_kprof_entry *p, int n, const char *op)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(p[i].op, op)) return p[i].calls;
+    return 0;
+}
+
+/* 8 identical streams (the same audio, fed and stepped together) against one, streaming
+ * backends whose steps and decoders batch every call over the streams: the data-movement ops
+ * (uploads, copies, allocations) are called exactly as often, and every other op at most a
+ * quarter more often (a decoder pass splits where its rows outgrow the scratch). A per-stream
+ * call shows up as 8x. download is not counted: on the CPU the decoders' rows are copied one
+ * by one (host memory is the table's). Not covered: offline / reencode (one 30 s window per
+ * stream per encoder pass by design) and FastConformer, whose joint window still takes one
+ * copy2d per stream and step (docs/benchmarks.md). SRKIT_PROFILE's table counts the calls. */
+static void test_op_calls(void)
+{
+    static const struct { const char *model, *strategy, *decoder; int beam; } cases[] = {
+        {"voxtral/model.h5", NULL, NULL, 0},
+        {"whisper/rand.h5", "whisperrt", "stable_greedy", 0},
+        {"whisper/rand.h5", "whisperrt", "stable_beam", 3},
+    };
+    static const char *const exact[] = {"alloc", "free", "upload", "sync", "zero", "copy2d",
+                                        "transpose", "im2col1d", "conv2d_s2"};
+    const char *was = getenv("SRKIT_PROFILE");
+    if (was) {
+        printf("\n      skipped: SRKIT_PROFILE is set in the environment");
+        return;
+    }
+    size_t n = 24000;
+    float *audio = make_audio(99, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(audio);
+    for (size_t c = 0; c < SR_ARRAY_LEN(cases); c++) {
+        setenv("SRKIT_PROFILE", "1", 1);
+        sr_model *m = test_load_model(cases[c].model);
+        unsetenv("SRKIT_PROFILE");
+        sr_stream_config cfg;
+        sr_stream_config_init(&cfg);
+        cfg.strategy = cases[c].strategy;
+        cfg.decoder = cases[c].decoder;
+        cfg.beam = cases[c].beam;
+        if (cfg.strategy && !strcmp(cfg.strategy, "whisperrt")) cfg.chunk_ms = 100;
+        sr_kprof_entry one[OPC_MAX], many[OPC_MAX];
+        int n1 = op_calls(m, &cfg, 1, audio, n, one), n8 = op_calls(m, &cfg, 8, audio, n, many);
+        CU_ASSERT(n1 > 0 && n8 > 0);
+        uint64_t total = 0;
+        for (int i = 0; i < n8; i++) {
+            if (!strcmp(many[i].op, "download")) continue;
+            uint64_t a = calls_of(one, n1, many[i].op), b = many[i].calls;
+            int must_equal = 0;
+            for (size_t e = 0; e < SR_ARRAY_LEN(exact); e++) must_equal |= !strcmp(many[i].op, exact[e]);
+            total += b;
+            int ok = must_equal ? a == b : b <= a + a / 4;
+            if (!ok)
+                printf("\n      %s %s: %s called %llu times for 1 stream, %llu for 8",
+                       cases[c].model, cases[c].decoder ? cases[c].decoder : "(default)",
+                       many[i].op, (unsigned long long)a, (unsigned long long)b);
+            CU_ASSERT(ok);
+        }
+        CU_ASSERT(total > 0);
+        sr_model_free(m);
+    }
+    free(audio);
+}
+
 static void test_api(void)
 {
     sr_model *m = test_load_model("test_linear.h5");
@@ -704,5 +795,6 @@ void test_register_engine(void)
                {"voxtral", test_voxtral}, {"tiny_en", test_tiny_en},
                {"precision_bf16", test_precision_bf16}, {"cpu_guard", test_cpu_guard}, {"cuda", test_cuda});
     TEST_SUITE("engine_threads", {"fed_from_threads", test_threads});
-    TEST_SUITE("engine_api", {"api", test_api}, {"a failing stream", test_failure});
+    TEST_SUITE("engine_api", {"api", test_api}, {"a failing stream", test_failure},
+               {"op calls independent of the streams", test_op_calls});
 }

@@ -239,11 +239,12 @@ sr_status vx_decode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
         st = k->gemm(n, s->f1, F, L->down.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d);
     }
     if (st || !logits) return st;
-    /* the last row of each sequence: final norm, then one product for all of them */
-    for (int i = 0; i < b->n_seq && !st; i++)
-        st = k->norm(SR_NORM_RMS, 1, d, x + (size_t)(b->row0[i + 1] - 1) * d, d, w->dec_norm,
-                     NULL, w->eps, NULL, 0, s->h + (size_t)i * d, d);
-    if (st) return st;
+    /* the last row of each sequence (gathered by one copy_rows): final norm, then one product
+     * for all of them */
+    for (int i = 0; i < b->n_seq; i++) s->rp[i] = x + (size_t)(b->row0[i + 1] - 1) * d;
+    if ((st = k->copy_rows(b->n_seq, d, s->rp, s->a, d)) ||
+        (st = k->norm(SR_NORM_RMS, b->n_seq, d, s->a, d, w->dec_norm, NULL, w->eps, NULL, 0, s->h, d)))
+        return st;
     return k->gemm(b->n_seq, s->h, d, w->embed, NULL, SR_ACT_NONE, 1.0f, 0.0f, logits, ld_logits);
 }
 
