@@ -294,6 +294,12 @@ static inline size_t sr_kpool_at(const sr_kpool *p, int layer, int slot, int row
     return (((size_t)layer * (size_t)p->slots + (size_t)slot) * (size_t)p->rows + (size_t)row) *
            (size_t)p->width;
 }
+/* The row holding absolute position pos of (layer, slot) in an f32 pool (ring row pos % rows):
+ * a table-memory pointer for copy_rows' sources. */
+static inline float *sr_kpool_row_f32(const sr_kpool *p, int layer, int slot, int64_t pos)
+{
+    return (float *)p->data + sr_kpool_at(p, layer, slot, (int)(pos % p->rows));
+}
 /* Zero one slot of every layer (a stream opening or resetting it). */
 sr_status sr_kpool_clear(const sr_kernels *k, sr_kpool *p, int slot);
 

@@ -98,12 +98,6 @@ static sr_status slot_clear(vx_batch *B, int slot)
 
 /* ---- decoder ------------------------------------------------------------------------------- */
 
-/* The ring row of audio embedding p of the stream in `slot`. */
-static const float *emb_row(const vx_batch *B, int slot, int64_t p)
-{
-    return (const float *)B->emb->data + sr_kpool_at(B->emb, 0, slot, (int)(p % B->emb_cap));
-}
-
 /* One decoder pass over the sequences B->seq[0 .. n_seq) of the kbatch in B->row0 / slot / pos
  * with the tokens B->ids[0 .. rows): each row's input is embed(token) + a[p] where the stream's
  * audio embedding a[p] exists (the prompt and audio steps; flush steps have none). logits != 0:
@@ -123,10 +117,10 @@ static sr_status decode_pass(vx_batch *B, int n_seq, int logits)
         const vx_stream *s = B->seq[i];
         for (int r = B->row0[i]; r < B->row0[i + 1]; r++) {
             int64_t p = B->pos[i] + (r - B->row0[i]);
-            B->rp[r] = p < s->n_emb ? emb_row(B, s->slot, p) : B->zero;
+            B->s.rp[r] = p < s->n_emb ? sr_kpool_row_f32(B->emb, 0, s->slot, p) : B->zero;
         }
     }
-    if (!st) st = k->copy_rows(n, d, B->rp, B->s.h, d);
+    if (!st) st = k->copy_rows(n, d, B->s.rp, B->s.h, d);
     if (!st) st = k->add(n, d, B->s.h, d, 1.0f, x, d);
     if (st || (st = vx_decode(w, &B->s, B->dk, B->dv, &kb, B->ada, 0, x,
                               logits ? B->logits : NULL, w->vocab)))
@@ -342,7 +336,7 @@ static sr_status encode_round(vx_batch *B, void *const *states, int count, int *
         int steps = B->aux[i];
         for (int j = 0; j < steps && s->cap_ada && s->cap_ada_n < s->cap_ada_max; j++)
             if ((st = k->download(s->cap_ada + (size_t)s->cap_ada_n++ * d,
-                                  emb_row(B, s->slot, s->n_emb + j), (size_t)d * sizeof(float))))
+                                  sr_kpool_row_f32(B->emb, 0, s->slot, s->n_emb + j), (size_t)d * sizeof(float))))
                 return st;
         s->n_emb += steps;
         int used = steps * VX_MEL_PER_STEP;
@@ -439,7 +433,6 @@ static void batch_close(void *batch)
     k->free(B->ada);
     k->free(B->zero);
     free(B->hmel);
-    free(B->rp);
     free(B->erow0);
     k->free(B->logits);
     free(B->hlogits);
@@ -499,13 +492,11 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
         !(B->seq = sr_calloc((size_t)S, sizeof *B->seq, "voxtral batch streams")) ||
         !(B->owner = sr_calloc((size_t)S, sizeof *B->owner, "voxtral batch slots")) ||
         !(B->hmel = sr_malloc(2 * all * w->n_mels * sizeof(float), "voxtral mel staging")) ||
-        !(B->rp = sr_malloc(all * sizeof *B->rp, "voxtral row pointers")) ||
         !(B->erow0 = sr_calloc(s1, sizeof(int), "voxtral batch rows")))
         goto fail;
     B->bytes = sizeof *B + ((size_t)L + all) * sizeof(int32_t) +
                (2 * s1 + 2 * (size_t)S) * sizeof(int) + (size_t)S * sizeof(int64_t) +
-               2 * (size_t)S * sizeof(vx_stream *) + 2 * all * w->n_mels * sizeof(float) +
-               all * sizeof *B->rp;
+               2 * (size_t)S * sizeof(vx_stream *) + 2 * all * w->n_mels * sizeof(float);
     B->emb_cap = L + w->n_left + w->n_right + 4;
     if (!(B->ada = k->alloc((size_t)w->n_layers * w->dim * sizeof(float))) ||
         !(B->logits = k->alloc((size_t)S * w->vocab * sizeof(float))) ||

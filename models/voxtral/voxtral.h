@@ -79,7 +79,7 @@ typedef struct {
     float *c1;                               /* [2 rows, enc_dim] conv1 outputs */
     float *c2in;                             /* [3 rows, enc_dim] the stem's new conv2 states */
     int64_t *lo, *hi;                        /* [rows] host: attention key ranges */
-    const float **rp;                        /* [6 rows] host: the stem's gathered rows */
+    const float **rp;                        /* [6 rows] host: rows gathered by copy_rows */
     int *srow;                               /* [rows + 1] host: the stem states' batch rows */
     int64_t *spos;                           /* [rows] host: their positions (0) */
     size_t bytes;                            /* all of the above */
@@ -107,7 +107,6 @@ typedef struct vx_batch {
     float *zero;                   /* [dim] zeros: the input of rows without audio */
     float *hmel;                   /* [2 s.rows][n_mels] an encoder call's mel frames, staged
                                       for one upload (host) */
-    const float **rp;              /* [s.rows] row pointers (host) */
     int *erow0;                    /* [S + 1] an encoder call's adapter rows per sequence */
     float *ada;                    /* [n_layers][dim] 1 + AdaRMSNorm MLP(t_cond of the delay) */
     float *logits;                 /* [S][vocab] a decoder pass's logits before download */

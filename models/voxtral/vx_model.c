@@ -84,11 +84,6 @@ static sr_status window_ranges(vx_scratch *s, const sr_kbatch *b, int window, in
     return SR_OK;
 }
 
-static float *pool_row(sr_kpool *p, int slot, int row)
-{
-    return (float *)p->data + sr_kpool_at(p, 0, slot, row);
-}
-
 sr_status vx_stem(const vx_model *w, vx_scratch *s, sr_kpool *c1, sr_kpool *c2,
                   const sr_kbatch *b, const float *mel, float *out)
 {
@@ -107,7 +102,7 @@ sr_status vx_stem(const vx_model *w, vx_scratch *s, sr_kpool *c1, sr_kpool *c2,
      * op call for every sequence), one product */
     for (int i = 0; i < ns; i++) {
         int r0 = b->row0[i], m = 2 * (b->row0[i + 1] - r0);
-        const float *state = pool_row(c1, b->slot[i], 0), *x = mel + (size_t)2 * r0 * C;
+        const float *state = sr_kpool_row_f32(c1, 0, b->slot[i], 0), *x = mel + (size_t)2 * r0 * C;
         for (int j = 0; j < m; j++)
             for (int t = 0; t < 3; t++) {
                 int r = j + t; /* row of [state; x] */
@@ -133,7 +128,7 @@ sr_status vx_stem(const vx_model *w, vx_scratch *s, sr_kpool *c1, sr_kpool *c2,
      * the same way (3n rows of E) */
     for (int i = 0; i < ns; i++) {
         int r0 = b->row0[i], m = b->row0[i + 1] - r0;
-        const float *state = pool_row(c2, b->slot[i], 0), *x = s->c1 + (size_t)2 * r0 * E;
+        const float *state = sr_kpool_row_f32(c2, 0, b->slot[i], 0), *x = s->c1 + (size_t)2 * r0 * E;
         for (int j = 0; j < m; j++)
             for (int t = 0; t < 3; t++) {
                 int r = 2 * j + t; /* row of [state; x] */

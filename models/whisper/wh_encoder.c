@@ -24,33 +24,64 @@
 
 #include <string.h>
 
-/* Output rows [o0, o1) of a kernel-3, padding-1 conv with the given stride over input rows held
- * in `in` (absolute rows [in_base, in_base + held)); rows < 0 or >= total are zero (total < 0:
- * not known yet, the caller guarantees every read row is held). GELU applied. The input matrix
- * (each output row's three input rows side by side, matching the tap-major weight) is gathered
- * by one copy_rows, padding rows from the scratch's zero row. */
-static sr_status conv_rows(const sr_kernels *k, const wh_scratch *s, const float *in, int64_t in_base, int64_t held,
-                           int64_t total, int cin, int stride, int64_t o0, int64_t o1, wh_lin L,
-                           float *out)
+/* Input row t of a stream's conv: zero padding outside [0, total) (total < 0: not known, the
+ * right edge is not reached), a new row (t >= first_new: new + (t - first_new) rows) or a
+ * carried one (its pool row; it must be one of the two carried). */
+static const float *conv_src(const wh_scratch *s, int64_t t, int64_t total, int64_t first_new,
+                             const float *new_rows, int cin, const sr_kpool *carried, int slot,
+                             sr_status *st)
 {
-    int n = (int)(o1 - o0);
-    if (n <= 0) return SR_OK;
-    if (n > s->col_rows)
-        return sr_error(SR_ERR_ARG, "whisper stem: %d output rows exceed the scratch (%d)", n,
-                        s->col_rows);
-    for (int r = 0; r < n; r++)
-        for (int kk = 0; kk < 3; kk++) {
-            int64_t t = stride * (o0 + r) - 1 + kk;
-            if (t < 0 || (total >= 0 && t >= total)) {
-                s->cp[3 * r + kk] = s->zero;
-            } else if (t >= in_base && t < in_base + held) {
-                s->cp[3 * r + kk] = in + (size_t)(t - in_base) * cin;
-            } else {
-                return sr_error(SR_ERR_ARG, "whisper stem: input row %lld not held", (long long)t);
-            }
+    if (t < 0 || (total >= 0 && t >= total)) return s->zero;
+    if (t >= first_new) return new_rows + (size_t)(t - first_new) * cin;
+    if (t < first_new - 2) {
+        *st = sr_error(SR_ERR_ARG, "whisper stem: input row %lld is no longer held", (long long)t);
+        return s->zero;
+    }
+    return sr_kpool_row_f32(carried, 0, slot, t);
+}
+
+/* A kernel-3, padding-1 conv (GELU applied) over the rows of `count` streams: output rows
+ * [o0[i], o1[i]) of stream i go to out stream after stream. The input matrix (each output row's
+ * three input rows side by side, matching the tap-major weight) is gathered by one copy_rows
+ * per group of rows that fits the scratch, then one gemm; input rows from conv_src. */
+typedef struct {
+    int stride, cin;
+    const sr_kpool *carried;    /* the rows carried from earlier feeds (NULL: none) */
+    const float *new_rows;      /* every stream's new input rows, stream after stream */
+    const int64_t *new_off;     /* [count] stream i's first new row in new_rows */
+    const int64_t *first_new;   /* [count] its position */
+    const int64_t *total;       /* [count] its input length, -1: not known */
+    const int64_t *o0, *o1;     /* [count] its output rows */
+    wh_lin L;
+} stem_conv;
+
+static sr_status conv_streams(const wh_model *w, const wh_scratch *s, const stem_conv *cv,
+                              wh_stem_stream *const *st, int count, float *out)
+{
+    const sr_kernels *k = w->k;
+    sr_status e = SR_OK;
+    int r = 0; /* output rows gathered, not yet multiplied */
+    for (int i = 0; i <= count && !e; i++) {
+        int rows_i = i < count ? (int)(cv->o1[i] - cv->o0[i]) : 0;
+        if (i < count && rows_i > s->col_rows)
+            return sr_error(SR_ERR_ARG, "whisper stem: %d output rows exceed the scratch (%d)",
+                            rows_i, s->col_rows);
+        if (r && (i == count || r + rows_i > s->col_rows)) { /* the group: one gather, one gemm */
+            if ((e = k->copy_rows(3 * r, cv->cin, s->cp, s->col, cv->cin)) ||
+                (e = wh_linear(k, s->col, r, cv->L, SR_ACT_GELU, 0.0f, out)))
+                return e;
+            out += (size_t)r * w->d;
+            r = 0;
         }
-    sr_status st = k->copy_rows(3 * n, cin, s->cp, s->col, cin);
-    return st ? st : wh_linear(k, s->col, n, L, SR_ACT_GELU, 0.0f, out);
+        if (i == count) break;
+        const float *nr = cv->new_rows + (size_t)cv->new_off[i] * cv->cin;
+        for (int64_t o = cv->o0[i]; o < cv->o1[i] && !e; o++, r++)
+            for (int kk = 0; kk < 3; kk++)
+                s->cp[3 * r + kk] = conv_src(s, cv->stride * o - 1 + kk, cv->total[i],
+                                             cv->first_new[i], nr, cv->cin, cv->carried,
+                                             st[i]->slot, &e);
+    }
+    return e;
 }
 
 sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, float *x)
@@ -59,11 +90,16 @@ sr_status wh_stem(const wh_model *w, wh_scratch *s, const float *mel, int L, flo
     if ((L + 1) / 2 > s->rows)
         return sr_error(SR_ERR_ARG, "whisper stem: %d mel frames exceed the scratch (%d rows)", L,
                         2 * s->rows);
+    /* the whole signal as one stream's new rows: nothing carried, both edges zero-padded */
+    wh_stem_stream one = {0}, *op = &one;
+    const int64_t zero = 0, total = L, n1 = L, n2 = (L + 1) / 2;
     float *c1 = s->mlp; /* [L, d] fits in [rows, 4d] since L <= 2 rows */
-    sr_status st = conv_rows(w->k, s, mel, 0, L, L, w->n_mels, 1, 0, L, w->conv1, c1);
-    if (!st)
-        st = conv_rows(w->k, s, c1, 0, L, L, w->d, 2, 0, (L + 1) / 2, w->conv2, x);
-    return st;
+    stem_conv cv1 = {.stride = 1, .cin = w->n_mels, .new_rows = mel, .new_off = &zero,
+                     .first_new = &zero, .total = &total, .o0 = &zero, .o1 = &n1, .L = w->conv1};
+    stem_conv cv2 = {.stride = 2, .cin = w->d, .new_rows = c1, .new_off = &zero,
+                     .first_new = &zero, .total = &total, .o0 = &zero, .o1 = &n2, .L = w->conv2};
+    sr_status st = conv_streams(w, s, &cv1, &op, 1, c1);
+    return st ? st : conv_streams(w, s, &cv2, &op, 1, x);
 }
 
 /* int64 entries per stream of wh_stem_ctx.off: each stream's new mel offset, first new mel,
@@ -129,69 +165,6 @@ size_t wh_stem_ctx_bytes(const wh_stem_ctx *c, const wh_model *w)
 }
 
 void wh_stem_stream_reset(wh_stem_stream *st) { st->n_mel = st->n_c1 = st->n_out = 0; }
-
-static const float *pool_row(const sr_kpool *p, int slot, int64_t pos)
-{
-    return (const float *)p->data + sr_kpool_at(p, 0, slot, (int)(pos % p->rows));
-}
-
-/* Input row t of a stream's conv: zero padding outside [0, total) (total < 0: not known, the
- * right edge is not reached), a new row (t >= first_new: new + (t - first_new) rows) or a
- * carried one (its pool row; it must be one of the two carried). */
-static const float *conv_src(const wh_scratch *s, int64_t t, int64_t total, int64_t first_new,
-                             const float *new_rows, int cin, const sr_kpool *carried, int slot,
-                             sr_status *st)
-{
-    if (t < 0 || (total >= 0 && t >= total)) return s->zero;
-    if (t >= first_new) return new_rows + (size_t)(t - first_new) * cin;
-    if (t < first_new - 2) {
-        *st = sr_error(SR_ERR_ARG, "whisper stem: input row %lld is no longer held", (long long)t);
-        return s->zero;
-    }
-    return pool_row(carried, slot, t);
-}
-
-/* One conv over the rows of streams [i0, i1): output rows [o0[i], o1[i]) of stream i go to out
- * stream after stream; their input rows from conv_src. cin: input width. */
-typedef struct {
-    int stride, cin;
-    const sr_kpool *carried;
-    const float *new_rows;      /* every stream's new input rows, stream after stream */
-    const int64_t *new_off;     /* [count] stream i's first new row in new_rows */
-    const int64_t *first_new;   /* [count] its position */
-    const int64_t *total;       /* [count] its input length, -1: not known */
-    const int64_t *o0, *o1;     /* [count] its output rows */
-    wh_lin L;
-} stem_conv;
-
-static sr_status conv_streams(const wh_model *w, const wh_scratch *s, const stem_conv *cv,
-                              wh_stem_stream *const *st, int count, float *out)
-{
-    const sr_kernels *k = w->k;
-    sr_status e = SR_OK;
-    int r = 0; /* output rows gathered, not yet multiplied */
-    for (int i = 0; i <= count && !e; i++) {
-        int rows_i = i < count ? (int)(cv->o1[i] - cv->o0[i]) : 0;
-        if (i < count && rows_i > s->col_rows)
-            return sr_error(SR_ERR_ARG, "whisper stem: %d output rows exceed the scratch (%d)",
-                            rows_i, s->col_rows);
-        if (r && (i == count || r + rows_i > s->col_rows)) { /* the group: one gather, one gemm */
-            if ((e = k->copy_rows(3 * r, cv->cin, s->cp, s->col, cv->cin)) ||
-                (e = wh_linear(k, s->col, r, cv->L, SR_ACT_GELU, 0.0f, out)))
-                return e;
-            out += (size_t)r * w->d;
-            r = 0;
-        }
-        if (i == count) break;
-        const float *nr = cv->new_rows + (size_t)cv->new_off[i] * cv->cin;
-        for (int64_t o = cv->o0[i]; o < cv->o1[i] && !e; o++, r++)
-            for (int kk = 0; kk < 3; kk++)
-                s->cp[3 * r + kk] = conv_src(s, cv->stride * o - 1 + kk, cv->total[i],
-                                             cv->first_new[i], nr, cv->cin, cv->carried,
-                                             st[i]->slot, &e);
-    }
-    return e;
-}
 
 /* Write each stream's carried rows [from[i], to[i]) that are new (>= first_new[i], at
  * new_rows + new_off[i] rows on) to its slot of pool p: one gather, one kv_write. */

@@ -649,26 +649,26 @@ static sr_status rt_stem(wh_batch *b, wh_stream *const *ss, const int *final, in
     sr_status st = wh_stem_feed(w, &b->es, &b->stem, b->rt_stem, b->rt_mel, b->rt_n, final, count,
                                 b->xnew, b->rt_nout);
     if (st) return st;
+    /* stream i's nx new frames are its stem frames n_out - nx .. (the encoder scratch's kbatch
+     * arrays are free until rt_blocks) */
+    wh_scratch *es = &b->es;
     int ns = 0, rows = 0;
-    b->prow0[0] = 0;
+    es->row0[0] = 0;
     for (int i = 0; i < count; i++) {
         wh_stream *s = ss[i];
         int nx = b->rt_nout[i];
-        if (s->n_frames + nx - s->pend_done > b->pend_cap)
+        if (s->stem.n_out - s->pend_done > b->pend_cap)
             return sr_error(SR_ERR_ARG, "whisper: pending encoder frames overflow (%lld > %d)",
-                            (long long)(s->n_frames + nx - s->pend_done), b->pend_cap);
+                            (long long)(s->stem.n_out - s->pend_done), b->pend_cap);
         if (!nx) continue;
-        b->pslot[ns] = s->bslot;
-        b->ppos[ns] = s->n_frames;
+        es->slot[ns] = s->bslot;
+        es->pos[ns] = s->stem.n_out - nx;
         rows += nx;
-        b->prow0[++ns] = rows;
+        es->row0[++ns] = rows;
     }
-    if (ns) {
-        sr_kbatch kb = {.n_seq = ns, .row0 = b->prow0, .slot = b->pslot, .pos = b->ppos};
-        if ((st = w->k->kv_write(b->pend, 0, &kb, b->xnew, w->d))) return st;
-    }
-    for (int i = 0; i < count; i++) ss[i]->n_frames += b->rt_nout[i];
-    return SR_OK;
+    if (!ns) return SR_OK;
+    sr_kbatch kb = {.n_seq = ns, .row0 = es->row0, .slot = es->slot, .pos = es->pos};
+    return w->k->kv_write(b->pend, 0, &kb, b->xnew, w->d);
 }
 
 /* whisperrt: the next block of every stream that has one (tau0 frames first, then tau; the
@@ -683,7 +683,7 @@ static sr_status rt_blocks(wh_batch *b, wh_stream *const *ss, const int *final, 
         for (int i = 0; i < count; i++) {
             wh_stream *s = ss[i];
             int need = s->n_blocks == 0 ? s->tau0 : s->tau;
-            int pend_n = (int)(s->n_frames - s->pend_done);
+            int pend_n = (int)(s->stem.n_out - s->pend_done);
             if (pend_n == 0 || (pend_n < need && !final[i])) continue;
             int bsz = pend_n < need ? pend_n : need;
             if (s->n_win == 0) {
@@ -700,9 +700,7 @@ static sr_status rt_blocks(wh_batch *b, wh_stream *const *ss, const int *final, 
                                 "(%d)", rows + bsz, b->es.rows);
             /* its block's frames (pending ring) and their positional embeddings */
             for (int r = 0; r < bsz; r++) {
-                b->es.prow[rows + r] = (const float *)b->pend->data +
-                                       sr_kpool_at(b->pend, 0, s->bslot,
-                                                   (int)((s->pend_done + r) % b->pend_cap));
+                b->es.prow[rows + r] = sr_kpool_row_f32(b->pend, 0, s->bslot, s->pend_done + r);
                 b->es.cp[rows + r] = w->enc_pos + (size_t)(s->enc_len + r) * d;
             }
             b->eq[nq] = (wh_eseq){.n = bsz, .p0 = s->enc_len, .slot = s->bslot};
@@ -858,7 +856,7 @@ static void wh_reset(void *state)
     wh_stream *s = state;
     if (s->ms) sr_mel_stream_reset(s->ms);
     wh_stem_stream_reset(&s->stem);
-    s->n_frames = s->pend_done = 0;
+    s->pend_done = 0;
     s->mel_new_n = 0;
     s->n_blocks = 0;
     s->enc_len = 0;
@@ -1007,9 +1005,6 @@ static void wh_batch_close(void *batch)
     free(b->rt_mel);
     free(b->rt_n);
     free(b->rt_nout);
-    free(b->prow0);
-    free(b->pslot);
-    free(b->ppos);
     wh_scratch_free(&b->es);
     wh_scratch_free(&b->ds);
     k->free(b->x);
@@ -1039,9 +1034,8 @@ static size_t wh_batch_bytes(const void *batch)
     const sr_kpool *pools[] = {b->ek, b->ev, b->xk, b->xv, b->sk, b->sv, b->ns_k, b->ns_v, b->pend};
     for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) n += pools[i] ? pools[i]->bytes : 0;
     if (b->pend) /* the whisperrt front-end */
-        n += wh_stem_ctx_bytes(&b->stem, w) + ms * ((size_t)(b->mel_cap / 2 + 2) * d * f +
-                                                     3 * sizeof(void *) + 3 * sizeof(int) +
-                                                     sizeof(int64_t)) + sizeof(int);
+        n += wh_stem_ctx_bytes(&b->stem, w) +
+             ms * ((size_t)(b->mel_cap / 2 + 2) * d * f + 2 * sizeof(void *) + 2 * sizeof(int));
     n += wh_scratch_bytes(&b->es) + wh_scratch_bytes(&b->ds);
     n += (size_t)b->es.rows * d * f;
     n += ms * (sizeof(wh_eseq) + 2 * sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) +
@@ -1115,10 +1109,7 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
             !(b->rt_stem = sr_malloc(S * sizeof *b->rt_stem, "whisper stem streams")) ||
             !(b->rt_mel = sr_malloc(S * sizeof *b->rt_mel, "whisper stem streams")) ||
             !(b->rt_n = sr_malloc(S * sizeof *b->rt_n, "whisper stem streams")) ||
-            !(b->rt_nout = sr_malloc(S * sizeof *b->rt_nout, "whisper stem streams")) ||
-            !(b->prow0 = sr_malloc((S + 1) * sizeof *b->prow0, "whisper stem streams")) ||
-            !(b->pslot = sr_malloc(S * sizeof *b->pslot, "whisper stem streams")) ||
-            !(b->ppos = sr_malloc(S * sizeof *b->ppos, "whisper stem streams")))
+            !(b->rt_nout = sr_malloc(S * sizeof *b->rt_nout, "whisper stem streams")))
             goto fail;
     }
     *batch = b;

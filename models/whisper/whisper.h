@@ -261,11 +261,9 @@ typedef struct wh_batch {
     wh_stem_ctx stem;
     sr_kpool *pend;             /* [1][max_streams][pend_cap][d] */
     float *xnew;                /* [max_streams * (mel_cap / 2 + 2), d] a feed's new frames (table) */
-    wh_stem_stream **rt_stem;   /* [max_streams] their stems */
+    wh_stem_stream **rt_stem;   /* [max_streams] the stems of one feed's streams */
     const float **rt_mel;       /* [max_streams] their new mel frames (host) */
     int *rt_n, *rt_nout;        /* [max_streams] mel frames in, stem frames out */
-    int *prow0, *pslot;         /* [max_streams + 1], [max_streams] the pend kv_write's batch */
-    int64_t *ppos;              /* [max_streams] */
 } wh_batch;
 
 typedef struct {
@@ -288,7 +286,7 @@ typedef struct wh_stream {
     sr_mel_stream *ms;
     float *mel_new; int mel_new_n; /* [b->mel_cap, n_mels] the chunk's mel frames (host) */
     wh_stem_stream stem;        /* in b->stem's slot bslot */
-    int64_t n_frames, pend_done; /* stem frames produced; encoded (the rest wait in b->pend) */
+    int64_t pend_done;          /* stem frames encoded (stem.n_out - pend_done wait in b->pend) */
     int64_t n_blocks;           /* blocks encoded in the stream */
     int enc_len;                /* encoder frames of the current window (in b->ek / b->ev) */
     /* windows: cross K/V of the held ones [win_first, n_win) in b->xk / b->xv */
