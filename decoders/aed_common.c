@@ -297,14 +297,10 @@ sr_status sr_aed_gjob_gate(const sr_scorer *sc, const sr_aed_gjob *j, int min_ke
 void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_scorer *const *scs,
                          const int *final, sr_hyp *const *hs, int count, sr_status *st)
 {
-    if (count == 1) {
-        gj_stream g = {.d = d, .state = states[0]};
-        void *w = &g;
-        sr_lockstep(&gj_stepper, d->name, &w, scs, final, hs, 1, st);
-        return;
-    }
-    gj_stream *g = malloc((size_t)count * sizeof *g);
-    void **w = malloc((size_t)count * sizeof *w);
+    gj_stream one; /* a solo update: nothing to allocate */
+    void *wone;
+    gj_stream *g = count == 1 ? &one : malloc((size_t)count * sizeof *g);
+    void **w = count == 1 ? &wone : malloc((size_t)count * sizeof *w);
     if (g && w) {
         for (int i = 0; i < count; i++) {
             g[i] = (gj_stream){.d = d, .state = states[i]};
@@ -315,8 +311,8 @@ void sr_aed_greedy_batch(const sr_aed_gdec *d, void *const *states, const sr_sco
         for (int i = 0; i < count; i++)
             st[i] = sr_error(SR_ERR_NOMEM, "%s: batch of %d streams", d->name, count);
     }
-    free(g);
-    free(w);
+    if (g != &one) free(g);
+    if (w != &wone) free(w);
 }
 
 sr_status sr_aed_write_hyp(sr_hyp *h, const int32_t *tok, int n, int n_stable)
