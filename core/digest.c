@@ -42,11 +42,17 @@
 
 static const unsigned char hdf5_sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 
+/* The digest as 32 lower-case hex digits, canonical order. */
+static void digest_hex(const XXH128_canonical_t *d, char hex[33])
+{
+    for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", d->digest[i]);
+}
+
 /* The header text for a length and digest; the writer and sr_h5_seal produce exactly this. */
 static int header_text(char *buf, size_t size, uint64_t length, const XXH128_canonical_t *d)
 {
     char hex[33];
-    for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", d->digest[i]);
+    digest_hex(d, hex);
     return snprintf(buf, size, "srkit-digest 1\nalgorithm xxh3-128\nlength %" PRIu64 "\ndigest %s\n",
                     length, hex);
 }
@@ -207,7 +213,7 @@ int sr_h5_recorded_digest(const char *path, char hex[33])
     close(fd);
     if (st) sr_error_clear(); /* a read failure is the loader's to report */
     if (st || got < BLOCK || parse_header(head, &length, &d)) return 0;
-    for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", d.digest[i]);
+    digest_hex(&d, hex);
     return 1;
 }
 
