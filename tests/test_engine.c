@@ -584,14 +584,16 @@ static uint64_t calls_of(const sr_kprof_entry *p, int n, const char *op)
  * quarter more often (a decoder pass splits where its rows outgrow the scratch). A per-stream
  * call shows up as 8x. download is not counted: on the CPU the decoders' rows are copied one
  * by one (host memory is the table's). Not covered: offline / reencode (one 30 s window per
- * stream per encoder pass by design) and FastConformer, whose joint window still takes one
- * copy2d per stream and step (docs/benchmarks.md). SRKIT_PROFILE's table counts the calls. */
+ * stream per encoder pass by design). SRKIT_PROFILE's table counts the calls. */
 static void test_op_calls(void)
 {
     static const struct { const char *model, *strategy, *decoder; int beam; } cases[] = {
         {"voxtral/model.h5", NULL, NULL, 0},
         {"whisper/rand.h5", "whisperrt", "stable_greedy", 0},
         {"whisper/rand.h5", "whisperrt", "stable_beam", 3},
+        {"fastconformer/rand.h5", NULL, NULL, 0},
+        {"fastconformer/rand.h5", NULL, "rnnt_beam", 4},
+        {"fastconformer/rand_tdt.h5", NULL, NULL, 0},
     };
     static const char *const exact[] = {"alloc", "free", "upload", "sync", "zero", "copy2d",
                                         "transpose", "im2col1d", "conv2d_s2"};

@@ -431,9 +431,9 @@ static void stream_mel_case(const sr_model *m, sr_h5 *g, const kv_proj *kvp, con
         int n = SR_MIN(piece, T - f0), final = f0 + n >= T;
         int64_t steps0 = s->steps;
         CU_ASSERT_EQUAL_FATAL(fc_stream_feed_mel(s, mel + (size_t)f0 * w->n_mels, n, final), SR_OK);
-        if (nrows + s->encp_n > enc.shape[0] + 64) { overflow = 1; break; }
-        if (s->encp_n) memcpy(rows + (size_t)nrows * d, s->enc_raw, (size_t)s->encp_n * d * sizeof(float));
-        nrows += s->encp_n;
+        if (nrows + fc_frames_held(s) > enc.shape[0] + 64) { overflow = 1; break; }
+        if (fc_frames_held(s)) memcpy(rows + (size_t)nrows * d, s->enc_raw, (size_t)fc_frames_held(s) * d * sizeof(float));
+        nrows += fc_frames_held(s);
         CU_ASSERT_EQUAL(sr_dec_rnnt_greedy.update(dec, &b.sc, final, &hyp), SR_OK);
         if (s->steps > steps_seen && steps0 < s->steps && s->steps - 1 < clen.shape[0])
             len_ok &= s->chan_len == ((int32_t *)clen.data)[s->steps - 1];
@@ -959,10 +959,10 @@ static void test_f16_caches(void)
             CU_ASSERT_EQUAL(ba + stores16 + work + staging, bb + pools32);
             CU_ASSERT_EQUAL(fc_stream_feed_mel(sa, mel.data, T, 1), SR_OK);
             CU_ASSERT_EQUAL(fc_stream_feed_mel(sb, mel.data, T, 1), SR_OK);
-            CU_ASSERT_EQUAL(sa->encp_n, sb->encp_n);
+            CU_ASSERT_EQUAL(fc_frames_held(sa), fc_frames_held(sb));
             CU_ASSERT_EQUAL(sa->chan_len, sb->chan_len);
             double rmax, kmax, vmax, tmax;
-            double dr = diff_and_max(sb->enc_raw, sa->enc_raw, (size_t)SR_MIN(sa->encp_n, sb->encp_n) * d, &rmax);
+            double dr = diff_and_max(sb->enc_raw, sa->enc_raw, (size_t)SR_MIN(fc_frames_held(sa), fc_frames_held(sb)) * d, &rmax);
             int n = sa->chan_len;
             size_t nkv = (size_t)nl * n * d, nconv = (size_t)nl * K1 * d;
             float *ka = malloc((4 * nkv + 2 * nconv + 1) * sizeof(float));
@@ -982,12 +982,12 @@ static void test_f16_caches(void)
             worst_rows = fmax(worst_rows, dr / rmax);
             worst_cache = fmax(worst_cache, fmax(fmax(dk / kmax, dv / vmax), dt / tmax));
             /* reset clears the f16 caches: the same rows again */
-            float *first = malloc((size_t)sb->encp_n * d * sizeof(float) + 1);
-            int nfirst = sb->encp_n;
+            float *first = malloc((size_t)fc_frames_held(sb) * d * sizeof(float) + 1);
+            int nfirst = fc_frames_held(sb);
             memcpy(first, sb->enc_raw, (size_t)nfirst * d * sizeof(float));
             sr_fastconformer_rnnt_ops.reset(sb);
             CU_ASSERT_EQUAL(fc_stream_feed_mel(sb, mel.data, T, 1), SR_OK);
-            CU_ASSERT(sb->encp_n == nfirst && !memcmp(first, sb->enc_raw, (size_t)nfirst * d * sizeof(float)));
+            CU_ASSERT(fc_frames_held(sb) == nfirst && !memcmp(first, sb->enc_raw, (size_t)nfirst * d * sizeof(float)));
             free(first);
             bclose(&a);
             bclose(&b);
@@ -1700,8 +1700,8 @@ static void test_offline_switch(void)
             if (!bopen(b, strat[i], -1, -1, &bs)) continue;
             fc_stream *s = bs.st;
             CU_ASSERT_EQUAL(fc_stream_feed_mel(s, mel.data, T, 1), SR_OK);
-            CU_ASSERT_EQUAL(s->encp_n, nb);
-            if (s->encp_n == nb) {
+            CU_ASSERT_EQUAL(fc_frames_held(s), nb);
+            if (fc_frames_held(s) == nb) {
                 size_t n = (size_t)nb * w->d;
                 double dfull = test_max_abs_diff(s->enc_raw, full.data, n), dband = test_max_abs_diff(s->enc_raw, band, n);
                 printf("\n      %-13s [-1, -1], 26 frames, threshold 10: vs NeMo full %.2e, vs band [2, 2] %.2e", strat[i],
@@ -1883,11 +1883,12 @@ static int bt_compare(const fc_model *w, bt_stream *S, const int *idx, int cnt, 
 {
     int bad = 0, d = w->d;
     sr_tr_predict_req pr[BT_SLOTS];
+    if (cnt < 1 || cnt > BT_SLOTS) return 1;
     for (int q = 0; q < cnt; q++) {
         bt_stream *b = &S[idx[q]];
         const fc_stream *s = b->st, *t = b->twin.st;
-        if (s->encp_n != t->encp_n || s->frames_base != t->frames_base || s->frames_total != t->frames_total ||
-            memcmp(s->enc_raw, t->enc_raw, (size_t)s->encp_n * d * sizeof(float)))
+        if (fc_frames_held(s) != fc_frames_held(t) || s->frames_base != t->frames_base || s->frames_total != t->frames_total ||
+            memcmp(s->enc_raw, t->enc_raw, (size_t)fc_frames_held(s) * d * sizeof(float)))
             bad++;
         int32_t tok = b->started ? (int32_t)((call * 7 + idx[q] * 13) % w->vocab) : -1;
         pr[q] = (sr_tr_predict_req){.ctx = b->st, .state_in = b->started ? b->state : NULL, .token = tok,
@@ -1902,7 +1903,7 @@ static int bt_compare(const fc_model *w, bt_stream *S, const int *idx, int cnt, 
         if (memcmp(b->state, b->tstate, (size_t)b->sc.pred_state * sizeof(float)) ||
             memcmp(b->pred, b->tpred, (size_t)b->sc.pred_dim * sizeof(float)))
             bad++;
-        maxf = SR_MAX(maxf, ((const fc_stream *)b->st)->encp_n);
+        maxf = SR_MAX(maxf, fc_frames_held(b->st));
     }
     /* the joint: frame j of every stream that holds one, as one batch */
     int nl = S[idx[0]].sc.vocab + S[idx[0]].sc.tr_n_durations;
@@ -1912,7 +1913,7 @@ static int bt_compare(const fc_model *w, bt_stream *S, const int *idx, int cnt, 
         int nj = 0, who[BT_SLOTS];
         for (int q = 0; q < cnt; q++) {
             const fc_stream *s = S[idx[q]].st;
-            if (j >= s->encp_n) continue;
+            if (j >= fc_frames_held(s)) continue;
             who[nj] = idx[q];
             jr[nj] = (sr_tr_joint_req){.ctx = S[idx[q]].st, .t = (int)s->frames_base + j, .pred_out = S[idx[q]].pred,
                                        .logits = lg + (size_t)nj * nl};
@@ -1958,6 +1959,11 @@ static void batch_case(const char *model, const char *cache_dtype, int L, int R,
         sr_model_free(m);
         return;
     }
+    /* the frame window at a quarter of its size (still what the streams can hold at a time),
+     * so that these few calls compact it several times */
+    fc_batch *fb = batch;
+    fb->jw_cap /= 4;
+    fb->jw_alt_cap /= 4;
     size_t bytes0 = sr_fastconformer_rnnt_ops.batch_bytes(batch);
     bt_stream S[BT_STREAMS];
     memset(S, 0, sizeof S);
@@ -1972,7 +1978,8 @@ static void batch_case(const char *model, const char *cache_dtype, int L, int R,
         S[i].close_at = i == 2 ? 6 : -1;
         S[i].reset_at = i == 3 ? 8 : -1;
     }
-    int diffs = 0, calls = 0, max_cnt = 0, reused = 0, resets = 0;
+    int diffs = 0, calls = 0, max_cnt = 0, reused = 0, resets = 0, compactions = 0;
+    const float *jw_was = ((const fc_batch *)batch)->jw;
     for (int call = 0; call < 400; call++) {
         int live = 0;
         for (int i = 0; i < BT_STREAMS; i++) {
@@ -2026,7 +2033,14 @@ static void batch_case(const char *model, const char *cache_dtype, int L, int R,
         CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.process_batch(batch, states, pcm, nn, fin, cnt), SR_OK);
         for (int q = 0; q < cnt; q++)
             CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.process(S[idx[q]].twin.st, pcm[q], nn[q], fin[q]), SR_OK);
-        diffs += bt_compare(w, S, idx, cnt, call);
+        /* every open stream, not only this call's: a stream's frames stay held until its
+         * next call, through other streams' calls and the window's compactions */
+        int all[BT_STREAMS], nall = 0;
+        for (int i = 0; i < BT_STREAMS; i++)
+            if (S[i].open) all[nall++] = i;
+        diffs += bt_compare(w, S, all, nall, call);
+        compactions += fb->jw != jw_was;
+        jw_was = fb->jw;
         for (int q = 0; q < cnt; q++) {
             bt_stream *b = &S[idx[q]];
             b->pos += nn[q];
@@ -2039,11 +2053,11 @@ static void batch_case(const char *model, const char *cache_dtype, int L, int R,
     int finished = 0;
     for (int i = 0; i < BT_STREAMS; i++) finished += S[i].done && S[i].close_at < 0;
     printf("\n      %s [%d, %d] %s caches, chunks of %d ms: %d process_batch calls of up to %d streams (%d finished, a slot reused %d, "
-           "a reset %d): rows, predict, joint vs alone %s", model, L, R, cache_dtype ? cache_dtype : "f32",
-           chunk_ms ? chunk_ms : 80 * (R + 1), calls, max_cnt,
-           finished, reused, resets, diffs ? "DIFFERENT" : "bit-identical");
+           "a reset %d, %d frame window compactions): rows, predict, joint vs alone %s", model, L, R,
+           cache_dtype ? cache_dtype : "f32", chunk_ms ? chunk_ms : 80 * (R + 1), calls, max_cnt,
+           finished, reused, resets, compactions, diffs ? "DIFFERENT" : "bit-identical");
     CU_ASSERT_EQUAL(diffs, 0);
-    CU_ASSERT(max_cnt >= 4 && finished == BT_STREAMS - 1 && reused == 1 && resets == 1);
+    CU_ASSERT(max_cnt >= 4 && finished == BT_STREAMS - 1 && reused == 1 && resets == 1 && compactions >= 2);
     CU_ASSERT_EQUAL(sr_fastconformer_rnnt_ops.batch_bytes(batch), bytes0); /* nothing reallocated */
     for (int i = 0; i < BT_STREAMS; i++) {
         if (S[i].open) {
@@ -2070,6 +2084,92 @@ static void test_batch_f16(void)
 {
     batch_case("fastconformer/rand.h5", "f16", 6, 1, 0);
     batch_case("fastconformer/rand.h5", "f16", 70, 1, 130);
+}
+
+/* Offline streams of one batch context: three of different audio, each finished in a call of
+ * its own, then all three again (reset) in one call. Each stream's frames stay held through the
+ * others' calls, while the shared frame window grows and is compacted: encoder rows, a batched
+ * prediction step and batched joints over every held frame of every stream equal a lone
+ * twin's, bit for bit. */
+static void test_batch_offline(void)
+{
+    sr_model *m = test_load_model("fastconformer/rand.h5");
+    sr_h5 *g = golden();
+    const fc_model *w = m->impl;
+    size_t n = 0;
+    float *au = test_golden_audio(g, &n);
+    sr_stream_config c;
+    sr_stream_config_init(&c);
+    c.strategy = "offline";
+    void *batch = NULL;
+    if (!au || sr_fastconformer_rnnt_ops.batch_open(m, &c, 3, &batch) != SR_OK) {
+        CU_FAIL("audio / batch_open");
+        free(au);
+        sr_h5_close(g);
+        sr_model_free(m);
+        return;
+    }
+    const fc_batch *fb = batch;
+    bt_stream S[3];
+    memset(S, 0, sizeof S);
+    int diffs = 0, moved = 0, all[3] = {0, 1, 2};
+    const float *jw_was = fb->jw;
+    for (int i = 0; i < 3; i++) {
+        bt_stream *b = &S[i];
+        b->n = n - (size_t)i * 5000;
+        b->a = malloc(b->n * sizeof(float));
+        for (size_t j = 0; j < b->n; j++) b->a[j] = (i == 1 ? au[n - 1 - j] : au[j]) * (1.0f - 0.2f * (float)i);
+        CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, &c, batch, i, &b->st, &b->ck, &b->sc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.batch_open(m, &c, 1, &b->twin.batch), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, &c, b->twin.batch, 0, &b->twin.st, &b->twin.ck,
+                                                                    &b->twin.sc), SR_OK);
+        b->state = calloc(4 * (size_t)(b->sc.pred_state + b->sc.pred_dim), sizeof(float));
+        b->tstate = b->state + b->sc.pred_state;
+        b->pred = b->tstate + b->sc.pred_state;
+        b->tpred = b->pred + b->sc.pred_dim;
+    }
+    for (int round = 0; round < 2; round++) {
+        for (int q = 0; q < 3; q++) {
+            /* round 0: one stream a call; round 1: all three in one call */
+            int cnt = round ? 3 : 1;
+            void *states[3];
+            const float *pcm[3];
+            size_t nn[3];
+            int fin[3] = {1, 1, 1};
+            for (int j = 0; j < cnt; j++) {
+                bt_stream *b = &S[round ? j : q];
+                if (round) {
+                    sr_fastconformer_rnnt_ops.reset(b->st);
+                    sr_fastconformer_rnnt_ops.reset(b->twin.st);
+                }
+                states[j] = b->st;
+                pcm[j] = b->a;
+                nn[j] = b->n;
+                CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.process(b->twin.st, b->a, b->n, 1), SR_OK);
+            }
+            CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.process_batch(batch, states, pcm, nn, fin, cnt), SR_OK);
+            diffs += bt_compare(w, S, all, round ? 3 : q + 1, round * 3 + q);
+            moved += fb->jw != jw_was;
+            jw_was = fb->jw;
+            if (round) break;
+        }
+    }
+    int held = 0;
+    for (int i = 0; i < 3; i++) held += fc_frames_held(S[i].st);
+    printf("\n      3 offline streams, alone then together: %d frames held, the window moved %d times: "
+           "rows, predict, joint vs alone %s", held, moved, diffs ? "DIFFERENT" : "bit-identical");
+    CU_ASSERT_EQUAL(diffs, 0);
+    CU_ASSERT(moved >= 3 && held > 30);
+    for (int i = 0; i < 3; i++) {
+        sr_fastconformer_rnnt_ops.stream_close(S[i].st);
+        bclose(&S[i].twin);
+        free(S[i].state);
+        free(S[i].a);
+    }
+    sr_fastconformer_rnnt_ops.batch_close(batch);
+    free(au);
+    sr_h5_close(g);
+    sr_model_free(m);
 }
 
 static void test_batch_errors(void)
@@ -2167,6 +2267,7 @@ void test_register_fastconformer(void)
     TEST_SUITE("fastconformer_tdt", {"offline_steps", test_tdt_offline}, {"stream", test_tdt_stream},
                {"audio_tokens", test_tdt_audio});
     TEST_SUITE("fastconformer_batch", {"streams_f32", test_batch_f32}, {"streams_f16", test_batch_f16},
+               {"offline_streams", test_batch_offline},
                {"errors", test_batch_errors});
     TEST_SUITE("fastconformer_bad", {"files", test_bad_files}, {"streams", test_bad_streams});
     TEST_SUITE("fastconformer_convert", {"nemo", test_convert_nemo}, {"bad_nemo", test_convert_nemo_bad});

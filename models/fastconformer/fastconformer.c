@@ -21,9 +21,10 @@
  * pools: per layer the projected keys and values of the last L positions plus the step's own
  * rows (a ring of L + R + 1 rows; positions before the stream's start are never in a key
  * range: NeMo's valid-length masking), and the last K - 1 GLU outputs of the depthwise conv;
- * then one joint encoder projection of all the round's rows, scattered into each stream's frame
- * window. Every op is row-independent, so a stream's rows are bit for bit those it computes
- * alone. Pools and scratch are allocated at batch_open; nothing grows with time.
+ * then one joint encoder projection of all the round's rows, written straight into the batch's
+ * frame window (fc_batch.jw; the batch keeps each slot's row numbers). Every op is
+ * row-independent, so a stream's rows are bit for bit those it computes alone. Pools and
+ * scratch are allocated at batch_open; nothing grows while streams are fed chunk by chunk.
  * stream.cache_dtype "f16" makes the pools IEEE f16 (half the bytes; rounded once when
  * written, computed in f32).
  *
@@ -33,17 +34,20 @@
  * encoder frames (strategy "offline_local" forces it, "offline_full" never switches); in
  * process_batch one stream after the other.
  *
- * Scorer (plugin.h TRANSDUCER): the encoder rows of the latest process call, projected by the
- * joint's encoder Linear, are held; pred_out is the prediction network's top LSTM output
- * already projected by the joint's prediction Linear (so the joint is ReLU(enc + pred) -> out).
+ * Scorer (plugin.h TRANSDUCER): the encoder rows of each stream's latest process call,
+ * projected by the joint's encoder Linear, are held in the batch's frame window; pred_out is
+ * the prediction network's top LSTM output already projected by the joint's prediction Linear
+ * (so the joint is ReLU(enc + pred) -> out).
  * The scorer's arrays are host memory; the batched forms run the LSTM (one gather, per layer
- * one gemm for W_ih and one for W_hh and one lstm_cell over all requests, one j_pred gemm) and
+ * one gemm for W_ih and one for W_hh and one lstm_cell over all requests, one j_pred gemm; the
+ * start symbol's zero input by one copy_rows) and
  * the joint (add, ReLU, one j_out gemm) on the batch's table scratch, one row per request, with
  * one upload / download of those few floats per call for all requests (staged in host rows:
  * on a device each copy waits for the queue); the solo forms are these with one request.
  */
 #include "fc.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -128,9 +132,12 @@ static void fc_batch_close(void *batch)
     sr_kpool_free(k, b->kw);
     sr_kpool_free(k, b->vw);
     fc_work_free(b->w, &b->ws);
-    float *tab[6] = {b->sub_in, b->sub_x, b->sub_scratch, b->x, b->xp, b->jh};
-    for (int i = 0; i < 6; i++)
+    float *tab[7] = {b->sub_in, b->sub_x, b->sub_scratch, b->x, b->jh, b->jw, b->jw_alt};
+    for (int i = 0; i < 7; i++)
         if (tab[i]) k->free(tab[i]);
+    for (int i = 0; b->win && i < b->max_streams; i++) free(b->win[i].row);
+    free(b->win);
+    free(b->wsrc);
     free(b->call);
     free(b->hstate);
     free(b->jsrc);
@@ -139,7 +146,28 @@ static void fc_batch_close(void *batch)
     free(b);
 }
 
-static size_t fc_batch_bytes(const void *batch) { return ((const fc_batch *)batch)->bytes; }
+static size_t fc_batch_bytes(const void *batch)
+{
+    const fc_batch *b = batch;
+    size_t n = b->bytes + ((size_t)b->jw_cap + (size_t)b->jw_alt_cap) * b->w->joint_hidden * sizeof(float) +
+               b->wsrc_cap * sizeof *b->wsrc;
+    for (int i = 0; i < b->max_streams; i++) n += (size_t)b->win[i].cap * sizeof(int);
+    return n;
+}
+
+/* The chunks a stream of config cfg is fed (samples; sr_chunking): the first step needs mel
+ * frame 8R, complete once 160 * 8R + 256 samples (the centred 512-sample window) are in;
+ * later steps every 8(R + 1) frames; offline 1 s unless the config says. */
+static void fc_chunks(const fc_model *w, const sr_stream_config *cfg, const fc_cfg *c, size_t *chunk, size_t *first)
+{
+    int R = c->ctx[1];
+    size_t step = (size_t)8 * (R + 1) * w->hop;
+    *chunk = cfg->chunk_ms > 0 ? (size_t)cfg->chunk_ms * 16 : step;
+    *first = cfg->first_chunk_ms > 0 ? (size_t)cfg->first_chunk_ms * 16
+             : cfg->chunk_ms > 0 ? *chunk
+                                 : (size_t)8 * R * w->hop + 256;
+    if (c->offline && cfg->chunk_ms <= 0) *chunk = *first = 16000;
+}
 
 static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, int max_streams,
                                void **batch)
@@ -185,12 +213,14 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     b->bytes += host;
     /* scorer scratch in table memory, one block of S rows per array */
     size_t nsc = 3 * (size_t)J + (size_t)w->n_out + 2 * (size_t)w->pred_layers * H + (size_t)H + 4 * (size_t)H;
-    b->jh = k->alloc(S * nsc * sizeof(float));
+    b->jh = k->alloc((S * nsc + H) * sizeof(float));
     if (!b->jh) {
-        st = sr_error(SR_ERR_NOMEM, "fastconformer: scorer scratch of %zu floats", S * nsc);
+        st = sr_error(SR_ERR_NOMEM, "fastconformer: scorer scratch of %zu floats", S * nsc + H);
         goto fail;
     }
-    b->bytes += S * nsc * sizeof(float);
+    k->zero(b->jh + S * nsc, (size_t)H * sizeof(float));
+    b->bytes += (S * nsc + H) * sizeof(float);
+    b->zrow = b->jh + S * nsc;
     b->jp = b->jh + S * J;
     b->pout = b->jp + S * J;
     b->logits = b->pout + S * J;
@@ -211,6 +241,11 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         goto fail;
     }
     b->bytes += S * sizeof *b->jsrc;
+    if (!(b->win = sr_calloc(S, sizeof *b->win, "fastconformer frame windows"))) {
+        st = SR_ERR_NOMEM;
+        goto fail;
+    }
+    b->bytes += S * sizeof *b->win;
     if (!c.offline) {
         /* a step's input is at most nin mel frames (step_ready), its output sub_rows rows, of
          * which at most R + 1 go to the round */
@@ -224,14 +259,44 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         b->sub_x = k->alloc(S * (size_t)b->sub_rows * d * sizeof(float));
         b->sub_scratch = k->alloc(S * b->sub_scratch_n * sizeof(float));
         b->x = k->alloc(rows * d * sizeof(float));
-        b->xp = k->alloc(rows * J * sizeof(float));
         b->hmel = sr_malloc(nmel * sizeof(float), "fastconformer step input staging");
         b->hx = sr_malloc(rows * d * sizeof(float), "fastconformer round rows staging");
-        if (!b->sub_in || !b->sub_x || !b->sub_scratch || !b->x || !b->xp || !b->hmel || !b->hx) {
+        if (!b->sub_in || !b->sub_x || !b->sub_scratch || !b->x || !b->hmel || !b->hx) {
             st = sr_error(SR_ERR_NOMEM, "fastconformer: step buffers of %d streams (%d mel frames each)", max_streams, b->nin);
             goto fail;
         }
-        b->bytes += (2 * nmel + S * ((size_t)b->sub_rows * d + b->sub_scratch_n) + rows * (2 * d + J)) * sizeof(float);
+        b->bytes += (2 * nmel + S * ((size_t)b->sub_rows * d + b->sub_scratch_n) + rows * 2 * d) * sizeof(float);
+        /* the frame window for calls of the config's chunks: at most `per` rows a stream (the
+         * steps a chunk completes, one more where the chunk and step grids are offset, one
+         * more for the final remainder), twice over all streams so that a compaction leaves
+         * half free, twice again so that it happens at most every other call */
+        size_t chunk, first, step = (size_t)8 * (R + 1) * w->hop;
+        fc_chunks(w, cfg, &c, &chunk, &first);
+        size_t per = (SR_MAX(chunk, first) / step + 2) * (size_t)(R + 1);
+        if (per > (size_t)INT_MAX / 4 / S) {
+            st = sr_error(SR_ERR_ARG, "fastconformer: chunks of %zu samples give frame windows of %zu rows per stream", chunk, per);
+            goto fail;
+        }
+        int cap = (int)(4 * S * per);
+        b->jw = k->alloc((size_t)cap * J * sizeof(float));
+        b->jw_alt = k->alloc((size_t)cap * J * sizeof(float));
+        if (!b->jw || !b->jw_alt) {
+            st = sr_error(SR_ERR_NOMEM, "fastconformer: joint frame window of %d rows", cap);
+            goto fail;
+        }
+        b->jw_cap = b->jw_alt_cap = cap;
+        if (!(b->wsrc = sr_malloc(S * per * sizeof *b->wsrc, "fastconformer frame window compaction"))) {
+            st = SR_ERR_NOMEM;
+            goto fail;
+        }
+        b->wsrc_cap = S * per;
+        for (int i = 0; i < max_streams; i++) {
+            if (!(b->win[i].row = sr_malloc(per * sizeof(int), "fastconformer frame window rows"))) {
+                st = SR_ERR_NOMEM;
+                goto fail;
+            }
+            b->win[i].cap = (int)per;
+        }
         /* K / V pools: a step's R + 1 rows attend together with the L cached positions, so a
          * ring of L + R + 1 rows holds every key of a step. f16 stores K / V rounded in rings
          * of max(L, R + 1) rows and attends in f32 working pools of one layer (fc_seqs), so a
@@ -269,45 +334,110 @@ static sr_status clear_slot(fc_batch *b, int slot)
 
 /* ---- frames ---- */
 
-/* Append n encoder rows x [n, d] (table memory) to the scorer's window, joint-projected: xp
- * [n, J] the rows already projected (table), or NULL to project them here, and to the host
- * record of raw rows (hx: x's rows already downloaded, or NULL to download them here). */
-static sr_status push_frames(fc_stream *s, const float *x, const float *hx, const float *xp, int n)
+/* n free rows of the frame window at *base (jw rows *base .. *base + n - 1), making room when
+ * it is full (fc_batch.jw): with no live rows it restarts at row 0; else the live rows (every
+ * slot's, in slot order) go to the front of jw_alt by one copy_rows and the two swap; where
+ * they and the n rows would not fit, into a new window of 1.5 times the live rows plus n
+ * instead (jw_alt is then dropped, to be allocated at the new size when next needed). The rows
+ * become a stream's with push_frames. */
+static sr_status win_reserve(fc_batch *b, int n, int *base)
+{
+    const sr_kernels *k = b->w->k;
+    int J = b->w->joint_hidden;
+    if (b->jw_n + (int64_t)n > b->jw_cap) {
+        int64_t live = 0;
+        for (int i = 0; i < b->max_streams; i++) live += b->win[i].n;
+        int grow = live + n > b->jw_cap;
+        int64_t cap = grow ? live + n + live / 2 : b->jw_cap;
+        if (cap > INT_MAX) return sr_error(SR_ERR_NOMEM, "fastconformer: joint frame window of %lld rows", (long long)cap);
+        if (live && (size_t)live > b->wsrc_cap) {
+            const float **p = realloc(b->wsrc, (size_t)live * sizeof *p);
+            if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: %lld frame window rows", (long long)live);
+            b->wsrc = p;
+            b->wsrc_cap = (size_t)live;
+        }
+        float *dst = b->jw_alt;
+        if (grow || (live && b->jw_alt_cap < cap)) {
+            if (!(dst = k->alloc((size_t)cap * J * sizeof(float))))
+                return sr_error(SR_ERR_NOMEM, "fastconformer: joint frame window of %lld rows", (long long)cap);
+        }
+        if (live) {
+            int j = 0;
+            for (int i = 0; i < b->max_streams; i++)
+                for (int r = 0; r < b->win[i].n; r++) b->wsrc[j++] = b->jw + (size_t)b->win[i].row[r] * J;
+            sr_status st = k->copy_rows((int)live, J, b->wsrc, dst, J);
+            if (st) {
+                if (dst != b->jw_alt) k->free(dst);
+                return st;
+            }
+            j = 0;
+            for (int i = 0; i < b->max_streams; i++)
+                for (int r = 0; r < b->win[i].n; r++) b->win[i].row[r] = j++;
+        }
+        if (grow) {
+            /* the old window and its twin are too small now */
+            if (b->jw) k->free(b->jw);
+            if (b->jw_alt) k->free(b->jw_alt);
+            b->jw = dst;
+            b->jw_cap = (int)cap;
+            b->jw_alt = NULL;
+            b->jw_alt_cap = 0;
+        } else if (live) {
+            if (dst != b->jw_alt) {
+                if (b->jw_alt) k->free(b->jw_alt);
+                b->jw_alt_cap = (int)cap;
+            }
+            b->jw_alt = b->jw;
+            b->jw = dst;
+            int t = b->jw_alt_cap;
+            b->jw_alt_cap = b->jw_cap;
+            b->jw_cap = t;
+        }
+        b->jw_n = (int)live;
+    }
+    *base = b->jw_n;
+    b->jw_n += n;
+    return SR_OK;
+}
+
+/* Record n new encoder rows of stream s: their joint projection is already in window rows base
+ * .. base + n - 1 (win_reserve); the unprojected rows go to the host record (hx: already
+ * downloaded, or x [n, d] in table memory to download here). */
+static sr_status push_frames(fc_stream *s, const float *x, const float *hx, int base, int n)
 {
     const fc_model *w = s->w;
-    const sr_kernels *k = w->k;
-    int J = w->joint_hidden;
-    if (s->encp_n + n > s->encp_cap) {
-        int cap = SR_MAX(2 * s->encp_cap, s->encp_n + n);
-        float *p = k->alloc((size_t)cap * J * sizeof(float));
-        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: joint frame window of %d rows", cap);
-        sr_status st = k->copy2d(s->encp_n, J, s->encp, J, p, J);
-        if (st) {
-            k->free(p);
-            return st;
-        }
-        if (s->encp) k->free(s->encp);
-        s->encp = p;
-        s->encp_cap = cap;
+    fc_win *wn = &s->b->win[s->slot];
+    if (wn->n + n > wn->cap) {
+        int cap = SR_MAX(2 * wn->cap, wn->n + n);
+        int *p = realloc(wn->row, (size_t)cap * sizeof(int));
+        if (!p) return sr_error(SR_ERR_NOMEM, "fastconformer: frame window of %d rows", cap);
+        wn->row = p;
+        wn->cap = cap;
     }
-    if (s->encp_n + n > s->enc_raw_cap) {
-        int cap = SR_MAX(2 * s->enc_raw_cap, s->encp_n + n);
+    if (wn->n + n > s->enc_raw_cap) {
+        int cap = SR_MAX(2 * s->enc_raw_cap, wn->n + n);
         float *r = realloc(s->enc_raw, (size_t)cap * w->d * sizeof(float));
         if (!r) return sr_error(SR_ERR_NOMEM, "fastconformer: encoder frame window of %d rows", cap);
         s->enc_raw = r;
         s->enc_raw_cap = cap;
     }
-    float *dst = s->encp + (size_t)s->encp_n * J;
-    float *raw = s->enc_raw + (size_t)s->encp_n * w->d;
-    sr_status st = SR_OK;
+    float *raw = s->enc_raw + (size_t)wn->n * w->d;
     if (hx) memcpy(raw, hx, (size_t)n * w->d * sizeof(float));
-    else st = k->download(raw, x, (size_t)n * w->d * sizeof(float));
-    if (!st) st = xp ? k->copy2d(n, J, xp, J, dst, J)
-                     : fc_gemm_rows(k, n, x, w->d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f, dst, J);
-    if (st) return st;
-    s->encp_n += n;
+    else {
+        sr_status st = w->k->download(raw, x, (size_t)n * w->d * sizeof(float));
+        if (st) return st;
+    }
+    for (int j = 0; j < n; j++) wn->row[wn->n + j] = base + j;
+    wn->n += n;
     s->frames_total += n;
     return SR_OK;
+}
+
+/* A process call starts: stream s's scorer frames are those it produces from here on. */
+static void frames_restart(fc_stream *s)
+{
+    s->b->win[s->slot].n = 0;
+    s->frames_base = s->frames_total;
 }
 
 /* ---- cache-aware steps ---- */
@@ -408,8 +538,11 @@ static sr_status run_rounds(fc_batch *b, fc_stream *const *ss, const int *final,
         }
         sr_kbatch kb = {.n_seq = ns, .row0 = b->row0, .slot = b->slot, .pos = b->pos};
         fc_seqs sq = {.b = &kb, .mk = b->mk, .kc = b->kc, .vc = b->vc, .conv = b->cc, .kw = b->kw, .vw = b->vw};
+        int base = 0;
         if ((st = k->scale(M, d, w->xscale, b->x, d)) || (st = fc_layers(w, &b->ws, b->x, &sq)) ||
-            (st = fc_gemm_rows(k, M, b->x, d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f, b->xp, J)) ||
+            /* the joint projection straight into the scorer's frame window */
+            (st = win_reserve(b, M, &base)) ||
+            (st = fc_gemm_rows(k, M, b->x, d, w->j_enc.w, w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f, b->jw + (size_t)base * J, J)) ||
             /* the round's raw rows for the streams' host records: one download */
             (st = k->download(b->hx, b->x, (size_t)M * d * sizeof(float))))
             return st;
@@ -419,7 +552,7 @@ static sr_status run_rounds(fc_batch *b, fc_stream *const *ss, const int *final,
             s->enc_pos += T;
             s->chan_len = (int)SR_MIN(s->enc_pos, (int64_t)b->csize);
             s->steps++;
-            if ((st = push_frames(s, b->x + (size_t)r0 * d, b->hx + (size_t)r0 * d, b->xp + (size_t)r0 * J, T)))
+            if ((st = push_frames(s, NULL, b->hx + (size_t)r0 * d, base + r0, T)))
                 return st;
         }
     }
@@ -450,15 +583,18 @@ static sr_status encode_offline(fc_stream *s, const float *mel, int T)
     float *enc = NULL;
     int ne = 0;
     sr_status st = fc_encode_offline(s->w, mel, T, ctx, local, &enc, &ne, NULL);
-    if (!st) st = push_frames(s, enc, NULL, NULL, ne);
+    int base = 0, J = s->w->joint_hidden;
+    if (!st) st = win_reserve(s->b, ne, &base);
+    if (!st) st = fc_gemm_rows(s->w->k, ne, enc, s->w->d, s->w->j_enc.w, s->w->j_enc.b, SR_ACT_NONE, 1.0f, 0.0f,
+                               s->b->jw + (size_t)base * J, J);
+    if (!st) st = push_frames(s, enc, NULL, base, ne);
     if (enc) s->w->k->free(enc);
     return st;
 }
 
 sr_status fc_stream_feed_mel(fc_stream *s, const float *mel, int n, int final)
 {
-    s->encp_n = 0;
-    s->frames_base = s->frames_total;
+    frames_restart(s);
     sr_status st = add_mel(s, mel, n);
     if (st || !s->b->cfg.offline) return st ? st : run_rounds(s->b, &s, &final, 1);
     return final && s->mel_n ? encode_offline(s, s->mel, s->mel_n) : SR_OK;
@@ -534,8 +670,7 @@ static sr_status fc_process_batch(void *batch, void *const *states, const float 
     /* per stream: the scorer's window holds this call's frames only; the front end */
     for (int i = 0; i < count; i++) {
         fc_stream *s = b->call[i];
-        s->encp_n = 0;
-        s->frames_base = s->frames_total;
+        frames_restart(s);
         s->samples_in += (int64_t)n[i];
         sr_status st = b->cfg.offline ? process_offline(s, pcm[i], n[i], final[i]) : feed_audio(s, pcm[i], n[i], final[i]);
         if (st) return st;
@@ -562,8 +697,8 @@ static void fc_reset(void *state)
     s->chan_len = 0;
     s->enc_pos = 0;
     s->audio_n = 0;
-    s->encp_n = 0;
     s->frames_base = s->frames_total = 0;
+    s->b->win[s->slot].n = 0;
     s->samples_in = 0;
 }
 
@@ -571,12 +706,10 @@ static void fc_stream_close(void *state)
 {
     fc_stream *s = state;
     if (!s) return;
-    const sr_kernels *k = s->w->k;
     sr_mel_stream_close(s->ms);
     free(s->mel_new);
     free(s->mel);
     free(s->audio);
-    if (s->encp) k->free(s->encp);
     free(s->enc_raw);
     free(s);
 }
@@ -589,7 +722,6 @@ static size_t fc_state_bytes(const void *state)
     b += (size_t)s->mel_new_cap * w->n_mels * sizeof(float);
     b += (size_t)s->mel_cap * w->n_mels * sizeof(float);
     b += s->audio_cap * sizeof(float);
-    b += (size_t)s->encp_cap * w->joint_hidden * sizeof(float);
     b += (size_t)s->enc_raw_cap * w->d * sizeof(float);
     return b;
 }
@@ -637,9 +769,15 @@ static sr_status tr_predict_batch(const sr_tr_predict_req *r, int count)
     }
     /* the states of all requests in one upload (each copy waits for the device) */
     if ((st = k->upload(b->pstate, b->hstate, (size_t)count * nstate))) return st;
-    if ((st = k->gather(w->embed, b->ids, count, b->lstm_in, H))) return st;
-    for (int i = 0; i < count; i++)
-        if (r[i].token < 0) k->zero(b->lstm_in + (size_t)i * H, (size_t)H * sizeof(float));
+    /* the LSTM inputs: embedding rows; with start symbols among them, gathered into the gates
+     * scratch first and copied with the zero row in their place (one call for all) */
+    int sos = 0;
+    for (int i = 0; i < count; i++) sos |= r[i].token < 0;
+    if ((st = k->gather(w->embed, b->ids, count, sos ? b->gates : b->lstm_in, H))) return st;
+    if (sos) {
+        for (int i = 0; i < count; i++) b->jsrc[i] = r[i].token < 0 ? b->zrow : b->gates + (size_t)i * H;
+        if ((st = k->copy_rows(count, H, b->jsrc, b->lstm_in, H))) return st;
+    }
     const float *inp = b->lstm_in;
     int ldi = H;
     for (int l = 0; l < w->pred_layers; l++) {
@@ -680,12 +818,13 @@ static sr_status tr_joint_batch(const sr_tr_joint_req *r, int count)
      * -> Linear over all rows */
     for (int i = 0; i < count; i++) {
         const fc_stream *s = r[i].ctx;
+        const fc_win *wn = &b->win[s->slot];
         int64_t t = (int64_t)r[i].t - s->frames_base;
-        if (t < 0 || t >= s->encp_n)
+        if (t < 0 || t >= wn->n)
             return sr_error(SR_ERR_ARG, "fastconformer: joint on frame %d, frames %lld..%lld are held", r[i].t,
-                            (long long)s->frames_base, (long long)(s->frames_base + s->encp_n - 1));
+                            (long long)s->frames_base, (long long)(s->frames_base + wn->n - 1));
         memcpy(b->hpred + (size_t)i * J, r[i].pred_out, (size_t)J * sizeof(float));
-        b->jsrc[i] = s->encp + (size_t)t * J;
+        b->jsrc[i] = b->jw + (size_t)wn->row[t] * J;
     }
     /* every request's frame row (each in its stream's window) in one call, then its pred rows */
     if ((st = k->copy_rows(count, J, b->jsrc, b->jh, J)) ||
@@ -739,19 +878,12 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     s->w = w;
     s->b = b;
     s->slot = slot;
-    int R = c.ctx[1];
     if (!c.offline && ((st = sr_mel_stream_open(w->mel, &s->ms)) || (st = clear_slot(b, slot)))) {
         fc_stream_close(s);
         return st;
     }
-    /* chunking: the first step needs mel frame 8R, complete once 160 * 8R + 256 samples (the
-     * centred 512-sample window) are in; later steps every 8(R + 1) frames */
-    size_t step = (size_t)8 * (R + 1) * w->hop;
-    ck->chunk = cfg->chunk_ms > 0 ? (size_t)cfg->chunk_ms * 16 : step;
-    ck->first_chunk = cfg->first_chunk_ms > 0 ? (size_t)cfg->first_chunk_ms * 16
-                      : cfg->chunk_ms > 0 ? ck->chunk
-                                          : (size_t)8 * R * w->hop + 256;
-    if (c.offline && cfg->chunk_ms <= 0) ck->chunk = ck->first_chunk = 16000;
+    b->win[slot].n = 0;
+    fc_chunks(w, cfg, &c, &ck->chunk, &ck->first_chunk);
     memset(sc, 0, sizeof *sc);
     sc->kind = SR_SCORER_TRANSDUCER;
     sc->ctx = s;

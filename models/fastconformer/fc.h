@@ -194,6 +194,12 @@ typedef struct {
 
 struct fc_stream;
 
+/* The scorer's frames of one slot: rows of the batch's joint window (fc_batch.jw). */
+typedef struct fc_win {
+    int *row;                   /* [cap] window row of the slot's frame j (host) */
+    int n, cap;                 /* n: frames of the slot's latest process call */
+} fc_win;
+
 /* The batch context (model_ops.batch_open): what the streams stepped together share. Pools
  * have ONE SLOT PER STREAM (a stream owns slot fc_stream.slot from stream_open to
  * stream_close; a freed slot is cleared and reused by the next stream opened on it); scratch
@@ -221,7 +227,6 @@ typedef struct fc_batch {
                                  * sub_scratch_n floats (one step's), table */
     float *x;                   /* [max_streams (R + 1), d] a round's encoder rows (table) */
     float *hx;                  /* the same downloaded (host), one copy a round */
-    float *xp;                  /* [max_streams (R + 1), J] their joint projection (table) */
     /* a call's bookkeeping (host): its streams, the round's sequences (sr_kbatch arrays, masks,
      * index of each in the call), slots seen (distinct streams), predict tokens */
     struct fc_stream **call;    /* [max_streams] */
@@ -240,6 +245,21 @@ typedef struct fc_batch {
      * pred rows [max_streams, J], logits [max_streams, n_out]; one block from hstate */
     float *hstate, *hpred, *hlogits;
     const float **jsrc;         /* [max_streams] a joint call's frame rows (table pointers) */
+    float *zrow;                /* [H] zeros (table): the start symbol's LSTM input */
+    /* the scorer's frame window, shared by the streams so that no step copies rows per
+     * stream: the encoder rows of every slot's latest process call, joint-projected, are rows
+     * win[slot].row[0 .. n) of jw ([jw_cap, J], table). Each round's (and each offline
+     * encode's) projection gemm writes its rows at jw_n. When the window is full, the live
+     * rows (every slot's) are gathered into jw_alt by one copy_rows and the two swap, so a
+     * slot's frames stay held until its stream's next process call, whatever other streams
+     * are processed meanwhile (the TRANSDUCER contract); jw grows only when the live rows
+     * would fill more than half of it. Cache-aware batches size it at batch_open for the
+     * config's chunks (nothing grows while streams are fed chunk by chunk). */
+    float *jw, *jw_alt;
+    int jw_n, jw_cap, jw_alt_cap;
+    fc_win *win;                /* [max_streams] */
+    const float **wsrc;         /* [wsrc_cap] a compaction's source rows (host) */
+    size_t wsrc_cap;
     size_t bytes;               /* everything above (batch_bytes) */
 } fc_batch;
 
@@ -261,18 +281,21 @@ typedef struct fc_stream {
     int64_t enc_pos;            /* absolute position of the next encoder row */
     /* offline */
     float *audio; size_t audio_n, audio_cap;
-    /* encoder frames of the latest process call, joint-projected: [frames_n, J] (table) */
-    float *encp; int encp_n, encp_cap;
-    float *enc_raw; int enc_raw_cap;      /* unprojected rows of the latest call (host; tests) */
+    /* encoder frames of the latest process call (fc_frames_held of them): joint-projected in
+     * the batch's window (fc_batch.win[slot]), unprojected in enc_raw (host; tests) */
+    float *enc_raw; int enc_raw_cap;
     int64_t frames_base, frames_total;
     int64_t samples_in;
 } fc_stream;
+
+/* Encoder frames of stream s's latest process call (the scorer holds them; rows of enc_raw). */
+static inline int fc_frames_held(const fc_stream *s) { return s->b->win[s->slot].n; }
 
 /* The stream from mel frames instead of audio (tests feed NeMo's own mel): appends n frames
  * [n, n_mels]; cache-aware: runs every step they complete (final: the last, shorter step),
  * through the same rounds as process_batch with the stream alone; offline strategies: at
  * final, the whole mel through the encoder. The new encoder rows are s->enc_raw[0 ..
- * s->encp_n). */
+ * fc_frames_held(s)). */
 sr_status fc_stream_feed_mel(fc_stream *s, const float *mel, int n, int final);
 
 extern const sr_model_ops sr_fastconformer_rnnt_ops;
