@@ -125,7 +125,14 @@ typedef struct sr_scorer {
      * (model_ops.batch_open) as one batch — one gemm per Linear over all their rows — and each
      * request's outputs equal, bit for bit, what the solo call gives for it. Arguments and
      * errors as the solo forms; a failure may leave any request's outputs written or not.
-     * A solo call is the batched form with count = 1 (one implementation). */
+     * A solo call is the batched form with count = 1 (one implementation). Limits (the
+     * decoders' driver splits larger rounds): batch_max requests per call (0: no limit);
+     * aed_batch_multi 1: aed_logprobs_batch also takes several requests of one stream on
+     * distinct slots; tr_batch_multi 1: tr_predict_batch / tr_joint_batch also take several
+     * requests of one stream (their requests are independent). */
+    int batch_max;
+    int aed_batch_multi;
+    int tr_batch_multi;
     sr_status (*aed_logprobs_batch)(const sr_aed_req *r, int count);
     sr_status (*aed_no_speech_batch)(const sr_aed_ns_req *r, int count);
     sr_status (*tr_predict_batch)(const sr_tr_predict_req *r, int count);

@@ -1,18 +1,21 @@
 /*
  * lockstep.h — one driver for every decoder's update, solo or batched (internal to decoders/).
  *
- * A decoder's update is written as a per-stream state machine, a stepper, that stops at each
- * scorer call it needs: advance() runs the update's host work up to its next call, describes
- * the call in *call and returns 1, or finishes the update (*st its outcome) and returns 0; the
- * driver makes the call and advances again with the call's status in res (SR_OK on the first
- * advance of an update). Many streams step in lockstep (sr_decoder_ops.update_batch): each
- * round every stream still updating makes exactly the next call its update needs, and the
- * round's calls of each kind go to the backend as one batched call (the scorer's *_batch form,
- * else the solo form request by request). Rows are independent of the batch (scorer
- * contract), so each stream makes its solo sequence of calls and gets its solo result; the
- * solo update is the driver with one stream (one implementation). A call's buffers (prefix,
- * outputs, states) belong to the stream's decoder state and must stay valid until the next
- * advance.
+ * A decoder's update is written as a per-stream state machine, a stepper, that stops where it
+ * needs scorer calls: advance() runs the update's host work up to its next calls, describes
+ * them in call[0 .. n) (n at most max_calls; calls that do not depend on each other, e.g. one
+ * per beam) and returns n, or finishes the update (*st its outcome) and returns 0; the driver
+ * makes the calls and advances again with their status in res (the first failure among them;
+ * SR_OK on the first advance of an update). Many streams step in lockstep
+ * (sr_decoder_ops.update_batch): each round every stream still updating makes exactly the
+ * next calls its update needs, and the round's calls of each kind go to the backend as few
+ * batched calls as the scorer's limits allow (sr_scorer.batch_max, aed_batch_multi,
+ * tr_batch_multi: a scorer without multi gets each stream's j-th call of the round in its
+ * j-th batched call), the solo form request by request where there is no batched form. Rows
+ * are independent of the batch (scorer contract), so each stream makes its solo sequence of
+ * calls and gets its solo result; the solo update is the driver with one stream (one
+ * implementation). A call's buffers (prefix, outputs, states) belong to the stream's decoder
+ * state and must stay valid until the next advance.
  */
 #ifndef SR_LOCKSTEP_H
 #define SR_LOCKSTEP_H
@@ -46,8 +49,11 @@ typedef struct sr_call {
 typedef struct sr_stepper {
     /* Start an update (nothing may fail here). */
     void (*begin)(void *state, const sr_scorer *sc, int final);
+    /* Calls written to call[0 .. n), n <= max_calls(state); 0 when the update is done. */
     int (*advance)(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr_status res,
                    sr_call *call, sr_status *st);
+    /* The most calls one advance of this state makes (NULL: 1); fixed while the state lives. */
+    int (*max_calls)(const void *state);
 } sr_stepper;
 
 /* Run the updates of `count` streams (distinct streams of one batch context, or one) through
