@@ -62,6 +62,7 @@ static int ab_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
                       sr_call *call, sr_status *st)
 {
     ab_state *s = state;
+    int n_calls;
     *st = SR_OK;
     if (!final) { /* offline: nothing until the end */
         *st = sr_aed_write_hyp(h, NULL, 0, 0);
@@ -72,7 +73,7 @@ static int ab_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
             *st = sr_error_prefix(sr_aed_beams_call_error(&s->e, res), "aed_beam");
             return 0;
         }
-        if (sr_aed_beams_next(&s->e, call)) return 1;
+        if ((n_calls = sr_aed_beams_next(&s->e, call))) return n_calls;
         h->loop_cuts += s->e.loop_cuts;
         const sr_aed_done *best = s->e.best;
         if (!best) {
@@ -90,7 +91,10 @@ static int ab_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     return 0;
 }
 
-static const sr_stepper ab_stepper = {.begin = ab_begin, .advance = ab_advance};
+/* a round's calls: one per beam */
+static int ab_max_calls(const void *state) { return ((const ab_state *)state)->e.b; }
+
+static const sr_stepper ab_stepper = {.begin = ab_begin, .advance = ab_advance, .max_calls = ab_max_calls};
 
 SR_STEPPER_UPDATES(ab, ab_stepper, "aed_beam")
 

@@ -377,7 +377,8 @@ sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int win
         !(e->next = sr_calloc(B, sizeof *e->next, "beam set")) ||
         !(e->done = sr_calloc(B, sizeof *e->done, "finished beams")) ||
         !(e->dist = sr_malloc(B * V * sizeof(float), "beam distributions")) ||
-        !(e->rows = sr_malloc(((size_t)e->window + 1) * V * sizeof(float), "beam re-check rows")) ||
+        !(e->rows = sr_malloc(B * ((size_t)e->window + 1) * V * sizeof(float), "beam re-check rows")) ||
+        !(e->w0 = sr_malloc(B * sizeof *e->w0, "beam re-check windows")) ||
         !(e->cand = sr_malloc(B * (B + 1) * sizeof *e->cand, "beam candidates")) ||
         !(e->top = sr_malloc((B + 1) * sizeof *e->top, "beam top-k")) ||
         !(e->slot_used = sr_calloc(B, sizeof *e->slot_used, "beam slots")) ||
@@ -412,6 +413,7 @@ void sr_aed_beams_free(sr_aed_beams *e)
     free(e->done);
     free(e->dist);
     free(e->rows);
+    free(e->w0);
     free(e->cand);
     free(e->top);
     free(e->slot_used);
@@ -451,18 +453,18 @@ size_t sr_aed_beams_bytes(const sr_aed_beams *e)
     return sizeof *e + 2 * B * (sizeof(sr_aed_beam) + L * (sizeof(int32_t) + sizeof(float))) +
            B * (sizeof(sr_aed_done) + L * (sizeof(int32_t) + sizeof(float))) +
            B * V * sizeof(float) +
-           ((size_t)e->window + 1) * V * sizeof(float) + B * (B + 1) * sizeof *e->cand +
-           (B + 1) * sizeof(int32_t) + 4 * B * sizeof(int);
+           B * ((size_t)e->window + 1) * V * sizeof(float) + B * (B + 1) * sizeof *e->cand +
+           (B + 1) * sizeof(int32_t) + 5 * B * sizeof(int);
 }
 
-/* The re-check of beam bm once its rows [w0, n] are in e->rows: cut at the first token that
+/* The re-check of beam bm once its rows [w0, n] are in `rows`: cut at the first token that
  * failed; the row at the cut (or at n) is the distribution the beam continues from. */
-static void check_take(sr_aed_beams *e, sr_aed_beam *bm, int w0)
+static void check_take(sr_aed_beams *e, sr_aed_beam *bm, int w0, const float *rows)
 {
     size_t V = (size_t)e->vocab;
     int cut = bm->n;
     for (int j = w0; j < bm->n; j++) {
-        const float *row = e->rows + (size_t)(j - w0) * V;
+        const float *row = rows + (size_t)(j - w0) * V;
         int32_t t = bm->tok[j];
         if (sr_aed_in_topk(row, e->vocab, t, e->b) && row[t] >= bm->lp[j]) {
             bm->lp[j] = row[t];
@@ -471,7 +473,7 @@ static void check_take(sr_aed_beams *e, sr_aed_beam *bm, int w0)
             break;
         }
     }
-    memcpy(e->dist + (size_t)bm->slot * V, e->rows + (size_t)(cut - w0) * V, V * sizeof(float));
+    memcpy(e->dist + (size_t)bm->slot * V, rows + (size_t)(cut - w0) * V, V * sizeof(float));
     bm->n = cut;
     bm->score = bm->rank = sum_lp(bm->lp, bm->n);
     bm->dist_ok = 1;
@@ -702,7 +704,7 @@ void sr_aed_beams_begin(sr_aed_beams *e, int op, int max_steps, int committed)
     e->op = op;
     e->max_steps = max_steps;
     e->committed = committed;
-    e->step = e->sub = e->i = e->pending = 0;
+    e->step = e->sub = e->pending = 0;
     if (op == SR_AED_BEAMS_FINISH) {
         e->n_done = 0;
         e->best = NULL;
@@ -721,30 +723,33 @@ static int step_may_start(const sr_aed_beams *e)
 
 int sr_aed_beams_next(sr_aed_beams *e, sr_call *call)
 {
-    size_t V = (size_t)e->vocab;
+    size_t V = (size_t)e->vocab, R = ((size_t)e->window + 1) * V;
     if (e->op == SR_AED_BEAMS_CHECK) {
-        if (e->pending) {
-            check_take(e, &e->beam[e->i], e->w0);
+        if (e->pending) { /* every beam's re-check answered: taken in beam order */
+            for (int i = 0; i < e->n_beam; i++) check_take(e, &e->beam[i], e->w0[i], e->rows + i * R);
             e->pending = 0;
-            e->i++;
+            beams_sort_dedupe(e->beam, &e->n_beam);
+            e->op = SR_AED_BEAMS_IDLE;
+            return 0;
         }
-        if (e->i < e->n_beam) { /* one beam per call: e->rows holds one beam's window */
-            sr_aed_beam *bm = &e->beam[e->i];
-            e->w0 = SR_MIN(SR_MAX(e->committed, bm->n - e->window), bm->n);
-            sr_call_aed_logprobs(call, bm->slot, bm->tok, bm->n, e->w0, e->rows);
-            e->pending = 1;
-            return 1;
+        if (!e->n_beam) {
+            e->op = SR_AED_BEAMS_IDLE;
+            return 0;
         }
-        beams_sort_dedupe(e->beam, &e->n_beam);
-        e->op = SR_AED_BEAMS_IDLE;
-        return 0;
+        /* one call per beam, all in one round (each beam on its own slot and rows) */
+        for (int i = 0; i < e->n_beam; i++) {
+            sr_aed_beam *bm = &e->beam[i];
+            e->w0[i] = SR_MIN(SR_MAX(e->committed, bm->n - e->window), bm->n);
+            sr_call_aed_logprobs(&call[i], bm->slot, bm->tok, bm->n, e->w0[i], e->rows + i * R);
+        }
+        e->pending = e->n_beam;
+        return e->n_beam;
     }
     if (e->op != SR_AED_BEAMS_STREAM && e->op != SR_AED_BEAMS_FINISH) return 0;
     for (;;) {
         if (e->pending) {
-            e->beam[e->i].dist_ok = 1;
+            for (int i = 0; i < e->n_beam; i++) e->beam[i].dist_ok = 1;
             e->pending = 0;
-            e->i++;
         }
         if (!e->sub) { /* a step begins */
             if (!step_may_start(e)) {
@@ -753,16 +758,18 @@ int sr_aed_beams_next(sr_aed_beams *e, sr_call *call)
                 return 0;
             }
             e->sub = 1;
-            e->i = 0;
         }
-        /* every beam's next-token distribution (distinct slots: distinct rows of e->dist) */
-        while (e->i < e->n_beam && e->beam[e->i].dist_ok) e->i++;
-        if (e->i < e->n_beam) {
-            sr_aed_beam *bm = &e->beam[e->i];
-            sr_call_aed_logprobs(call, bm->slot, bm->tok, bm->n, bm->n,
-                                 e->dist + (size_t)bm->slot * V);
-            e->pending = 1;
-            return 1;
+        /* every beam's next-token distribution not yet known, in one round (distinct slots:
+         * distinct rows of e->dist) */
+        int n = 0;
+        for (int i = 0; i < e->n_beam; i++) {
+            sr_aed_beam *bm = &e->beam[i];
+            if (bm->dist_ok) continue;
+            sr_call_aed_logprobs(&call[n++], bm->slot, bm->tok, bm->n, bm->n, e->dist + (size_t)bm->slot * V);
+        }
+        if (n) {
+            e->pending = n;
+            return n;
         }
         e->sub = 0;
         e->step++;
@@ -779,8 +786,7 @@ int sr_aed_beams_next(sr_aed_beams *e, sr_call *call)
 
 sr_status sr_aed_beams_call_error(const sr_aed_beams *e, sr_status st)
 {
-    const sr_aed_beam *bm = &e->beam[e->i];
     if (e->op == SR_AED_BEAMS_CHECK)
-        return sr_error_prefix(st, "aed_logprobs re-checking beam %d from %d", e->i, e->w0);
-    return sr_error_prefix(st, "aed_logprobs for beam %d at position %d", e->i, bm->n);
+        return sr_error_prefix(st, "aed_logprobs re-checking %d beam(s) (beam 0 from %d)", e->n_beam, e->w0[0]);
+    return sr_error_prefix(st, "aed_logprobs for %d beam(s) (beam 0 at position %d)", e->pending, e->beam[0].n);
 }

@@ -181,7 +181,8 @@ typedef struct sr_aed_beams {
     sr_aed_beam *beam, *next; /* [b] each: current beams and the next step's (swapped) */
     int n_beam;
     float *dist;              /* [b, vocab] next-token distribution per beam index */
-    float *rows;              /* [(window + 1), vocab] stability-check output */
+    float *rows;              /* [b, window + 1, vocab] stability-check output, per beam index */
+    int *w0;                  /* [b] first re-checked position, per beam index */
     int window;               /* tokens re-checked (stability n) */
     sr_aed_done *done;        /* [b] finished candidates (offline rules) */
     int n_done;
@@ -193,12 +194,12 @@ typedef struct sr_aed_beams {
     int *parent;              /* [b] parent of each next beam */
     int *fin;                 /* [2b] candidates finished in one step */
     /* the operation in progress (sr_aed_beams_begin / _next) */
-    int op, max_steps, committed, step, sub, i, w0, pending;
+    int op, max_steps, committed, step, sub, pending; /* pending: calls of the round */
     const sr_aed_done *best;  /* SR_AED_BEAMS_FINISH's answer (NULL: none) */
 } sr_aed_beams;
 
-/* The engine's operations; each runs as a sequence of aed_logprobs calls, one per beam and
- * round, driven by sr_aed_beams_next. */
+/* The engine's operations; each runs as rounds of aed_logprobs calls, one per beam (on its
+ * slot) in each round, driven by sr_aed_beams_next. */
 enum {
     SR_AED_BEAMS_IDLE = 0,
     /* WhisperRT's stability check on new audio (Algorithm 2): in every beam, re-check the tokens
@@ -235,9 +236,10 @@ size_t sr_aed_beams_bytes(const sr_aed_beams *e);
 /* Start operation op (SR_AED_BEAMS_CHECK / _STREAM / _FINISH; max_steps is not used by CHECK). */
 void sr_aed_beams_begin(sr_aed_beams *e, int op, int max_steps, int committed);
 
-/* Run the operation up to its next scorer call: 1 = *call holds it (make it, then call this
- * again), 0 = the operation is complete. A failed call ends the operation: report it with
- * sr_aed_beams_call_error and do not call this again before the next begin. */
+/* Run the operation up to its next scorer calls: n > 0 = call[0 .. n) holds them (at most b,
+ * independent of each other: make them, then call this again), 0 = the operation is
+ * complete. A failed call ends the operation: report it with sr_aed_beams_call_error and do
+ * not call this again before the next begin. */
 int sr_aed_beams_next(sr_aed_beams *e, sr_call *call);
 
 /* st prefixed with what the pending call was for (beam, position). */

@@ -36,10 +36,10 @@ typedef struct {
     int64_t t;
     /* the update in progress (a stepper, lockstep.h) */
     int64_t T;   /* frames available */
-    int phase, sym, i, ncand;
+    int phase, sym, ncand;
     rb_hyp *A, *cur, *nxt, *end; /* [beam] each ([beam * beam] for nxt candidates) */
     int nA, ncur, nend;
-    float *logits;
+    float *logits; /* [beam, V] the joints of a round, one row per hypothesis of cur */
     double *lp;
 } rb_state;
 
@@ -122,7 +122,7 @@ static sr_status rb_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     s->V = sc->vocab;
     size_t nh = (size_t)beam * 3 + (size_t)beam * beam;
     s->A = sr_calloc(nh, sizeof(rb_hyp), "rnnt_beam hypotheses");
-    s->logits = sr_malloc((size_t)s->V * sizeof(float), "rnnt_beam logits");
+    s->logits = sr_malloc((size_t)beam * s->V * sizeof(float), "rnnt_beam logits");
     s->lp = sr_malloc((size_t)s->V * sizeof(double), "rnnt_beam log-probabilities");
     if (!s->A || !s->logits || !s->lp) {
         free(s->A);
@@ -185,8 +185,7 @@ static int cmp_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-enum { RB_START, RB_START_WAIT, RB_FRAME, RB_SYM, RB_JOINTS, RB_JOINT_WAIT, RB_PREDS,
-       RB_PRED_WAIT };
+enum { RB_START, RB_START_WAIT, RB_FRAME, RB_SYM, RB_JOINTS, RB_JOINT_WAIT, RB_PRED_WAIT };
 
 static void rb_begin(void *state, const sr_scorer *sc, int final)
 {
@@ -196,16 +195,16 @@ static void rb_begin(void *state, const sr_scorer *sc, int final)
     s->phase = s->started ? RB_FRAME : RB_START;
 }
 
-/* After the joint of cur[i]: its blank extension to `ended`, its nb best non-blank extensions
- * to the candidates. */
-static sr_status rb_after_joint(rb_state *s, const sr_scorer *sc, const rb_hyp *c)
+/* After the joint of cur[i] (its logits): its blank extension to `ended`, its nb best
+ * non-blank extensions to the candidates. */
+static sr_status rb_after_joint(rb_state *s, const sr_scorer *sc, const rb_hyp *c, const float *logits)
 {
     int nb = s->beam, V = s->V;
     double mx = -INFINITY, sum = 0;
-    for (int v = 0; v < V; v++) mx = s->logits[v] > mx ? s->logits[v] : mx;
-    for (int v = 0; v < V; v++) sum += exp(s->logits[v] - mx);
+    for (int v = 0; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+    for (int v = 0; v < V; v++) sum += exp(logits[v] - mx);
     double lse = mx + log(sum);
-    for (int v = 0; v < V; v++) s->lp[v] = s->logits[v] - lse;
+    for (int v = 0; v < V; v++) s->lp[v] = logits[v] - lse;
     sr_status st = add_ended(s, c, c->score + s->lp[sc->blank]);
     if (st) return st;
     for (int r = 0; r < nb; r++) {
@@ -284,40 +283,34 @@ static int rb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
                 s->phase = RB_FRAME;
                 break;
             }
-            s->i = 0;
             s->ncand = 0;
             s->phase = RB_JOINTS;
             break;
+        case RB_JOINTS: /* every hypothesis's joint in one round */
+            for (int i = 0; i < s->ncur; i++)
+                sr_call_tr_joint(&call[i], (int)s->t, s->cur[i].pred, s->logits + (size_t)i * s->V);
+            s->phase = RB_JOINT_WAIT;
+            return s->ncur;
         case RB_JOINT_WAIT:
-            if ((*st = rb_after_joint(s, sc, &s->cur[s->i]))) return 0;
-            s->i++;
-            s->phase = RB_JOINTS;
-            /* fall through */
-        case RB_JOINTS:
-            if (s->i < s->ncur) {
-                sr_call_tr_joint(call, (int)s->t, s->cur[s->i].pred, s->logits);
-                s->phase = RB_JOINT_WAIT;
-                return 1;
-            }
+            for (int i = 0; i < s->ncur; i++) /* in order: as one joint after the other */
+                if ((*st = rb_after_joint(s, sc, &s->cur[i], s->logits + (size_t)i * s->V))) return 0;
             /* keep the nb best candidates, then advance their prediction network */
             qsort(s->nxt, (size_t)s->ncand, sizeof(rb_hyp), cmp_desc);
             s->ncur = SR_MIN(s->ncand, s->beam);
             for (int i = 0; i < s->ncur; i++)
                 if ((*st = hyp_copy(&s->cur[i], &s->nxt[i], s->ps, s->pd))) return 0;
-            s->i = 0;
-            s->phase = RB_PREDS;
-            break;
-        case RB_PRED_WAIT:
-            s->i++;
-            s->phase = RB_PREDS;
-            /* fall through */
-        default: /* RB_PREDS */
-            if (s->i < s->ncur) {
-                rb_hyp *c = &s->cur[s->i];
-                sr_call_tr_predict(call, c->state, c->tok[c->n - 1], c->state, c->pred);
-                s->phase = RB_PRED_WAIT;
-                return 1;
+            if (!s->ncur) {
+                s->sym++;
+                s->phase = RB_SYM;
+                break;
             }
+            for (int i = 0; i < s->ncur; i++) { /* every candidate's prediction step in one round */
+                rb_hyp *c = &s->cur[i];
+                sr_call_tr_predict(&call[i], c->state, c->tok[c->n - 1], c->state, c->pred);
+            }
+            s->phase = RB_PRED_WAIT;
+            return s->ncur;
+        default: /* RB_PRED_WAIT */
             s->sym++;
             s->phase = RB_SYM;
             break;
@@ -325,7 +318,10 @@ static int rb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     }
 }
 
-static const sr_stepper rb_stepper = {.begin = rb_begin, .advance = rb_advance};
+/* a round's joints or prediction steps: one per hypothesis of cur */
+static int rb_max_calls(const void *state) { return ((const rb_state *)state)->beam; }
+
+static const sr_stepper rb_stepper = {.begin = rb_begin, .advance = rb_advance, .max_calls = rb_max_calls};
 
 SR_STEPPER_UPDATES(rb, rb_stepper, "rnnt_beam")
 
@@ -343,7 +339,7 @@ static size_t rb_bytes(const void *state)
     size_t nh = (size_t)s->beam * 3 + (size_t)s->beam * s->beam;
     size_t b = sizeof *s + nh * (sizeof(rb_hyp) + (size_t)(s->ps + s->pd) * sizeof(float));
     for (size_t i = 0; i < nh; i++) b += (size_t)s->A[i].cap * sizeof(int32_t);
-    return b + (size_t)s->V * (sizeof(float) + sizeof(double));
+    return b + (size_t)s->V * ((size_t)s->beam * sizeof(float) + sizeof(double));
 }
 
 const sr_decoder_ops sr_dec_rnnt_beam = {

@@ -3,7 +3,7 @@
  * size b = stream.beam, re-check window n = stream.stability_n.
  *
  * After every chunk each beam's last n tokens are re-checked under the new audio (one
- * aed_logprobs call per beam on its slot): a token stays only if it is still among the b most
+ * aed_logprobs call per beam on its slot, all beams' in one round): a token stays only if it is still among the b most
  * probable tokens at its position AND its log-prob did not fall below the recorded one; the
  * first failure cuts the beam there, so beams can differ in length. Then beam search resumes:
  * every beam offers its b + 1 best next tokens, the b best candidates by summed log-prob form
@@ -140,11 +140,11 @@ static int sb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     }
     const int32_t *tok;
     const float *lp;
-    int n, cap;
+    int n, cap, n_calls;
     double end_lp;
     switch (s->phase) {
     case SB_CHECK:
-        if (sr_aed_beams_next(&s->e, call)) return 1;
+        if ((n_calls = sr_aed_beams_next(&s->e, call))) return n_calls;
         cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
         s->k++;
         s->phase = SB_SEARCH;
@@ -152,7 +152,7 @@ static int sb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
                            s->committed);
         /* fall through */
     case SB_SEARCH:
-        if (sr_aed_beams_next(&s->e, call)) return 1;
+        if ((n_calls = sr_aed_beams_next(&s->e, call))) return n_calls;
         h->loop_cuts += s->e.loop_cuts - s->cuts0;
         if (final) {
             if (!s->e.best) {
@@ -187,7 +187,10 @@ static int sb_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     }
 }
 
-static const sr_stepper sb_stepper = {.begin = sb_begin, .advance = sb_advance};
+/* a round's calls: one per beam */
+static int sb_max_calls(const void *state) { return ((const sb_state *)state)->e.b; }
+
+static const sr_stepper sb_stepper = {.begin = sb_begin, .advance = sb_advance, .max_calls = sb_max_calls};
 
 SR_STEPPER_UPDATES(sb, sb_stepper, "stable_beam")
 

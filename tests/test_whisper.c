@@ -1398,6 +1398,7 @@ typedef struct {
     size_t n, pos;
     int32_t toks[24];
     int nt;
+    int32_t toks2[25]; /* a second prefix: window break, then toks (streams of two windows) */
 } bstr;
 
 static sr_status bstr_open(const sr_model *m, const sr_stream_config *c, void *batch, int slot,
@@ -1444,10 +1445,10 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
     void *B = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.batch_open(m, &c, 4, &B), SR_OK);
     int V = w->n_vocab, slots = beam > 1 ? 2 * beam : 2;
-    long rows_cmp = 0, mism = 0;
+    long rows_cmp = 0, mism = 0, two_slots = 0, two_windows = 0;
     bstr S[4];
     memset(S, 0, sizeof S);
-    float *out = malloc((size_t)4 * (max_tok + 1) * V * sizeof(float));
+    float *out = malloc((size_t)8 * (max_tok + 1) * V * sizeof(float));
     float *ref = malloc((size_t)(max_tok + 1) * V * sizeof(float));
     size_t bytes = sr_whisper_ops.batch_bytes(B);
     CU_ASSERT(bytes > 0);
@@ -1487,8 +1488,10 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
             cnt++;
         }
         CU_ASSERT_EQUAL(sr_whisper_ops.process_batch(B, st, pcm, n, fin, cnt), SR_OK);
-        sr_aed_req req[4];
-        int who[4], nr = 0;
+        /* every open stream's request, and on odd calls a second one of streams 0 and 2 on
+         * the next slot, one token shorter (a beam decoder's round: two slots of one stream) */
+        sr_aed_req req[8];
+        int who[8], nr = 0;
         for (int i = 0; i < 4; i++) {
             bstr *x = &S[i];
             if (!x->open) continue;
@@ -1497,12 +1500,26 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
                                    .n = x->nt, .from = from,
                                    .out = out + (size_t)nr * (max_tok + 1) * V};
             who[nr++] = i;
+            if (call % 2 && i % 2 == 0 && x->nt) {
+                /* where the stream's audio has a second window, the second prefix starts it with
+                 * a window break (its positions map to other windows than the first's) */
+                const wh_stream *ws = x->st;
+                int brk = ws->n_win >= 2;
+                x->toks2[0] = w->brk;
+                memcpy(x->toks2 + 1, x->toks, (size_t)(x->nt - 1) * sizeof(int32_t));
+                req[nr] = (sr_aed_req){.ctx = x->st, .slot = (call + i + 1) % slots,
+                                       .prefix = brk ? x->toks2 : x->toks, .n = x->nt - 1 + brk, .from = 0,
+                                       .out = out + (size_t)nr * (max_tok + 1) * V};
+                who[nr++] = i;
+                two_slots++;
+                two_windows += brk;
+            }
         }
         CU_ASSERT_EQUAL_FATAL(S[0].sc.aed_logprobs_batch(req, nr), SR_OK);
         for (int r = 0; r < nr; r++) {
             bstr *x = &S[who[r]];
             int rows = req[r].n - req[r].from + 1;
-            CU_ASSERT_EQUAL_FATAL(x->twin.sc.aed_logprobs(x->twin.st, req[r].slot, x->toks,
+            CU_ASSERT_EQUAL_FATAL(x->twin.sc.aed_logprobs(x->twin.st, req[r].slot, req[r].prefix,
                                                           req[r].n, req[r].from, ref), SR_OK);
             if (memcmp(req[r].out, ref, (size_t)rows * V * sizeof(float))) {
                 if (!mism++)
@@ -1512,7 +1529,8 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
             rows_cmp += rows;
             const float *last = req[r].out + (size_t)(rows - 1) * V;
             int best = sr_aed_argmax(last, V);
-            if (best != w->eot && best != w->brk && x->nt < max_tok) x->toks[x->nt++] = best;
+            if (best != w->eot && best != w->brk && x->nt < max_tok && req[r].n == x->nt)
+                x->toks[x->nt++] = best; /* the stream's first request only */
             float p = -1, q = -2;
             int s0 = -1, s1 = -2;
             CU_ASSERT_EQUAL(x->sc.aed_no_speech(x->st, x->toks, x->nt, &s0, &p), SR_OK);
@@ -1521,6 +1539,8 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
         }
     }
     CU_ASSERT_EQUAL(mism, 0);
+    CU_ASSERT(two_slots > 0);
+    if (!strcmp(strategy, "whisperrt") && chunk_ms == 200) CU_ASSERT(two_windows > 0);
     /* every stream got audio through to its end and some text */
     for (int i = 0; i < 4; i++) CU_ASSERT(S[i].done && S[i].nt > 0);
     for (int i = 0; i < 4; i++) bstr_close(&S[i]);
@@ -1630,11 +1650,17 @@ static void test_batch_bad(void)
     CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.stream_open(m, &c, B2, 0, &s2, &ck, &sc2), SR_OK);
     CU_ASSERT(sr_whisper_ops.state_bytes(s0) < sr_whisper_ops.batch_bytes(B));
     float out[2 * 259];
-    sr_aed_req r[3] = {{.ctx = s0, .out = out}, {.ctx = s0, .out = out + 259}, {.ctx = s1, .out = out}};
-    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 2), SR_ERR_ARG, "same stream");
+    sr_aed_req r[5] = {{.ctx = s0, .out = out}, {.ctx = s0, .out = out + 259}, {.ctx = s1, .out = out},
+                       {.ctx = s1, .slot = 1, .out = out}, {.ctx = s1, .out = out}};
+    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 2), SR_ERR_ARG, "same stream and slot");
+    /* two slots of one stream in one call (a beam decoder's round): 2 streams x 2 slots */
+    r[1].slot = 1;
+    CU_ASSERT_EQUAL(sc0.aed_logprobs_batch(r, 4), SR_OK);
+    CU_ASSERT(sc0.batch_max == 4 && sc0.aed_batch_multi == 1);
+    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 5), SR_ERR_ARG, "5 requests");
+    r[1].slot = 0;
     r[1].ctx = s2;
     TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 2), SR_ERR_ARG, "batch context");
-    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 3), SR_ERR_ARG, "3 requests");
     r[1].ctx = s1;
     r[1].slot = 5;
     TEST_ASSERT_ERR(sc0.aed_logprobs_batch(r, 2), SR_ERR_ARG, "slot 5");

@@ -141,6 +141,7 @@ static void fc_batch_close(void *batch)
     free(b->call);
     free(b->hstate);
     free(b->jsrc);
+    free(b->ids);
     free(b->hmel);
     free(b->hx);
     free(b);
@@ -189,10 +190,9 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     const sr_kernels *k = w->k;
     size_t S = (size_t)max_streams;
     int d = w->d, R = c.ctx[1], H = w->pred_hidden, J = w->joint_hidden;
-    /* host bookkeeping, one block: call [S] pointers, then pos [S], row0 [S + 1], slot, seq,
-     * nnew, ids [S], mk [S], seen [S] */
-    size_t host = S * sizeof(fc_stream *) + S * sizeof(int64_t) + (4 * S + 1) * sizeof(int) + S * sizeof(int32_t) +
-                  S * sizeof(fc_mask) + S;
+    /* host bookkeeping, one block: call [S] pointers, then pos [S], mk [S], row0 [S + 1],
+     * slot, seq, nnew, seen [S] */
+    size_t host = S * sizeof(fc_stream *) + S * sizeof(int64_t) + (4 * S + 1) * sizeof(int) + S * sizeof(fc_mask) + S;
     char *h = sr_calloc(1, host, "fastconformer batch bookkeeping");
     if (!h) {
         fc_batch_close(b);
@@ -208,39 +208,44 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     b->slot = b->row0 + S + 1;
     b->seq = b->slot + S;
     b->nnew = b->seq + S;
-    b->ids = (int32_t *)(b->nnew + S);
-    b->seen = (unsigned char *)(b->ids + S);
+    b->seen = (unsigned char *)(b->nnew + S);
     b->bytes += host;
-    /* scorer scratch in table memory, one block of S rows per array */
+    /* scorer scratch in table memory, one block of Q rows per array: a row per request, up to
+     * stream.beam requests per stream in one call (a beam decoder's calls of a round) */
+    size_t Q = S * (size_t)SR_MAX(cfg->beam, 1);
+    if (Q > INT_MAX) {
+        st = sr_error(SR_ERR_ARG, "fastconformer: %d streams x stream.beam %d scorer rows", max_streams, cfg->beam);
+        goto fail;
+    }
+    b->req_max = (int)Q;
     size_t nsc = 3 * (size_t)J + (size_t)w->n_out + 2 * (size_t)w->pred_layers * H + (size_t)H + 4 * (size_t)H;
-    b->jh = k->alloc((S * nsc + H) * sizeof(float));
+    b->jh = k->alloc((Q * nsc + H) * sizeof(float));
     if (!b->jh) {
-        st = sr_error(SR_ERR_NOMEM, "fastconformer: scorer scratch of %zu floats", S * nsc + H);
+        st = sr_error(SR_ERR_NOMEM, "fastconformer: scorer scratch of %zu floats", Q * nsc + H);
         goto fail;
     }
-    k->zero(b->jh + S * nsc, (size_t)H * sizeof(float));
-    b->bytes += (S * nsc + H) * sizeof(float);
-    b->zrow = b->jh + S * nsc;
-    b->jp = b->jh + S * J;
-    b->pout = b->jp + S * J;
-    b->logits = b->pout + S * J;
-    b->pstate = b->logits + S * w->n_out;
-    b->lstm_in = b->pstate + S * 2 * w->pred_layers * H;
-    b->gates = b->lstm_in + S * H;
-    /* host staging of the scorer's rows: one upload / download per batched call */
+    k->zero(b->jh + Q * nsc, (size_t)H * sizeof(float));
+    b->bytes += (Q * nsc + H) * sizeof(float);
+    b->zrow = b->jh + Q * nsc;
+    b->jp = b->jh + Q * J;
+    b->pout = b->jp + Q * J;
+    b->logits = b->pout + Q * J;
+    b->pstate = b->logits + Q * w->n_out;
+    b->lstm_in = b->pstate + Q * 2 * w->pred_layers * H;
+    b->gates = b->lstm_in + Q * H;
+    /* host staging of the scorer's rows (one upload / download per batched call), the
+     * predict tokens, the joint's frame rows */
     size_t nst = 2 * (size_t)w->pred_layers * H + (size_t)J + (size_t)w->n_out;
-    if (!(b->hstate = sr_malloc(S * nst * sizeof(float), "fastconformer scorer staging"))) {
+    b->hstate = sr_malloc(Q * nst * sizeof(float), "fastconformer scorer staging");
+    b->ids = sr_malloc(Q * sizeof *b->ids, "fastconformer predict tokens");
+    b->jsrc = sr_malloc(Q * sizeof *b->jsrc, "fastconformer joint rows");
+    if (!b->hstate || !b->ids || !b->jsrc) {
         st = SR_ERR_NOMEM;
         goto fail;
     }
-    b->bytes += S * nst * sizeof(float);
-    b->hpred = b->hstate + S * 2 * w->pred_layers * H;
-    b->hlogits = b->hpred + S * J;
-    if (!(b->jsrc = sr_malloc(S * sizeof *b->jsrc, "fastconformer joint rows"))) {
-        st = SR_ERR_NOMEM;
-        goto fail;
-    }
-    b->bytes += S * sizeof *b->jsrc;
+    b->bytes += Q * (nst * sizeof(float) + sizeof *b->ids + sizeof *b->jsrc);
+    b->hpred = b->hstate + Q * 2 * w->pred_layers * H;
+    b->hlogits = b->hpred + Q * J;
     if (!(b->win = sr_calloc(S, sizeof *b->win, "fastconformer frame windows"))) {
         st = SR_ERR_NOMEM;
         goto fail;
@@ -739,9 +744,9 @@ static sr_status req_stream(const void *ctx, int i, int count, const char *what,
     if (i && s->b != *b)
         return sr_error(SR_ERR_ARG, "fastconformer: %s request %d is of another batch context", what, i);
     *b = s->b;
-    if (count > (*b)->max_streams)
-        return sr_error(SR_ERR_ARG, "fastconformer: %s of %d requests (batch context of %d)", what, count,
-                        (*b)->max_streams);
+    if (count > (*b)->req_max)
+        return sr_error(SR_ERR_ARG, "fastconformer: %s of %d requests (batch context of %d streams x stream.beam: %d)", what,
+                        count, (*b)->max_streams, (*b)->req_max);
     return SR_OK;
 }
 
@@ -897,6 +902,8 @@ static sr_status fc_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     sc->tr_joint = tr_joint;
     sc->tr_predict_batch = tr_predict_batch;
     sc->tr_joint_batch = tr_joint_batch;
+    sc->batch_max = b->req_max;
+    sc->tr_batch_multi = 1; /* requests are independent rows, a stream's too */
     sc->tr_max_symbols = cfg->max_symbols > 0 ? cfg->max_symbols : w->max_symbols;
     sc->tr_n_durations = w->n_durations;
     sc->tr_durations = w->durations;

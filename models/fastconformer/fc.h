@@ -235,16 +235,17 @@ typedef struct fc_batch {
     int64_t *pos;               /* [max_streams] */
     fc_mask *mk;                /* [max_streams] */
     unsigned char *seen;        /* [max_streams] */
-    int32_t *ids;               /* [max_streams] */
+    int32_t *ids;               /* [req_max] predict tokens */
+    int req_max;                /* scorer requests per batched call: max_streams x stream.beam */
     /* scorer scratch (table), one row per request of a batched call: joint hidden jh, its pred
-     * input jp, prediction outputs pout [max_streams, J]; logits [max_streams, n_out]; LSTM
-     * states pstate [max_streams, 2 layers H] (per layer h then c), input lstm_in
-     * [max_streams, H], gates [max_streams, 4H] */
+     * input jp, prediction outputs pout [req_max, J]; logits [req_max, n_out]; LSTM states
+     * pstate [req_max, 2 layers H] (per layer h then c), input lstm_in [req_max, H], gates
+     * [req_max, 4H] */
     float *jh, *jp, *pout, *logits, *pstate, *lstm_in, *gates;
-    /* their host staging (one upload / download per call): states [max_streams, 2 layers H],
-     * pred rows [max_streams, J], logits [max_streams, n_out]; one block from hstate */
+    /* their host staging (one upload / download per call): states [req_max, 2 layers H],
+     * pred rows [req_max, J], logits [req_max, n_out]; one block from hstate */
     float *hstate, *hpred, *hlogits;
-    const float **jsrc;         /* [max_streams] a joint call's frame rows (table pointers) */
+    const float **jsrc;         /* [req_max] a joint call's frame rows (table pointers) */
     float *zrow;                /* [H] zeros (table): the start symbol's LSTM input */
     /* the scorer's frame window, shared by the streams so that no step copies rows per
      * stream: the encoder rows of every slot's latest process call, joint-projected, are rows

@@ -30,7 +30,8 @@
  *
  * Batching: every stream lives in a batch context (wh_batch) that owns the cache pools of its
  * streams (one slot range per stream) and the scratch they share. aed_logprobs_batch plans each
- * request of distinct streams as the solo call would (windows, slot-cache reuse, audio
+ * request (of distinct streams, or of distinct slots of one stream: a beam decoder's beams)
+ * as the solo call would (windows, slot-cache reuse, audio
  * versions) and computes all their new decoder positions in one pass (one gemm per Linear, one
  * k->attn per attention, one logits gemm while the staged rows fit); process_batch encodes the
  * new whisperrt blocks of all its streams in one encoder pass. The solo forms are these with
@@ -202,21 +203,22 @@ static sr_status aed_prepare(wh_stream *s, const sr_aed_req *r)
                         r->from, n);
     if ((n && !r->prefix) || !r->out)
         return sr_error(SR_ERR_ARG, "whisper aed_logprobs: %s is NULL", r->out ? "prefix" : "out");
-    if (n + 1 > s->pcap) {
+    wh_slot *sl = &s->slot[r->slot];
+    if (n + 1 > sl->pcap) {
         int cap = 2 * (n + 1);
-        int *a = realloc(s->pwin, (size_t)cap * sizeof(int)), *b = NULL;
-        if (a) s->pwin = a;
-        if (a) b = realloc(s->ploc, (size_t)cap * sizeof(int));
+        int *a = realloc(sl->pwin, (size_t)cap * sizeof(int)), *b = NULL;
+        if (a) sl->pwin = a;
+        if (a) b = realloc(sl->ploc, (size_t)cap * sizeof(int));
         if (!a || !b)
             return sr_error(SR_ERR_NOMEM, "whisper aed_logprobs: out of memory for a %d-token "
                             "prefix", n);
-        s->ploc = b;
-        s->pcap = cap;
+        sl->ploc = b;
+        sl->pcap = cap;
     }
     int win = 0, loc = 0;
     for (int j = 0; j <= n; j++) {
-        s->pwin[j] = win;
-        s->ploc[j] = loc;
+        sl->pwin[j] = win;
+        sl->ploc[j] = loc;
         if (j == n) break;
         if (r->prefix[j] < 0 || r->prefix[j] >= V)
             return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix[%d] = %d outside the "
@@ -238,10 +240,11 @@ static sr_status aed_next(aed_plan *p)
     wh_stream *s = p->s;
     const wh_model *w = s->w;
     const sr_aed_req *r = p->r;
+    const wh_slot *sl = &s->slot[r->slot];
     int V = w->n_vocab, n = r->n;
     p->active = 0;
     while (p->j <= n) {
-        int j = p->j, wj = s->pwin[j];
+        int j = p->j, wj = sl->pwin[j];
         float *row = r->out + (size_t)(j - r->from) * V;
         if (s->n_win == 0 || wj < s->win_first) { /* no audio yet, or a finished window */
             one_hot(row, V, j < n ? r->prefix[j] : (s->n_win == 0 ? w->eot : w->brk));
@@ -252,8 +255,8 @@ static sr_status aed_next(aed_plan *p)
             return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix[%d] starts window %d, the "
                             "audio has %d window(s)", j - 1, wj, s->n_win);
         int jb = j;
-        while (jb < n && s->pwin[jb + 1] == wj) jb++;
-        int L0 = s->ploc[j], Lend = s->ploc[jb];
+        while (jb < n && sl->pwin[jb + 1] == wj) jb++;
+        int L0 = sl->ploc[j], Lend = sl->ploc[jb];
         if (Lend > w->text_cap)
             return sr_error(SR_ERR_ARG, "whisper aed_logprobs: prefix holds %d text tokens in "
                             "window %d, the cap is %d (aed_max_len per window)", Lend, wj,
@@ -407,9 +410,9 @@ static sr_status wh_aed_logprobs_batch(const sr_aed_req *r, int count)
     const wh_stream *s0 = r[0].ctx;
     if (!s0) return sr_error(SR_ERR_ARG, "whisper aed_logprobs: request 0: ctx is NULL");
     wh_batch *b = s0->b;
-    if (count > b->max_streams)
+    if (count > b->req_max)
         return sr_error(SR_ERR_ARG, "whisper aed_logprobs_batch: %d requests, the batch context "
-                        "holds %d streams", count, b->max_streams);
+                        "holds %d streams of %d slots", count, b->max_streams, b->cfg.n_slots);
     aed_plan *pl = b->plan;
     for (int i = 0; i < count; i++) {
         wh_stream *s = r[i].ctx;
@@ -417,9 +420,9 @@ static sr_status wh_aed_logprobs_batch(const sr_aed_req *r, int count)
             return sr_error(SR_ERR_ARG, "whisper aed_logprobs_batch: request %d: %s", i,
                             s ? "its stream is not of request 0's batch context" : "ctx is NULL");
         for (int j = 0; j < i; j++)
-            if (r[j].ctx == s)
+            if (r[j].ctx == s && r[j].slot == r[i].slot)
                 return sr_error(SR_ERR_ARG, "whisper aed_logprobs_batch: requests %d and %d are "
-                                "of the same stream", j, i);
+                                "of the same stream and slot", j, i);
         sr_status st = aed_prepare(s, &r[i]);
         if (st) return count > 1 ? sr_error_prefix(st, "request %d", i) : st;
         memset(&pl[i], 0, sizeof pl[i]);
@@ -881,9 +884,11 @@ static void wh_stream_close(void *state)
     free(s->mel_new);
     free(s->win_len);
     free(s->audio);
-    for (int i = 0; i < WH_MAX_SLOTS; i++) free(s->slot[i].tok);
-    free(s->pwin);
-    free(s->ploc);
+    for (int i = 0; i < WH_MAX_SLOTS; i++) {
+        free(s->slot[i].tok);
+        free(s->slot[i].pwin);
+        free(s->slot[i].ploc);
+    }
     free(s);
 }
 
@@ -897,7 +902,7 @@ static size_t wh_state_bytes(const void *state)
     b += (size_t)s->win_cap * sizeof(int);
     b += s->audio_cap * f;
     b += (size_t)s->n_slots * (size_t)w->n_text_ctx * sizeof(int32_t);
-    b += 2 * (size_t)s->pcap * sizeof(int);
+    for (int i = 0; i < s->n_slots; i++) b += 2 * (size_t)s->slot[i].pcap * sizeof(int);
     return b;
 }
 
@@ -941,19 +946,19 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     s->tau = c.tau;
     s->tau0 = c.tau0;
     s->n_slots = c.n_slots;
-    s->pcap = 4 * w->text_cap;
     s->win_cap = 1;
     size_t f = sizeof(float);
     st = SR_ERR_NOMEM;
-    if (!(s->win_len = sr_calloc(1, sizeof(int), "whisper window lengths")) ||
-        !(s->pwin = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix windows")) ||
-        !(s->ploc = sr_malloc((size_t)s->pcap * sizeof(int), "whisper prefix positions")))
-        goto fail;
+    if (!(s->win_len = sr_calloc(1, sizeof(int), "whisper window lengths"))) goto fail;
     s->ns_win = -1;
     for (int i = 0; i < s->n_slots; i++) {
-        if (!(s->slot[i].tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper slot tokens")))
+        wh_slot *sl = &s->slot[i];
+        sl->pcap = 4 * w->text_cap;
+        if (!(sl->tok = sr_malloc((size_t)w->n_text_ctx * sizeof(int32_t), "whisper slot tokens")) ||
+            !(sl->pwin = sr_malloc((size_t)sl->pcap * sizeof(int), "whisper prefix windows")) ||
+            !(sl->ploc = sr_malloc((size_t)sl->pcap * sizeof(int), "whisper prefix positions")))
             goto fail;
-        s->slot[i].win = -1;
+        sl->win = -1;
     }
     if (c.strategy == WH_WHISPERRT) {
         s->stem.slot = slot;
@@ -978,6 +983,8 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     sc->aed_max_len = 1 << 16;
     sc->aed_logprobs = wh_aed_logprobs;
     sc->aed_logprobs_batch = wh_aed_logprobs_batch;
+    sc->batch_max = b->req_max;
+    sc->aed_batch_multi = 1; /* distinct slots of one stream plan independently (per-slot maps) */
     sc->aed_audio_ms = wh_audio_ms;
     sc->aed_no_speech = wh_aed_no_speech;
     sc->aed_no_speech_batch = wh_aed_no_speech_batch;
@@ -1038,8 +1045,8 @@ static size_t wh_batch_bytes(const void *batch)
              ms * ((size_t)(b->mel_cap / 2 + 2) * d * f + 2 * sizeof(void *) + 2 * sizeof(int));
     n += wh_scratch_bytes(&b->es) + wh_scratch_bytes(&b->ds);
     n += (size_t)b->es.rows * d * f;
-    n += ms * (sizeof(wh_eseq) + 2 * sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) +
-               sizeof(void *) + (size_t)w->n_text_ctx * sizeof(int32_t));
+    n += ms * (sizeof(wh_eseq) + sizeof(int) + sizeof(void *)) +
+         (size_t)b->req_max * (sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) + (size_t)w->n_text_ctx * sizeof(int32_t));
     /* lh, logits, the host copy of the logits, ldst, lsrc, lpos, lclosed */
     n += (size_t)b->lrows * ((d + 2 * (size_t)w->n_vocab) * f + 2 * sizeof(float *) + sizeof(int) + 1);
     return n;
@@ -1063,11 +1070,15 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     b->w = w;
     b->cfg = c;
     b->max_streams = max_streams;
+    b->req_max = max_streams * c.n_slots;
     const sr_kernels *k = w->k;
     int tl = w->n_text_layer, al = w->n_audio_layer, ms = max_streams;
+    size_t Q = (size_t)b->req_max;
     int erows = c.strategy == WH_WHISPERRT ? ms * SR_MAX(c.tau, c.tau0) : w->n_audio_ctx;
     b->lrows = ms * WH_BATCH_ROWS;
-    int drows = SR_MAX(w->n_text_ctx, b->lrows);
+    /* decoder rows: a round of requests (one per slot of every stream: a beam decoder's round)
+     * in one pass while their new positions fit */
+    int drows = SR_MAX(w->n_text_ctx, b->req_max * WH_BATCH_ROWS);
     size_t d = (size_t)w->d, f = sizeof(float), lr = (size_t)b->lrows;
     if ((st = sr_kpool_create(k, SR_F32, al, ms, w->n_audio_ctx, w->d, &b->ek)) ||
         (st = sr_kpool_create(k, SR_F32, al, ms, w->n_audio_ctx, w->d, &b->ev)) ||
@@ -1090,10 +1101,10 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         !(b->lsrc = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
         !(b->lpos = sr_malloc(lr * sizeof(int), "whisper logits rows")) ||
         !(b->lclosed = sr_malloc(lr, "whisper logits rows")) ||
-        !(b->tok = sr_malloc((size_t)ms * w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||
-        !(b->dq = sr_malloc((size_t)ms * sizeof(wh_dseq), "whisper decoder sequences")) ||
-        !(b->plan = sr_malloc((size_t)ms * sizeof(aed_plan), "whisper scorer requests")) ||
-        !(b->idx = sr_malloc((size_t)ms * sizeof(int), "whisper batch index")) ||
+        !(b->tok = sr_malloc(Q * w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||
+        !(b->dq = sr_malloc(Q * sizeof(wh_dseq), "whisper decoder sequences")) ||
+        !(b->plan = sr_malloc(Q * sizeof(aed_plan), "whisper scorer requests")) ||
+        !(b->idx = sr_malloc(Q * sizeof(int), "whisper batch index")) ||
         !(b->owner = sr_calloc((size_t)ms, sizeof(void *), "whisper batch slots")))
         goto fail;
     if (c.strategy == WH_WHISPERRT) { /* the streaming front-end of every stream */

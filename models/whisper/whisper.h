@@ -240,7 +240,7 @@ typedef struct wh_batch {
     float *x;                   /* [es.rows, d] encoder rows being computed (table memory) */
     wh_eseq *eq;                /* [max_streams] blocks of one encoder pass */
     int *exslot;                /* [max_streams] their cross K/V slots */
-    /* decoder scratch: max(n_text_ctx, max_streams * WH_BATCH_ROWS) rows of all sequences */
+    /* decoder scratch: max(n_text_ctx, req_max * WH_BATCH_ROWS) rows of all sequences */
     wh_scratch ds;
     int lrows;                  /* max_streams * WH_BATCH_ROWS: logits rows of one gemm */
     float *lh;                  /* [lrows, d] hidden rows staged for the logits gemm (table) */
@@ -250,10 +250,11 @@ typedef struct wh_batch {
     const float **lsrc;         /* [lrows] its hidden row in the decoder scratch (table) */
     int *lpos;                  /* [lrows] its window-local text position */
     uint8_t *lclosed;           /* [lrows] 1: its window is not the newest */
-    int32_t *tok;               /* [max_streams, n_text_ctx] decoder inputs being built */
-    wh_dseq *dq;                /* [max_streams] sequences of one decoder pass */
-    void *plan;                 /* [max_streams] per-request plans (whisper.c) */
-    int *idx;                   /* [max_streams] the stream of each sequence of a pass */
+    int32_t *tok;               /* [req_max, n_text_ctx] decoder inputs being built */
+    wh_dseq *dq;                /* [req_max] sequences of one decoder pass */
+    void *plan;                 /* [req_max] per-request plans (whisper.c) */
+    int *idx;                   /* [req_max] the request of each sequence of a pass */
+    int req_max;                /* aed_logprobs requests per batched call: max_streams x n_slots */
     void **owner;               /* [max_streams] the stream in each slot (NULL: free) */
     /* whisperrt front-end: every stream's streaming stem, and the stem frames that wait for
      * their encoder block (stream i's frame f in ring row f % pend_cap of slot i) */
@@ -271,6 +272,10 @@ typedef struct {
     int n;          /* valid cached positions */
     int win;        /* window of the held K/V (-1: none) */
     uint64_t ver;   /* audio version they were computed under */
+    int *pwin, *ploc; /* [pcap] window / local index of each position of the slot's request
+                       * being planned (aed_prepare): per slot, so that one batched call may
+                       * hold requests of one stream on several slots */
+    int pcap;
 } wh_slot;       /* its K/V: pool slot bslot * n_slots + i of the batch's sk / sv */
 
 /* A stream: its private state; its caches are slot `bslot` of batch context b. */
@@ -297,8 +302,6 @@ typedef struct wh_stream {
     float *audio; size_t audio_n, audio_cap;
     wh_slot slot[WH_MAX_SLOTS];
     int n_slots;
-    int *pwin, *ploc;           /* [max prefix + 1] window / local index of each position */
-    int pcap;
     /* no-speech probability (computed on the batch's decoder scratch, like every scorer
      * call: one thread at a time per batch): SOT's K/V in slot bslot of b->ns_k / b->ns_v,
      * and the last value with the window and audio version it was computed for */
