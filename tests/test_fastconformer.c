@@ -1930,6 +1930,39 @@ static int bt_compare(const fc_model *w, bt_stream *S, const int *idx, int cnt, 
     return bad;
 }
 
+/* Open b's stream on its slot of `batch` and its twin (a batch of one), with its prediction
+ * buffers. */
+static void bt_join(const sr_model *m, const sr_stream_config *c, void *batch, bt_stream *b)
+{
+    CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, c, batch, b->slot, &b->st, &b->ck, &b->sc), SR_OK);
+    b->twin.st = b->twin.batch = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.batch_open(m, c, 1, &b->twin.batch), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, c, b->twin.batch, 0, &b->twin.st, &b->twin.ck, &b->twin.sc),
+                          SR_OK);
+    b->state = calloc(4 * (size_t)(b->sc.pred_state + b->sc.pred_dim), sizeof(float));
+    b->tstate = b->state + b->sc.pred_state;
+    b->pred = b->tstate + b->sc.pred_state;
+    b->tpred = b->pred + b->sc.pred_dim;
+    b->open = 1;
+}
+
+/* Close the n streams of S still open (and their twins), the batch, the golden and the model. */
+static void bt_teardown(bt_stream *S, int n, void *batch, float *au, sr_h5 *g, sr_model *m)
+{
+    for (int i = 0; i < n; i++) {
+        if (S[i].open) {
+            sr_fastconformer_rnnt_ops.stream_close(S[i].st);
+            bclose(&S[i].twin);
+        }
+        free(S[i].state);
+        free(S[i].a);
+    }
+    sr_fastconformer_rnnt_ops.batch_close(batch);
+    free(au);
+    sr_h5_close(g);
+    sr_model_free(m);
+}
+
 /* Five slots, six streams of different audio (variants of the golden audio: shifted, scaled,
  * odd ones time-reversed, of different lengths) with context [L, R] and cache_dtype: stream i
  * < 5 joins at call i on slot i; the streams of a call are a changing subset (each skips every
@@ -1985,16 +2018,7 @@ static void batch_case(const char *model, const char *cache_dtype, int L, int R,
         for (int i = 0; i < BT_STREAMS; i++) {
             bt_stream *b = &S[i];
             if (b->join == call) {
-                CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, &c, batch, b->slot, &b->st, &b->ck, &b->sc), SR_OK);
-                b->twin.st = b->twin.batch = NULL;
-                CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.batch_open(m, &c, 1, &b->twin.batch), SR_OK);
-                CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, &c, b->twin.batch, 0, &b->twin.st, &b->twin.ck,
-                                                                            &b->twin.sc), SR_OK);
-                b->state = calloc(4 * (size_t)(b->sc.pred_state + b->sc.pred_dim), sizeof(float));
-                b->tstate = b->state + b->sc.pred_state;
-                b->pred = b->tstate + b->sc.pred_state;
-                b->tpred = b->pred + b->sc.pred_dim;
-                b->open = 1;
+                bt_join(m, &c, batch, b);
                 reused += i >= BT_SLOTS;
             }
             if (b->open && b->close_at == call) {
@@ -2059,18 +2083,7 @@ static void batch_case(const char *model, const char *cache_dtype, int L, int R,
     CU_ASSERT_EQUAL(diffs, 0);
     CU_ASSERT(max_cnt >= 4 && finished == BT_STREAMS - 1 && reused == 1 && resets == 1 && compactions >= 2);
     CU_ASSERT_EQUAL(sr_fastconformer_rnnt_ops.batch_bytes(batch), bytes0); /* nothing reallocated */
-    for (int i = 0; i < BT_STREAMS; i++) {
-        if (S[i].open) {
-            sr_fastconformer_rnnt_ops.stream_close(S[i].st);
-            bclose(&S[i].twin);
-        }
-        free(S[i].state);
-        free(S[i].a);
-    }
-    sr_fastconformer_rnnt_ops.batch_close(batch);
-    free(au);
-    sr_h5_close(g);
-    sr_model_free(m);
+    bt_teardown(S, BT_STREAMS, batch, au, g, m);
 }
 
 static void test_batch_f32(void)
@@ -2119,14 +2132,8 @@ static void test_batch_offline(void)
         b->n = n - (size_t)i * 5000;
         b->a = malloc(b->n * sizeof(float));
         for (size_t j = 0; j < b->n; j++) b->a[j] = (i == 1 ? au[n - 1 - j] : au[j]) * (1.0f - 0.2f * (float)i);
-        CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, &c, batch, i, &b->st, &b->ck, &b->sc), SR_OK);
-        CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.batch_open(m, &c, 1, &b->twin.batch), SR_OK);
-        CU_ASSERT_EQUAL_FATAL(sr_fastconformer_rnnt_ops.stream_open(m, &c, b->twin.batch, 0, &b->twin.st, &b->twin.ck,
-                                                                    &b->twin.sc), SR_OK);
-        b->state = calloc(4 * (size_t)(b->sc.pred_state + b->sc.pred_dim), sizeof(float));
-        b->tstate = b->state + b->sc.pred_state;
-        b->pred = b->tstate + b->sc.pred_state;
-        b->tpred = b->pred + b->sc.pred_dim;
+        b->slot = i;
+        bt_join(m, &c, batch, b);
     }
     for (int round = 0; round < 2; round++) {
         for (int q = 0; q < 3; q++) {
@@ -2160,16 +2167,7 @@ static void test_batch_offline(void)
            "rows, predict, joint vs alone %s", held, moved, diffs ? "DIFFERENT" : "bit-identical");
     CU_ASSERT_EQUAL(diffs, 0);
     CU_ASSERT(moved >= 3 && held > 30);
-    for (int i = 0; i < 3; i++) {
-        sr_fastconformer_rnnt_ops.stream_close(S[i].st);
-        bclose(&S[i].twin);
-        free(S[i].state);
-        free(S[i].a);
-    }
-    sr_fastconformer_rnnt_ops.batch_close(batch);
-    free(au);
-    sr_h5_close(g);
-    sr_model_free(m);
+    bt_teardown(S, 3, batch, au, g, m);
 }
 
 static void test_batch_errors(void)
