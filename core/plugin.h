@@ -60,7 +60,8 @@ typedef struct sr_sync_req {
     void *ctx;
     int t;
     int32_t prev;
-    float *logits;
+    float *logits;  /* [vocab], or NULL with token (sr_scorer.sync_token) */
+    int32_t *token; /* where logits is NULL: the step's argmax */
 } sr_sync_req;
 
 typedef struct sr_scorer {
@@ -138,6 +139,11 @@ typedef struct sr_scorer {
     sr_status (*tr_predict_batch)(const sr_tr_predict_req *r, int count);
     sr_status (*tr_joint_batch)(const sr_tr_joint_req *r, int count);
     sr_status (*sync_step_batch)(const sr_sync_req *r, int count);
+    /* SYNC: 1 when sync_step_batch answers a request whose logits is NULL with the argmax of
+     * the step's logits in *token (ties to the lower id, NaN never chosen while a number is
+     * left: the op table's topk with k = 1), computed where the logits are, so that a greedy
+     * decoder on a device copies one id per step instead of the vocabulary's row. */
+    int sync_token;
 } sr_scorer;
 
 

@@ -3,9 +3,13 @@
  * audio frame after the model's delay; the argmax token is fed back as the next step's
  * previous token whatever it is, and appended to the hypothesis unless it is the scorer's
  * blank ("no token" / streaming pad). Nothing is ever revised, so every token is stable.
+ * Where the scorer offers it (sr_scorer.sync_token) the argmax is taken where the logits are
+ * and only the id comes back; else here, by the same rule (ties to the lower id, NaN never
+ * chosen while a number is left).
  */
 #include "lockstep.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct {
@@ -13,7 +17,8 @@ typedef struct {
     int n_frames;   /* frames available in the update in progress */
     int asked;      /* a step of next_frame is in flight */
     int32_t prev;   /* token chosen at the previous step, -1 before the first */
-    float *logits;  /* [vocab] */
+    int32_t token;  /* the step's argmax (sync_token scorers) */
+    float *logits;  /* [vocab] the step's logits (other scorers; NULL with sync_token) */
     int vocab;
 } sg_state;
 
@@ -25,7 +30,8 @@ static sr_status sg_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     if (!s) return SR_ERR_NOMEM;
     s->vocab = sc->vocab;
     s->prev = -1;
-    if (!(s->logits = sr_calloc((size_t)sc->vocab, sizeof(float), "sync_greedy logits"))) {
+    if (!(sc->sync_token && sc->sync_step_batch) &&
+        !(s->logits = sr_calloc((size_t)sc->vocab, sizeof(float), "sync_greedy logits"))) {
         free(s);
         return SR_ERR_NOMEM;
     }
@@ -52,15 +58,24 @@ static int sg_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     if (res) return 0;
     if (s->asked) {
         s->asked = 0;
-        int best = 0;
-        for (int v = 1; v < s->vocab; v++)
-            if (s->logits[v] > s->logits[best]) best = v; /* first maximum wins ties */
+        int best = s->token;
+        if (s->logits) {
+            best = -1;
+            for (int v = 0; v < s->vocab; v++) /* the first maximum; NaN only if all are */
+                if (!isnan(s->logits[v]) && (best < 0 || s->logits[v] > s->logits[best])) best = v;
+            if (best < 0) best = 0;
+        }
+        if (best < 0 || best >= s->vocab) {
+            *st = sr_error(SR_ERR_ARG, "sync_greedy: the scorer answered token %d (vocabulary %d)", best, s->vocab);
+            return 0;
+        }
         s->prev = best;
         s->next_frame++;
         if (best != sc->blank && (*st = sr_hyp_push(h, best))) return 0;
     }
     if (s->next_frame < s->n_frames) {
         sr_call_sync_step(call, s->next_frame, s->prev, s->logits);
+        call->r.sy.token = &s->token;
         s->asked = 1;
         return 1;
     }
@@ -91,7 +106,7 @@ static void sg_close(void *state)
 static size_t sg_bytes(const void *state)
 {
     const sg_state *s = state;
-    return sizeof *s + (size_t)s->vocab * sizeof(float);
+    return sizeof *s + (s->logits ? (size_t)s->vocab * sizeof(float) : 0);
 }
 
 const sr_decoder_ops sr_dec_sync_greedy = {

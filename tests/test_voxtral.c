@@ -289,6 +289,61 @@ static void test_stream_splits(void)
     sr_model_free(m);
 }
 
+/* sync_greedy straight on the backend's scorer, chunk by chunk as the engine drives it, with
+ * the argmax taken by the backend (sync_token, the default: one id per step comes back) and
+ * with the scorer's logits rows (sync_token cleared: the decoder's own argmax): both give the
+ * golden tokens. */
+static void test_sync_token(void)
+{
+    sr_model *m = test_load_model("voxtral/model.h5");
+    sr_h5 *g = open_golden();
+    size_t n = 0;
+    float *audio = test_golden_audio(g, &n);
+    sr_h5_close(g);
+    int nt = 0;
+    int32_t *want = gold_tokens("small", &nt);
+    const sr_decoder_ops *dec = NULL;
+    CU_ASSERT_FATAL(audio && want && sr_decoder_find("sync_greedy", &dec) == SR_OK);
+    for (int mode = 1; mode >= 0; mode--) {
+        sr_stream_config cfg;
+        sr_stream_config_init(&cfg);
+        void *batch = NULL, *state = NULL, *ds = NULL;
+        sr_chunking ck;
+        sr_scorer sc;
+        CU_ASSERT_EQUAL_FATAL(open_solo(m, &cfg, &batch, &state, &ck, &sc), SR_OK);
+        CU_ASSERT_EQUAL(sc.sync_token, 1);
+        sc.sync_token = mode;
+        CU_ASSERT_EQUAL_FATAL(dec->open(&cfg, &sc, &ds), SR_OK);
+        /* the logits row is held only where the decoder takes the argmax itself */
+        size_t bytes = dec->state_bytes(ds);
+        CU_ASSERT(mode ? bytes < (size_t)sc.vocab * sizeof(float) : bytes > (size_t)sc.vocab * sizeof(float));
+        sr_hyp h = {0};
+        size_t pos = 0;
+        sr_status st = SR_OK;
+        for (int k = 0; !st; k++) {
+            size_t want_n = k ? ck.chunk : ck.first_chunk, left = n - pos;
+            int final = left <= want_n;
+            size_t take = final ? left : want_n;
+            st = m->ops->process(state, audio + pos, take, final);
+            if (!st) st = dec->update(ds, &sc, final, &h);
+            pos += take;
+            if (final) break;
+        }
+        if (st) printf("\n      %s: %s", mode ? "sync_token" : "logits", sr_last_error());
+        CU_ASSERT_EQUAL(st, SR_OK);
+        int same = h.n == nt && !memcmp(h.tokens, want, (size_t)nt * sizeof(int32_t));
+        printf("%s%s: %d tokens, golden %d, %s", mode ? "\n      " : "; ", mode ? "argmax on the backend" : "logits rows",
+               h.n, nt, same ? "equal" : "DIFFERENT");
+        CU_ASSERT(same);
+        free(h.tokens);
+        dec->close(ds);
+        close_solo(m, batch, state);
+    }
+    free(audio);
+    free(want);
+    sr_model_free(m);
+}
+
 /* A stream far longer than both windows: state bytes do not grow; sub-frame audio works. */
 /* cache_dtype "bf16" halves exactly the encoder ring and decoder caches of the batch context;
  * the streams' own bytes do not depend on it. */
@@ -916,6 +971,19 @@ static void test_batch_errors(void)
     CU_ASSERT_EQUAL(sa.sync_step_batch(r, 2), SR_OK);
     /* the same audio and steps in two slots: the same logits */
     CU_ASSERT(!memcmp(lg, lg + sa.vocab, (size_t)sa.vocab * sizeof(float)));
+    /* one request for logits, one for the argmax only (sync_token): the id is the row's
+     * first maximum; neither asked for is refused */
+    CU_ASSERT_FATAL(sa.sync_frames(a) > 1 && sb.sync_frames(b) > 1);
+    int32_t tk = -5;
+    r[0] = (sr_sync_req){.ctx = a, .t = 1, .prev = 11, .logits = lg};
+    r[1] = (sr_sync_req){.ctx = b, .t = 1, .prev = 11, .token = &tk};
+    CU_ASSERT_EQUAL(sa.sync_step_batch(r, 2), SR_OK);
+    int best = 0;
+    for (int v = 1; v < sa.vocab; v++)
+        if (lg[v] > lg[best]) best = v;
+    CU_ASSERT_EQUAL(tk, best);
+    r[0] = (sr_sync_req){.ctx = a, .t = 2, .prev = best};
+    TEST_ASSERT_ERR(sa.sync_step_batch(r, 1), SR_ERR_ARG, "request 0: logits (and token) is NULL");
     free(lg);
     ops->stream_close(a);
     ops->stream_close(b);
@@ -1148,7 +1216,7 @@ void test_register_voxtral(void)
                {"full_windows_kv_bf16", test_parity_full_bf16},
                {"small_windows_wrap_precision_bf16", test_parity_small_prec_bf16},
                {"full_windows_precision_bf16", test_parity_full_prec_bf16});
-    TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits},
+    TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits}, {"sync_token", test_sync_token},
                {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes},
                {"batch_equals_solo", test_batch_f32}, {"batch_equals_solo_kv_bf16", test_batch_bf16});
     TEST_SUITE("voxtral_batch", {"streams_equal_alone", test_streams_f32},

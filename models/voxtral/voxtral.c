@@ -149,9 +149,9 @@ static sr_status sync_step_batch(const sr_sync_req *r, int count)
     vx_batch *B = NULL;
     for (int i = 0; i < count; i++) {
         vx_stream *s = r[i].ctx;
-        if (!s || !r[i].logits)
+        if (!s || (!r[i].logits && !r[i].token))
             return sr_error(SR_ERR_ARG, "voxtral sync_step: request %d: %s is NULL", i,
-                            s ? "logits" : "ctx");
+                            s ? "logits (and token)" : "ctx");
         if (!B) B = s->b;
         if (s->b != B)
             return sr_error(SR_ERR_ARG, "voxtral sync_step_batch: request %d's stream is in "
@@ -177,8 +177,12 @@ static sr_status sync_step_batch(const sr_sync_req *r, int count)
         int64_t p = L - 1 + (int64_t)r[i].t;
         if (p >= s->n_emb && p - s->n_emb >= 1 && r[i].prev == w->eos) s->stopped = 1;
         if (s->stopped) { /* text ended: nothing more to compute */
-            for (int v = 0; v < V; v++) r[i].logits[v] = -INFINITY;
-            r[i].logits[w->pad] = 0.0f;
+            if (r[i].logits) {
+                for (int v = 0; v < V; v++) r[i].logits[v] = -INFINITY;
+                r[i].logits[w->pad] = 0.0f;
+            } else {
+                *r[i].token = w->pad;
+            }
             continue;
         }
         B->aux[n_act++] = i;
@@ -212,14 +216,26 @@ static sr_status sync_step_batch(const sr_sync_req *r, int count)
             }
         }
         st = decode_pass(B, n_act, 1);
-        if (B->hlogits) { /* a device: one copy, then the rows */
+        int rows = 0, toks = 0;
+        for (int a = 0; a < n_act; a++) {
+            rows += r[B->aux[a]].logits != NULL;
+            toks += r[B->aux[a]].logits == NULL;
+        }
+        if (!st && toks) { /* argmax where the logits are: one id per row comes down */
+            st = k->topk(n_act, V, 1, B->logits, V, B->tok, NULL);
+            if (!st) st = k->download(B->htok, B->tok, (size_t)n_act * sizeof(int32_t));
+            for (int a = 0; a < n_act && !st; a++)
+                if (!r[B->aux[a]].logits) *r[B->aux[a]].token = B->htok[a];
+        }
+        if (rows && B->hlogits) { /* a device: one copy, then the rows */
             if (!st) st = k->download(B->hlogits, B->logits, (size_t)n_act * V * sizeof(float));
             for (int a = 0; a < n_act && !st; a++)
-                memcpy(r[B->aux[a]].logits, B->hlogits + (size_t)a * V, (size_t)V * sizeof(float));
-        } else {
+                if (r[B->aux[a]].logits)
+                    memcpy(r[B->aux[a]].logits, B->hlogits + (size_t)a * V, (size_t)V * sizeof(float));
+        } else if (rows) {
             for (int a = 0; a < n_act && !st; a++)
-                st = k->download(r[B->aux[a]].logits, B->logits + (size_t)a * V,
-                                 (size_t)V * sizeof(float));
+                if (r[B->aux[a]].logits)
+                    st = k->download(r[B->aux[a]].logits, B->logits + (size_t)a * V, (size_t)V * sizeof(float));
         }
     }
     if (st) return st;
@@ -436,6 +452,8 @@ static void batch_close(void *batch)
     free(B->erow0);
     k->free(B->logits);
     free(B->hlogits);
+    if (B->tok) k->free(B->tok);
+    free(B->htok);
     vx_scratch_free(&B->s);
     free(B->prompt);
     free(B->ids);
@@ -500,12 +518,15 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
     B->emb_cap = L + w->n_left + w->n_right + 4;
     if (!(B->ada = k->alloc((size_t)w->n_layers * w->dim * sizeof(float))) ||
         !(B->logits = k->alloc((size_t)S * w->vocab * sizeof(float))) ||
-        !(B->zero = k->alloc((size_t)w->dim * sizeof(float)))) {
+        !(B->zero = k->alloc((size_t)w->dim * sizeof(float))) ||
+        !(B->tok = k->alloc((size_t)S * sizeof(int32_t))) ||
+        !(B->htok = sr_malloc((size_t)S * sizeof(int32_t), "voxtral argmax ids"))) {
         st = sr_error(SR_ERR_NOMEM, "voxtral batch context: out of %s memory", k->name);
         goto fail;
     }
     k->zero(B->zero, (size_t)w->dim * sizeof(float));
-    B->bytes += ((size_t)w->n_layers * w->dim + (size_t)S * w->vocab + w->dim) * sizeof(float);
+    B->bytes += ((size_t)w->n_layers * w->dim + (size_t)S * w->vocab + w->dim) * sizeof(float) +
+                2 * (size_t)S * sizeof(int32_t);
     /* a device's logits come down in one copy per pass (each copy waits for the queue) */
     if (!k->host_visible) {
         if (!(B->hlogits = sr_malloc((size_t)S * w->vocab * sizeof(float), "voxtral logits (host)"))) {
@@ -612,6 +633,7 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
     sc->sync_frames = vx_frames;
     sc->sync_step = sync_step;
     sc->sync_step_batch = sync_step_batch;
+    sc->sync_token = 1;
     *state = s;
     return SR_OK;
 fail:

@@ -110,6 +110,7 @@ typedef struct vx_batch {
     int *erow0;                    /* [S + 1] an encoder call's adapter rows per sequence */
     float *ada;                    /* [n_layers][dim] 1 + AdaRMSNorm MLP(t_cond of the delay) */
     float *logits;                 /* [S][vocab] a decoder pass's logits before download */
+    int32_t *tok, *htok;           /* [S] a pass's argmax ids (table) and their host copy */
     float *hlogits;                /* [S][vocab] their host copy (device tables only, else NULL) */
     vx_scratch s;                  /* S x max(4 enc_steps, L) rows: one call over every stream */
     int32_t *ids;                  /* [s.rows] decoder input tokens (host) */
