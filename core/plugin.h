@@ -303,7 +303,7 @@ sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype w
                              const int64_t *shape, const sr_kweight **out);
 /* A conv1d weight [n_out, n_in, width] stored tap-major: the matrix [n_out, width * n_in] with
  * column t * n_in + c = weight[o][c][t], so that its input matrix is `width` input rows side by
- * side (gathered by copy_rows) rather than im2col1d's channel-major interleave. */
+ * side (gathered by copy_rows) rather than a channel-major im2col interleave. */
 sr_status sr_model_weight_taps(sr_model *m, sr_h5 *f, const char *name, sr_dtype want,
                                int64_t n_out, int64_t n_in, int64_t width, const sr_kweight **out);
 

@@ -1,6 +1,6 @@
 /*
  * check.c — the argument checks of the op set (kernels.h: weight_create, gemm, gather, copy2d,
- * norm, act, glu, add, scale, rope, im2col1d, conv2d_s2, conv_dw, batchnorm, lstm_cell,
+ * norm, act, glu, add, scale, rope, conv2d_s2, conv_dw, batchnorm, lstm_cell,
  * softmax, logsoftmax, topk, kv_write, attn), shared by every table (sgemm's is in select.c).
  *
  * Why here: the CPU table (kernels/cpu/) and the CUDA table (kernels/cuda/) must refuse exactly
@@ -203,17 +203,6 @@ sr_status sr_kernels_check_rope(const sr_kbatch *b, int n_head, int hd, const fl
 }
 
 /* ---- convolutions, batchnorm, lstm_cell ----------------------------------------------------- */
-
-sr_status sr_kernels_check_im2col1d(int T_out, int C, int ksize, int stride, const float *x,
-                                    int ldx, const float *col)
-{
-    ARG(T_out < 0 || C < 0, "im2col1d: negative size (T_out = %d, C = %d)", T_out, C);
-    ARG(ksize < 1 || stride < 1, "im2col1d: ksize = %d, stride = %d (each >= 1)", ksize, stride);
-    if (T_out == 0 || C == 0) return SR_OK;
-    ARG(!x || !col, "im2col1d: %s is NULL", x ? "col" : "x");
-    ARG(ldx < C, "im2col1d: ldx = %d < C = %d", ldx, C);
-    return SR_OK;
-}
 
 sr_status sr_kernels_check_conv2d_s2(int n, int C, int T, int F, const float *in,
                                      size_t in_img_stride, size_t in_plane_stride, const float *w,

@@ -158,11 +158,6 @@ typedef sr_status (*sr_kgather_fn)(const sr_kweight *E, const int32_t *ids, int 
  * cosf/sinf): x_i' = x_i cos a - x_{i+hd/2} sin a, x_{i+hd/2}' = x_{i+hd/2} cos a + x_i sin a. */
 typedef sr_status (*sr_krope_fn)(const sr_kbatch *b, int n_head, int hd, const float *inv_freq,
                              float *x, int ldx);
-/* im2col of a 1-D convolution over time: col[t, c * ksize + j] = x[t * stride + j, c] for
- * t < T_out, c < C, j < ksize (x rows with stride ldx; the caller places left context / state
- * rows before the input). Then conv = gemm(col, weight [C_out, C * ksize]). */
-typedef sr_status (*sr_kim2col1d_fn)(int T_out, int C, int ksize, int stride, const float *x,
-                                 int ldx, float *col);
 /* Causal 3x3 stride-2 2-D convolution per channel (NeMo's CausalConv2D in dw_striding
  * subsampling: 2 zero rows/columns before, 1 after, on time and frequency) over n images: for
  * image m < n and channel c < C,
@@ -265,7 +260,6 @@ typedef struct sr_kernels {
     sr_kscale_fn scale;
     sr_kgather_fn gather;
     sr_krope_fn rope;
-    sr_kim2col1d_fn im2col1d;
     sr_kconv2d_s2_fn conv2d_s2;
     sr_kconv_dw_fn conv_dw;
     sr_kbatchnorm_fn batchnorm;
@@ -375,9 +369,6 @@ sr_status sr_kernels_check_scale(int M, int d, const float *y, int ldy);
 /* rope: the batch (with positions), sizes, even hd, pointers, ldx >= n_head * hd. */
 sr_status sr_kernels_check_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq,
                                 const float *x, int ldx, int *rows);
-/* im2col1d: sizes, ksize and stride >= 1, pointers, ldx >= C. */
-sr_status sr_kernels_check_im2col1d(int T_out, int C, int ksize, int stride, const float *x,
-                                    int ldx, const float *col);
 /* conv2d_s2: sizes, pointers, in_plane_stride 0 or >= T * F, in_img_stride past an image's
  * planes when n > 1 (n or C = 0 passes). */
 sr_status sr_kernels_check_conv2d_s2(int n, int C, int T, int F, const float *in,

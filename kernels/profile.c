@@ -21,13 +21,13 @@
 enum {
     P_ALLOC, P_FREE, P_UPLOAD, P_DOWNLOAD, P_SYNC, P_SGEMM, P_ZERO, P_COPY2D, P_TRANSPOSE, P_COPY_ROWS,
     P_WEIGHT_CREATE, P_WEIGHT_FREE, P_GEMM, P_NORM, P_ACT, P_GLU, P_ADD, P_SCALE, P_GATHER, P_ROPE,
-    P_IM2COL1D, P_CONV2D_S2, P_CONV_DW, P_BATCHNORM, P_LSTM_CELL, P_SOFTMAX, P_LOGSOFTMAX, P_TOPK,
+    P_CONV2D_S2, P_CONV_DW, P_BATCHNORM, P_LSTM_CELL, P_SOFTMAX, P_LOGSOFTMAX, P_TOPK,
     P_KV_WRITE, P_ATTN, P_COUNT
 };
 static const char *const p_names[P_COUNT] = {
     "alloc", "free", "upload", "download", "sync", "sgemm", "zero", "copy2d", "transpose", "copy_rows",
     "weight_create", "weight_free", "gemm", "norm", "act", "glu", "add", "scale", "gather", "rope",
-    "im2col1d", "conv2d_s2", "conv_dw", "batchnorm", "lstm_cell", "softmax", "logsoftmax", "topk",
+    "conv2d_s2", "conv_dw", "batchnorm", "lstm_cell", "softmax", "logsoftmax", "topk",
     "kv_write", "attn"};
 
 static const sr_kernels *base;
@@ -138,10 +138,6 @@ static sr_status p_rope(const sr_kbatch *b, int n_head, int hd, const float *inv
 {
     TIMED(P_ROPE, base->rope(b, n_head, hd, inv_freq, x, ldx));
 }
-static sr_status p_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx, float *col)
-{
-    TIMED(P_IM2COL1D, base->im2col1d(T_out, C, ksize, stride, x, ldx, col));
-}
 static sr_status p_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
                              size_t in_plane_stride, const float *w, const float *b, int relu, float *out)
 {
@@ -205,7 +201,7 @@ sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr
         WRAP(zero); WRAP(copy2d); WRAP(transpose); WRAP(copy_rows); WRAP(weight_create);
         WRAP(weight_free);
         WRAP(gemm); WRAP(norm); WRAP(act); WRAP(glu); WRAP(add); WRAP(scale); WRAP(gather);
-        WRAP(rope); WRAP(im2col1d); WRAP(conv2d_s2); WRAP(conv_dw); WRAP(batchnorm);
+        WRAP(rope); WRAP(conv2d_s2); WRAP(conv_dw); WRAP(batchnorm);
         WRAP(lstm_cell); WRAP(softmax); WRAP(logsoftmax); WRAP(topk); WRAP(kv_write); WRAP(attn);
 #undef WRAP
         prof = t;

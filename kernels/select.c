@@ -92,7 +92,7 @@ sr_status sr_kernels_require(const sr_kernels *k, const char *what)
     const struct { const char *name; const void *fn; } ops[] = {
 #define OP(f) {#f, (const void *)k->f}
         OP(zero), OP(copy2d), OP(transpose), OP(copy_rows), OP(weight_create), OP(weight_free), OP(gemm), OP(norm), OP(act),
-        OP(glu), OP(add), OP(scale), OP(gather), OP(rope), OP(im2col1d), OP(conv2d_s2),
+        OP(glu), OP(add), OP(scale), OP(gather), OP(rope), OP(conv2d_s2),
         OP(conv_dw), OP(batchnorm), OP(lstm_cell), OP(softmax), OP(logsoftmax), OP(topk),
         OP(kv_write), OP(attn),
 #undef OP

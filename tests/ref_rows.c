@@ -74,14 +74,6 @@ void ref_rope_row(int n_head, int hd, const float *inv, int64_t pos, const float
     }
 }
 
-void ref_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx, float *col)
-{
-    for (int t = 0; t < T_out; t++)
-        for (int c = 0; c < C; c++)
-            for (int j = 0; j < ksize; j++)
-                col[((size_t)t * C + c) * ksize + j] = x[((size_t)t * stride + j) * ldx + c];
-}
-
 void ref_conv2d_s2(int C, int T, int F, const float *in, size_t in_plane_stride, const float *w,
                    const float *b, int relu, double *out, double *mag)
 {

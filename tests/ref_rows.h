@@ -32,8 +32,6 @@ double ref_glu(sr_glu kind, double a, double b);
 void ref_rope_row(int n_head, int hd, const float *inv, int64_t pos, const float *x, double *y,
                   double *mag);
 
-/* im2col (exact copies): col[t, c ksize + j] = x[(t stride + j) ldx + c]. */
-void ref_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx, float *col);
 
 /* The stride-2 causal 3x3 conv of kernels.h, out and mag [C][T/2+1][F/2+1] in double; mag is
  * |b| + sum |w in| over the taps inside the plane. */

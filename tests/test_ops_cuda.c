@@ -6,7 +6,7 @@
  * carries those checks over to the device.
  *
  * Bit for bit where the device computes the same sequence of correctly rounded operations:
- * copy2d, transpose, zero, gather, im2col1d, kv_write (round to nearest even into f16 / bf16), scale, topk
+ * copy2d, transpose, zero, gather, kv_write (round to nearest even into f16 / bf16), scale, topk
  * (indices and values), gemm with no activation or ReLU (one FMA per k in increasing k per
  * output, the epilogue's roundings one by one) — and a gemm row computed alone equals the same
  * row in a batch, also for bf16 products (tensor cores), which are checked against the double
@@ -317,19 +317,6 @@ static void test_conv_rope(void)
     const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
     if (!g) return;
     int bad = 0;
-    /* im2col1d: T_out 9, C 5, ksize 3, stride 2 over 19 + 2 rows */
-    {
-        const int T = 9, C = 5, ks = 3, st = 2, ldx = 6, rows = (T - 1) * st + ks;
-        float *x = rand_host((size_t)rows * ldx, 1.0f), *dx = dev(g, x, (size_t)rows * ldx);
-        size_t nc = (size_t)T * C * ks;
-        float *cc = malloc(nc * sizeof(float)), *dc = g->alloc(nc * sizeof(float));
-        CU_ASSERT_EQUAL(c->im2col1d(T, C, ks, st, x, ldx, cc), SR_OK);
-        CU_ASSERT_EQUAL(g->im2col1d(T, C, ks, st, dx, ldx, dc), SR_OK);
-        float *cg = back(g, dc, nc);
-        bad += !agree(cg, cc, nc, -1.0, "im2col1d");
-        free(x); free(cc); free(cg);
-        g->free(dx); g->free(dc);
-    }
     /* conv2d_s2: 3 images of C 4, T 11, F 13, one input plane for all channels of an image and
      * one per channel */
     for (int shared = 0; shared < 2; shared++) {

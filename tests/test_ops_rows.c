@@ -1,6 +1,6 @@
 /*
  * test_ops_rows.c — the row ops of the CPU kernel table (kernels/cpu/rowops.c: norm, act, glu,
- * add, scale, rope, im2col1d, conv2d_s2, conv_dw, batchnorm, lstm_cell, softmax, logsoftmax,
+ * add, scale, rope, conv2d_s2, conv_dw, batchnorm, lstm_cell, softmax, logsoftmax,
  * topk, kv_write), suite kernels_ops_rows.
  *
  * Every op runs through the table (sr_kernels_cpu()) on every vector path this CPU has (auto,
@@ -24,7 +24,6 @@
  *   scale       eps |y| (one rounding)
  *   rope        2 eps (|x1 cos| + |x2 sin|): cosf / sinf within 1 ulp, two products, one sum;
  *               the f32 angle is part of the contract, so the reference uses it too
- *   im2col1d    exact
  *   conv2d_s2   11 eps (|b| + sum |w x|): a 9-product f32 sum then + b errs by gamma_10 ~ 10u
  *               of that; the bound is about twice it, as the sgemm tests' (K + 3) eps
  *   conv_dw     (K + 2) eps (|bias| + sum |w in|), the same reasoning for K products + bias
@@ -36,7 +35,7 @@
  *               exp8 adds 2 ulp, the normalization 2 roundings; 1e-37 for exp8's flush below
  *               e^-87
  *   logsoftmax  eps (|lse| + |y|): lse rounded to f32 once, then one subtraction
- *   topk, kv_write, im2col1d: exact (indices, values, pool bytes)
+ *   topk, kv_write: exact (indices, values, pool bytes)
  * Row independence: the batch computed with 1 and 3 threads and each row (sequence, channel
  * plane) computed alone must be bit-identical. conv_dw streamed in chunks must equal one call
  * over the whole input (f32 state) and follow the reference with the state rounded as the pool
@@ -489,36 +488,6 @@ static void test_rope(void)
         free(inv); free(x); free(ref); free(mag); free(y0);
     }
     err_done(&E, "2 eps (|x1 cos| + |x2 sin|)");
-}
-
-/* ---- im2col1d ------------------------------------------------------------------------------- */
-
-static void test_im2col(void)
-{
-    const sr_kernels *k = sr_kernels_cpu();
-    paths_init();
-    long checked = 0;
-    for (int trial = 0; trial < 40; trial++) {
-        seed(600 + trial);
-        int T_out = 1 + irand(6), C = dims[irand(12)], ksize = 1 + irand(5), stride = 1 + irand(3);
-        int ldx = C + irand(3), Tin = (T_out - 1) * stride + ksize;
-        float *x = mat(Tin, C, ldx, -1, 1);
-        size_t n = (size_t)T_out * C * ksize;
-        float *ref = xmalloc(n * sizeof(float));
-        ref_im2col1d(T_out, C, ksize, stride, x, ldx, ref);
-        for (int p = 0; p < npaths; p++) {
-            path_use(p);
-            float *col = outm(1, (int)n, (int)n);
-            CU_ASSERT_EQUAL(k->im2col1d(T_out, C, ksize, stride, x, ldx, col), SR_OK);
-            CU_ASSERT(same_bits(col, ref, n * sizeof(float), "im2col1d"));
-            CU_ASSERT(pad_ok(col, 1, (int)n, (int)n));
-            checked += (long)n;
-            free(col);
-        }
-        path_reset();
-        free(x); free(ref);
-    }
-    printf("im2col1d    exact (%ld values)\n      ", checked);
 }
 
 /* ---- conv2d_s2 ------------------------------------------------------------------------------ */
@@ -1156,12 +1125,6 @@ static void rf_conv2d(int r0, int n, float *o)
     sr_kernels_cpu()->conv2d_s2(1, n, T, F, I_x + (size_t)r0 * T * F, 0, (size_t)T * F, I_x2 + (size_t)r0 * 9,
                                 I_b + r0, 1, o + (size_t)r0 * plane);
 }
-static void rf_im2col(int r0, int n, float *o)
-{
-    /* T_out rows of C = 1000 channels, ksize 4, stride 2 (x rows of I_x with ld 1000) */
-    sr_kernels_cpu()->im2col1d(n, 1000, 4, 2, I_x + (size_t)r0 * 2 * 1000, 1000, o + (size_t)r0 * 4000);
-}
-
 static void indep(const char *what, int M, size_t floats, rows_fn fn)
 {
     float *a = outm(1, (int)floats, (int)floats), *b = outm(1, (int)floats, (int)floats);
@@ -1253,7 +1216,7 @@ static void test_row_independence(void)
         {"add", rf_add, IM, n}, {"scale", rf_scale, IM, n}, {"batchnorm", rf_bn, IM, n},
         {"lstm_cell", rf_lstm, IM, n}, {"softmax", rf_softmax, IM, n},
         {"logsoftmax", rf_logsoftmax, IM, n}, {"topk", rf_topk, IM, n},
-        {"conv2d_s2", rf_conv2d, 16, (size_t)16 * 13 * 65}, {"im2col1d", rf_im2col, 20, (size_t)20 * 4000},
+        {"conv2d_s2", rf_conv2d, 16, (size_t)16 * 13 * 65},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) indep(ops[i].what, ops[i].M, ops[i].floats, ops[i].fn);
     indep_sequences();
@@ -1526,7 +1489,6 @@ static void test_empty(void)
     CU_ASSERT_EQUAL(k->glu(SR_GLU_SILU, 0, 8, NULL, 8, NULL, 8, NULL, 8), SR_OK);
     CU_ASSERT_EQUAL(k->add(0, 8, NULL, 8, 1.0f, NULL, 8), SR_OK);
     CU_ASSERT_EQUAL(k->scale(0, 8, 2.0f, NULL, 8), SR_OK);
-    CU_ASSERT_EQUAL(k->im2col1d(0, 8, 3, 1, NULL, 8, NULL), SR_OK);
     CU_ASSERT_EQUAL(k->conv2d_s2(1, 0, 4, 4, NULL, 0, 0, NULL, NULL, 1, NULL), SR_OK);
     CU_ASSERT_EQUAL(k->conv2d_s2(0, 3, 4, 4, NULL, 0, 0, NULL, NULL, 1, NULL), SR_OK);
     CU_ASSERT_EQUAL(k->batchnorm(0, 8, NULL, 8, NULL, NULL, NULL, NULL, 1e-5f, NULL, 8), SR_OK);
@@ -1584,8 +1546,6 @@ static void test_bad_args(void)
     TEST_ASSERT_ERR(k->rope(&ok1, 1, 5, inv, x, 5), SR_ERR_ARG, "rope: head width");
     TEST_ASSERT_ERR(k->rope(&ok1, 2, 4, inv, x, 7), SR_ERR_ARG, "rope: ldx");
     TEST_ASSERT_ERR(k->rope(&ok1, 1, 4, NULL, x, 4), SR_ERR_ARG, "rope: inv_freq");
-    TEST_ASSERT_ERR(k->im2col1d(2, 4, 0, 1, x, 4, y), SR_ERR_ARG, "im2col1d: ksize");
-    TEST_ASSERT_ERR(k->im2col1d(2, 4, 3, 1, x, 3, y), SR_ERR_ARG, "im2col1d: ldx");
     TEST_ASSERT_ERR(k->conv2d_s2(1, 1, -2, 4, x, 0, 0, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: negative");
     TEST_ASSERT_ERR(k->conv2d_s2(-1, 1, 2, 4, x, 0, 0, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: negative");
     TEST_ASSERT_ERR(k->conv2d_s2(1, 2, 2, 4, x, 0, 7, g, g, 1, y), SR_ERR_ARG, "conv2d_s2: in_plane_stride");
@@ -1631,7 +1591,7 @@ static void test_bad_args(void)
 void test_register_ops_rows(void)
 {
     TEST_SUITE("kernels_ops_rows", {"norm", test_norm}, {"act", test_act}, {"glu", test_glu},
-               {"add_scale", test_add_scale}, {"rope", test_rope}, {"im2col1d", test_im2col},
+               {"add_scale", test_add_scale}, {"rope", test_rope},
                {"conv2d_s2", test_conv2d}, {"conv_dw", test_conv_dw},
                {"batchnorm", test_batchnorm}, {"lstm_cell", test_lstm},
                {"softmax_logsoftmax", test_softmax}, {"topk", test_topk},

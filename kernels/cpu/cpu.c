@@ -179,7 +179,6 @@ static const sr_kernels cpu_table = {
     .scale = sr_cpu_scale,
     .gather = sr_cpu_gather,
     .rope = sr_cpu_rope,
-    .im2col1d = sr_cpu_im2col1d,
     .conv2d_s2 = sr_cpu_conv2d_s2,
     .conv_dw = sr_cpu_conv_dw,
     .batchnorm = sr_cpu_batchnorm,

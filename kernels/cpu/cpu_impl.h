@@ -48,8 +48,6 @@ sr_status sr_cpu_add(int M, int d, const float *x, int ldx, float alpha, float *
 sr_status sr_cpu_scale(int M, int d, float s, float *y, int ldy);
 sr_status sr_cpu_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq, float *x,
                       int ldx);
-sr_status sr_cpu_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
-                          float *col);
 sr_status sr_cpu_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
                            size_t in_plane_stride, const float *w, const float *b, int relu,
                            float *out);

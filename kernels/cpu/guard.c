@@ -332,17 +332,6 @@ static sr_status g_rope(const sr_kbatch *b, int n_head, int hd, const float *inv
     return st;
 }
 
-static sr_status g_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
-                            float *col)
-{
-    open_all();
-    TABLE_MEM(x, "im2col1d", "x");
-    TABLE_MEM(col, "im2col1d", "col");
-    sr_status st = sr_cpu_im2col1d(T_out, C, ksize, stride, x, ldx, col);
-    close_all();
-    return st;
-}
-
 static sr_status g_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
                              size_t in_plane_stride, const float *w, const float *b, int relu,
                              float *out)
@@ -483,7 +472,6 @@ static const sr_kernels guard_table = {
     .scale = g_scale,
     .gather = g_gather,
     .rope = g_rope,
-    .im2col1d = g_im2col1d,
     .conv2d_s2 = g_conv2d_s2,
     .conv_dw = g_conv_dw,
     .batchnorm = g_batchnorm,

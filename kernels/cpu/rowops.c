@@ -787,37 +787,6 @@ sr_status sr_cpu_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_f
     return SR_OK;
 }
 
-/* ---- im2col1d ------------------------------------------------------------------------------- */
-
-typedef struct {
-    int C, ksize, stride, ldx;
-    const float *x;
-    float *col;
-} im2col_ctx;
-
-static void im2col_rows(void *p, int64_t lo, int64_t hi)
-{
-    const im2col_ctx *c = p;
-    size_t w = (size_t)c->C * c->ksize;
-    for (int64_t t = lo; t < hi; t++) {
-        float *dst = c->col + (size_t)t * w;
-        for (int j = 0; j < c->ksize; j++) {
-            const float *src = c->x + ((size_t)t * c->stride + j) * c->ldx;
-            for (int ch = 0; ch < c->C; ch++) dst[(size_t)ch * c->ksize + j] = src[ch];
-        }
-    }
-}
-
-sr_status sr_cpu_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
-                          float *col)
-{
-    sr_status st = sr_kernels_check_im2col1d(T_out, C, ksize, stride, x, ldx, col);
-    if (st || T_out == 0 || C == 0) return st;
-    im2col_ctx c = {C, ksize, stride, ldx, x, col};
-    ro_for(T_out, 2.0 * C * ksize, im2col_rows, &c);
-    return SR_OK;
-}
-
 /* ---- conv2d_s2 ------------------------------------------------------------------------------ */
 
 typedef struct {

@@ -125,14 +125,6 @@ static sr_status c_rope(const sr_kbatch *b, int n_head, int hd, const float *inv
     return sr_cuda_rope(b, n_head, hd, inv_freq, x, ldx);
 }
 
-static sr_status c_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
-                            float *col)
-{
-    DEV(x, "im2col1d", "x");
-    DEV(col, "im2col1d", "col");
-    return sr_cuda_im2col1d(T_out, C, ksize, stride, x, ldx, col);
-}
-
 static sr_status c_conv2d_s2(int n, int C, int T, int F, const float *in, size_t in_img_stride,
                              size_t in_plane_stride, const float *w, const float *b, int relu,
                              float *out)
@@ -250,7 +242,6 @@ sr_kernels sr_cuda_checked_table(const sr_kernels *plain)
     t.scale = c_scale;
     t.gather = c_gather;
     t.rope = c_rope;
-    t.im2col1d = c_im2col1d;
     t.conv2d_s2 = c_conv2d_s2;
     t.conv_dw = c_conv_dw;
     t.batchnorm = c_batchnorm;

@@ -273,7 +273,6 @@ static sr_kernels make_table(void)
     t.scale = sr_cuda_scale;
     t.gather = sr_cuda_gather;
     t.rope = sr_cuda_rope;
-    t.im2col1d = sr_cuda_im2col1d;
     t.conv2d_s2 = sr_cuda_conv2d_s2;
     t.conv_dw = sr_cuda_conv_dw;
     t.batchnorm = sr_cuda_batchnorm;

@@ -8,7 +8,7 @@
  *   element-wise (glu, add, scale, batchnorm, lstm_cell, rope, kv_write, conv_dw)
  *               one thread per (row, column) of a 2-D grid (ew2d below); rows past the grid's
  *               y limit are covered by a loop
- *   act, im2col1d, conv2d_s2
+ *   act, conv2d_s2
  *               one thread per output element, grid-stride over a flat size_t index
  *   norm, softmax, logsoftmax, topk
  *               one block of ROW_THREADS per row, statistics by a block reduction
@@ -17,7 +17,7 @@
  * a * b + c into a fused multiply-add; nvcc does by default, so every product that feeds a sum
  * is written with __fmul_rn / __fadd_rn (which the compiler never fuses). Division and square
  * root are IEEE (nvcc's defaults -prec-div / -prec-sqrt, spelled out as __fdiv_rn / __fsqrt_rn
- * where it matters), subnormals are kept (no -ftz). So add, scale, batchnorm, im2col1d,
+ * where it matters), subnormals are kept (no -ftz). So add, scale, batchnorm,
  * conv2d_s2, conv_dw, kv_write and topk give the CPU's bits. The rest differ slightly, and the
  * CUDA-vs-CPU test compares them with a tolerance:
  *   - the device's expf / erff / tanhf / cosf / sinf differ from libm (and from ops.c's AVX2
@@ -599,30 +599,6 @@ sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_
     st = ew2d("rope", rows, hd / 2, rope_f{d.n_seq, n_head, hd, ldx, d.row0, d.pos, inv_freq, x});
     tmp_free(&d.mem);
     return st;
-}
-
-/* ---- im2col1d ------------------------------------------------------------------------------- */
-
-/* col [T_out, C * ksize]: col[t, c * ksize + j] = x[t * stride + j, c]; a thread per element of
- * col (contiguous writes). */
-__global__ static void im2col_kernel(size_t total, int C, int ksize, int stride, const float *x,
-                                     int ldx, float *col)
-{
-    size_t w = (size_t)C * ksize, step = (size_t)gridDim.x * blockDim.x;
-    for (size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x; o < total; o += step) {
-        size_t t = o / w, rem = o % w, c = rem / ksize, j = rem % ksize;
-        col[o] = x[(t * stride + j) * ldx + c];
-    }
-}
-
-sr_status sr_cuda_im2col1d(int T_out, int C, int ksize, int stride, const float *x, int ldx,
-                           float *col)
-{
-    sr_status st = sr_kernels_check_im2col1d(T_out, C, ksize, stride, x, ldx, col);
-    if (st || T_out == 0 || C == 0) return st;
-    size_t total = (size_t)T_out * (size_t)C * (size_t)ksize;
-    im2col_kernel<<<flat_blocks(total), 256>>>(total, C, ksize, stride, x, ldx, col);
-    return sr_cuda_launched("im2col1d");
 }
 
 /* ---- conv2d_s2 ------------------------------------------------------------------------------ */
