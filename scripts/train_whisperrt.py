@@ -495,56 +495,6 @@ def streaming_log_mel(torch, x, filters):
     return (v + 4.0) / 4.0
 
 
-def offline_log_mel(torch, x, filters, seconds=30):
-    """openai-whisper's log-mel of x zero-padded to `seconds` (pad_or_trim + log_mel_spectrogram:
-    the clamp at the maximum over the whole window - 8). [n_mels, seconds * 100]."""
-    n = seconds * RATE
-    x = torch.nn.functional.pad(x[:n], (0, max(0, n - len(x))))
-    win = torch.hann_window(400)
-    st = torch.stft(x, 400, HOP, window=win, return_complex=True)
-    mag = st[..., :-1].abs() ** 2
-    v = torch.clamp(filters @ mag, min=1e-10).log10()
-    v = torch.maximum(v, v.max() - 8.0)
-    return (v + 4.0) / 4.0
-
-
-def teacher_targets(torch, cfg, t, filters, data, k, path):
-    """Decoder distillation targets (--distill): for every utterance, the frozen base model's
-    (no LoRA) top-k next-token log-probabilities at each position of its full label sequence
-    (SOT, no_timestamps, the words' tokens, EOT), teacher-forced, with the whole utterance
-    through the bidirectional encoder as openai-whisper decodes it (30 s window). A cut's
-    sequence is a prefix of the full one, so its position p has the teacher's row p - 1 (row j
-    predicts token j + 2). Cached in `path` (computed once per run)."""
-    if os.path.exists(path):
-        return torch.load(path, weights_only=False)
-    Model = build_torch(torch)
-    teacher = Model(t, cfg, 0, 1.0, 0.0)
-    teacher.eval()
-    sot, nots, eot = cfg["tokens"]["sot"], cfg["tokens"]["no_timestamps"], cfg["tokens"]["eot"]
-    cap = cfg["n_text_ctx"] // 2 - 1
-    out, t0, agree, total = {}, time.time(), 0, 0
-    with torch.no_grad():
-        for i, u in enumerate(data):
-            seq = [sot, nots] + [x for w in u["toks"] for x in w][:cap] + [eot]
-            mel = offline_log_mel(torch, u["x"], filters)[None]
-            enc = teacher.encode(mel, None)
-            T = enc.shape[1]
-            lg = teacher.decode(torch.tensor([seq[:-1]]), enc, torch.tensor([0]),
-                                torch.ones(1, T, dtype=torch.bool))[0, 1:]
-            lp, ids = torch.log_softmax(lg.float(), -1).topk(k, -1)
-            out[u["id"]] = (ids.to(torch.int32), lp.to(torch.float16))
-            # how often the teacher's first choice is the label (the labels are its own greedy
-            # transcripts, but of the same audio through transcribe's 30 s windows)
-            agree += int((ids[:, 0] == torch.tensor(seq[2:])).sum())
-            total += len(seq) - 2
-            if (i + 1) % 100 == 0:
-                log("teacher targets: %d / %d utterances, %.0f s" % (i + 1, len(data), time.time() - t0))
-    log("teacher targets: %d utterances in %.0f s; its first choice is the label at %.1f %% of "
-        "%d positions" % (len(data), time.time() - t0, 100.0 * agree / max(total, 1), total))
-    save_atomic(torch, out, path)
-    return out
-
-
 def block_mask(torch, T, tau, tau0):
     idx = torch.arange(T)
     blk = torch.where(idx < tau0, torch.zeros_like(idx), (idx - tau0) // tau + 1)
@@ -650,7 +600,7 @@ def spec_augment(m, rng):
     return m
 
 
-def make_batch(torch, utts, rng, cfg, filters, args, augment, teacher=None):
+def make_batch(torch, utts, rng, cfg, filters, args, augment):
     """Inputs of one step: mel [U, n_mels, Tm], encoder mask, decoder tokens / targets."""
     tau_ms, first_ms = sample_chunk(rng)
     tau, tau0 = tau_ms // FRAME_MS, first_ms // FRAME_MS
@@ -712,42 +662,19 @@ def make_batch(torch, utts, rng, cfg, filters, args, augment, teacher=None):
     for i, s in enumerate(seqs):
         inp[i, :len(s) - 1] = torch.tensor(s[:-1])
         tgt[i, 1:len(s) - 1] = torch.tensor(s[2:])       # position 0 (SOT) predicts nothing
-    out = {"mel": mel, "enc_mask": enc_mask, "inp": inp, "tgt": tgt,
-           "idx": torch.tensor(idx), "kmask": torch.stack(kmask), "tau_ms": tau_ms,
-           "first_ms": first_ms}
-    if teacher is not None:
-        # the text positions of every cut (not its final EOT): teacher row p - 1
-        ks, kp, ki, kl = [], [], [], []
-        for i, s in enumerate(seqs):
-            ids, lp = teacher[utts[idx[i]]["id"]]
-            for p in range(1, len(s) - 2):
-                ks.append(i)
-                kp.append(p)
-                ki.append(ids[p - 1])
-                kl.append(lp[p - 1])
-        if ks:
-            out["kd"] = (torch.tensor(ks), torch.tensor(kp), torch.stack(ki).long(),
-                         torch.stack(kl).float())
-    return out
+    return {"mel": mel, "enc_mask": enc_mask, "inp": inp, "tgt": tgt,
+            "idx": torch.tensor(idx), "kmask": torch.stack(kmask), "tau_ms": tau_ms,
+            "first_ms": first_ms}
 
 
-def step_loss(torch, model, b, distill=0.0):
-    """Cross-entropy per target token; with distill > 0 (and the batch's teacher rows),
-    (1 - distill) x that + distill x the cross-entropy against the teacher's top-k
-    distribution (renormalized) at the cuts' text positions."""
+def step_loss(torch, model, b):
     enc = model.encode(b["mel"], b["enc_mask"])
     logits = model.decode(b["inp"], enc, b["idx"], b["kmask"])
     tgt = b["tgt"]
     n = int((tgt != -100).sum())
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                              tgt.reshape(-1), ignore_index=-100, reduction="sum")
-    loss = loss / max(n, 1)
-    if distill > 0 and "kd" in b:
-        ks, kp, ki, kl = b["kd"]
-        slp = torch.log_softmax(logits[ks, kp], -1).gather(1, ki)
-        kd = -(torch.softmax(kl, -1) * slp).sum(-1).mean()
-        loss = (1 - distill) * loss + distill * kd
-    return loss, n
+    return loss / max(n, 1), n
 
 
 def load_base(torch, path):
@@ -787,17 +714,11 @@ def train(a, items=None, quiet=False):
     data = prepare(items, tok, cfg, torch)
     if not data:
         raise Fail("no usable utterance (0.5 - 30 s) in %s" % a.data)
-    os.makedirs(a.run, exist_ok=True)
-    teacher = None
-    if getattr(a, "distill", 0.0) > 0:
-        if not 0 < a.distill <= 1:
-            raise Fail("--distill: %g is outside (0, 1]" % a.distill)
-        teacher = teacher_targets(torch, cfg, t, filters, data, a.distill_k,
-                                  os.path.join(a.run, "teacher-top%d.pt" % a.distill_k))
     hours = sum(len(u["x"]) for u in data) / RATE / 3600
     # a fixed held-out set (every 25th utterance) for the validation loss
     val = data[::25] if len(data) >= 50 else []
     trainset = [u for i, u in enumerate(data) if not (len(data) >= 50 and i % 25 == 0)]
+    os.makedirs(a.run, exist_ok=True)
     ck = os.path.join(a.run, "ckpt.pt")
     step, hist, best = 0, [], float("inf")
     bp = os.path.join(a.run, "best.pt")
@@ -823,11 +744,11 @@ def train(a, items=None, quiet=False):
         perm = np.random.default_rng([a.seed, step // epoch_len, 7]).permutation(len(trainset))
         j = (step % epoch_len) * a.batch
         utts = [trainset[perm[(j + i) % len(trainset)]] for i in range(a.batch)]
-        b = make_batch(torch, utts, rng, cfg, filters, a, augment=True, teacher=teacher)
+        b = make_batch(torch, utts, rng, cfg, filters, a, augment=True)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a)
         model.train()
-        loss, n = step_loss(torch, model, b, getattr(a, "distill", 0.0))
+        loss, n = step_loss(torch, model, b)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, a.clip)
@@ -905,10 +826,10 @@ def export_adapter(model, a, hours, folder):
         "srkit": {
             "streaming": {"causal": True, "chunk_ms": chunks, "first_chunk_ms": FIRST_MS},
             "recipe": "scripts/train_whisperrt.py train",
-            "training": {k: getattr(a, k, 0.0 if k in ("speed_p", "specaug_p", "distill") else None) for k in
+            "training": {k: getattr(a, k, 0.0 if k in ("speed_p", "specaug_p") else None) for k in
                          ("seed", "steps", "batch", "cuts", "lr", "min_lr_frac", "warmup",
                           "weight_decay", "clip", "rank", "alpha", "dropout", "noise_p", "speed_p",
-                          "specaug_p", "label_margin_ms", "distill", "distill_k", "threads")},
+                          "specaug_p", "label_margin_ms", "threads")},
             "chunk_sampling": "p 0.5 from {40, 100, 200, 300} ms, else uniform 100-1000 ms "
                               "on the 20 ms grid; first block 600 ms (2 tau above 600 ms)",
             "data_hours": round(hours, 3),
@@ -1184,11 +1105,6 @@ def add_train_args(p):
                    help="probability of SpecAugment masks (2 frequency, 2 time) per utterance")
     p.add_argument("--label-margin-ms", type=int, default=0,
                    help="a word counts at a cut only if it ends this long before the audio end")
-    p.add_argument("--distill", type=float, default=0.0,
-                   help="weight in (0, 1] of decoder distillation from the frozen base model "
-                        "(teacher_targets; 0: off)")
-    p.add_argument("--distill-k", type=int, default=20,
-                   help="teacher tokens kept per position for --distill")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--log-every", type=int, default=25)
