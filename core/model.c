@@ -63,6 +63,27 @@ sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want
     return SR_OK;
 }
 
+/* A copy of `bytes` of host data in the model's table memory, freed at sr_model_free and
+ * counted in weight_bytes (what: the tensor's name for errors). */
+static sr_status table_copy(sr_model *m, const char *what, const void *host, size_t bytes, const float **out)
+{
+    if (m->n_tmem == m->cap_tmem) {
+        size_t cap = m->cap_tmem ? 2 * m->cap_tmem : 64;
+        void **g = realloc(m->tmem, cap * sizeof *g);
+        if (!g) return sr_error(SR_ERR_NOMEM, "%s: out of memory for the table copies", m->path);
+        m->tmem = g;
+        m->cap_tmem = cap;
+    }
+    float *d = m->k->alloc(bytes);
+    if (!d) return sr_error(SR_ERR_NOMEM, "%s: %s: %zu bytes of %s memory", m->path, what, bytes, m->k->name);
+    m->tmem[m->n_tmem++] = d;
+    sr_status st = m->k->upload(d, host, bytes);
+    if (st) return sr_error_prefix(st, "%s: %s", m->path, what);
+    m->weight_bytes += bytes;
+    *out = d;
+    return SR_OK;
+}
+
 sr_status sr_model_ftensor(sr_model *m, sr_h5 *f, const char *name, int ndim,
                            const int64_t *shape, const float **out)
 {
@@ -74,22 +95,13 @@ sr_status sr_model_ftensor(sr_model *m, sr_h5 *f, const char *name, int ndim,
         *out = t->data;
         return SR_OK;
     }
-    if (m->n_tmem == m->cap_tmem) {
-        size_t cap = m->cap_tmem ? 2 * m->cap_tmem : 64;
-        void **g = realloc(m->tmem, cap * sizeof *g);
-        if (!g) return sr_error(SR_ERR_NOMEM, "%s: out of memory for the table copies", m->path);
-        m->tmem = g;
-        m->cap_tmem = cap;
-    }
-    float *d = m->k->alloc(t->nbytes);
-    if (!d) return sr_error(SR_ERR_NOMEM, "%s: tensor %s: %zu bytes of %s memory", m->path, name,
-                            t->nbytes, m->k->name);
-    m->tmem[m->n_tmem++] = d;
-    if ((st = m->k->upload(d, t->data, t->nbytes)))
-        return sr_error_prefix(st, "%s: tensor %s", m->path, name);
-    m->weight_bytes += t->nbytes;
-    *out = d;
-    return SR_OK;
+    return table_copy(m, name, t->data, t->nbytes, out);
+}
+
+sr_status sr_model_fconst(sr_model *m, const char *what, const float *host, size_t n, const float **out)
+{
+    *out = NULL;
+    return table_copy(m, what, host, n * sizeof(float), out);
 }
 
 sr_status sr_model_kweight(sr_model *m, const char *name, const void *host, sr_dtype dt,

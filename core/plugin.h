@@ -288,6 +288,10 @@ sr_status sr_model_tensor(sr_model *m, sr_h5 *f, const char *name, sr_dtype want
  * For the small parameters ops read (biases, norm gains, conv kernels). */
 sr_status sr_model_ftensor(sr_model *m, sr_h5 *f, const char *name, int ndim,
                            const int64_t *shape, const float **out);
+/* n floats a backend computes at load (not in the file: e.g. a logit mask) copied into the
+ * model's table memory, valid for the model's life and counted in weight_bytes; `what` names
+ * them in errors. */
+sr_status sr_model_fconst(sr_model *m, const char *what, const float *host, size_t n, const float **out);
 
 /* Load /weights/<name> as an [n, k] matrix (a Linear weight [out, in], or an embedding
  * [vocab, dim]) into the model's kernel table as an sr_kweight (the gemm / gather layout),

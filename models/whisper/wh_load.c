@@ -9,6 +9,7 @@
  */
 #include "whisper.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -346,6 +347,18 @@ sr_status wh_model_load(sr_model *m, sr_h5 *f)
     }
     if (!st) st = ten(m, f, "decoder.ln.weight", 1, d, 0, 0, &w->dec_ln.g);
     if (!st) st = ten(m, f, "decoder.ln.bias", 1, d, 0, 0, &w->dec_ln.b);
+    /* the suppression rules as additive rows, so that logits are masked where they are */
+    float *mk = st ? NULL : sr_malloc(2 * (size_t)w->n_vocab * sizeof(float), "whisper logit masks");
+    if (!st && !mk) st = SR_ERR_NOMEM;
+    if (!st) {
+        for (int v = 0; v < w->n_vocab; v++) {
+            mk[v] = w->suppress[v] ? -INFINITY : 0.0f;
+            mk[w->n_vocab + v] = !w->suppress[v] && w->suppress_begin[v] ? -INFINITY : 0.0f;
+        }
+        st = sr_model_fconst(m, "whisper logit mask", mk, (size_t)w->n_vocab, &w->mask);
+        if (!st) st = sr_model_fconst(m, "whisper first-position logit mask", mk + w->n_vocab, (size_t)w->n_vocab, &w->mask_begin);
+    }
+    free(mk);
     if (st) {
         wh_free(w);
         return st;

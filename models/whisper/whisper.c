@@ -164,17 +164,6 @@ static void one_hot(float *row, int V, int t)
     row[t] = 0.0f;
 }
 
-/* Logit rules at window-local text position L (log-softmax follows, over all staged rows). */
-static void apply_rules(const wh_model *w, float *row, int L, int closed)
-{
-    int V = w->n_vocab;
-    for (int v = 0; v < V; v++)
-        if (w->suppress[v] || (L == 0 && w->suppress_begin[v])) row[v] = -INFINITY;
-    if (closed) { /* an older window ends with brk where the newest would end with EOT */
-        row[w->brk] = row[w->eot];
-        row[w->eot] = -INFINITY;
-    }
-}
 
 /* ---- the AED scorer: requests planned per stream, computed as one batch ---- */
 
@@ -304,7 +293,13 @@ static void aed_seq(aed_plan *p, int32_t *tok, wh_dseq *q)
     q->enc_len = s->win_len[hw];
 }
 
-/* Logits of the staged rows (one gemm), the logit rules, and each row to its place. */
+/* Logits of the staged rows (one gemm), the logit rules, and each row to its place. The rules
+ * are applied where the logits are: the suppressed tokens get -inf (one add of the mask row to
+ * every row; rows at a window's first text position also the first-position mask), then one
+ * log-softmax over every staged row (rows are independent: the same bits as per row). In a
+ * window that is not the newest, EOT is presented as brk: brk is a timestamp, suppressed, so
+ * moving EOT's log-prob to brk's place after the log-softmax is what moving its logit before
+ * it would give (the normalizer sums the same terms). */
 static sr_status aed_flush(wh_batch *b, int *ln)
 {
     const wh_model *w = b->w;
@@ -312,14 +307,9 @@ static sr_status aed_flush(wh_batch *b, int *ln)
     const sr_kernels *k = w->k;
     size_t bytes = (size_t)*ln * V * sizeof(float);
     sr_status st = *ln ? wh_logits(w, b->lh, *ln, b->logits) : SR_OK;
-    /* the logit rules on the host (they index tokens and positions): in place where the host
-     * sees table memory, else on a host copy sent back */
-    float *hl = k->host_visible ? b->logits : b->hlog;
-    if (!st && *ln && !k->host_visible) st = k->download(b->hlog, b->logits, bytes);
-    if (!st)
-        for (int r = 0; r < *ln; r++) apply_rules(w, hl + (size_t)r * V, b->lpos[r], b->lclosed[r]);
-    if (!st && *ln && !k->host_visible) st = k->upload(b->logits, b->hlog, bytes);
-    /* one log-softmax over every staged row (rows are independent: the same bits as per row) */
+    if (!st && *ln) st = k->add(*ln, V, w->mask, 0, 1.0f, b->logits, V);
+    for (int r = 0; r < *ln && !st; r++)
+        if (b->lpos[r] == 0) st = k->add(1, V, w->mask_begin, 0, 1.0f, b->logits + (size_t)r * V, V);
     if (!st && *ln) st = k->logsoftmax(*ln, V, b->logits, V, b->logits, V);
     if (k->host_visible) {
         for (int r = 0; r < *ln && !st; r++)
@@ -329,6 +319,11 @@ static sr_status aed_flush(wh_batch *b, int *ln)
         for (int r = 0; r < *ln && !st; r++)
             memcpy(b->ldst[r], b->hlog + (size_t)r * V, (size_t)V * sizeof(float));
     }
+    for (int r = 0; r < *ln && !st; r++)
+        if (b->lclosed[r]) { /* an older window ends with brk where the newest would end with EOT */
+            b->ldst[r][w->brk] = b->ldst[r][w->eot];
+            b->ldst[r][w->eot] = -INFINITY;
+        }
     *ln = 0;
     return st;
 }

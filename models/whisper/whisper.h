@@ -50,6 +50,8 @@ typedef struct wh_model {
     int hop, window_samples;  /* window = 2 * n_audio_ctx mel frames of `hop` samples */
     uint8_t *suppress;        /* [n_vocab] 1 = -inf at every step */
     uint8_t *suppress_begin;  /* [n_vocab] 1 = also -inf at a window's first text position */
+    const float *mask;        /* [n_vocab] table: -inf where suppress, else 0 (added to logits) */
+    const float *mask_begin;  /* [n_vocab] table: -inf where only suppress_begin, else 0 */
     /* config.streaming (docs/whisper.md): weights trained for the block-causal encoder
      * (WhisperRT) pick whisperrt + stable_greedy at a trained chunk size by default */
     int causal;               /* streaming.causal; 0 without the block */
