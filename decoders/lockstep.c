@@ -131,6 +131,21 @@ typedef struct {
     char **msg;
 } drive_bufs;
 
+/* Stream i's advance, its count of calls checked against the room it declared. */
+static int advance(const sr_stepper *d, void *const *states, const sr_scorer *const *scs, const int *final,
+                   sr_hyp *const *hs, sr_status res, drive_bufs *v, int i, sr_status *st)
+{
+    int n = d->advance(states[i], scs[i], final[i], hs[i], res, v->call + v->off[i], &st[i]);
+    /* a stepper that made more calls than its max_calls broke its contract (and has written
+     * past its room): its stream fails rather than the round going on with them */
+    if (n < 0 || n > v->off[i + 1] - v->off[i]) {
+        st[i] = sr_error(SR_ERR_ARG, "decoder: %d scorer calls in one round, at most %d declared", n,
+                         v->off[i + 1] - v->off[i]);
+        return 0;
+    }
+    return n;
+}
+
 static void run(const sr_stepper *d, void *const *states, const sr_scorer *const *scs,
                 const int *final, sr_hyp *const *hs, int count, sr_status *st, drive_bufs *v,
                 round_bufs *b)
@@ -139,7 +154,7 @@ static void run(const sr_stepper *d, void *const *states, const sr_scorer *const
     for (int i = 0; i < count; i++) {
         st[i] = SR_OK;
         d->begin(states[i], scs[i], final[i]);
-        v->need[i] = d->advance(states[i], scs[i], final[i], hs[i], SR_OK, v->call + v->off[i], &st[i]);
+        v->need[i] = advance(d, states, scs, final, hs, SR_OK, v, i, st);
         maxc = SR_MAX(maxc, v->off[i + 1] - v->off[i]);
     }
     for (;;) {
@@ -182,7 +197,7 @@ static void run(const sr_stepper *d, void *const *states, const sr_scorer *const
                 free(v->msg[i]);
                 v->msg[i] = NULL;
             }
-            v->need[i] = d->advance(states[i], scs[i], final[i], hs[i], v->res[i], v->call + v->off[i], &st[i]);
+            v->need[i] = advance(d, states, scs, final, hs, v->res[i], v, i, st);
         }
     }
 }
