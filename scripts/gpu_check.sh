@@ -71,6 +71,12 @@ W=/tmp/m/wt.h5
 B 25 $C --streams 64 --realtime --model $W --audio $A \
     --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 4000
 B 20 --device cuda --model $W --audio $A --stream '{"strategy": "offline"}'
+# where a 64-stream Whisper step goes (the decoder's passes, the logits' one copy a pass)
+for mode in 1 sync; do
+    echo "== SRKIT_PROFILE=$mode, Whisper tiny shape whisperrt 100 ms, 64 streams"
+    SRKIT_PROFILE=$mode timeout 30 srkit bench --device cuda --streams 64 --model $W --audio $A \
+        --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 2000 2>&1 | tail -n 28
+done
 # the causal tiny.en fine-tune (int8 copy: the f16 file does not fit the transfer), real speech
 R=$X/whisperrt-tiny.en-i8.h5
 if [ -f "$R" ]; then
