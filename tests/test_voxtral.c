@@ -234,6 +234,15 @@ static int32_t *gold_tokens(const char *grp, int *n)
     return out;
 }
 
+/* The golden audio (*audio, *n samples) and the small model's golden tokens (returned, *nt). */
+static int32_t *golden_small(float **audio, size_t *n, int *nt)
+{
+    sr_h5 *g = open_golden();
+    *audio = test_golden_audio(g, n);
+    sr_h5_close(g);
+    return gold_tokens("small", nt);
+}
+
 /* Feed the audio in pieces of `split` samples (0: random sizes), finish, compare tokens. */
 static void feed_split(sr_stream *st, const float *a, size_t n, size_t split, unsigned seed)
 {
@@ -258,12 +267,10 @@ static int same_tokens(const sr_hypothesis *h, const int32_t *want, int n)
 static void test_stream_splits(void)
 {
     sr_model *m = test_load_model("voxtral/model.h5");
-    sr_h5 *g = open_golden();
     size_t n = 0;
-    float *audio = test_golden_audio(g, &n);
-    sr_h5_close(g);
+    float *audio = NULL;
     int nt = 0;
-    int32_t *want = gold_tokens("small", &nt);
+    int32_t *want = golden_small(&audio, &n, &nt);
     CU_ASSERT_FATAL(audio && want);
     sr_stream *st = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &st), SR_OK);
@@ -296,12 +303,10 @@ static void test_stream_splits(void)
 static void test_sync_token(void)
 {
     sr_model *m = test_load_model("voxtral/model.h5");
-    sr_h5 *g = open_golden();
     size_t n = 0;
-    float *audio = test_golden_audio(g, &n);
-    sr_h5_close(g);
+    float *audio = NULL;
     int nt = 0;
-    int32_t *want = gold_tokens("small", &nt);
+    int32_t *want = golden_small(&audio, &n, &nt);
     const sr_decoder_ops *dec = NULL;
     CU_ASSERT_FATAL(audio && want && sr_decoder_find("sync_greedy", &dec) == SR_OK);
     for (int mode = 1; mode >= 0; mode--) {
