@@ -273,8 +273,9 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         b->bytes += (2 * nmel + S * ((size_t)b->sub_rows * d + b->sub_scratch_n) + rows * 2 * d) * sizeof(float);
         /* the frame window for calls of the config's chunks: at most `per` rows a stream (the
          * steps a chunk completes, one more where the chunk and step grids are offset, one
-         * more for the final remainder), twice over all streams so that a compaction leaves
-         * half free, twice again so that it happens at most every other call */
+         * more for the final remainder), so the streams hold at most S per rows at a time and
+         * a window of four times that never grows, a compaction leaving at least three
+         * quarters of it free */
         size_t chunk, first, step = (size_t)8 * (R + 1) * w->hop;
         fc_chunks(w, cfg, &c, &chunk, &first);
         size_t per = (SR_MAX(chunk, first) / step + 2) * (size_t)(R + 1);

@@ -253,9 +253,9 @@ typedef struct fc_batch {
      * encode's) projection gemm writes its rows at jw_n. When the window is full, the live
      * rows (every slot's) are gathered into jw_alt by one copy_rows and the two swap, so a
      * slot's frames stay held until its stream's next process call, whatever other streams
-     * are processed meanwhile (the TRANSDUCER contract); jw grows only when the live rows
-     * would fill more than half of it. Cache-aware batches size it at batch_open for the
-     * config's chunks (nothing grows while streams are fed chunk by chunk). */
+     * are processed meanwhile (the TRANSDUCER contract); jw grows only when the live rows and
+     * the new ones would not fit (win_reserve). Cache-aware batches size it at batch_open for
+     * the config's chunks (nothing grows while streams are fed chunk by chunk). */
     float *jw, *jw_alt;
     int jw_n, jw_cap, jw_alt_cap;
     fc_win *win;                /* [max_streams] */
