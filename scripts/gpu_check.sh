@@ -33,6 +33,16 @@ echo "== golden parity on the device (the CPU's tolerances)"
 SRKIT_TEST_DEVICE=cuda timeout 60 test_srkit whisper_parity fastconformer_parity voxtral_parity \
     > "$OUT/parity.log" 2>&1
 echo "rc=$?"; grep -E "Test:.*FAIL|^ *[0-9]+\. |max abs diff|tests |asserts" "$OUT/parity.log" | cut -c1-200
+# the suites that reach the backends through their ops and the public API (others read host
+# tensors of a loaded model directly and are CPU-only), each in its own process and time limit
+echo "== API suites on the device"
+for s in whisper_batch fastconformer_batch voxtral_batch voxtral_stream whisper_stream \
+         whisper_silence fastconformer_tdt decoders_stable decoders_aed engine_api engine_equals_solo; do
+    [ $SECONDS -gt 240 ] && { echo "$s: not run (the call's first 240 s are spent)"; continue; }
+    SRKIT_TEST_DEVICE=cuda timeout 40 test_srkit $s > "/tmp/s-$s.log" 2>&1
+    r=$?; cat "/tmp/s-$s.log" >> "$OUT/api.log"
+    echo "$s rc=$r $(grep -E '^ +tests ' /tmp/s-$s.log | tr -s ' ')"; grep -E "Test:.*FAIL|^ *[0-9]+\. " "/tmp/s-$s.log" | cut -c1-200 | head -6
+done
 echo "== memcheck"
 timeout 90 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
     test_srkit kernels_cuda > "$OUT/memcheck.log" 2>&1

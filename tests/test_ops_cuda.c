@@ -249,10 +249,11 @@ static void test_rows(void)
     RUN_BOTH(c->add(M, d, x, 0, 1.0f, yc, ld), g->add(M, d, dx, 0, 1.0f, dy, ld), 2e-6, "add row 0");
     RUN_BOTH(c->scale(M, d, -1.5f, yc, ld), g->scale(M, d, -1.5f, dy, ld), -1.0, "scale");
     RUN_BOTH(c->copy2d(M, d, x, ld, yc, ld), g->copy2d(M, d, dx, ld, dy, ld), -1.0, "copy2d");
-    /* [7, 300] -> [300, 7] and [70, 30] (strides 31 / 71, crossing 32 x 32 tiles) */
+    /* [7, 300] -> [300, 7] and [67, 30] (strides 31 / 68, crossing 32 x 32 tiles; both within
+     * the n = 2,107 floats of x and y) */
     RUN_BOTH(c->transpose(1, M, d, x, ld, yc, M), g->transpose(1, M, d, dx, ld, dy, M), -1.0, "transpose");
-    RUN_BOTH(c->transpose(1, 70, 30, x, 31, yc, 71), g->transpose(1, 70, 30, dx, 31, dy, 71), -1.0,
-             "transpose 70 x 30");
+    RUN_BOTH(c->transpose(1, 67, 30, x, 31, yc, 68), g->transpose(1, 67, 30, dx, 31, dy, 68), -1.0,
+             "transpose 67 x 30");
     RUN_BOTH(c->transpose(3, 20, 33, x, 34, yc, 20), g->transpose(3, 20, 33, dx, 34, dy, 20), -1.0,
              "transpose 3 x 20 x 33");
     /* copy_rows: 300 rows (two launches of pointers) from both inputs, in scrambled order */
