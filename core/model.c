@@ -418,3 +418,17 @@ void sr_model_free(sr_model *m)
     free(m->path);
     free(m);
 }
+
+/* The argmax rule of the op table's topk (k = 1): a later column replaces the best one only if
+ * it is larger, or the best is NaN and it is a number; so ties keep the lower id. */
+void sr_aed_top_of_row(const float *row, int vocab, int32_t probe, int32_t eot, sr_aed_top *t)
+{
+    int32_t best = 0;
+    float bv = row[0];
+    for (int32_t v = 1; v < vocab; v++)
+        if (row[v] > bv || (bv != bv && row[v] == row[v])) best = v, bv = row[v];
+    t->best = best;
+    t->best_lp = bv;
+    t->tok_lp = probe >= 0 ? row[probe] : NAN;
+    t->eot_lp = eot >= 0 ? row[eot] : NAN;
+}

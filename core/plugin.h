@@ -28,14 +28,30 @@
 
 typedef enum { SR_SCORER_AED = 1, SR_SCORER_TRANSDUCER = 2, SR_SCORER_SYNC = 3 } sr_scorer_kind;
 
+/* What a greedy AED decoder reads of one log-prob row (sr_scorer.aed_top): 16 bytes instead of
+ * the vocabulary's row, so that a backend on a device copies a summary per row. */
+typedef struct sr_aed_top {
+    int32_t best;  /* the row's argmax: ties to the lower id, NaN never chosen while a number is
+                    * left (the op table's topk with k = 1) */
+    float best_lp; /* row[best] */
+    float tok_lp;  /* row j < n: row[prefix[j]] (the prefix's own token); row j = n: NaN */
+    float eot_lp;  /* row[eot] */
+} sr_aed_top;
+
+/* The summary of one log-prob row (what sr_aed_top says), on the host: probe is the prefix's
+ * token at the row's position, or -1 for the next position. */
+void sr_aed_top_of_row(const float *row, int vocab, int32_t probe, int32_t eot, sr_aed_top *t);
+
 /* One request of a batched scorer call: ctx is the stream's scorer ctx, the rest are the
- * arguments of the solo form of the same name. */
+ * arguments of the solo form of the same name; top, where the scorer has aed_top, asks for
+ * the rows' summaries instead of the rows (below). */
 typedef struct sr_aed_req {
     void *ctx;
     int slot;
     const int32_t *prefix;
     int n, from;
     float *out;
+    sr_aed_top *top; /* [n - from + 1] or NULL */
 } sr_aed_req;
 typedef struct sr_tr_predict_req {
     void *ctx;
@@ -144,6 +160,12 @@ typedef struct sr_scorer {
      * left: the op table's topk with k = 1), computed where the logits are, so that a greedy
      * decoder on a device copies one id per step instead of the vocabulary's row. */
     int sync_token;
+    /* AED: 1 when aed_logprobs_batch answers a request whose top is set with each row's
+     * summary in top[j - from] (sr_aed_top; the same values sr_aed_top_of_row gives for the
+     * row the request would have written) and leaves out untouched (it may be NULL). A
+     * scorer without it gets such requests with out set, and the decoders' driver summarizes
+     * the rows itself. */
+    int aed_top;
 } sr_scorer;
 
 

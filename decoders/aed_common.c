@@ -35,6 +35,8 @@ sr_status sr_aed_check_scorer(const sr_scorer *sc, const char *who, int slots)
     if (sc->kind != SR_SCORER_AED)
         return sr_error(SR_ERR_ARG, "%s: scorer kind %d is not AED", who, (int)sc->kind);
     if (!sc->aed_logprobs) return sr_error(SR_ERR_ARG, "%s: scorer has no aed_logprobs", who);
+    if (sc->aed_top && !sc->aed_logprobs_batch)
+        return sr_error(SR_ERR_ARG, "%s: scorer has aed_top but no aed_logprobs_batch", who);
     if (sc->vocab < 1) return sr_error(SR_ERR_ARG, "%s: scorer vocab %d < 1", who, sc->vocab);
     if (sc->eot < 0 || sc->eot >= sc->vocab)
         return sr_error(SR_ERR_ARG, "%s: scorer eot %d outside the vocabulary [0, %d)", who,
@@ -49,10 +51,9 @@ sr_status sr_aed_check_scorer(const sr_scorer *sc, const char *who, int slots)
 
 int sr_aed_argmax(const float *row, int vocab)
 {
-    int best = 0;
-    for (int v = 1; v < vocab; v++)
-        if (row[v] > row[best]) best = v;
-    return best;
+    sr_aed_top t;
+    sr_aed_top_of_row(row, vocab, -1, -1, &t);
+    return t.best;
 }
 
 int sr_aed_in_topk(const float *row, int vocab, int32_t t, int k)
@@ -190,15 +191,15 @@ int sr_aed_gall_step(sr_aed_gall *g, const sr_scorer *sc, int32_t *tok, float *l
     return 1;
 }
 
-int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const float *dist,
+int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const sr_aed_top *next,
                        int max_new, int *added, int min_keep, int guard, sr_aed_stop *why)
 {
-    int best = sr_aed_argmax(dist, sc->vocab);
+    int best = next->best;
     if (best == sc->eot) { *why = SR_AED_EOT; return 0; }
     if (*n >= sc->aed_max_len) { *why = SR_AED_MAXLEN; return 0; }
     if (*added >= max_new) { *why = SR_AED_CAP; return 0; }
     tok[*n] = best;
-    if (lp) lp[*n] = dist[best];
+    if (lp) lp[*n] = next->best_lp;
     (*n)++;
     (*added)++;
     int keep = guard ? sr_aed_loop_keep(tok, *n, min_keep) : -1;
@@ -241,7 +242,7 @@ static int gj_advance(void *w, const sr_scorer *sc, int final, sr_hyp *h, sr_sta
     switch (j->phase) {
     case GJ_START:
         j->phase = GJ_FIRST;
-        sr_call_aed_logprobs(call, 0, j->tok, *j->n, j->from, j->rows);
+        sr_call_aed_top(call, 0, j->tok, *j->n, j->from, j->rows, j->tops);
         return 1;
     case GJ_FIRST:
         if (res) {
@@ -266,10 +267,10 @@ static int gj_advance(void *w, const sr_scorer *sc, int final, sr_hyp *h, sr_sta
         *st = g->d->finish(g->state, sc, j, final, h);
         return 0;
     }
-    if (sr_aed_greedy_step(sc, j->tok, j->lp, j->n, j->dist, j->cap, &j->added, j->min_keep,
+    if (sr_aed_greedy_step(sc, j->tok, j->lp, j->n, j->next, j->cap, &j->added, j->min_keep,
                            j->guard, &j->why)) {
         j->phase = GJ_NEXT;
-        sr_call_aed_logprobs(call, 0, j->tok, *j->n, *j->n, j->dist);
+        sr_call_aed_top(call, 0, j->tok, *j->n, *j->n, j->rows, j->next);
         return 1;
     }
     h->loop_cuts += j->why == SR_AED_LOOP;
@@ -290,7 +291,7 @@ sr_status sr_aed_gjob_gate(const sr_scorer *sc, const sr_aed_gjob *j, int min_ke
     *keep = *j->n;
     *silent = 0;
     if (!j->gated) return SR_OK;
-    return sr_aed_gate_decide(j->lp, *j->n, j->why == SR_AED_EOT ? j->dist[sc->eot] : NAN,
+    return sr_aed_gate_decide(j->lp, *j->n, j->why == SR_AED_EOT ? j->next->eot_lp : NAN,
                               min_keep, j->ns_start, j->ns_p, keep, silent);
 }
 

@@ -83,15 +83,15 @@ sr_status sr_aed_gate_decide(const float *lp, int n, double end_lp, int min_keep
 /* Why a greedy continuation stopped. */
 typedef enum { SR_AED_EOT = 1, SR_AED_CAP = 2, SR_AED_MAXLEN = 3, SR_AED_LOOP = 4 } sr_aed_stop;
 
-/* One step of a greedy continuation: dist holds log p(next | tok[0, *n)) under the current
- * audio; take its argmax (the first one on ties). EOT stops (never stored); otherwise append the
- * token and its log-prob (lp[*n], may be NULL). Stops as well after max_new appended tokens
+/* One step of a greedy continuation: next summarizes log p(next | tok[0, *n)) under the current
+ * audio (sr_aed_top); take its argmax (the first one on ties). EOT stops (never stored);
+ * otherwise append the token and its log-prob (lp[*n], may be NULL). Stops as well after max_new appended tokens
  * (*added counts them, start it at 0), at the scorer's aed_max_len, or, when guard is 1, when
  * the loop rule fires (the loop is then cut, never below min_keep; *why = SR_AED_LOOP).
- * Returns 1 when the continuation goes on and needs log p(next | tok[0, *n)) in dist (one
+ * Returns 1 when the continuation goes on and needs the summary of position *n in next (one
  * aed_logprobs call computing only position *n, same slot), 0 when it stopped (*why set).
  * tok and lp hold aed_max_len entries. */
-int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const float *dist,
+int sr_aed_greedy_step(const sr_scorer *sc, int32_t *tok, float *lp, int *n, const sr_aed_top *next,
                        int max_new, int *added, int min_keep, int guard, sr_aed_stop *why);
 
 /* Offline no-speech gate as a stepper part (openai-whisper's transcribe() skips such segments):
@@ -114,7 +114,7 @@ int sr_aed_gall_step(sr_aed_gall *g, const sr_scorer *sc, int32_t *tok, float *l
 /* ---- greedy updates (stable_greedy, local_agreement) ----------------------------------------
  * An update of these decoders is: one aed_logprobs call on slot 0 over tok[from, n) and the
  * next position (the decoder's first call: a re-check window, or just the next position), the
- * decoder's host work on its rows, a greedy continuation (sr_aed_greedy_step, one position per
+ * decoder's host work on the rows' summaries (sr_aed_top: all a greedy decoder reads of a row), a greedy continuation (sr_aed_greedy_step, one position per
  * call), the no-speech query on the result (when the scorer has one), the decoder's finish,
  * run as a stepper (lockstep.h) by sr_aed_greedy_batch. */
 typedef struct sr_aed_gjob {
@@ -123,10 +123,11 @@ typedef struct sr_aed_gjob {
     int32_t *tok;          /* [aed_max_len] the hypothesis, tok[0, *n) */
     float *lp;             /* [aed_max_len] its recorded log-probs */
     int *n;
-    int from;              /* first call: aed_logprobs(slot 0, tok, *n, from, rows) */
-    float *rows;           /* [(*n - from + 1), vocab] */
+    int from;              /* first call: aed_logprobs(slot 0, tok, *n, from) as summaries */
+    sr_aed_top *tops;      /* [(*n - from + 1)] the first call's row summaries */
+    float *rows;           /* [(*n - from + 1), vocab]: the rows, for a scorer without aed_top */
     /* after_first() sets (it may change *n): */
-    float *dist;           /* the row continuing from *n: the greedy steps overwrite it */
+    sr_aed_top *next;      /* the summary continuing from *n: the greedy steps overwrite it */
     int cap, min_keep, guard; /* sr_aed_greedy_step's max_new, min_keep, guard */
     /* the driver's results for finish(): */
     int added;

@@ -16,7 +16,8 @@ typedef struct {
     int guard;    /* stream.repetition_guard */
     int32_t *tok; /* [max_len] */
     float *lp;    /* [max_len] log-prob of each token */
-    float *dist;  /* [vocab] */
+    sr_aed_top top; /* the next position's summary */
+    float *dist;  /* [vocab], only for a scorer without aed_top */
     int max_len, vocab;
     /* the update in progress (a stepper, aed_common.h) */
     int phase, n, added;
@@ -40,7 +41,8 @@ static sr_status ag_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     s->vocab = sc->vocab;
     if (!(s->tok = sr_malloc((size_t)s->max_len * sizeof *s->tok, "aed_greedy tokens")) ||
         !(s->lp = sr_malloc((size_t)s->max_len * sizeof *s->lp, "aed_greedy log-probs")) ||
-        !(s->dist = sr_malloc((size_t)s->vocab * sizeof *s->dist, "aed_greedy distribution"))) {
+        (!sc->aed_top &&
+         !(s->dist = sr_malloc((size_t)s->vocab * sizeof *s->dist, "aed_greedy distribution")))) {
         free(s->tok);
         free(s->lp);
         free(s);
@@ -71,20 +73,20 @@ static int ag_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
     switch (s->phase) {
     case AG_START:
         s->phase = AG_DECODE;
-        sr_call_aed_logprobs(call, 0, s->tok, 0, 0, s->dist);
+        sr_call_aed_top(call, 0, s->tok, 0, 0, s->dist, &s->top);
         return 1;
     case AG_DECODE:
         if (res) {
             *st = sr_error_prefix(res, "aed_greedy: aed_logprobs at position %d", s->n);
             return 0;
         }
-        if (sr_aed_greedy_step(sc, s->tok, s->lp, &s->n, s->dist, s->max_len, &s->added, 0,
+        if (sr_aed_greedy_step(sc, s->tok, s->lp, &s->n, &s->top, s->max_len, &s->added, 0,
                                s->guard, &s->why)) {
-            sr_call_aed_logprobs(call, 0, s->tok, s->n, s->n, s->dist);
+            sr_call_aed_top(call, 0, s->tok, s->n, s->n, s->dist, &s->top);
             return 1;
         }
         h->loop_cuts += s->why == SR_AED_LOOP;
-        sr_aed_gall_begin(&s->g, s->n, s->why == SR_AED_EOT ? s->dist[sc->eot] : NAN);
+        sr_aed_gall_begin(&s->g, s->n, s->why == SR_AED_EOT ? s->top.eot_lp : NAN);
         s->phase = AG_GATE;
         res = SR_OK;
         /* fall through */
@@ -115,7 +117,7 @@ static size_t ag_bytes(const void *state)
 {
     const ag_state *s = state;
     return sizeof *s + (size_t)s->max_len * (sizeof(int32_t) + sizeof(float)) +
-           (size_t)s->vocab * sizeof(float);
+           (s->dist ? (size_t)s->vocab * sizeof(float) : 0);
 }
 
 const sr_decoder_ops sr_dec_aed_greedy = {

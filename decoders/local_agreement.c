@@ -33,7 +33,8 @@ typedef struct {
     float *lp;           /* [max_len] log-prob of each token of tok */
     int n, n_prev, have_prev, committed;
     long k, audio_ms, seen_ms;
-    float *dist;         /* [vocab] */
+    sr_aed_top top;      /* the next position's summary */
+    float *dist;         /* [vocab], only for a scorer without aed_top */
 } la_state;
 
 static sr_status la_open(const sr_stream_config *cfg, const sr_scorer *sc, void **state)
@@ -52,7 +53,8 @@ static sr_status la_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     if (!(s->tok = sr_malloc(L * sizeof *s->tok, "local_agreement tokens")) ||
         !(s->prev = sr_malloc(L * sizeof *s->prev, "local_agreement tokens")) ||
         !(s->lp = sr_malloc(L * sizeof *s->lp, "local_agreement log-probs")) ||
-        !(s->dist = sr_malloc((size_t)s->vocab * sizeof *s->dist, "local_agreement distribution"))) {
+        (!sc->aed_top &&
+         !(s->dist = sr_malloc((size_t)s->vocab * sizeof *s->dist, "local_agreement distribution")))) {
         free(s->tok);
         free(s->prev);
         free(s->lp);
@@ -75,6 +77,7 @@ static void la_begin(void *state, const sr_scorer *sc, sr_aed_gjob *j)
     j->lp = s->lp;
     j->n = &s->n;
     j->from = s->n;
+    j->tops = &s->top;
     j->rows = s->dist;
 }
 
@@ -82,7 +85,7 @@ static void la_after_first(void *state, const sr_scorer *sc, sr_aed_gjob *j)
 {
     la_state *s = state;
     (void)sc;
-    j->dist = s->dist;
+    j->next = &s->top;
     j->cap = SR_MAX(0, sr_aed_cap_tokens(s->audio_ms) - s->committed);
     j->min_keep = s->committed;
     j->guard = s->cfg.repetition_guard;
@@ -148,7 +151,7 @@ static size_t la_bytes(const void *state)
 {
     const la_state *s = state;
     return sizeof *s + (size_t)s->max_len * (2 * sizeof(int32_t) + sizeof(float)) +
-           (size_t)s->vocab * sizeof(float);
+           (s->dist ? (size_t)s->vocab * sizeof(float) : 0);
 }
 
 const sr_decoder_ops sr_dec_local_agreement = {

@@ -16,6 +16,14 @@ void sr_call_aed_logprobs(sr_call *c, int slot, const int32_t *prefix, int n, in
     c->r.lp = (sr_aed_req){.slot = slot, .prefix = prefix, .n = n, .from = from, .out = out};
 }
 
+void sr_call_aed_top(sr_call *c, int slot, const int32_t *prefix, int n, int from, float *rows,
+                     sr_aed_top *top)
+{
+    c->kind = SR_CALL_AED_LOGPROBS;
+    c->r.lp = (sr_aed_req){.slot = slot, .prefix = prefix, .n = n, .from = from, .out = rows,
+                           .top = top};
+}
+
 void sr_call_aed_no_speech(sr_call *c, const int32_t *prefix, int n, int *start, float *p)
 {
     c->kind = SR_CALL_AED_NO_SPEECH;
@@ -61,10 +69,21 @@ static sr_status call_all(const sr_scorer *sc, sr_call_kind k, const round_bufs 
     sr_status st = SR_OK;
     switch (k) {
     case SR_CALL_AED_LOGPROBS:
-        if (sc->aed_logprobs_batch) return sc->aed_logprobs_batch(b->lp + j0, n);
+        if (sc->aed_top) return sc->aed_logprobs_batch(b->lp + j0, n);
+        if (sc->aed_logprobs_batch) {
+            st = sc->aed_logprobs_batch(b->lp + j0, n);
+        } else {
+            for (int i = j0; i < j0 + n && !st; i++) {
+                const sr_aed_req *q = &b->lp[i];
+                st = sc->aed_logprobs(q->ctx, q->slot, q->prefix, q->n, q->from, q->out);
+            }
+        }
+        /* summaries asked of a scorer without aed_top: from the rows it wrote */
         for (int i = j0; i < j0 + n && !st; i++) {
             const sr_aed_req *q = &b->lp[i];
-            st = sc->aed_logprobs(q->ctx, q->slot, q->prefix, q->n, q->from, q->out);
+            for (int j = q->from; q->top && j <= q->n; j++)
+                sr_aed_top_of_row(q->out + (size_t)(j - q->from) * (size_t)sc->vocab, sc->vocab,
+                                  j < q->n ? q->prefix[j] : -1, sc->eot, &q->top[j - q->from]);
         }
         return st;
     case SR_CALL_AED_NO_SPEECH:

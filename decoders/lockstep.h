@@ -83,6 +83,10 @@ void sr_lockstep(const sr_stepper *d, const char *who, void *const *states,
 /* Call shorthands for steppers. */
 void sr_call_aed_logprobs(sr_call *c, int slot, const int32_t *prefix, int n, int from,
                           float *out);
+/* The same call asking for the rows' summaries in top [n - from + 1]: rows [(n - from + 1),
+ * vocab] is scratch for a scorer without aed_top (the driver summarizes what it writes there). */
+void sr_call_aed_top(sr_call *c, int slot, const int32_t *prefix, int n, int from, float *rows,
+                     sr_aed_top *top);
 void sr_call_aed_no_speech(sr_call *c, const int32_t *prefix, int n, int *start, float *p);
 void sr_call_tr_predict(sr_call *c, const float *state_in, int32_t token, float *state_out,
                         float *pred_out);

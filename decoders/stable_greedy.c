@@ -36,7 +36,8 @@ typedef struct {
     int n, stable;
     long k;               /* updates so far */
     long seen_ms;         /* audio seen at the previous update */
-    float *rows;          /* [(window + 1), vocab] */
+    sr_aed_top *tops;     /* [window + 1] the re-check rows' summaries */
+    float *rows;          /* [(window + 1), vocab], only for a scorer without aed_top */
 } sgr_state;
 
 static sr_status sgr_open(const sr_stream_config *cfg, const sr_scorer *sc, void **state)
@@ -54,13 +55,15 @@ static sr_status sgr_open(const sr_stream_config *cfg, const sr_scorer *sc, void
     s->max_len = sc->aed_max_len;
     s->vocab = sc->vocab;
     s->window = SR_MIN(cfg->stability_n, s->max_len);
-    size_t L = (size_t)s->max_len;
+    size_t L = (size_t)s->max_len, W = (size_t)s->window + 1;
     if (!(s->tok = sr_malloc(L * sizeof *s->tok, "stable_greedy tokens")) ||
         !(s->lp = sr_malloc(L * sizeof *s->lp, "stable_greedy log-probs")) ||
-        !(s->rows = sr_malloc(((size_t)s->window + 1) * (size_t)s->vocab * sizeof *s->rows,
-                              "stable_greedy re-check rows"))) {
+        !(s->tops = sr_malloc(W * sizeof *s->tops, "stable_greedy re-check summaries")) ||
+        (!sc->aed_top &&
+         !(s->rows = sr_malloc(W * (size_t)s->vocab * sizeof *s->rows, "stable_greedy re-check rows")))) {
         free(s->tok);
         free(s->lp);
+        free(s->tops);
         free(s);
         return SR_ERR_NOMEM;
     }
@@ -77,6 +80,7 @@ static void sg_begin(void *state, const sr_scorer *sc, sr_aed_gjob *j)
     j->lp = s->lp;
     j->n = &s->n;
     j->from = SR_MAX(s->stable, s->n - s->window);
+    j->tops = s->tops;
     j->rows = s->rows;
 }
 
@@ -85,20 +89,19 @@ static void sg_begin(void *state, const sr_scorer *sc, sr_aed_gjob *j)
 static void sg_after_check(void *state, const sr_scorer *sc, sr_aed_gjob *j)
 {
     sgr_state *s = state;
-    size_t V = (size_t)s->vocab;
     int cut = s->n;
     for (int i = j->from; i < s->n; i++) {
-        const float *row = s->rows + (size_t)(i - j->from) * V;
-        int32_t v = s->tok[i];
-        if (row[v] >= s->lp[i] || sr_aed_in_topk(row, s->vocab, v, 1)) {
-            s->lp[i] = row[v]; /* kept: its newest probability is the next reference */
+        const sr_aed_top *t = &s->tops[i - j->from];
+        /* kept if its log-prob did not fall, or if it is still an argmax (nothing above it) */
+        if (t->tok_lp >= s->lp[i] || !(t->best_lp > t->tok_lp)) {
+            s->lp[i] = t->tok_lp; /* kept: its newest probability is the next reference */
         } else {
             cut = i;
             break;
         }
     }
     s->n = cut;
-    j->dist = s->rows + (size_t)(cut - j->from) * V;
+    j->next = &s->tops[cut - j->from];
     j->cap = sr_aed_cap_tokens(sr_aed_update_ms(sc, &s->cfg, s->k, &s->seen_ms));
     j->min_keep = s->stable;
     j->guard = s->cfg.repetition_guard;
@@ -145,6 +148,7 @@ static void sgr_close(void *state)
     if (!s) return;
     free(s->tok);
     free(s->lp);
+    free(s->tops);
     free(s->rows);
     free(s);
 }
@@ -153,7 +157,7 @@ static size_t sgr_bytes(const void *state)
 {
     const sgr_state *s = state;
     return sizeof *s + (size_t)s->max_len * (sizeof(int32_t) + sizeof(float)) +
-           ((size_t)s->window + 1) * (size_t)s->vocab * sizeof(float);
+           ((size_t)s->window + 1) * (sizeof(sr_aed_top) + (s->rows ? (size_t)s->vocab * sizeof(float) : 0));
 }
 
 const sr_decoder_ops sr_dec_stable_greedy = {

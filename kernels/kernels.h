@@ -313,6 +313,7 @@ typedef struct sr_kprof_entry {
     const char *op;   /* the op's field name in sr_kernels */
     uint64_t calls;
     double seconds;   /* host wall time inside the calls */
+    uint64_t bytes;   /* upload / download: bytes copied (0 for the other ops) */
 } sr_kprof_entry;
 sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr_kernels **out);
 /* The ops called so far (in table order) into out[0 .. cap); returns how many there are. */

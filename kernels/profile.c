@@ -3,7 +3,7 @@
  * "sync", read by sr_kernels_select): per op, the calls and the host wall time spent inside
  * them. Asynchronous tables (CUDA) return from an op once it is queued, so plain mode measures
  * what the host pays per call (launch and argument upload, and the waits of copies, which
- * collect the device time queued before them); "sync" synchronizes after every op so that each
+ * collect the device time queued before them; copies also count their bytes); "sync" synchronizes after every op so that each
  * op's time includes its own device time (slower, serialized: for finding the expensive ops,
  * not for throughput). The device has no profiler of its own here (no nsys), so this is how
  * `srkit bench` shows where a step's time goes. Counters are atomic; one profiled table per
@@ -33,7 +33,7 @@ static const char *const p_names[P_COUNT] = {
 static const sr_kernels *base;
 static int sync_each;
 static sr_kernels prof;
-static atomic_uint_least64_t p_calls[P_COUNT], p_ns[P_COUNT];
+static atomic_uint_least64_t p_calls[P_COUNT], p_ns[P_COUNT], p_bytes[P_COUNT];
 
 static uint64_t now_ns(void)
 {
@@ -71,8 +71,16 @@ static void p_free(void *p)
     base->free(p);
     p_done(P_FREE, t0);
 }
-static sr_status p_upload(void *d, const void *s, size_t n) { TIMED(P_UPLOAD, base->upload(d, s, n)); }
-static sr_status p_download(void *d, const void *s, size_t n) { TIMED(P_DOWNLOAD, base->download(d, s, n)); }
+static sr_status p_upload(void *d, const void *s, size_t n)
+{
+    atomic_fetch_add(&p_bytes[P_UPLOAD], n);
+    TIMED(P_UPLOAD, base->upload(d, s, n));
+}
+static sr_status p_download(void *d, const void *s, size_t n)
+{
+    atomic_fetch_add(&p_bytes[P_DOWNLOAD], n);
+    TIMED(P_DOWNLOAD, base->download(d, s, n));
+}
 static sr_status p_sync(void) { TIMED(P_SYNC, base->sync()); }
 static sr_status p_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                          const float *B, int ldb, float beta, float *C, int ldc)
@@ -223,6 +231,7 @@ int sr_kernels_profile_read(sr_kprof_entry *out, int cap)
             out[n].op = p_names[i];
             out[n].calls = c;
             out[n].seconds = (double)atomic_load(&p_ns[i]) * 1e-9;
+            out[n].bytes = atomic_load(&p_bytes[i]);
         }
         n++;
     }
@@ -234,5 +243,6 @@ void sr_kernels_profile_reset(void)
     for (int i = 0; i < P_COUNT; i++) {
         atomic_store(&p_calls[i], 0);
         atomic_store(&p_ns[i], 0);
+        atomic_store(&p_bytes[i], 0);
     }
 }

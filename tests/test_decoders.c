@@ -124,6 +124,25 @@ static sr_status fake_logprobs(void *ctx, int slot, const int32_t *prefix, int n
     return SR_OK;
 }
 
+/* The fake's batched form answering summary requests (sr_scorer.aed_top): its rows summarized
+ * by sr_aed_top_of_row, out untouched; requests without top get their rows. */
+static sr_status fake_logprobs_top(const sr_aed_req *r, int count)
+{
+    for (int i = 0; i < count; i++) {
+        const sr_aed_req *q = &r[i];
+        int rows = q->n - q->from + 1;
+        float *tmp = q->top ? malloc((size_t)(rows > 0 ? rows : 1) * V * sizeof(float)) : q->out;
+        if (!tmp) return SR_ERR_NOMEM;
+        sr_status st = fake_logprobs(q->ctx, q->slot, q->prefix, q->n, q->from, tmp);
+        for (int j = q->from; !st && q->top && j <= q->n; j++)
+            sr_aed_top_of_row(tmp + (size_t)(j - q->from) * V, V, j < q->n ? q->prefix[j] : -1, EOT,
+                              &q->top[j - q->from]);
+        if (q->top) free(tmp);
+        if (st) return st;
+    }
+    return SR_OK;
+}
+
 /* aed_no_speech of the fake: the window of position n starts after the last break token */
 static sr_status fake_no_speech(void *ctx, const int32_t *prefix, int n, int *start, float *p)
 {
@@ -239,6 +258,23 @@ static int drive(const char *name, const sr_stream_config *cfg, sr_scorer *sc, f
             CU_ASSERT(!memcmp(again[k].tok, out[k].tok, (size_t)out[k].n * sizeof(int32_t)));
         }
     CU_ASSERT_EQUAL(f->calls, 2 * calls); /* the second pass makes the same calls */
+    /* the same updates on a scorer that answers with row summaries (aed_top, the greedy
+     * decoders' requests): the same hypotheses */
+    sr_scorer s2 = *sc;
+    s2.aed_top = 1;
+    s2.aed_logprobs_batch = fake_logprobs_top;
+    void *st2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(ops->open(cfg, &s2, &st2), SR_OK);
+    h.n = h.n_stable = 0;
+    ok = ok && pass(ops, st2, &s2, f, n_chunks, &h, again);
+    if (ok)
+        for (int k = 0; k < n_chunks; k++) {
+            CU_ASSERT_EQUAL(again[k].n, out[k].n);
+            CU_ASSERT_EQUAL(again[k].n_stable, out[k].n_stable);
+            CU_ASSERT(!memcmp(again[k].tok, out[k].tok, (size_t)out[k].n * sizeof(int32_t)));
+        }
+    CU_ASSERT_EQUAL(f->calls, 3 * calls);
+    ops->close(st2);
     f->calls = calls;
     f->n_log = n_log; /* keep the log of the first pass only */
     CU_ASSERT_EQUAL(f->bad, 0);
@@ -508,6 +544,9 @@ static void test_bad_config(void)
     sc.eot = V;
     TEST_ASSERT_ERR(dec("stable_greedy")->open(&cfg, &sc, &st), SR_ERR_ARG, "eot");
     sc.eot = EOT;
+    sc.aed_top = 1; /* summaries are answered by the batched form only */
+    TEST_ASSERT_ERR(dec("stable_greedy")->open(&cfg, &sc, &st), SR_ERR_ARG, "aed_top");
+    sc.aed_top = 0;
     sc.kind = SR_SCORER_SYNC;
     TEST_ASSERT_ERR(dec("local_agreement")->open(&cfg, &sc, &st), SR_ERR_ARG, "AED");
     sc.kind = SR_SCORER_AED;

@@ -660,11 +660,16 @@ static void test_profile(void)
     CU_ASSERT_EQUAL(c->gemm(M, x, K, W, NULL, SR_ACT_NONE, 1.0f, 0.0f, y2, N), SR_OK);
     CU_ASSERT_EQUAL(c->softmax(M, N, y2, N), SR_OK);
     CU_ASSERT_EQUAL(memcmp(y1, y2, sizeof y1), 0);
+    float back[M * N];
+    CU_ASSERT_EQUAL(p->download(back, y1, sizeof back), SR_OK);
+    CU_ASSERT_EQUAL(p->download(back, y1, 2 * sizeof(float)), SR_OK);
     sr_kprof_entry e[8];
     int n = sr_kernels_profile_read(e, 8);
-    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_EQUAL(n, 3);
     for (int i = 0; i < n && i < 8; i++) {
-        CU_ASSERT_EQUAL(e[i].calls, strcmp(e[i].op, "gemm") ? 1u : 3u);
+        int dl = !strcmp(e[i].op, "download");
+        CU_ASSERT_EQUAL(e[i].calls, dl ? 2u : strcmp(e[i].op, "gemm") ? 1u : 3u);
+        CU_ASSERT_EQUAL(e[i].bytes, dl ? sizeof back + 2 * sizeof(float) : 0u);
         CU_ASSERT(e[i].seconds >= 0);
     }
     sr_kernels_profile_reset();

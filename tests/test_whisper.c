@@ -1445,11 +1445,13 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
     void *B = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.batch_open(m, &c, 4, &B), SR_OK);
     int V = w->n_vocab, slots = beam > 1 ? 2 * beam : 2;
-    long rows_cmp = 0, mism = 0, two_slots = 0, two_windows = 0;
+    long rows_cmp = 0, mism = 0, two_slots = 0, two_windows = 0, tops_cmp = 0, mism_top = 0;
     bstr S[4];
     memset(S, 0, sizeof S);
     float *out = malloc((size_t)8 * (max_tok + 1) * V * sizeof(float));
     float *ref = malloc((size_t)(max_tok + 1) * V * sizeof(float));
+    float *out2 = malloc((size_t)8 * (max_tok + 1) * V * sizeof(float));
+    sr_aed_top *tops = malloc((size_t)8 * (max_tok + 1) * sizeof(sr_aed_top));
     size_t bytes = sr_whisper_ops.batch_bytes(B);
     CU_ASSERT(bytes > 0);
     for (int call = 0; call < calls; call++) {
@@ -1516,6 +1518,41 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
             }
         }
         CU_ASSERT_EQUAL_FATAL(S[0].sc.aed_logprobs_batch(req, nr), SR_OK);
+        /* the same requests asking for the rows' summaries (sr_aed_top): all of them (taken
+         * by the table's ops), then every other one beside rows (taken from the rows on the
+         * host); each summary is what sr_aed_top_of_row gives for the row above */
+        for (int pass = 0; pass < 2 && S[0].sc.aed_top; pass++) {
+            sr_aed_req rt[8];
+            for (int r = 0; r < nr; r++) {
+                rt[r] = req[r];
+                rt[r].out = NULL;
+                rt[r].top = tops + (size_t)r * (max_tok + 1);
+                if (pass && r % 2) {
+                    rt[r].top = NULL;
+                    rt[r].out = out2 + (size_t)r * (max_tok + 1) * V;
+                }
+            }
+            CU_ASSERT_EQUAL_FATAL(S[0].sc.aed_logprobs_batch(rt, nr), SR_OK);
+            for (int r = 0; r < nr; r++) {
+                int rows = req[r].n - req[r].from + 1;
+                if (!rt[r].top) {
+                    mism_top += memcmp(rt[r].out, req[r].out, (size_t)rows * V * sizeof(float)) != 0;
+                    continue;
+                }
+                for (int j = req[r].from; j <= req[r].n; j++) {
+                    sr_aed_top want;
+                    sr_aed_top_of_row(req[r].out + (size_t)(j - req[r].from) * V, V,
+                                      j < req[r].n ? req[r].prefix[j] : -1, w->eot, &want);
+                    if (memcmp(&want, &rt[r].top[j - req[r].from], sizeof want) && !mism_top++)
+                        printf("\n      %s call %d request %d row %d: summary %d %g %g %g, row %d %g %g %g",
+                               strategy, call, r, j, rt[r].top[j - req[r].from].best,
+                               rt[r].top[j - req[r].from].best_lp, rt[r].top[j - req[r].from].tok_lp,
+                               rt[r].top[j - req[r].from].eot_lp, want.best, want.best_lp,
+                               want.tok_lp, want.eot_lp);
+                    tops_cmp++;
+                }
+            }
+        }
         for (int r = 0; r < nr; r++) {
             bstr *x = &S[who[r]];
             int rows = req[r].n - req[r].from + 1;
@@ -1539,6 +1576,8 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
         }
     }
     CU_ASSERT_EQUAL(mism, 0);
+    CU_ASSERT_EQUAL(mism_top, 0);
+    CU_ASSERT(tops_cmp > 0);
     CU_ASSERT(two_slots > 0);
     if (!strcmp(strategy, "whisperrt") && chunk_ms == 200) CU_ASSERT(two_windows > 0);
     /* every stream got audio through to its end and some text */
@@ -1546,6 +1585,8 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
     for (int i = 0; i < 4; i++) bstr_close(&S[i]);
     sr_whisper_ops.batch_close(B);
     free(out);
+    free(out2);
+    free(tops);
     free(ref);
     return rows_cmp;
 }

@@ -1389,11 +1389,15 @@ static void bench_print_profile(double steps)
             strcmp(mode, "sync") ? "host time inside each call; copies wait for queued work"
                                  : "each call waited for: its device time included",
             steps);
-    fprintf(stderr, "%-14s %10s %10s %10s %9s %6s\n", "op", "calls", "per step", "total ms", "us/call", "share");
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "%-14s %10llu %10.1f %10.1f %9.2f %5.1f%%\n", e[i].op, (unsigned long long)e[i].calls,
+    fprintf(stderr, "%-14s %10s %10s %10s %9s %6s %12s\n", "op", "calls", "per step", "total ms", "us/call",
+            "share", "bytes/step");
+    for (int i = 0; i < n; i++) {
+        fprintf(stderr, "%-14s %10llu %10.1f %10.1f %9.2f %5.1f%%", e[i].op, (unsigned long long)e[i].calls,
                 steps > 0 ? (double)e[i].calls / steps : 0.0, e[i].seconds * 1e3,
                 e[i].seconds * 1e6 / (double)e[i].calls, total > 0 ? 100.0 * e[i].seconds / total : 0.0);
+        if (e[i].bytes) fprintf(stderr, " %12.0f", steps > 0 ? (double)e[i].bytes / steps : 0.0);
+        fputc('\n', stderr);
+    }
 }
 
 /* The device memory figures: the peak, and what is held at the end split into weights, cache

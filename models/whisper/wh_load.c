@@ -357,6 +357,8 @@ sr_status wh_model_load(sr_model *m, sr_h5 *f)
         }
         st = sr_model_fconst(m, "whisper logit mask", mk, (size_t)w->n_vocab, &w->mask);
         if (!st) st = sr_model_fconst(m, "whisper first-position logit mask", mk + w->n_vocab, (size_t)w->n_vocab, &w->mask_begin);
+        static const float ninf = -INFINITY;
+        if (!st) st = sr_model_fconst(m, "whisper -inf", &ninf, 1, &w->ninf);
     }
     free(mk);
     if (st) {

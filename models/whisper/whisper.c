@@ -164,6 +164,21 @@ static void one_hot(float *row, int V, int t)
     row[t] = 0.0f;
 }
 
+/* Request r's row j (r->from <= j <= r->n) certain of token t: the row, or its summary (what
+ * sr_aed_top_of_row gives for the one-hot row). */
+static void certain_row(const sr_aed_req *r, int V, int32_t eot, int j, int32_t t)
+{
+    if (!r->top) {
+        one_hot(r->out + (size_t)(j - r->from) * V, V, t);
+        return;
+    }
+    sr_aed_top *o = &r->top[j - r->from];
+    o->best = t;
+    o->best_lp = 0.0f;
+    o->tok_lp = j < r->n ? (r->prefix[j] == t ? 0.0f : -INFINITY) : NAN;
+    o->eot_lp = eot == t ? 0.0f : -INFINITY;
+}
+
 
 /* ---- the AED scorer: requests planned per stream, computed as one batch ---- */
 
@@ -175,7 +190,7 @@ typedef struct {
     int j;
     int active, wj, L0, Lmax;
     const int32_t *txt;
-    float *row;
+    int r0;             /* the request's row of local position L0 (its position r->from + r0) */
     int N, c0, i_from;  /* decoder inputs [0, N), computed from c0, first output row i_from */
 } aed_plan;
 
@@ -190,8 +205,9 @@ static sr_status aed_prepare(wh_stream *s, const sr_aed_req *r)
     if (n < 0 || r->from < 0 || r->from > n)
         return sr_error(SR_ERR_ARG, "whisper aed_logprobs: from %d, n %d: need 0 <= from <= n",
                         r->from, n);
-    if ((n && !r->prefix) || !r->out)
-        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: %s is NULL", r->out ? "prefix" : "out");
+    if ((n && !r->prefix) || (!r->out && !r->top))
+        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: %s is NULL",
+                        n && !r->prefix ? "prefix" : "out");
     wh_slot *sl = &s->slot[r->slot];
     if (n + 1 > sl->pcap) {
         int cap = 2 * (n + 1);
@@ -234,9 +250,8 @@ static sr_status aed_next(aed_plan *p)
     p->active = 0;
     while (p->j <= n) {
         int j = p->j, wj = sl->pwin[j];
-        float *row = r->out + (size_t)(j - r->from) * V;
         if (s->n_win == 0 || wj < s->win_first) { /* no audio yet, or a finished window */
-            one_hot(row, V, j < n ? r->prefix[j] : (s->n_win == 0 ? w->eot : w->brk));
+            certain_row(r, V, w->eot, j, j < n ? r->prefix[j] : (s->n_win == 0 ? w->eot : w->brk));
             p->j++;
             continue;
         }
@@ -252,7 +267,7 @@ static sr_status aed_next(aed_plan *p)
                             w->text_cap);
         int Lmax = Lend < w->text_cap ? Lend : w->text_cap - 1;
         if (Lend == w->text_cap) /* the row after the computed ones */
-            one_hot(r->out + (size_t)(jb - r->from) * V, V, wj < s->n_win - 1 ? w->brk : w->eot);
+            certain_row(r, V, w->eot, jb, wj < s->n_win - 1 ? w->brk : w->eot);
         p->j = jb + 1;
         if (L0 <= Lmax) {
             p->active = 1;
@@ -260,7 +275,7 @@ static sr_status aed_next(aed_plan *p)
             p->L0 = L0;
             p->Lmax = Lmax;
             p->txt = r->prefix + (j - L0);
-            p->row = row;
+            p->r0 = j - r->from;
             return SR_OK;
         }
     }
@@ -293,38 +308,74 @@ static void aed_seq(aed_plan *p, int32_t *tok, wh_dseq *q)
     q->enc_len = s->win_len[hw];
 }
 
-/* Logits of the staged rows (one gemm), the logit rules, and each row to its place. The rules
- * are applied where the logits are: the suppressed tokens get -inf (one add of the mask row to
- * every row; rows at a window's first text position also the first-position mask), then one
- * log-softmax over every staged row (rows are independent: the same bits as per row). In a
- * window that is not the newest, EOT is presented as brk: brk is a timestamp, suppressed, so
- * moving EOT's log-prob to brk's place after the log-softmax is what moving its logit before
- * it would give (the normalizer sums the same terms). */
+/* Logits of the staged rows (one gemm), the logit rules, and each row (or its summary) to its
+ * place. The rules are applied where the logits are: the suppressed tokens get -inf (one add
+ * of the mask row to every row; rows at a window's first text position also the
+ * first-position mask), then one log-softmax over every staged row (rows are independent: the
+ * same bits as per row). In a window that is not the newest, EOT is presented as brk: brk is a
+ * timestamp, suppressed, so moving EOT's log-prob to brk's place after the log-softmax is what
+ * moving its logit before it would give (the normalizer sums the same terms); two one-entry
+ * copies per such row, which only decoding past a 30 s window's end meets.
+ * Summaries (sr_aed_req.top) are taken where the rows are too when every staged row asks for
+ * one: the argmax by the table's topk (k = 1), the probed and EOT entries by one copy_rows, and
+ * one copy of 16 bytes a row to the host instead of the row's n_vocab floats. Otherwise the
+ * rows come to the host (one copy on a device) and the summaries are taken there
+ * (sr_aed_top_of_row: the same rule as topk). */
 static sr_status aed_flush(wh_batch *b, int *ln)
 {
     const wh_model *w = b->w;
-    int V = w->n_vocab;
+    int V = w->n_vocab, n = *ln;
     const sr_kernels *k = w->k;
-    size_t bytes = (size_t)*ln * V * sizeof(float);
-    sr_status st = *ln ? wh_logits(w, b->lh, *ln, b->logits) : SR_OK;
-    if (!st && *ln) st = k->add(*ln, V, w->mask, 0, 1.0f, b->logits, V);
-    for (int r = 0; r < *ln && !st; r++)
-        if (b->lpos[r] == 0) st = k->add(1, V, w->mask_begin, 0, 1.0f, b->logits + (size_t)r * V, V);
-    if (!st && *ln) st = k->logsoftmax(*ln, V, b->logits, V, b->logits, V);
-    if (k->host_visible) {
-        for (int r = 0; r < *ln && !st; r++)
-            st = k->download(b->ldst[r], b->logits + (size_t)r * V, (size_t)V * sizeof(float));
-    } else if (!st && *ln) { /* a device: one copy (each waits for the queue), then the rows */
-        st = k->download(b->hlog, b->logits, bytes);
-        for (int r = 0; r < *ln && !st; r++)
-            memcpy(b->ldst[r], b->hlog + (size_t)r * V, (size_t)V * sizeof(float));
-    }
-    for (int r = 0; r < *ln && !st; r++)
-        if (b->lclosed[r]) { /* an older window ends with brk where the newest would end with EOT */
-            b->ldst[r][w->brk] = b->ldst[r][w->eot];
-            b->ldst[r][w->eot] = -INFINITY;
-        }
     *ln = 0;
+    if (!n) return SR_OK;
+    sr_status st = wh_logits(w, b->lh, n, b->logits);
+    if (!st) st = k->add(n, V, w->mask, 0, 1.0f, b->logits, V);
+    for (int r = 0; r < n && !st; r++)
+        if (b->lpos[r] == 0) st = k->add(1, V, w->mask_begin, 0, 1.0f, b->logits + (size_t)r * V, V);
+    if (!st) st = k->logsoftmax(n, V, b->logits, V, b->logits, V);
+    int all_top = 1;
+    for (int r = 0; r < n && !st; r++) {
+        float *L = b->logits + (size_t)r * V;
+        all_top &= b->ltop[r] != NULL;
+        if (b->lclosed[r]) { /* an older window ends with brk where the newest would end with EOT */
+            st = k->copy2d(1, 1, L + w->eot, 1, L + w->brk, 1);
+            if (!st) st = k->copy2d(1, 1, w->ninf, 1, L + w->eot, 1);
+        }
+    }
+    if (st) return st;
+    if (all_top) {
+        int32_t *ids = b->sum;
+        float *vals = (float *)b->sum + n, *got = (float *)b->sum + 2 * (size_t)n;
+        for (int r = 0; r < n; r++) {
+            const float *L = b->logits + (size_t)r * V;
+            b->gsrc[2 * r] = L + (b->lprobe[r] >= 0 ? b->lprobe[r] : w->eot);
+            b->gsrc[2 * r + 1] = L + w->eot;
+        }
+        st = k->topk(n, V, 1, b->logits, V, ids, vals);
+        if (!st) st = k->copy_rows(2 * n, 1, b->gsrc, got, 1);
+        if (!st) st = k->download(b->hsum, b->sum, 4 * (size_t)n * sizeof(uint32_t));
+        if (st) return st;
+        const float *hv = (const float *)b->hsum + n, *hg = (const float *)b->hsum + 2 * (size_t)n;
+        for (int r = 0; r < n; r++) {
+            sr_aed_top *o = b->ltop[r];
+            o->best = (int32_t)b->hsum[r];
+            o->best_lp = hv[r];
+            o->tok_lp = b->lprobe[r] >= 0 ? hg[2 * r] : NAN;
+            o->eot_lp = hg[2 * r + 1];
+        }
+        return SR_OK;
+    }
+    const float *hl = b->logits;
+    if (!k->host_visible) { /* a device: one copy (it waits for the queue), then the rows */
+        st = k->download(b->hlog, b->logits, (size_t)n * V * sizeof(float));
+        hl = b->hlog;
+    }
+    for (int r = 0; r < n && !st; r++) {
+        const float *row = hl + (size_t)r * V;
+        if (b->ltop[r]) sr_aed_top_of_row(row, V, b->lprobe[r], w->eot, b->ltop[r]);
+        else if (k->host_visible) st = k->download(b->ldst[r], row, (size_t)V * sizeof(float));
+        else memcpy(b->ldst[r], row, (size_t)V * sizeof(float));
+    }
     return st;
 }
 
@@ -374,8 +425,12 @@ static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
             for (int r = 0; r < nr && !st;) {
                 int take = SR_MIN(nr - r, b->lrows - ln);
                 for (int t = 0; t < take; t++) {
+                    const sr_aed_req *rq = p->r;
+                    int row = p->r0 + r + t, j = rq->from + row; /* the request's row, position */
                     b->lsrc[ln + t] = b->ds.h + (size_t)(hr + r + t) * w->d;
-                    b->ldst[ln + t] = p->row + (size_t)(r + t) * w->n_vocab;
+                    b->ldst[ln + t] = rq->top ? NULL : rq->out + (size_t)row * w->n_vocab;
+                    b->ltop[ln + t] = rq->top ? rq->top + row : NULL;
+                    b->lprobe[ln + t] = j < rq->n ? rq->prefix[j] : -1;
                     b->lpos[ln + t] = p->L0 + r + t;
                     b->lclosed[ln + t] = (uint8_t)closed;
                 }
@@ -978,6 +1033,7 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     sc->aed_max_len = 1 << 16;
     sc->aed_logprobs = wh_aed_logprobs;
     sc->aed_logprobs_batch = wh_aed_logprobs_batch;
+    sc->aed_top = 1;
     sc->batch_max = b->req_max;
     sc->aed_batch_multi = 1; /* distinct slots of one stream plan independently (per-slot maps) */
     sc->aed_audio_ms = wh_audio_ms;
@@ -1019,6 +1075,11 @@ static void wh_batch_close(void *batch)
     free(b->lsrc);
     free(b->lpos);
     free(b->lclosed);
+    free(b->ltop);
+    free(b->lprobe);
+    free(b->gsrc);
+    k->free(b->sum);
+    free(b->hsum);
     free(b->tok);
     free(b->dq);
     free(b->plan);
@@ -1042,8 +1103,10 @@ static size_t wh_batch_bytes(const void *batch)
     n += (size_t)b->es.rows * d * f;
     n += ms * (sizeof(wh_eseq) + sizeof(int) + sizeof(void *)) +
          (size_t)b->req_max * (sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) + (size_t)w->n_text_ctx * sizeof(int32_t));
-    /* lh, logits, the host copy of the logits, ldst, lsrc, lpos, lclosed */
-    n += (size_t)b->lrows * ((d + 2 * (size_t)w->n_vocab) * f + 2 * sizeof(float *) + sizeof(int) + 1);
+    /* lh, logits, the host copy of the logits, ldst, lsrc, lpos, lclosed, ltop, lprobe, gsrc,
+     * sum and hsum */
+    n += (size_t)b->lrows * ((d + 2 * (size_t)w->n_vocab) * f + 2 * sizeof(float *) + sizeof(int) + 1 +
+                             sizeof(sr_aed_top *) + sizeof(int32_t) + 2 * sizeof(float *) + 8 * sizeof(uint32_t));
     return n;
 }
 
@@ -1096,6 +1159,11 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         !(b->lsrc = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
         !(b->lpos = sr_malloc(lr * sizeof(int), "whisper logits rows")) ||
         !(b->lclosed = sr_malloc(lr, "whisper logits rows")) ||
+        !(b->ltop = sr_malloc(lr * sizeof(sr_aed_top *), "whisper logits rows")) ||
+        !(b->lprobe = sr_malloc(lr * sizeof(int32_t), "whisper logits rows")) ||
+        !(b->gsrc = sr_malloc(2 * lr * sizeof(float *), "whisper logits rows")) ||
+        !(b->sum = k->alloc(4 * lr * sizeof(uint32_t))) ||
+        !(b->hsum = sr_malloc(4 * lr * sizeof(uint32_t), "whisper row summaries")) ||
         !(b->tok = sr_malloc(Q * w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||
         !(b->dq = sr_malloc(Q * sizeof(wh_dseq), "whisper decoder sequences")) ||
         !(b->plan = sr_malloc(Q * sizeof(aed_plan), "whisper scorer requests")) ||

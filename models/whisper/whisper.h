@@ -52,6 +52,7 @@ typedef struct wh_model {
     uint8_t *suppress_begin;  /* [n_vocab] 1 = also -inf at a window's first text position */
     const float *mask;        /* [n_vocab] table: -inf where suppress, else 0 (added to logits) */
     const float *mask_begin;  /* [n_vocab] table: -inf where only suppress_begin, else 0 */
+    const float *ninf;        /* [1] table: -inf (EOT's place in a closed window's row) */
     /* config.streaming (docs/whisper.md): weights trained for the block-causal encoder
      * (WhisperRT) pick whisperrt + stable_greedy at a trained chunk size by default */
     int causal;               /* streaming.causal; 0 without the block */
@@ -252,6 +253,11 @@ typedef struct wh_batch {
     const float **lsrc;         /* [lrows] its hidden row in the decoder scratch (table) */
     int *lpos;                  /* [lrows] its window-local text position */
     uint8_t *lclosed;           /* [lrows] 1: its window is not the newest */
+    sr_aed_top **ltop;          /* [lrows] where its summary goes (sr_aed_req.top), or NULL */
+    int32_t *lprobe;            /* [lrows] the prefix's token at its position, -1 past the end */
+    const float **gsrc;         /* [2 lrows] the entries each summary gathers (table) */
+    void *sum;                  /* [4 lrows] words: the summaries' ids, maxima, entries (table) */
+    uint32_t *hsum;             /* [4 lrows] their host copy */
     int32_t *tok;               /* [req_max, n_text_ctx] decoder inputs being built */
     wh_dseq *dq;                /* [req_max] sequences of one decoder pass */
     void *plan;                 /* [req_max] per-request plans (whisper.c) */
