@@ -51,6 +51,7 @@ void sr_stream_config_init(sr_stream_config *c)
     c->record_timeline = 1;
     c->repetition_guard = 1;
     c->cache_dtype = NULL;
+    c->max_seconds = 0;
 }
 
 /* ---- the schema --------------------------------------------------------------------------- */
@@ -107,6 +108,7 @@ static const field_def FIELDS[] = {
     {"stream", "cache_dtype", "stream.cache_dtype", K_ENUM, 0, CACHE_DTYPES, OFF(stream.cache_dtype), 0},
     {"stream", "repetition_guard", "stream.repetition_guard", K_BOOL, 0, NULL,
      OFF(stream.repetition_guard), 0},
+    {"stream", "max_seconds", "stream.max_seconds", K_INT, 0, NULL, OFF(stream.max_seconds), SR_MAX_SECONDS_MAX},
     {"data", "format", "data.format", K_ENUM, 0, FORMATS, OFF(data.format), 0},
     {"data", "path", "data.path", K_STR, 0, NULL, OFF(data.path), 0},
     {"data", "limit", "data.limit", K_INT, 0, NULL, OFF(data.limit), 1e9},

@@ -195,6 +195,10 @@ typedef struct sr_stream_config {
                                 rejects a type it lacks; read when the stream opens */
     int repetition_guard;  /* 1 (default): the AED decoders cut a repetition loop at the end of a
                               hypothesis (docs/decoders.md); 0: off, for paper-exact runs */
+    int max_seconds;       /* 0 (default): streams of any length. N: a stream holds at most N s
+                              of audio (a feed past it fails with SR_ERR_ARG naming the field),
+                              and a backend may size per-stream caches by it (Voxtral's decoder
+                              K/V: the positions of N s instead of the model's whole window) */
 } sr_stream_config;
 
 void sr_stream_config_init(sr_stream_config *c);

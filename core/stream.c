@@ -393,6 +393,7 @@ sr_status sr_stream_config_check(const sr_stream_config *c)
         {"stream.att_context[1]", c->att_context[1], -1, SR_ATT_CONTEXT_MAX},
         {"stream.delay_tokens", c->delay_tokens, 0, SR_DELAY_TOKENS_MAX},
         {"stream.repetition_guard", c->repetition_guard, 0, 1},
+        {"stream.max_seconds", c->max_seconds, 0, SR_MAX_SECONDS_MAX},
     };
     for (size_t i = 0; i < SR_ARRAY_LEN(f); i++)
         if (f[i].v < f[i].lo || f[i].v > f[i].hi)
@@ -642,6 +643,10 @@ sr_status sr_stream_feed(sr_stream *s, const float *pcm, size_t n)
     pthread_mutex_lock(&e->qmu);
     if (s->err) st = stream_err(s);
     else if (s->finish_req) st = sr_error(SR_ERR_ARG, "sr_stream_feed: stream already finished (reset it first)");
+    else if (e->cfg.max_seconds && s->samples_in + (int64_t)n > (int64_t)e->cfg.max_seconds * 16000)
+        st = sr_error(SR_ERR_ARG, "stream.max_seconds: this feed brings the stream to %.2f s of "
+                      "audio, past its %d s (nothing of it was taken)",
+                      (double)(s->samples_in + (int64_t)n) / 16000.0, e->cfg.max_seconds);
     else if (!e->solo) st = queue_push(s, pcm, n);
     pthread_mutex_unlock(&e->qmu);
     if (st || !e->solo) return st;

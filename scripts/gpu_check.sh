@@ -102,8 +102,14 @@ if [ -f "$R" ]; then
 fi
 if [ -f /tmp/m/vx.done ]; then
     V=/tmp/m/vx.h5
-    B 40 $C --model $V --audio $A --max-ms 3000
-    B 40 $C --streams 64 --realtime --model $V --audio $A --stream '{"cache_dtype": "bf16"}' --max-ms 3000
+    B 40 $C --model $V --audio $A --max-ms 10000
+    # max_seconds: each stream's decoder ring for 30 s of audio instead of 8,192 positions
+    # (64 whole-window streams need 82 GB of state: more than an H100 holds)
+    VS='{"cache_dtype": "bf16", "max_seconds": 30}'
+    B 40 $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 3000
+    echo "== SRKIT_PROFILE=sync, Voxtral mini-4b shape, 64 streams"
+    SRKIT_PROFILE=sync timeout 40 srkit bench $C --streams 64 --model $V --audio $A --stream "$VS" \
+        --max-ms 1500 2>&1 | tail -n 24
 else
     echo "== voxtral model not ready: $(tail -n 1 "$OUT/synthvx.log")"
 fi
@@ -115,9 +121,9 @@ for dt in f32 bf16; do
 done
 if [ -f /tmp/m/vx.done ]; then
     echo "== transformers Voxtral (bf16, batch 1)"
-    timeout 90 python3 scripts/bench_voxtral_transformers.py /tmp/m/vx.h5 --device cuda --audio noise \
-        --seconds 3 2>/dev/null | python3 -c 'import json, sys
-j = json.load(sys.stdin); j.pop("steps", None); print(j)'
+    timeout 120 python3 scripts/bench_voxtral_transformers.py /tmp/m/vx.h5 --device cuda --audio noise \
+        --seconds 3 2>/tmp/tv.err | python3 -c 'import json, sys
+j = json.load(sys.stdin); j.pop("steps", None); print(j)' || tail -n 3 /tmp/tv.err
 fi
 echo "== bench gemm"; timeout 30 srkit bench gemm --device cuda | tail -n 22
 nvidia-smi --query-gpu=name,memory.used --format=csv,noheader

@@ -248,6 +248,8 @@ static const schema_case SCHEMA[] = {
      "stream.decoder_kv_cache: expected a boolean (true or false), got number"},
     {"", "", ", \"stream\": {\"delay_tokens\": 6}", SR_OK, NULL},
     {"", "", ", \"stream\": {\"delay_tokens\": -6}", SR_ERR_ARG, "stream.delay_tokens: must be in 0 .. 10000"},
+    {"", "", ", \"stream\": {\"max_seconds\": 40}", SR_OK, NULL},
+    {"", "", ", \"stream\": {\"max_seconds\": 86401}", SR_ERR_ARG, "stream.max_seconds: must be in 0 .. 86400"},
     {"", "", ", \"stream\": {\"record_timeline\": true}", SR_OK, NULL},
     {"", "", ", \"stream\": {\"record_timeline\": \"yes\"}", SR_ERR_FORMAT,
      "stream.record_timeline: expected a boolean (true or false), got string"},

@@ -379,6 +379,81 @@ static void test_stream_kv_bytes(void)
     sr_model_free(m);
 }
 
+/* stream.max_seconds on the model of mini-4b's geometry (an 8,192-position decoder window):
+ * the decoder ring sized for that much audio gives the golden tokens as the whole window does;
+ * a feed past it is refused; the backend refuses a decoder position past its ring (a stream
+ * driven past it through the backend's ops, as no engine does) instead of wrapping. */
+static void test_max_seconds(void)
+{
+    sr_model *m = test_load_model("voxtral/model_full.h5");
+    sr_h5 *g = open_golden();
+    size_t n = 0;
+    float *audio = test_golden_audio(g, &n);
+    sr_h5_close(g);
+    int nt = 0;
+    int32_t *want = gold_tokens("full", &nt);
+    CU_ASSERT_FATAL(audio && want && n > 16000);
+    int secs = (int)((n + 15999) / 16000);
+    size_t bytes[2] = {0, 0};
+    for (int c = 0; c < 2; c++) {
+        sr_stream_config cfg;
+        sr_stream_config_init(&cfg);
+        cfg.max_seconds = c ? secs : 0;
+        sr_stream *st = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &cfg, &st), SR_OK);
+        feed_split(st, audio, n, 3000, 7);
+        CU_ASSERT(same_tokens(sr_stream_hypothesis(st), want, nt));
+        sr_memstats ms;
+        sr_memory(m, st, &ms);
+        bytes[c] = ms.stream_bytes;
+        sr_stream_close(st);
+    }
+    printf("\n      %.2f s of audio: stream %zu B unbounded, %zu B with max_seconds %d", (double)n / 16000,
+           bytes[0], bytes[1], secs);
+    CU_ASSERT(bytes[1] < bytes[0] / 2);
+    /* the ring's rows: the positions of max_seconds of audio, not the window */
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.max_seconds = 1;
+    void *batch = NULL, *state = NULL;
+    sr_chunking ck;
+    sr_scorer sc;
+    CU_ASSERT_EQUAL_FATAL(open_solo(m, &cfg, &batch, &state, &ck, &sc), SR_OK);
+    const vx_batch *B = batch;
+    CU_ASSERT(B->pos_cap > 0 && B->dk->rows < B->w->window);
+    CU_ASSERT_EQUAL(B->dk->rows, (int)B->pos_cap + SR_MAX(B->prompt_len - 1, 1) - 1);
+    /* past the ring through the backend's ops (5 s of the audio repeated): refused, naming
+     * the field */
+    sr_status st = SR_OK;
+    float *logits = malloc((size_t)sc.vocab * sizeof(float));
+    size_t pos = 0, n5 = 5 * 16000;
+    float *a5 = malloc(n5 * sizeof(float));
+    for (size_t i = 0; i < n5; i++) a5[i] = audio[i % n];
+    int t = 0;
+    while (!st && pos < n5) {
+        size_t take = SR_MIN(pos ? ck.chunk : ck.first_chunk, n5 - pos);
+        st = m->ops->process(state, a5 + pos, take, 0);
+        pos += take;
+        for (int nf = st ? 0 : sc.sync_frames(sc.ctx); !st && t < nf; t++)
+            st = sc.sync_step(sc.ctx, t, -1 + (t > 0) * 3, logits);
+    }
+    CU_ASSERT_EQUAL(st, SR_ERR_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(sr_last_error(), "stream.max_seconds"));
+    free(logits);
+    free(a5);
+    close_solo(m, batch, state);
+    /* through the public API the feed itself is refused */
+    sr_stream *ps = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &cfg, &ps), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_feed(ps, audio, 16000), SR_OK);
+    TEST_ASSERT_ERR(sr_stream_feed(ps, audio, 1), SR_ERR_ARG, "stream.max_seconds");
+    CU_ASSERT_EQUAL(sr_stream_finish(ps), SR_OK);
+    sr_stream_close(ps);
+    free(audio);
+    free(want);
+    sr_model_free(m);
+}
+
 static void stream_memory(const char *kv)
 {
     sr_model *m = test_load_model("voxtral/model.h5");
@@ -1223,6 +1298,7 @@ void test_register_voxtral(void)
                {"full_windows_precision_bf16", test_parity_full_prec_bf16});
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits}, {"sync_token", test_sync_token},
                {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes},
+               {"max_seconds", test_max_seconds},
                {"batch_equals_solo", test_batch_f32}, {"batch_equals_solo_kv_bf16", test_batch_bf16});
     TEST_SUITE("voxtral_batch", {"streams_equal_alone", test_streams_f32},
                {"streams_equal_alone_kv_bf16", test_streams_bf16}, {"contexts_slots", test_batch_errors});

@@ -110,6 +110,12 @@ static sr_status decode_pass(vx_batch *B, int n_seq, int logits)
     float *x = B->s.x;
     sr_kbatch kb = {.n_seq = n_seq, .row0 = B->row0, .slot = B->slot, .pos = B->pos};
     int n = B->row0[n_seq];
+    for (int i = 0; i < n_seq && B->pos_cap; i++) /* never past what the ring was sized for */
+        if (B->pos[i] + (B->row0[i + 1] - B->row0[i]) > B->pos_cap)
+            return sr_error(SR_ERR_ARG, "voxtral: stream.max_seconds %d: decoder position %lld is "
+                            "past the %lld its caches hold", B->max_seconds,
+                            (long long)(B->pos[i] + (B->row0[i + 1] - B->row0[i]) - 1),
+                            (long long)B->pos_cap);
     sr_status st = k->gather(w->embed, B->ids, n, x, d);
     /* every row's audio embedding (its position's ring row, or zeros), gathered in one call
      * and added in one */
@@ -496,7 +502,18 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
      * window + n - 1 of them, so enc_steps steps of 4 rows fit */
     int er_rows = SR_MAX(2 * w->enc_window, w->enc_window + VX_ENC_PER_STEP - 1);
     B->enc_steps = SR_MIN(VX_ENC_STEPS_MAX, (er_rows - w->enc_window + 1) / VX_ENC_PER_STEP);
-    int dr_rows = w->window + SR_MAX(L - 1, 1) - 1;
+    /* decoder ring: a window (a call of n rows needs window + n - 1 rows); with
+     * stream.max_seconds, the positions such a stream reaches when fewer: the left padding, its
+     * 80 ms steps (one more for the partial last), the right padding, the flush steps and the
+     * delay (a prompt longer than the padded audio), and 2 spare */
+    int dr_win = w->window;
+    B->max_seconds = cfg->max_seconds;
+    if (cfg->max_seconds) {
+        int64_t steps = ((int64_t)cfg->max_seconds * 16000 + 1279) / 1280 + 1;
+        B->pos_cap = w->n_left + steps + w->n_right + w->flush_tokens + delay + 2;
+        if (B->pos_cap < dr_win) dr_win = (int)B->pos_cap;
+    }
+    int dr_rows = dr_win + SR_MAX(L - 1, 1) - 1;
     /* one call's rows per stream: its encoder steps, or its prompt */
     int rows = SR_MAX(B->enc_steps * VX_ENC_PER_STEP, L);
     size_t s1 = (size_t)S + 1, all = (size_t)S * rows;

@@ -104,6 +104,9 @@ typedef struct vx_batch {
     sr_kpool *emb;                 /* audio embeddings not yet consumed (f32): [1][S][emb_cap]
                                       [dim], position p in ring row p % emb_cap */
     int emb_cap;                   /* L + n_left + n_right + 4 */
+    int max_seconds;               /* stream.max_seconds (0: unbounded) */
+    int64_t pos_cap;               /* 0, or the decoder positions a stream of max_seconds
+                                      reaches at most (the K/V ring is sized by it) */
     float *zero;                   /* [dim] zeros: the input of rows without audio */
     float *hmel;                   /* [2 s.rows][n_mels] an encoder call's mel frames, staged
                                       for one upload (host) */
