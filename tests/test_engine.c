@@ -635,6 +635,23 @@ static void test_op_calls(void)
         CU_ASSERT(total > 0);
         sr_model_free(m);
     }
+    /* rnnt_beam with stream.beam 0 (its default, 4): all beams' calls of a round in one call,
+     * as with beam 4 (the scorer's rows are sized for the beams the decoder takes) */
+    setenv("SRKIT_PROFILE", "1", 1);
+    sr_model *m = test_load_model("fastconformer/rand.h5");
+    unsetenv("SRKIT_PROFILE");
+    sr_kprof_entry b0[OPC_MAX], b4[OPC_MAX];
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.decoder = "rnnt_beam";
+    cfg.beam = 0;
+    int n0 = op_calls(m, &cfg, 8, audio, n, b0);
+    cfg.beam = 4;
+    int n4 = op_calls(m, &cfg, 8, audio, n, b4);
+    CU_ASSERT(n0 > 0 && calls_of(b0, n0, "lstm_cell") > 0);
+    CU_ASSERT_EQUAL(calls_of(b0, n0, "lstm_cell"), calls_of(b4, n4, "lstm_cell"));
+    CU_ASSERT_EQUAL(calls_of(b0, n0, "gemm"), calls_of(b4, n4, "gemm"));
+    sr_model_free(m);
     free(audio);
 }
 

@@ -211,8 +211,9 @@ static sr_status fc_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     b->seen = (unsigned char *)(b->nnew + S);
     b->bytes += host;
     /* scorer scratch in table memory, one block of Q rows per array: a row per request, up to
-     * stream.beam requests per stream in one call (a beam decoder's calls of a round) */
-    size_t Q = S * (size_t)SR_MAX(cfg->beam, 1);
+     * stream.beam requests per stream in one call (a beam decoder's calls of a round; beam 0
+     * is rnnt_beam's default of 4) */
+    size_t Q = S * (size_t)(cfg->beam > 0 ? cfg->beam : 4);
     if (Q > INT_MAX) {
         st = sr_error(SR_ERR_ARG, "fastconformer: %d streams x stream.beam %d scorer rows", max_streams, cfg->beam);
         goto fail;
