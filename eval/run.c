@@ -211,6 +211,23 @@ sr_status sr_defaults_json(const sr_model *m, const sr_stream_config *c, cJSON *
 
 /* stream.resolved of a run object, so a config that leaves the strategy to the model still
  * says what ran. */
+/* The stream.max_seconds a run's streams get when its config leaves it 0: the longest
+ * utterance's duration rounded up, plus 1 s, when every runnable utterance's duration is known
+ * (else 0, unbounded). The text is the same; a backend that sizes per-stream caches by it
+ * (Voxtral's decoder K/V) holds a fraction of the state it would reserve for any length. */
+static int run_max_seconds(const sr_dataset *d)
+{
+    double longest = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const sr_utt *u = &d->utts[i];
+        if (u->problem) continue;
+        if (!(u->duration_s > 0)) return 0;
+        longest = SR_MAX(longest, u->duration_s);
+    }
+    double s = ceil(longest) + 1;
+    return s <= SR_MAX_SECONDS_MAX ? (int)s : 0;
+}
+
 static sr_status add_resolved(const sr_model *m, const sr_stream_config *c, cJSON *run_obj)
 {
     cJSON *o = NULL;
@@ -749,7 +766,9 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
         if (!(*model_key = sr_strdup(key))) { st = SR_ERR_NOMEM; goto out; }
     }
     int P = pc->opt->parallel > 1 ? pc->opt->parallel : 1;
-    if (P == 1 && (st = sr_stream_open(*model, &r->stream, &s))) goto out;
+    sr_run_config rs = *r; /* the run as its streams see it: stream.max_seconds filled in */
+    if (!rs.stream.max_seconds) rs.stream.max_seconds = run_max_seconds(d);
+    if (P == 1 && (st = sr_stream_open(*model, &rs.stream, &s))) goto out;
     if ((st = sr_normalizer_create(r->normalizer, NULL, &norm)) || (st = sr_corpus_create(&running))) goto out;
 
     pc->p = (sr_eval_progress){.run_name = r->name, .run_index = ri, .n_runs = n_runs, .total = d->n,
@@ -769,7 +788,7 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
     if (!(done = sr_calloc(d->n ? d->n : 1, 1, "done utterances"))) { st = SR_ERR_NOMEM; goto out; }
     for (size_t i = 0; i < d->n; i++)
         for (size_t k = 0; k < n_rec && !done[i]; k++) done[i] = !strcmp(rec[k].id, d->utts[i].id);
-    if (P > 1 && (st = run_parallel(*model, r, P, d, done, rec, &n_rec, utts_path, &setup, running, pc)))
+    if (P > 1 && (st = run_parallel(*model, &rs, P, d, done, rec, &n_rec, utts_path, &setup, running, pc)))
         goto out;
     for (size_t i = 0; P == 1 && i < d->n; i++) {
         if (!done[i] && ((st = record_start(&d->utts[i], &rec[n_rec])) ||
@@ -779,6 +798,7 @@ static sr_status eval_one(const sr_run_config *r, size_t ri, size_t n_runs, cons
     }
     if ((st = finish_run(r, rec, n_rec, run_dir, sr_model_arch(*model), run_obj))) goto out;
     if ((st = add_resolved(*model, &r->stream, *run_obj))) goto out;
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(*run_obj, "stream"), "max_seconds_used", rs.stream.max_seconds);
     cJSON_AddNumberToObject(*run_obj, "parallel", P);
     /* wall time of this invocation's utterances (a resumed run counts only the new ones): with
      * --parallel the per-chunk compute times overlap, so this is the run's real speed */

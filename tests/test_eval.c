@@ -177,6 +177,12 @@ static void test_parallel(void)
         for (int i = 0; i < 6; i++) CU_ASSERT_DOUBLE_EQUAL(agg(ra, 0, keys[i]), agg(rb, 0, keys[i]), 1e-12);
         const cJSON *run_b = cJSON_GetArrayItem(cJSON_GetObjectItem(rb, "runs"), 0);
         CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(run_b, "parallel")), 3);
+        /* streams sized for the longest utterance (2.10 s): ceil + 1 s, as the config sets none */
+        for (int k = 0; k < 2; k++) {
+            const cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(k ? rb : ra, "runs"), 0);
+            CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "stream"),
+                                                                     "max_seconds_used")), 4);
+        }
         cJSON_Delete(ra);
         cJSON_Delete(rb);
         /* every record equal but for compute times and memory */
