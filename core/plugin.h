@@ -41,6 +41,9 @@ typedef struct sr_aed_top {
 /* The summary of one log-prob row (what sr_aed_top says), on the host: probe is the prefix's
  * token at the row's position, or -1 for the next position. */
 void sr_aed_top_of_row(const float *row, int vocab, int32_t probe, int32_t eot, sr_aed_top *t);
+/* The k best entries of one row on the host, best first: ids to id[0, k), log-probs to lp[0, k)
+ * (the op table's topk: ties to the lower id, NaN never chosen while a number is left). */
+void sr_aed_row_topk(const float *row, int vocab, int k, int32_t *id, float *lp);
 
 /* One request of a batched scorer call: ctx is the stream's scorer ctx, the rest are the
  * arguments of the solo form of the same name; top, where the scorer has aed_top, asks for
@@ -52,6 +55,9 @@ typedef struct sr_aed_req {
     int n, from;
     float *out;
     sr_aed_top *top; /* [n - from + 1] or NULL */
+    int top_k;       /* with top: also each row's top_k best entries (0: none; beam decoders) */
+    int32_t *top_id; /* [n - from + 1, top_k] their ids, best first (sr_aed_row_topk) */
+    float *top_lp;   /* [n - from + 1, top_k] their log-probs */
 } sr_aed_req;
 typedef struct sr_tr_predict_req {
     void *ctx;
@@ -162,10 +168,12 @@ typedef struct sr_scorer {
     int sync_token;
     /* AED: 1 when aed_logprobs_batch answers a request whose top is set with each row's
      * summary in top[j - from] (sr_aed_top; the same values sr_aed_top_of_row gives for the
-     * row the request would have written) and leaves out untouched (it may be NULL). A
-     * scorer without it gets such requests with out set, and the decoders' driver summarizes
-     * the rows itself. */
+     * row the request would have written), with top_k > 0 also its top_k best entries
+     * (sr_aed_row_topk's), and leaves out untouched (it may be NULL). aed_top_k_max bounds
+     * top_k (a larger one is SR_ERR_ARG). A scorer without aed_top gets such requests with out
+     * set, and the decoders' driver summarizes the rows itself. */
     int aed_top;
+    int aed_top_k_max;
 } sr_scorer;
 
 

@@ -56,29 +56,6 @@ int sr_aed_argmax(const float *row, int vocab)
     return t.best;
 }
 
-int sr_aed_in_topk(const float *row, int vocab, int32_t t, int k)
-{
-    int above = 0;
-    for (int v = 0; v < vocab; v++)
-        if (row[v] > row[t] && ++above >= k) return 0;
-    return 1;
-}
-
-void sr_aed_topk(const float *row, int vocab, int k, int32_t *idx)
-{
-    /* insertion into a sorted list of k: vocab * k comparisons at worst, k is the beam + 1 */
-    int m = 0;
-    for (int v = 0; v < vocab; v++) {
-        if (m == k && !(row[v] > row[idx[k - 1]])) continue;
-        int i = m < k ? m++ : k - 1;
-        while (i > 0 && row[v] > row[idx[i - 1]]) {
-            idx[i] = idx[i - 1];
-            i--;
-        }
-        idx[i] = v;
-    }
-}
-
 int sr_aed_chunk_ms(const sr_stream_config *cfg, long k)
 {
     int chunk = cfg->chunk_ms > 0 ? cfg->chunk_ms : SR_AED_CAP_DEFAULT_MS;
@@ -373,15 +350,25 @@ sr_status sr_aed_beams_init(sr_aed_beams *e, const sr_scorer *sc, int b, int win
     e->max_len = sc->aed_max_len;
     e->eot = sc->eot;
     e->window = SR_MIN(window, sc->aed_max_len);
-    size_t L = (size_t)e->max_len, V = (size_t)e->vocab, B = (size_t)b;
+    e->k = SR_MIN(b + 1, sc->vocab);
+    if (sc->aed_top && e->k > sc->aed_top_k_max)
+        return sr_error(SR_ERR_ARG, "stream.beam: beam %d takes the %d best entries of a row, the "
+                        "scorer gives at most %d", b, e->k, sc->aed_top_k_max);
+    size_t L = (size_t)e->max_len, V = (size_t)e->vocab, B = (size_t)b, K = (size_t)e->k;
+    size_t W = (size_t)e->window + 1;
     if (!(e->beam = sr_calloc(B, sizeof *e->beam, "beam set")) ||
         !(e->next = sr_calloc(B, sizeof *e->next, "beam set")) ||
         !(e->done = sr_calloc(B, sizeof *e->done, "finished beams")) ||
-        !(e->dist = sr_malloc(B * V * sizeof(float), "beam distributions")) ||
-        !(e->rows = sr_malloc(B * ((size_t)e->window + 1) * V * sizeof(float), "beam re-check rows")) ||
+        !(e->rtop = sr_malloc(B * W * sizeof *e->rtop, "beam re-check summaries")) ||
+        !(e->rid = sr_malloc(B * W * K * sizeof *e->rid, "beam re-check summaries")) ||
+        !(e->rlp = sr_malloc(B * W * K * sizeof *e->rlp, "beam re-check summaries")) ||
+        !(e->dtop = sr_malloc(B * sizeof *e->dtop, "beam next-token summaries")) ||
+        !(e->did = sr_malloc(B * K * sizeof *e->did, "beam next-token summaries")) ||
+        !(e->dlp = sr_malloc(B * K * sizeof *e->dlp, "beam next-token summaries")) ||
+        (!sc->aed_top && !(e->dist = sr_malloc(B * V * sizeof(float), "beam distributions"))) ||
+        (!sc->aed_top && !(e->rows = sr_malloc(B * W * V * sizeof(float), "beam re-check rows"))) ||
         !(e->w0 = sr_malloc(B * sizeof *e->w0, "beam re-check windows")) ||
         !(e->cand = sr_malloc(B * (B + 1) * sizeof *e->cand, "beam candidates")) ||
-        !(e->top = sr_malloc((B + 1) * sizeof *e->top, "beam top-k")) ||
         !(e->slot_used = sr_calloc(B, sizeof *e->slot_used, "beam slots")) ||
         !(e->parent = sr_calloc(B, sizeof *e->parent, "beam parents")) ||
         !(e->fin = sr_calloc(2 * B, sizeof *e->fin, "finished beam list")))
@@ -412,11 +399,16 @@ void sr_aed_beams_free(sr_aed_beams *e)
     free(e->beam);
     free(e->next);
     free(e->done);
+    free(e->rtop);
+    free(e->rid);
+    free(e->rlp);
+    free(e->dtop);
+    free(e->did);
+    free(e->dlp);
     free(e->dist);
     free(e->rows);
     free(e->w0);
     free(e->cand);
-    free(e->top);
     free(e->slot_used);
     free(e->parent);
     free(e->fin);
@@ -450,31 +442,40 @@ void sr_aed_beams_keep_best(sr_aed_beams *e, int n)
 
 size_t sr_aed_beams_bytes(const sr_aed_beams *e)
 {
-    size_t L = (size_t)e->max_len, V = (size_t)e->vocab, B = (size_t)e->b;
+    size_t L = (size_t)e->max_len, V = (size_t)e->vocab, B = (size_t)e->b, K = (size_t)e->k;
+    size_t W = (size_t)e->window + 1, per_row = sizeof(sr_aed_top) + K * (sizeof(int32_t) + sizeof(float));
     return sizeof *e + 2 * B * (sizeof(sr_aed_beam) + L * (sizeof(int32_t) + sizeof(float))) +
            B * (sizeof(sr_aed_done) + L * (sizeof(int32_t) + sizeof(float))) +
-           B * V * sizeof(float) +
-           B * ((size_t)e->window + 1) * V * sizeof(float) + B * (B + 1) * sizeof *e->cand +
-           (B + 1) * sizeof(int32_t) + 5 * B * sizeof(int);
+           B * (W + 1) * per_row + (e->dist ? B * V * sizeof(float) : 0) +
+           (e->rows ? B * W * V * sizeof(float) : 0) + B * (B + 1) * sizeof *e->cand +
+           5 * B * sizeof(int);
 }
 
-/* The re-check of beam bm once its rows [w0, n] are in `rows`: cut at the first token that
- * failed; the row at the cut (or at n) is the distribution the beam continues from. */
-static void check_take(sr_aed_beams *e, sr_aed_beam *bm, int w0, const float *rows)
+/* The re-check of beam bm (beam index i) once the summaries of its rows [w0, n] are in: cut at
+ * the first token that failed; the row at the cut (or at n) is what the beam continues from. A
+ * token is among the b best when fewer than b entries are above it: when the b-th best is not
+ * (k = b + 1 >= b entries kept; a vocabulary of at most b has every token among them). */
+static void check_take(sr_aed_beams *e, sr_aed_beam *bm, int w0, int i)
 {
-    size_t V = (size_t)e->vocab;
+    size_t W = (size_t)e->window + 1, K = (size_t)e->k;
+    const sr_aed_top *t0 = e->rtop + (size_t)i * W;
+    const int32_t *id0 = e->rid + (size_t)i * W * K;
+    const float *lp0 = e->rlp + (size_t)i * W * K;
     int cut = bm->n;
     for (int j = w0; j < bm->n; j++) {
-        const float *row = rows + (size_t)(j - w0) * V;
-        int32_t t = bm->tok[j];
-        if (sr_aed_in_topk(row, e->vocab, t, e->b) && row[t] >= bm->lp[j]) {
-            bm->lp[j] = row[t];
+        float v = t0[j - w0].tok_lp;
+        int in_top = e->b >= e->vocab || !(lp0[(size_t)(j - w0) * K + (size_t)e->b - 1] > v);
+        if (in_top && v >= bm->lp[j]) {
+            bm->lp[j] = v;
         } else {
             cut = j;
             break;
         }
     }
-    memcpy(e->dist + (size_t)bm->slot * V, rows + (size_t)(cut - w0) * V, V * sizeof(float));
+    size_t r = (size_t)(cut - w0), s = (size_t)bm->slot;
+    e->dtop[s] = t0[r];
+    memcpy(e->did + s * K, id0 + r * K, K * sizeof *e->did);
+    memcpy(e->dlp + s * K, lp0 + r * K, K * sizeof *e->dlp);
     bm->n = cut;
     bm->score = bm->rank = sum_lp(bm->lp, bm->n);
     bm->dist_ok = 1;
@@ -486,17 +487,16 @@ static void check_take(sr_aed_beams *e, sr_aed_beam *bm, int w0, const float *ro
  * rank). */
 static int gen_candidates(sr_aed_beams *e)
 {
-    size_t V = (size_t)e->vocab;
-    int k = SR_MIN(e->b + 1, e->vocab), nc = 0;
+    int k = e->k, nc = 0;
     for (int i = 0; i < e->n_beam; i++) {
         sr_aed_beam *bm = &e->beam[i];
-        const float *dist = e->dist + (size_t)bm->slot * V;
-        sr_aed_topk(dist, e->vocab, k, e->top);
+        const int32_t *id = e->did + (size_t)bm->slot * (size_t)k;
+        const float *lp = e->dlp + (size_t)bm->slot * (size_t)k;
         for (int r = 0; r < k; r++) {
             struct sr_aed_cand *c = &e->cand[nc++];
             c->parent = i;
-            c->token = e->top[r];
-            c->lp = dist[c->token];
+            c->token = id[r];
+            c->lp = lp[r];
             c->score = bm->score + c->lp;
         }
     }
@@ -724,10 +724,10 @@ static int step_may_start(const sr_aed_beams *e)
 
 int sr_aed_beams_next(sr_aed_beams *e, sr_call *call)
 {
-    size_t V = (size_t)e->vocab, R = ((size_t)e->window + 1) * V;
+    size_t V = (size_t)e->vocab, W = (size_t)e->window + 1, K = (size_t)e->k;
     if (e->op == SR_AED_BEAMS_CHECK) {
         if (e->pending) { /* every beam's re-check answered: taken in beam order */
-            for (int i = 0; i < e->n_beam; i++) check_take(e, &e->beam[i], e->w0[i], e->rows + i * R);
+            for (int i = 0; i < e->n_beam; i++) check_take(e, &e->beam[i], e->w0[i], i);
             e->pending = 0;
             beams_sort_dedupe(e->beam, &e->n_beam);
             e->op = SR_AED_BEAMS_IDLE;
@@ -741,7 +741,9 @@ int sr_aed_beams_next(sr_aed_beams *e, sr_call *call)
         for (int i = 0; i < e->n_beam; i++) {
             sr_aed_beam *bm = &e->beam[i];
             e->w0[i] = SR_MIN(SR_MAX(e->committed, bm->n - e->window), bm->n);
-            sr_call_aed_logprobs(&call[i], bm->slot, bm->tok, bm->n, e->w0[i], e->rows + i * R);
+            size_t q = (size_t)i * W;
+            sr_call_aed_topk(&call[i], bm->slot, bm->tok, bm->n, e->w0[i], e->rows ? e->rows + q * V : NULL,
+                             e->rtop + q, e->k, e->rid + q * K, e->rlp + q * K);
         }
         e->pending = e->n_beam;
         return e->n_beam;
@@ -760,13 +762,15 @@ int sr_aed_beams_next(sr_aed_beams *e, sr_call *call)
             }
             e->sub = 1;
         }
-        /* every beam's next-token distribution not yet known, in one round (distinct slots:
-         * distinct rows of e->dist) */
+        /* every beam's next-token summary not yet known, in one round (distinct slots:
+         * distinct places in dtop, did, dlp) */
         int n = 0;
         for (int i = 0; i < e->n_beam; i++) {
             sr_aed_beam *bm = &e->beam[i];
+            size_t s = (size_t)bm->slot;
             if (bm->dist_ok) continue;
-            sr_call_aed_logprobs(&call[n++], bm->slot, bm->tok, bm->n, bm->n, e->dist + (size_t)bm->slot * V);
+            sr_call_aed_topk(&call[n++], bm->slot, bm->tok, bm->n, bm->n, e->dist ? e->dist + s * V : NULL,
+                             &e->dtop[s], e->k, e->did + s * K, e->dlp + s * K);
         }
         if (n) {
             e->pending = n;

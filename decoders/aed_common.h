@@ -37,16 +37,8 @@
  * naming the field otherwise. */
 sr_status sr_aed_check_scorer(const sr_scorer *sc, const char *who, int slots);
 
-/* Index of the largest entry of row[0, vocab); the first one wins ties. */
+/* Index of the largest entry of row[0, vocab); the first one wins ties (sr_aed_top's rule). */
 int sr_aed_argmax(const float *row, int vocab);
-
-/* 1 when token t is among the k largest entries of row (fewer than k entries strictly
- * larger), else 0. */
-int sr_aed_in_topk(const float *row, int vocab, int32_t t, int k);
-
-/* Write the k best tokens of row (k <= vocab) into idx in decreasing order; ties go to the
- * lower token id. */
-void sr_aed_topk(const float *row, int vocab, int k, int32_t *idx);
 
 /* Audio in update number k (0 = the first chunk), in ms, from the stream config: the first
  * chunk is first_chunk_ms (or chunk_ms when 0); an unset chunk_ms counts as
@@ -165,7 +157,7 @@ typedef struct sr_aed_beam {
     double score;  /* sum of lp[0, n) */
     double rank;   /* ordering key: score, plus the EOT log-prob when it paused on EOT */
     int slot;      /* scorer cache slot it uses */
-    int dist_ok;   /* dist (in the engine, by beam index) is the next-token distribution */
+    int dist_ok;   /* the engine's next-token summary of its slot (dtop, did, dlp) is ready */
     double end_lp; /* EOT's log-prob when the beam paused on EOT, else NAN */
 } sr_aed_beam;
 
@@ -181,8 +173,15 @@ typedef struct sr_aed_beams {
     int b, vocab, max_len, eot;
     sr_aed_beam *beam, *next; /* [b] each: current beams and the next step's (swapped) */
     int n_beam;
-    float *dist;              /* [b, vocab] next-token distribution per beam index */
-    float *rows;              /* [b, window + 1, vocab] stability-check output, per beam index */
+    int k;                    /* b + 1 (at most vocab): the best entries a row contributes */
+    sr_aed_top *rtop;         /* [b, window + 1] the re-check rows' summaries, per beam index */
+    int32_t *rid;             /* [b, window + 1, k] their k best entries, per beam index */
+    float *rlp;
+    sr_aed_top *dtop;         /* [b] next-token summary, per slot */
+    int32_t *did;             /* [b, k] its k best entries, per slot */
+    float *dlp;
+    float *dist;              /* [b, vocab] rows, per slot, only for a scorer without aed_top */
+    float *rows;              /* [b, window + 1, vocab] the same for the re-check, per beam index */
     int *w0;                  /* [b] first re-checked position, per beam index */
     int window;               /* tokens re-checked (stability n) */
     sr_aed_done *done;        /* [b] finished candidates (offline rules) */
@@ -190,7 +189,6 @@ typedef struct sr_aed_beams {
     struct sr_aed_cand { int parent; int32_t token; float lp; double score; } *cand; /* [b(b+1)] */
     int guard;                /* 1: the loop rule cuts looping beams (sr_aed_beams_init) */
     int loop_cuts;            /* loop cuts since init / reset (any beam, winning or not) */
-    int32_t *top;             /* [b + 1] */
     int *slot_used;           /* [b] */
     int *parent;              /* [b] parent of each next beam */
     int *fin;                 /* [2b] candidates finished in one step */

@@ -19,9 +19,15 @@ void sr_call_aed_logprobs(sr_call *c, int slot, const int32_t *prefix, int n, in
 void sr_call_aed_top(sr_call *c, int slot, const int32_t *prefix, int n, int from, float *rows,
                      sr_aed_top *top)
 {
+    sr_call_aed_topk(c, slot, prefix, n, from, rows, top, 0, NULL, NULL);
+}
+
+void sr_call_aed_topk(sr_call *c, int slot, const int32_t *prefix, int n, int from, float *rows,
+                      sr_aed_top *top, int k, int32_t *top_id, float *top_lp)
+{
     c->kind = SR_CALL_AED_LOGPROBS;
     c->r.lp = (sr_aed_req){.slot = slot, .prefix = prefix, .n = n, .from = from, .out = rows,
-                           .top = top};
+                           .top = top, .top_k = k, .top_id = top_id, .top_lp = top_lp};
 }
 
 void sr_call_aed_no_speech(sr_call *c, const int32_t *prefix, int n, int *start, float *p)
@@ -81,9 +87,14 @@ static sr_status call_all(const sr_scorer *sc, sr_call_kind k, const round_bufs 
         /* summaries asked of a scorer without aed_top: from the rows it wrote */
         for (int i = j0; i < j0 + n && !st; i++) {
             const sr_aed_req *q = &b->lp[i];
-            for (int j = q->from; q->top && j <= q->n; j++)
-                sr_aed_top_of_row(q->out + (size_t)(j - q->from) * (size_t)sc->vocab, sc->vocab,
-                                  j < q->n ? q->prefix[j] : -1, sc->eot, &q->top[j - q->from]);
+            for (int j = q->from; q->top && j <= q->n; j++) {
+                const float *row = q->out + (size_t)(j - q->from) * (size_t)sc->vocab;
+                sr_aed_top_of_row(row, sc->vocab, j < q->n ? q->prefix[j] : -1, sc->eot,
+                                  &q->top[j - q->from]);
+                if (q->top_k > 0)
+                    sr_aed_row_topk(row, sc->vocab, q->top_k, q->top_id + (size_t)(j - q->from) * q->top_k,
+                                    q->top_lp + (size_t)(j - q->from) * q->top_k);
+            }
         }
         return st;
     case SR_CALL_AED_NO_SPEECH:

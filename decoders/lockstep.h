@@ -87,6 +87,9 @@ void sr_call_aed_logprobs(sr_call *c, int slot, const int32_t *prefix, int n, in
  * vocab] is scratch for a scorer without aed_top (the driver summarizes what it writes there). */
 void sr_call_aed_top(sr_call *c, int slot, const int32_t *prefix, int n, int from, float *rows,
                      sr_aed_top *top);
+/* ... and each row's k best entries to top_id / top_lp [n - from + 1, k] (beam decoders). */
+void sr_call_aed_topk(sr_call *c, int slot, const int32_t *prefix, int n, int from, float *rows,
+                      sr_aed_top *top, int k, int32_t *top_id, float *top_lp);
 void sr_call_aed_no_speech(sr_call *c, const int32_t *prefix, int n, int *start, float *p);
 void sr_call_tr_predict(sr_call *c, const float *state_in, int32_t token, float *state_out,
                         float *pred_out);

@@ -134,9 +134,13 @@ static sr_status fake_logprobs_top(const sr_aed_req *r, int count)
         float *tmp = q->top ? malloc((size_t)(rows > 0 ? rows : 1) * V * sizeof(float)) : q->out;
         if (!tmp) return SR_ERR_NOMEM;
         sr_status st = fake_logprobs(q->ctx, q->slot, q->prefix, q->n, q->from, tmp);
-        for (int j = q->from; !st && q->top && j <= q->n; j++)
-            sr_aed_top_of_row(tmp + (size_t)(j - q->from) * V, V, j < q->n ? q->prefix[j] : -1, EOT,
-                              &q->top[j - q->from]);
+        for (int j = q->from; !st && q->top && j <= q->n; j++) {
+            const float *row = tmp + (size_t)(j - q->from) * V;
+            sr_aed_top_of_row(row, V, j < q->n ? q->prefix[j] : -1, EOT, &q->top[j - q->from]);
+            if (q->top_k)
+                sr_aed_row_topk(row, V, q->top_k, q->top_id + (size_t)(j - q->from) * q->top_k,
+                                q->top_lp + (size_t)(j - q->from) * q->top_k);
+        }
         if (q->top) free(tmp);
         if (st) return st;
     }
@@ -262,6 +266,7 @@ static int drive(const char *name, const sr_stream_config *cfg, sr_scorer *sc, f
      * decoders' requests): the same hypotheses */
     sr_scorer s2 = *sc;
     s2.aed_top = 1;
+    s2.aed_top_k_max = V;
     s2.aed_logprobs_batch = fake_logprobs_top;
     void *st2 = NULL;
     CU_ASSERT_EQUAL_FATAL(ops->open(cfg, &s2, &st2), SR_OK);
@@ -546,7 +551,17 @@ static void test_bad_config(void)
     sc.eot = EOT;
     sc.aed_top = 1; /* summaries are answered by the batched form only */
     TEST_ASSERT_ERR(dec("stable_greedy")->open(&cfg, &sc, &st), SR_ERR_ARG, "aed_top");
+    sc.aed_logprobs_batch = fake_logprobs_top;
+    sc.aed_top_k_max = 2; /* beam 2 takes the 3 best entries of a row */
+    cfg.beam = 2;
+    TEST_ASSERT_ERR(dec("stable_beam")->open(&cfg, &sc, &st), SR_ERR_ARG, "stream.beam");
+    sc.aed_top_k_max = 3;
+    CU_ASSERT_EQUAL(dec("stable_beam")->open(&cfg, &sc, &st), SR_OK);
+    dec("stable_beam")->close(st);
+    st = NULL;
+    cfg.beam = 1;
     sc.aed_top = 0;
+    sc.aed_logprobs_batch = NULL;
     sc.kind = SR_SCORER_SYNC;
     TEST_ASSERT_ERR(dec("local_agreement")->open(&cfg, &sc, &st), SR_ERR_ARG, "AED");
     sc.kind = SR_SCORER_AED;

@@ -1445,13 +1445,15 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
     void *B = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_whisper_ops.batch_open(m, &c, 4, &B), SR_OK);
     int V = w->n_vocab, slots = beam > 1 ? 2 * beam : 2;
-    long rows_cmp = 0, mism = 0, two_slots = 0, two_windows = 0, tops_cmp = 0, mism_top = 0;
+    long rows_cmp = 0, mism = 0, two_slots = 0, two_windows = 0, tops_cmp = 0, mism_top = 0, topk_cmp = 0;
     bstr S[4];
     memset(S, 0, sizeof S);
     float *out = malloc((size_t)8 * (max_tok + 1) * V * sizeof(float));
     float *ref = malloc((size_t)(max_tok + 1) * V * sizeof(float));
     float *out2 = malloc((size_t)8 * (max_tok + 1) * V * sizeof(float));
     sr_aed_top *tops = malloc((size_t)8 * (max_tok + 1) * sizeof(sr_aed_top));
+    int32_t *kid = malloc((size_t)8 * (max_tok + 1) * 64 * sizeof(int32_t));
+    float *klp = malloc((size_t)8 * (max_tok + 1) * 64 * sizeof(float));
     size_t bytes = sr_whisper_ops.batch_bytes(B);
     CU_ASSERT(bytes > 0);
     for (int call = 0; call < calls; call++) {
@@ -1523,10 +1525,15 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
          * host); each summary is what sr_aed_top_of_row gives for the row above */
         for (int pass = 0; pass < 2 && S[0].sc.aed_top; pass++) {
             sr_aed_req rt[8];
+            int K = S[0].sc.aed_top_k_max;
             for (int r = 0; r < nr; r++) {
                 rt[r] = req[r];
                 rt[r].out = NULL;
                 rt[r].top = tops + (size_t)r * (max_tok + 1);
+                /* every other request also asks for its rows' K best (a beam decoder's) */
+                rt[r].top_k = (r + call) % 2 ? K : 0;
+                rt[r].top_id = kid + (size_t)r * (max_tok + 1) * K;
+                rt[r].top_lp = klp + (size_t)r * (max_tok + 1) * K;
                 if (pass && r % 2) {
                     rt[r].top = NULL;
                     rt[r].out = out2 + (size_t)r * (max_tok + 1) * V;
@@ -1543,6 +1550,15 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
                     sr_aed_top want;
                     sr_aed_top_of_row(req[r].out + (size_t)(j - req[r].from) * V, V,
                                       j < req[r].n ? req[r].prefix[j] : -1, w->eot, &want);
+                    if (rt[r].top_k) {
+                        int32_t wid[64];
+                        float wlp[64];
+                        size_t o = (size_t)(j - req[r].from) * K;
+                        sr_aed_row_topk(req[r].out + (size_t)(j - req[r].from) * V, V, K, wid, wlp);
+                        mism_top += memcmp(wid, rt[r].top_id + o, (size_t)K * sizeof *wid) != 0 ||
+                                    memcmp(wlp, rt[r].top_lp + o, (size_t)K * sizeof *wlp) != 0;
+                        topk_cmp++;
+                    }
                     if (memcmp(&want, &rt[r].top[j - req[r].from], sizeof want) && !mism_top++)
                         printf("\n      %s call %d request %d row %d: summary %d %g %g %g, row %d %g %g %g",
                                strategy, call, r, j, rt[r].top[j - req[r].from].best,
@@ -1577,7 +1593,7 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
     }
     CU_ASSERT_EQUAL(mism, 0);
     CU_ASSERT_EQUAL(mism_top, 0);
-    CU_ASSERT(tops_cmp > 0);
+    CU_ASSERT(tops_cmp > 0 && topk_cmp > 0);
     CU_ASSERT(two_slots > 0);
     if (!strcmp(strategy, "whisperrt") && chunk_ms == 200) CU_ASSERT(two_windows > 0);
     /* every stream got audio through to its end and some text */
@@ -1587,6 +1603,8 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
     free(out);
     free(out2);
     free(tops);
+    free(kid);
+    free(klp);
     free(ref);
     return rows_cmp;
 }
@@ -1708,6 +1726,19 @@ static void test_batch_bad(void)
     r[1].slot = 0;
     CU_ASSERT_EQUAL(sc0.aed_logprobs_batch(r, 2), SR_OK); /* no audio yet: EOT certain */
     CU_ASSERT(out[sc0.eot] == 0 && out[259 + sc0.eot] == 0);
+    /* summaries: the best entries asked for bounded by the context's beam (1: 2 entries) */
+    sr_aed_top tp[1];
+    int32_t tid[3];
+    float tlp[3];
+    sr_aed_req rq = {.ctx = s0, .top = tp, .top_k = 3, .top_id = tid, .top_lp = tlp};
+    CU_ASSERT_EQUAL(sc0.aed_top_k_max, 2);
+    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(&rq, 1), SR_ERR_ARG, "top_k 3");
+    rq.top_k = 2;
+    rq.top_lp = NULL;
+    TEST_ASSERT_ERR(sc0.aed_logprobs_batch(&rq, 1), SR_ERR_ARG, "top_lp NULL");
+    rq.top_lp = tlp;
+    CU_ASSERT_EQUAL(sc0.aed_logprobs_batch(&rq, 1), SR_OK); /* EOT certain: then id 0 at -inf */
+    CU_ASSERT(tp[0].best == sc0.eot && tid[0] == sc0.eot && tlp[0] == 0 && tid[1] == 0 && isinf(tlp[1]));
     void *st[2] = {s0, s2};
     const float *pcm[2] = {out, out};
     size_t n[2] = {0, 0};

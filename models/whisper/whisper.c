@@ -165,7 +165,8 @@ static void one_hot(float *row, int V, int t)
 }
 
 /* Request r's row j (r->from <= j <= r->n) certain of token t: the row, or its summary (what
- * sr_aed_top_of_row gives for the one-hot row). */
+ * sr_aed_top_of_row and sr_aed_row_topk give for the one-hot row: t, then the lowest other ids
+ * at -inf). */
 static void certain_row(const sr_aed_req *r, int V, int32_t eot, int j, int32_t t)
 {
     if (!r->top) {
@@ -177,6 +178,18 @@ static void certain_row(const sr_aed_req *r, int V, int32_t eot, int j, int32_t 
     o->best_lp = 0.0f;
     o->tok_lp = j < r->n ? (r->prefix[j] == t ? 0.0f : -INFINITY) : NAN;
     o->eot_lp = eot == t ? 0.0f : -INFINITY;
+    int32_t *id = r->top_id + (size_t)(j - r->from) * r->top_k;
+    float *lp = r->top_lp + (size_t)(j - r->from) * r->top_k;
+    for (int i = 0, v = 0; i < r->top_k; i++) {
+        if (i == 0) {
+            id[0] = t;
+            lp[0] = 0.0f;
+            continue;
+        }
+        if (v == t) v++;
+        id[i] = v++;
+        lp[i] = -INFINITY;
+    }
 }
 
 
@@ -208,6 +221,12 @@ static sr_status aed_prepare(wh_stream *s, const sr_aed_req *r)
     if ((n && !r->prefix) || (!r->out && !r->top))
         return sr_error(SR_ERR_ARG, "whisper aed_logprobs: %s is NULL",
                         n && !r->prefix ? "prefix" : "out");
+    if (r->top && (r->top_k < 0 || r->top_k > s->b->kcap || r->top_k > V))
+        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: top_k %d outside 0..%d (stream.beam + 1 "
+                        "of the batch context)", r->top_k, SR_MIN(s->b->kcap, V));
+    if (r->top && r->top_k && (!r->top_id || !r->top_lp))
+        return sr_error(SR_ERR_ARG, "whisper aed_logprobs: top_k %d with top_%s NULL", r->top_k,
+                        r->top_id ? "lp" : "id");
     wh_slot *sl = &s->slot[r->slot];
     if (n + 1 > sl->pcap) {
         int cap = 2 * (n + 1);
@@ -343,25 +362,33 @@ static sr_status aed_flush(wh_batch *b, int *ln)
         }
     }
     if (st) return st;
-    if (all_top) {
+    if (all_top) { /* K best of every row (K: the most any row asks, at least 1) */
+        int K = 1;
+        for (int r = 0; r < n; r++) K = SR_MAX(K, b->lk[r]);
+        size_t nk = (size_t)n * K;
         int32_t *ids = b->sum;
-        float *vals = (float *)b->sum + n, *got = (float *)b->sum + 2 * (size_t)n;
+        float *vals = (float *)b->sum + nk, *got = (float *)b->sum + 2 * nk;
         for (int r = 0; r < n; r++) {
             const float *L = b->logits + (size_t)r * V;
             b->gsrc[2 * r] = L + (b->lprobe[r] >= 0 ? b->lprobe[r] : w->eot);
             b->gsrc[2 * r + 1] = L + w->eot;
         }
-        st = k->topk(n, V, 1, b->logits, V, ids, vals);
+        st = k->topk(n, V, K, b->logits, V, ids, vals);
         if (!st) st = k->copy_rows(2 * n, 1, b->gsrc, got, 1);
-        if (!st) st = k->download(b->hsum, b->sum, 4 * (size_t)n * sizeof(uint32_t));
+        if (!st) st = k->download(b->hsum, b->sum, (2 * nk + 2 * (size_t)n) * sizeof(uint32_t));
         if (st) return st;
-        const float *hv = (const float *)b->hsum + n, *hg = (const float *)b->hsum + 2 * (size_t)n;
+        const int32_t *hi = (const int32_t *)b->hsum;
+        const float *hv = (const float *)b->hsum + nk, *hg = (const float *)b->hsum + 2 * nk;
         for (int r = 0; r < n; r++) {
             sr_aed_top *o = b->ltop[r];
-            o->best = (int32_t)b->hsum[r];
-            o->best_lp = hv[r];
+            o->best = hi[(size_t)r * K];
+            o->best_lp = hv[(size_t)r * K];
             o->tok_lp = b->lprobe[r] >= 0 ? hg[2 * r] : NAN;
             o->eot_lp = hg[2 * r + 1];
+            if (b->lk[r]) {
+                memcpy(b->lid[r], hi + (size_t)r * K, (size_t)b->lk[r] * sizeof(int32_t));
+                memcpy(b->llp[r], hv + (size_t)r * K, (size_t)b->lk[r] * sizeof(float));
+            }
         }
         return SR_OK;
     }
@@ -372,8 +399,10 @@ static sr_status aed_flush(wh_batch *b, int *ln)
     }
     for (int r = 0; r < n && !st; r++) {
         const float *row = hl + (size_t)r * V;
-        if (b->ltop[r]) sr_aed_top_of_row(row, V, b->lprobe[r], w->eot, b->ltop[r]);
-        else if (k->host_visible) st = k->download(b->ldst[r], row, (size_t)V * sizeof(float));
+        if (b->ltop[r]) {
+            sr_aed_top_of_row(row, V, b->lprobe[r], w->eot, b->ltop[r]);
+            if (b->lk[r]) sr_aed_row_topk(row, V, b->lk[r], b->lid[r], b->llp[r]);
+        } else if (k->host_visible) st = k->download(b->ldst[r], row, (size_t)V * sizeof(float));
         else memcpy(b->ldst[r], row, (size_t)V * sizeof(float));
     }
     return st;
@@ -430,6 +459,9 @@ static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
                     b->lsrc[ln + t] = b->ds.h + (size_t)(hr + r + t) * w->d;
                     b->ldst[ln + t] = rq->top ? NULL : rq->out + (size_t)row * w->n_vocab;
                     b->ltop[ln + t] = rq->top ? rq->top + row : NULL;
+                    b->lk[ln + t] = rq->top ? rq->top_k : 0;
+                    b->lid[ln + t] = b->lk[ln + t] ? rq->top_id + (size_t)row * rq->top_k : NULL;
+                    b->llp[ln + t] = b->lk[ln + t] ? rq->top_lp + (size_t)row * rq->top_k : NULL;
                     b->lprobe[ln + t] = j < rq->n ? rq->prefix[j] : -1;
                     b->lpos[ln + t] = p->L0 + r + t;
                     b->lclosed[ln + t] = (uint8_t)closed;
@@ -1034,6 +1066,7 @@ static sr_status wh_stream_open(const sr_model *m, const sr_stream_config *cfg, 
     sc->aed_logprobs = wh_aed_logprobs;
     sc->aed_logprobs_batch = wh_aed_logprobs_batch;
     sc->aed_top = 1;
+    sc->aed_top_k_max = b->kcap;
     sc->batch_max = b->req_max;
     sc->aed_batch_multi = 1; /* distinct slots of one stream plan independently (per-slot maps) */
     sc->aed_audio_ms = wh_audio_ms;
@@ -1077,6 +1110,9 @@ static void wh_batch_close(void *batch)
     free(b->lclosed);
     free(b->ltop);
     free(b->lprobe);
+    free(b->lk);
+    free(b->lid);
+    free(b->llp);
     free(b->gsrc);
     k->free(b->sum);
     free(b->hsum);
@@ -1103,10 +1139,11 @@ static size_t wh_batch_bytes(const void *batch)
     n += (size_t)b->es.rows * d * f;
     n += ms * (sizeof(wh_eseq) + sizeof(int) + sizeof(void *)) +
          (size_t)b->req_max * (sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) + (size_t)w->n_text_ctx * sizeof(int32_t));
-    /* lh, logits, the host copy of the logits, ldst, lsrc, lpos, lclosed, ltop, lprobe, gsrc,
-     * sum and hsum */
+    /* lh, logits, the host copy of the logits, ldst, lsrc, lpos, lclosed, ltop, lprobe, lk,
+     * lid, llp, gsrc, sum and hsum */
     n += (size_t)b->lrows * ((d + 2 * (size_t)w->n_vocab) * f + 2 * sizeof(float *) + sizeof(int) + 1 +
-                             sizeof(sr_aed_top *) + sizeof(int32_t) + 2 * sizeof(float *) + 8 * sizeof(uint32_t));
+                             sizeof(sr_aed_top *) + sizeof(int32_t) + sizeof(int) + 2 * sizeof(void *) +
+                             2 * sizeof(float *) + 2 * (2 * (size_t)b->kcap + 2) * sizeof(uint32_t));
     return n;
 }
 
@@ -1134,6 +1171,7 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
     size_t Q = (size_t)b->req_max;
     int erows = c.strategy == WH_WHISPERRT ? ms * SR_MAX(c.tau, c.tau0) : w->n_audio_ctx;
     b->lrows = ms * WH_BATCH_ROWS;
+    b->kcap = (cfg->beam > 1 ? cfg->beam : 1) + 1;
     /* decoder rows: a round of requests (one per slot of every stream: a beam decoder's round)
      * in one pass while their new positions fit */
     int drows = SR_MAX(w->n_text_ctx, b->req_max * WH_BATCH_ROWS);
@@ -1161,9 +1199,12 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         !(b->lclosed = sr_malloc(lr, "whisper logits rows")) ||
         !(b->ltop = sr_malloc(lr * sizeof(sr_aed_top *), "whisper logits rows")) ||
         !(b->lprobe = sr_malloc(lr * sizeof(int32_t), "whisper logits rows")) ||
+        !(b->lk = sr_malloc(lr * sizeof(int), "whisper logits rows")) ||
+        !(b->lid = sr_malloc(lr * sizeof(int32_t *), "whisper logits rows")) ||
+        !(b->llp = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
         !(b->gsrc = sr_malloc(2 * lr * sizeof(float *), "whisper logits rows")) ||
-        !(b->sum = k->alloc(4 * lr * sizeof(uint32_t))) ||
-        !(b->hsum = sr_malloc(4 * lr * sizeof(uint32_t), "whisper row summaries")) ||
+        !(b->sum = k->alloc((2 * (size_t)b->kcap + 2) * lr * sizeof(uint32_t))) ||
+        !(b->hsum = sr_malloc((2 * (size_t)b->kcap + 2) * lr * sizeof(uint32_t), "whisper row summaries")) ||
         !(b->tok = sr_malloc(Q * w->n_text_ctx * sizeof(int32_t), "whisper decoder tokens")) ||
         !(b->dq = sr_malloc(Q * sizeof(wh_dseq), "whisper decoder sequences")) ||
         !(b->plan = sr_malloc(Q * sizeof(aed_plan), "whisper scorer requests")) ||

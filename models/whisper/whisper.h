@@ -255,9 +255,14 @@ typedef struct wh_batch {
     uint8_t *lclosed;           /* [lrows] 1: its window is not the newest */
     sr_aed_top **ltop;          /* [lrows] where its summary goes (sr_aed_req.top), or NULL */
     int32_t *lprobe;            /* [lrows] the prefix's token at its position, -1 past the end */
+    int *lk;                    /* [lrows] its best entries asked for (sr_aed_req.top_k) */
+    int32_t **lid;              /* [lrows] where they go (top_id, top_lp rows) */
+    float **llp;
+    int kcap;                   /* top_k at most: stream.beam + 1 (sr_scorer.aed_top_k_max) */
     const float **gsrc;         /* [2 lrows] the entries each summary gathers (table) */
-    void *sum;                  /* [4 lrows] words: the summaries' ids, maxima, entries (table) */
-    uint32_t *hsum;             /* [4 lrows] their host copy */
+    void *sum;                  /* [(2 kcap + 2) lrows] words: the summaries' best ids, their
+                                   log-probs, the gathered entries (table) */
+    uint32_t *hsum;             /* the same, host copy */
     int32_t *tok;               /* [req_max, n_text_ctx] decoder inputs being built */
     wh_dseq *dq;                /* [req_max] sequences of one decoder pass */
     void *plan;                 /* [req_max] per-request plans (whisper.c) */
