@@ -47,6 +47,9 @@ echo "== memcheck"
 timeout 90 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
     test_srkit kernels_cuda > "$OUT/memcheck.log" 2>&1
 echo "rc=$?"; grep -E "ERROR SUMMARY|tests " "$OUT/memcheck.log"
+SRKIT_TEST_DEVICE=cuda timeout 80 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
+    test_srkit whisper_parity fastconformer_parity voxtral_parity >> "$OUT/memcheck.log" 2>&1
+echo "rc=$? (parity suites on the device)"; grep -E "ERROR SUMMARY" "$OUT/memcheck.log" | tail -n 1
 
 # one bench run: its JSON line to bench.jsonl, a short summary to the log
 B() {
