@@ -235,13 +235,17 @@ static int32_t *gold_tokens(const char *grp, int *n)
 }
 
 /* The golden audio (*audio, *n samples) and the small model's golden tokens (returned, *nt). */
-static int32_t *golden_small(float **audio, size_t *n, int *nt)
+/* The golden audio and the tokens of golden group grp ("small": model.h5, "full":
+ * model_full.h5). */
+static int32_t *golden_of(const char *grp, float **audio, size_t *n, int *nt)
 {
     sr_h5 *g = open_golden();
     *audio = test_golden_audio(g, n);
     sr_h5_close(g);
-    return gold_tokens("small", nt);
+    return gold_tokens(grp, nt);
 }
+
+static int32_t *golden_small(float **audio, size_t *n, int *nt) { return golden_of("small", audio, n, nt); }
 
 /* Feed the audio in pieces of `split` samples (0: random sizes), finish, compare tokens. */
 static void feed_split(sr_stream *st, const float *a, size_t n, size_t split, unsigned seed)
@@ -386,12 +390,10 @@ static void test_stream_kv_bytes(void)
 static void test_max_seconds(void)
 {
     sr_model *m = test_load_model("voxtral/model_full.h5");
-    sr_h5 *g = open_golden();
     size_t n = 0;
-    float *audio = test_golden_audio(g, &n);
-    sr_h5_close(g);
+    float *audio = NULL;
     int nt = 0;
-    int32_t *want = gold_tokens("full", &nt);
+    int32_t *want = golden_of("full", &audio, &n, &nt);
     CU_ASSERT_FATAL(audio && want && n > 16000);
     int secs = (int)((n + 15999) / 16000);
     size_t bytes[2] = {0, 0};
@@ -1239,12 +1241,10 @@ static void convert_layout(const char *layout)
               w->eos == r->eos && w->pad == r->pad && w->flush_tokens == r->flush_tokens &&
               w->log_mel_max == r->log_mel_max && w->theta == r->theta && w->enc_theta == r->enc_theta);
     /* end to end: the golden tokens */
-    sr_h5 *g = open_golden();
     size_t n = 0;
-    float *audio = test_golden_audio(g, &n);
-    sr_h5_close(g);
+    float *audio = NULL;
     int nt = 0;
-    int32_t *want = gold_tokens("small", &nt);
+    int32_t *want = golden_small(&audio, &n, &nt);
     CU_ASSERT_FATAL(audio && want);
     sr_stream *s = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, NULL, &s), SR_OK);
