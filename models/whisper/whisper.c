@@ -336,10 +336,11 @@ static void aed_seq(aed_plan *p, int32_t *tok, wh_dseq *q)
  * moving its logit before it would give (the normalizer sums the same terms); two one-entry
  * copies per such row, which only decoding past a 30 s window's end meets.
  * Summaries (sr_aed_req.top) are taken where the rows are too when every staged row asks for
- * one: the argmax by the table's topk (k = 1), the probed and EOT entries by one copy_rows, and
- * one copy of 16 bytes a row to the host instead of the row's n_vocab floats. Otherwise the
- * rows come to the host (one copy on a device) and the summaries are taken there
- * (sr_aed_top_of_row: the same rule as topk). */
+ * one: the argmax and the best entries a beam asks for by the table's topk (k = 1, or the most
+ * any row asks), the probed and EOT entries by one copy_rows, and one copy of 16 bytes a row
+ * (plus 8 per best entry) to the host instead of the row's n_vocab floats. Otherwise the rows
+ * come to the host (one copy on a device) and the summaries are taken there
+ * (sr_aed_top_of_row, sr_aed_row_topk: topk's rule). */
 static sr_status aed_flush(wh_batch *b, int *ln)
 {
     const wh_model *w = b->w;
