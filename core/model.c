@@ -419,14 +419,15 @@ void sr_model_free(sr_model *m)
     free(m);
 }
 
-/* The argmax rule of the op table's topk (k = 1): a later column replaces the best one only if
- * it is larger, or the best is NaN and it is a number; so ties keep the lower id. */
+/* The CPU table's op itself (host memory is its memory): one rule for every table. 1 <= k <=
+ * vocab is the callers' (the beam engine's k = min(b + 1, vocab), a backend's checked top_k). */
 void sr_aed_row_topk(const float *row, int vocab, int k, int32_t *id, float *lp)
 {
-    /* the CPU table's op itself (host memory is its memory): one rule for every table */
     (void)sr_kernels_cpu()->topk(1, vocab, k, row, vocab, id, lp);
 }
 
+/* The argmax rule of the op table's topk (k = 1): a later column replaces the best one only if
+ * it is larger, or the best is NaN and it is a number; so ties keep the lower id. */
 void sr_aed_top_of_row(const float *row, int vocab, int32_t probe, int32_t eot, sr_aed_top *t)
 {
     int32_t best = 0;

@@ -3,9 +3,9 @@
  * "sync", read by sr_kernels_select): per op, the calls and the host wall time spent inside
  * them. Asynchronous tables (CUDA) return from an op once it is queued, so plain mode measures
  * what the host pays per call (launch and argument upload, and the waits of copies, which
- * collect the device time queued before them; copies also count their bytes); "sync" synchronizes after every op so that each
- * op's time includes its own device time (slower, serialized: for finding the expensive ops,
- * not for throughput). The device has no profiler of its own here (no nsys), so this is how
+ * collect the device time queued before them; copies also count their bytes); "sync"
+ * synchronizes after every op so that each op's time includes its own device time (slower,
+ * serialized: for finding the expensive ops, not for throughput). The device has no profiler of its own here (no nsys), so this is how
  * `srkit bench` shows where a step's time goes. Counters are atomic; one profiled table per
  * process (the first base table asked for; the tests and the CLI use one device at a time).
  */
