@@ -395,6 +395,9 @@ static sr_status aed_flush(wh_batch *b, int *ln)
     }
     const float *hl = b->logits;
     if (!k->host_visible) { /* a device: one copy (it waits for the queue), then the rows */
+        /* the host copy is made when first needed: the decoders of srkit ask for summaries */
+        if (!b->hlog && !(b->hlog = sr_malloc((size_t)b->lrows * V * sizeof(float), "whisper logits (host)")))
+            return SR_ERR_NOMEM;
         st = k->download(b->hlog, b->logits, (size_t)n * V * sizeof(float));
         hl = b->hlog;
     }
@@ -600,22 +603,21 @@ static sr_status wh_aed_no_speech_batch(const sr_aed_ns_req *r, int count)
      * the logits buffer 4 max_streams */
     sr_status st = wh_decode(w, &b->ds, b->dq, nq, b->ns_k, b->ns_v, b->xk, b->xv);
     if (!st) st = wh_logits(w, b->ds.h, nq, b->logits);
-    /* read on the host: in place where the host sees table memory, else a host copy */
-    const float *hl = w->k->host_visible ? b->logits : b->hlog;
-    if (!st && !w->k->host_visible)
-        st = w->k->download(b->hlog, b->logits, (size_t)nq * w->n_vocab * sizeof(float));
+    /* the softmax where the logits are: each row's log-softmax, its no-speech entry gathered,
+     * one float a stream to the host (exp there) */
+    const sr_kernels *k = w->k;
+    if (!st) st = k->logsoftmax(nq, w->n_vocab, b->logits, w->n_vocab, b->logits, w->n_vocab);
+    for (int q = 0; q < nq; q++) b->gsrc[q] = b->logits + (size_t)q * w->n_vocab + w->no_speech;
+    float *got = b->sum;
+    if (!st) st = k->copy_rows(nq, 1, b->gsrc, got, 1);
+    if (!st) st = k->download(b->hsum, got, (size_t)nq * sizeof(float));
     if (st) {
         for (int q = 0; q < nq; q++) ((wh_stream *)r[b->idx[q]].ctx)->ns_win = -1;
         return sr_error_prefix(st, "whisper aed_no_speech");
     }
     for (int q = 0; q < nq; q++) {
         wh_stream *s = r[b->idx[q]].ctx;
-        const float *row = hl + (size_t)q * w->n_vocab;
-        float mx = row[0];
-        for (int v = 1; v < w->n_vocab; v++) mx = row[v] > mx ? row[v] : mx;
-        double sum = 0;
-        for (int v = 0; v < w->n_vocab; v++) sum += exp((double)row[v] - mx);
-        s->ns_p = (float)(exp((double)row[w->no_speech] - mx) / sum);
+        s->ns_p = (float)exp((double)((const float *)b->hsum)[q]);
         s->ns_ver = s->ver;
         *r[b->idx[q]].p = s->ns_p;
     }
@@ -1140,9 +1142,9 @@ static size_t wh_batch_bytes(const void *batch)
     n += (size_t)b->es.rows * d * f;
     n += ms * (sizeof(wh_eseq) + sizeof(int) + sizeof(void *)) +
          (size_t)b->req_max * (sizeof(int) + sizeof(wh_dseq) + sizeof(aed_plan) + (size_t)w->n_text_ctx * sizeof(int32_t));
-    /* lh, logits, the host copy of the logits, ldst, lsrc, lpos, lclosed, ltop, lprobe, lk,
-     * lid, llp, gsrc, sum and hsum */
-    n += (size_t)b->lrows * ((d + 2 * (size_t)w->n_vocab) * f + 2 * sizeof(float *) + sizeof(int) + 1 +
+    /* lh, logits, the host copy of the logits (once made), ldst, lsrc, lpos, lclosed, ltop,
+     * lprobe, lk, lid, llp, gsrc, sum and hsum */
+    n += (size_t)b->lrows * ((d + (b->hlog ? 2 : 1) * (size_t)w->n_vocab) * f + 2 * sizeof(float *) + sizeof(int) + 1 +
                              sizeof(sr_aed_top *) + sizeof(int32_t) + sizeof(int) + 2 * sizeof(void *) +
                              2 * sizeof(float *) + 2 * (2 * (size_t)b->kcap + 2) * sizeof(uint32_t));
     return n;
@@ -1193,7 +1195,6 @@ static sr_status wh_batch_open(const sr_model *m, const sr_stream_config *cfg, i
         !(b->exslot = sr_malloc((size_t)ms * sizeof(int), "whisper encoder sequences")) ||
         !(b->lh = k->alloc(lr * d * f)) ||
         !(b->logits = k->alloc(lr * (size_t)w->n_vocab * f)) ||
-        !(b->hlog = sr_malloc(lr * (size_t)w->n_vocab * f, "whisper logits (host)")) ||
         !(b->ldst = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
         !(b->lsrc = sr_malloc(lr * sizeof(float *), "whisper logits rows")) ||
         !(b->lpos = sr_malloc(lr * sizeof(int), "whisper logits rows")) ||

@@ -248,7 +248,8 @@ typedef struct wh_batch {
     int lrows;                  /* max_streams * WH_BATCH_ROWS: logits rows of one gemm */
     float *lh;                  /* [lrows, d] hidden rows staged for the logits gemm (table) */
     float *logits;              /* [lrows, n_vocab] (table memory) */
-    float *hlog;                /* [lrows, n_vocab] host: the logit rules run there */
+    float *hlog;                /* [lrows, n_vocab] host copy of the rows on a device, made
+                                   when a request first asks for rows (NULL until then) */
     float **ldst;               /* [lrows] where each staged row's log-probabilities go */
     const float **lsrc;         /* [lrows] its hidden row in the decoder scratch (table) */
     int *lpos;                  /* [lrows] its window-local text position */
