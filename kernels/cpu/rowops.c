@@ -1074,11 +1074,15 @@ static void topk_rows(void *p, int64_t lo, int64_t hi)
              * to the root ranks below it, so ties keep the lower column */
             for (int j = 0; j < k; j++) h[j] = j;
             for (int i = k / 2 - 1; i >= 0; i--) heap_down(x, h, k, i);
-            for (int j = k; j < N; j++)
+            for (int j = k; j < N; j++) {
+                /* most columns lose to the heap's worst on one comparison of two numbers */
+                float vr = x[h[0]], vj = x[j];
+                if (vj < vr && vj == vj) continue;
                 if (ranks_below(x, h[0], j)) {
                     h[0] = j;
                     heap_down(x, h, k, 0);
                 }
+            }
             for (int n = k - 1; n > 0; n--) { /* the worst goes last: descending order */
                 int32_t t = h[0];
                 h[0] = h[n];
