@@ -49,13 +49,6 @@ sr_status sr_aed_check_scorer(const sr_scorer *sc, const char *who, int slots)
     return SR_OK;
 }
 
-int sr_aed_argmax(const float *row, int vocab)
-{
-    sr_aed_top t;
-    sr_aed_top_of_row(row, vocab, -1, -1, &t);
-    return t.best;
-}
-
 int sr_aed_chunk_ms(const sr_stream_config *cfg, long k)
 {
     int chunk = cfg->chunk_ms > 0 ? cfg->chunk_ms : SR_AED_CAP_DEFAULT_MS;
@@ -473,7 +466,6 @@ static void check_take(sr_aed_beams *e, sr_aed_beam *bm, int w0, int i)
         }
     }
     size_t r = (size_t)(cut - w0), s = (size_t)bm->slot;
-    e->dtop[s] = t0[r];
     memcpy(e->did + s * K, id0 + r * K, K * sizeof *e->did);
     memcpy(e->dlp + s * K, lp0 + r * K, K * sizeof *e->dlp);
     bm->n = cut;

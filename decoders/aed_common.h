@@ -37,8 +37,6 @@
  * naming the field otherwise. */
 sr_status sr_aed_check_scorer(const sr_scorer *sc, const char *who, int slots);
 
-/* Index of the largest entry of row[0, vocab); the first one wins ties (sr_aed_top's rule). */
-int sr_aed_argmax(const float *row, int vocab);
 
 /* Audio in update number k (0 = the first chunk), in ms, from the stream config: the first
  * chunk is first_chunk_ms (or chunk_ms when 0); an unset chunk_ms counts as
@@ -157,7 +155,7 @@ typedef struct sr_aed_beam {
     double score;  /* sum of lp[0, n) */
     double rank;   /* ordering key: score, plus the EOT log-prob when it paused on EOT */
     int slot;      /* scorer cache slot it uses */
-    int dist_ok;   /* the engine's next-token summary of its slot (dtop, did, dlp) is ready */
+    int dist_ok;   /* the engine's next-token best entries of its slot (did, dlp) are ready */
     double end_lp; /* EOT's log-prob when the beam paused on EOT, else NAN */
 } sr_aed_beam;
 
@@ -177,7 +175,8 @@ typedef struct sr_aed_beams {
     sr_aed_top *rtop;         /* [b, window + 1] the re-check rows' summaries, per beam index */
     int32_t *rid;             /* [b, window + 1, k] their k best entries, per beam index */
     float *rlp;
-    sr_aed_top *dtop;         /* [b] next-token summary, per slot */
+    sr_aed_top *dtop;         /* [b] next-token summary, per slot (where the calls write it;
+                                 the candidates read did, dlp) */
     int32_t *did;             /* [b, k] its k best entries, per slot */
     float *dlp;
     float *dist;              /* [b, vocab] rows, per slot, only for a scorer without aed_top */

@@ -1126,7 +1126,9 @@ static void test_nospeech_golden(void)
         double sum = 0;
         for (;;) {
             CU_ASSERT_EQUAL_FATAL(b.sc.aed_logprobs(b.st, 0, toks, nt, nt, lp), SR_OK);
-            int best = sr_aed_argmax(lp, V);
+            sr_aed_top tb;
+            sr_aed_top_of_row(lp, V, -1, -1, &tb);
+            int best = tb.best;
             sum += lp[best];
             if (best == b.sc.eot || nt == 127) break;
             toks[nt++] = best;
@@ -1581,7 +1583,9 @@ static long batch_case(const sr_model *m, const char *strategy, int chunk_ms, in
             }
             rows_cmp += rows;
             const float *last = req[r].out + (size_t)(rows - 1) * V;
-            int best = sr_aed_argmax(last, V);
+            sr_aed_top tb;
+            sr_aed_top_of_row(last, V, -1, -1, &tb);
+            int best = tb.best;
             if (best != w->eot && best != w->brk && x->nt < max_tok && req[r].n == x->nt)
                 x->toks[x->nt++] = best; /* the stream's first request only */
             float p = -1, q = -2;

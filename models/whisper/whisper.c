@@ -180,14 +180,13 @@ static void certain_row(const sr_aed_req *r, int V, int32_t eot, int j, int32_t 
     o->eot_lp = eot == t ? 0.0f : -INFINITY;
     int32_t *id = r->top_id + (size_t)(j - r->from) * r->top_k;
     float *lp = r->top_lp + (size_t)(j - r->from) * r->top_k;
-    for (int i = 0, v = 0; i < r->top_k; i++) {
-        if (i == 0) {
-            id[0] = t;
-            lp[0] = 0.0f;
-            continue;
-        }
+    if (r->top_k) {
+        id[0] = t;
+        lp[0] = 0.0f;
+    }
+    for (int i = 1, v = 0; i < r->top_k; i++, v++) {
         if (v == t) v++;
-        id[i] = v++;
+        id[i] = v;
         lp[i] = -INFINITY;
     }
 }
