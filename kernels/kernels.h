@@ -407,6 +407,12 @@ sr_status sr_kernels_check_attn(const sr_kattn *a, const sr_kbatch *b, const flo
 #ifdef SR_WITH_CUDA
 /* kernels/cuda/cuda.cu (extern "C"): the cuBLAS table after checking that a device exists. */
 sr_status sr_cuda_kernels(const sr_kernels **out);
+/* kernels/cuda/gemm.cu: which kernel computes the CUDA table's bf16-product gemm, process-wide:
+ * 0 the wmma form (default), 1 the mma form (register-direct operands); v = 0 or 1 sets it, any
+ * other v only asks. Returns the kernel in use before the call. The environment's
+ * SRKIT_CUDA_GEMM=mma selects 1 until a call sets it. For tests and `srkit bench gemm`: set it
+ * while no gemm runs (a gemm reads it once per call). */
+int sr_cuda_gemm_kernel(int v);
 #endif
 
 #endif /* SR_KERNELS_H */

@@ -29,6 +29,15 @@ J1=$!
 echo "== suites"
 timeout 60 test_srkit kernels_cuda engine_equals_solo/cuda > "$OUT/suites.log" 2>&1
 echo "rc=$?"; grep -E "Test:.*FAIL|^ *[0-9]+\. |tests |asserts" "$OUT/suites.log"
+# the second tensor-core kernel (SRKIT_CUDA_GEMM=mma, kernels/cuda/gemm.cu): kernels_cuda above
+# checks it against the double reference; here batched == solo and the bf16 goldens with it
+echo "== the mma kernel: batched == solo, bf16 goldens"
+SRKIT_CUDA_GEMM=mma timeout 60 test_srkit engine_equals_solo/cuda > "$OUT/mma.log" 2>&1
+echo "rc=$?"; grep -E "Test:.*FAIL|^ *[0-9]+\. |tests |asserts" "$OUT/mma.log"
+SRKIT_CUDA_GEMM=mma SRKIT_TEST_DEVICE=cuda timeout 60 test_srkit whisper_parity fastconformer_parity \
+    voxtral_parity > "$OUT/mma-parity.log" 2>&1
+echo "rc=$?"; grep -E "Test:.*FAIL|^ *[0-9]+\. |bf16.*max abs diff|tests |asserts" "$OUT/mma-parity.log" | cut -c1-200
+echo "== bench gemm (wmma against mma)"; timeout 45 srkit bench gemm --device cuda | tail -n 36
 echo "== golden parity on the device (the CPU's tolerances)"
 SRKIT_TEST_DEVICE=cuda timeout 60 test_srkit whisper_parity fastconformer_parity voxtral_parity \
     > "$OUT/parity.log" 2>&1
@@ -74,6 +83,7 @@ for ctx in "[70,0]" "[70,1]"; do
         B 25 $C --streams $n --realtime --model $N --audio $A --stream "{\"att_context\": $ctx}" --max-ms 4000
     done
 done
+SRKIT_CUDA_GEMM=mma B 25 $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
 # where a 64-stream step goes: host time per op, then each op waited for (device time)
 for mode in 1 sync; do
     echo "== SRKIT_PROFILE=$mode, Nemotron [70,1], 64 streams"
@@ -106,10 +116,12 @@ fi
 if [ -f /tmp/m/vx.done ]; then
     V=/tmp/m/vx.h5
     B 40 $C --model $V --audio $A --max-ms 10000
+    SRKIT_CUDA_GEMM=mma B 40 $C --model $V --audio $A --max-ms 10000
     # max_seconds: each stream's decoder ring for 30 s of audio instead of 8,192 positions
     # (64 whole-window streams need 82 GB of state: more than an H100 holds)
     VS='{"cache_dtype": "bf16", "max_seconds": 30}'
     B 40 $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 3000
+    SRKIT_CUDA_GEMM=mma B 40 $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 3000
     echo "== SRKIT_PROFILE=sync, Voxtral mini-4b shape, 64 streams"
     SRKIT_PROFILE=sync timeout 40 srkit bench $C --streams 64 --model $V --audio $A --stream "$VS" \
         --max-ms 1500 2>&1 | tail -n 24
@@ -128,5 +140,4 @@ if [ -f /tmp/m/vx.done ]; then
         --seconds 3 2>/tmp/tv.err | python3 -c 'import json, sys
 j = json.load(sys.stdin); j.pop("steps", None); print(j)' || tail -n 3 /tmp/tv.err
 fi
-echo "== bench gemm"; timeout 30 srkit bench gemm --device cuda | tail -n 22
 nvidia-smi --query-gpu=name,memory.used --format=csv,noheader

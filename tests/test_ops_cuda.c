@@ -94,6 +94,18 @@ static int agree(const float *a, const float *b, size_t n, double tol, const cha
     return 1;
 }
 
+/* The CUDA table's bf16-product kernel (kernels.h sr_cuda_gemm_kernel: 0 wmma, 1 mma; v < 0
+ * asks); without CUDA=1 the suite skips before any call. */
+static int gemm_kernel(int v)
+{
+#ifdef SR_WITH_CUDA
+    return sr_cuda_gemm_kernel(v);
+#else
+    (void)v;
+    return 0;
+#endif
+}
+
 /* bf16 products run on the tensor cores in their own order of f32 sums: y within the bound of
  * kernels_gemm_bf16 (the CPU AMX path's) of the double reference over the bf16 operands:
  * |alpha| e_act + 2 eps (|alpha act| + |beta y0|), e_pre = (K + 3) eps sum |x w| + |bias|, the
@@ -124,8 +136,8 @@ static int agree_bf16(const float *yg, int M, int N, int K, const float *x, int 
                 double tol = fabs((double)alpha) * e_act +
                              2.0 * eps * (fabs((double)alpha * av[o]) + fabs((double)beta * y0v));
                 if (!(fabs((double)yg[i] - ref[o]) <= tol)) {
-                    printf("\n      gemm bf16 products act %d M %d N %d K %d: y[%d,%d] = %.9g, want %.9g "
-                           "(tol %.3g)", (int)act, M, N, K, m, n, (double)yg[i], ref[o], tol);
+                    printf("\n      gemm bf16 products (%s kernel) act %d M %d N %d K %d: y[%d,%d] = %.9g, want %.9g "
+                           "(tol %.3g)", gemm_kernel(-1) ? "mma" : "wmma", (int)act, M, N, K, m, n, (double)yg[i], ref[o], tol);
                     ok = 0;
                 }
             }
@@ -141,15 +153,21 @@ static void test_gemm(void)
     const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
     if (!g) return;
     static const sr_dtype dts[] = {SR_F32, SR_BF16, SR_F16, SR_I8};
-    /* M 1 / 5 / 16 / 33 / 70: each tensor-core tile shape and its row remainders; K tails of
-     * 16-wide tiles and of 256-wide chunks */
-    static const int shapes[][3] = {{1, 1, 1}, {5, 33, 17}, {16, 64, 301}, {33, 40, 600}, {70, 100, 1100}};
+    /* M 1 / 5 / 16 / 33 / 70 / 200: each tensor-core tile shape and its row remainders, several
+     * row tiles; K tails of 16-wide tiles, of the mma kernel's 32-wide blocks (kpad 1104 ends in
+     * half a block) and of 256-wide chunks */
+    static const int shapes[][3] = {{1, 1, 1},       {5, 33, 17},     {16, 64, 301},
+                                    {33, 40, 600},   {70, 100, 1100}, {200, 48, 520}};
+    enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
     int bad = 0;
-    for (int d = 0; d < 5; d++) /* the 4 dtypes exact, then bf16 products */
-        for (int s = 0; s < 5; s++) {
+    /* the 4 dtypes exact, then bf16 products by the wmma kernel and by the mma kernel */
+    const int prev_kernel = gemm_kernel(-1);
+    for (int d = 0; d < 6; d++)
+        for (int s = 0; s < NSHAPES; s++) {
             int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldx = K + 3, ldy = N + 2;
             sr_dtype dt = d < 4 ? dts[d] : SR_BF16;
             sr_kmul mul = d < 4 ? SR_KMUL_EXACT : SR_KMUL_BF16;
+            if (d >= 4) gemm_kernel(d - 4);
             size_t nw = (size_t)N * K;
             void *hw = malloc(nw * 4);
             float *scale = rand_host((size_t)N, 0.01f), *bias = rand_host((size_t)N, 1.0f);
@@ -205,6 +223,7 @@ static void test_gemm(void)
             g->free(dbias);
             free(hw); free(scale); free(bias); free(x); free(y0);
         }
+    gemm_kernel(prev_kernel);
     CU_ASSERT_EQUAL(bad, 0);
 }
 

@@ -892,7 +892,18 @@ typedef struct {
     float **B;      /* [copies] */
     const float *x;
     float *y;
+    int tc_kernel; /* CUDA bf16 products: 0 wmma, 1 mma (sr_cuda_gemm_kernel); -1 as set */
 } bench_gemm_case;
+
+/* The CUDA table's bf16-product kernel for one timed call (-1: leave it). */
+static void bench_tc_kernel(int v)
+{
+#ifdef SR_WITH_CUDA
+    if (v >= 0) sr_cuda_gemm_kernel(v);
+#else
+    (void)v;
+#endif
+}
 
 /* Median seconds per call of each of n cases (into med[]), timed round-robin (case 0, 1, ...,
  * then again) so that a change in machine load hits all of them alike; one untimed warm-up
@@ -907,6 +918,7 @@ static int bench_gemm_medians(const bench_gemm_case *c, int n, int reps, double 
         for (int i = 0; i < n; i++) {
             const bench_gemm_case *b = &c[i];
             int w = (r + 1) % b->copies;
+            bench_tc_kernel(b->tc_kernel);
             double t0 = now_s();
             sr_status st = b->W ? b->k->gemm(b->M, b->x, b->K, b->W[w], NULL, SR_ACT_NONE, 1.0f,
                                              0.0f, b->y, b->N)
@@ -982,10 +994,10 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
            "bf16 wid.", "GB/s", "bf16xbf16", "GB/s", "sgemm ms", "GB/s", "");
     for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
         int M = Ms[i];
-        bench_gemm_case c[4] = {{k, M, N, K, copies_f, Wf, NULL, x, y},
-                                {k, M, N, K, copies, Wb, NULL, x, y},
-                                {k, M, N, K, copies, Wd, NULL, x, y},
-                                {k, M, N, K, copies_f, NULL, B, x, y}};
+        bench_gemm_case c[4] = {{k, M, N, K, copies_f, Wf, NULL, x, y, -1},
+                                {k, M, N, K, copies, Wb, NULL, x, y, -1},
+                                {k, M, N, K, copies, Wd, NULL, x, y, -1},
+                                {k, M, N, K, copies_f, NULL, B, x, y, -1}};
         double med[4];
         if (bench_gemm_medians(c, 4, REPS, med)) goto out;
         double tf = med[0], tb = med[1], td = med[2], ts = med[3];
@@ -993,6 +1005,41 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
                nw * 4.0 / tf / 1e9, tb * 1e3, nw * 2.0 / tb / 1e9, td * 1e3, nw * 2.0 / td / 1e9,
                ts * 1e3, nw * 4.0 / ts / 1e9, M == 1 ? "(gemv)" : "");
     }
+#ifdef SR_WITH_CUDA
+    /* the two tensor-core kernels of bf16 products (kernels/cuda/gemm.cu), timed in turn; the
+     * rows past 64 are the batched encoder's and many streams' */
+    if (!strcmp(k->name, "cuda")) {
+        static const int Mt[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+        const int prev = sr_cuda_gemm_kernel(-1);
+        float *xt = k->alloc((size_t)512 * K * sizeof(float)), *yt = k->alloc((size_t)512 * N * sizeof(float));
+        float *hxt = malloc((size_t)512 * K * sizeof(float));
+        if (!xt || !yt || !hxt) {
+            fprintf(stderr, "srkit bench: out of memory\n");
+            k->free(xt), k->free(yt), free(hxt);
+            goto out;
+        }
+        for (size_t i = 0; i < (size_t)512 * K; i++) hxt[i] = (float)((i * 131) % 997) / 997.0f - 0.5f;
+        k->upload(xt, hxt, (size_t)512 * K * sizeof(float));
+        printf("\nbf16 x bf16 on the tensor cores: the wmma kernel (default) against the mma kernel "
+               "(SRKIT_CUDA_GEMM=mma)\n%4s | %10s %8s %9s | %10s %8s %9s | %6s\n", "M", "wmma ms",
+               "GB/s", "TFLOP/s", "mma ms", "GB/s", "TFLOP/s", "ratio");
+        int bad = 0;
+        for (size_t i = 0; i < sizeof Mt / sizeof Mt[0] && !bad; i++) {
+            int M = Mt[i];
+            bench_gemm_case c[2] = {{k, M, N, K, copies, Wd, NULL, xt, yt, 0},
+                                    {k, M, N, K, copies, Wd, NULL, xt, yt, 1}};
+            double med[2];
+            if (bench_gemm_medians(c, 2, REPS, med)) { bad = 1; break; }
+            double fl = 2.0 * M * (double)nw;
+            printf("%4d | %10.3f %8.2f %9.2f | %10.3f %8.2f %9.2f | %6.2f\n", M, med[0] * 1e3,
+                   nw * 2.0 / med[0] / 1e9, fl / med[0] / 1e12, med[1] * 1e3, nw * 2.0 / med[1] / 1e9,
+                   fl / med[1] / 1e12, med[0] / med[1]);
+        }
+        sr_cuda_gemm_kernel(prev);
+        k->free(xt), k->free(yt), free(hxt);
+        if (bad) goto out;
+    }
+#endif
     /* Whisper encoder products (base / small widths at 30 s: 1500 frames): compute-bound */
     static const int big[][3] = {{1500, 1536, 384}, {1500, 384, 1536}, {1500, 2048, 512}, {1500, 512, 2048}};
     printf("\nbig M (Whisper encoder MLP, f32): op vs sgemm\n");
@@ -1014,8 +1061,8 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
         }
         double med[2] = {-1, -1};
         if (ok) {
-            bench_gemm_case c[2] = {{k, M, n, kk, 1, &bW, NULL, bx, by},
-                                    {k, M, n, kk, 1, NULL, &bB, bx, by}};
+            bench_gemm_case c[2] = {{k, M, n, kk, 1, &bW, NULL, bx, by, -1},
+                                    {k, M, n, kk, 1, NULL, &bB, bx, by, -1}};
             ok = bench_gemm_medians(c, 2, 7, med) == 0;
         }
         double to = med[0], ts = med[1];

@@ -67,7 +67,9 @@
  * straight from global memory with no barrier in the k loop; at the end the warps' fragments
  * are summed in warp order through shared memory, where the epilogue reads them. MT = 1, 2 or
  * 4 by M, NT = 1 for few rows (more blocks to stream the weight), 2 otherwise: the choice is
- * speed only, the bits are the same.
+ * speed only, the bits are the same. A second form of it, with mma.sync operands loaded as
+ * vectors straight into registers (SRKIT_CUDA_GEMM=mma; its own comment below), keeps the same
+ * independence of rows with its own order of sums.
  */
 #include "cuda_impl.h"
 
@@ -75,6 +77,7 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
+#include <atomic>
 #include <cfloat>
 #include <cstdint>
 #include <cstdlib>
@@ -462,6 +465,177 @@ static void gemm_tc_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, 
                                                      alpha, beta, y, ldy);
 }
 
+/* ---- register-direct mma kernel (bf16 products, second form) -------------------------------- */
+
+/* The wmma kernel above loads its fragments with load_matrix_sync straight from global memory:
+ * 32-byte pieces of 16 weight rows and as many of x's rows, padded to 16 even for one stream
+ * (at M = 1 half of what a warp reads is x's zero rows); ncu on an H100 found it L1-bound at
+ * 45 % of DRAM bandwidth. This form issues mma.sync.m16n8k16 directly, its operands loaded as
+ * 16-byte vectors into the registers the instruction reads (PTX ISA, "Matrix fragments for
+ * mma.m16n8k16": lane l = 4 g + q holds A rows g and g + 8, B column g, at k = 2 q, 2 q + 1 and
+ * 2 q + 8, 2 q + 9). A lane loads 8 consecutive k of its row (k0 + 8 q .. k0 + 8 q + 7) and feeds
+ * them to two mma: elements 0-3 to the first, 4-7 to the second, the same way for A and B, so
+ * a 32-wide k block is summed as two 16-wide products over a fixed permutation of its k. A
+ * warp's load of one B fragment is then 8 weight rows x 64 contiguous bytes, and x rows >= M
+ * are never read.
+ *
+ * Rows stay independent as in the wmma kernel: 32-wide k block b belongs to warp
+ * (b / MMA_G) % MMA_WARPS of every block whatever M, N or the tile shape; a warp runs its blocks
+ * in increasing b, each as the same two mma; the warps' sums are added in warp order. So a row
+ * alone gives the bits it has in any batch (and the bits differ from the wmma kernel's, which
+ * sums in another order: each is checked against the double reference within the f32 bound).
+ * kpad is a multiple of 16, so the last block may be half padding: its vectors past kpad read
+ * as zero. Selected by SRKIT_CUDA_GEMM=mma or sr_cuda_gemm_kernel (kernels.h). */
+#define MMA_WARPS 8 /* warps of a block; 32-wide k blocks dealt among them */
+#define MMA_G 2     /* consecutive k blocks of a warp per round: 128 bytes of each weight row */
+
+/* d += a b over one 16 x 8 x 16 product, bf16 operands, f32 accumulator. */
+__device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                          uint32_t a3, uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* y[M, N] from the staged operands xb [Mp][kpad] and the bf16 weight w [tc_rows(N)][kpad]: a
+ * block computes (16 MT) rows x 16 columns (two 8-column mma tiles), DEPTH k blocks of a warp
+ * loaded before they are multiplied (speed only). */
+template <int MT, int DEPTH>
+__global__ void __launch_bounds__(32 * MMA_WARPS)
+gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
+                const __nv_bfloat16 *__restrict__ w, const float *__restrict__ bias, sr_act act,
+                float alpha, float beta, float *__restrict__ y, int ldy)
+{
+    constexpr int BM = 16 * MT, BN = 16;
+    __shared__ float red[BM * BN]; /* the warps' sum, [m][n] */
+
+    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, q = lane % 4;
+    const int n0 = (int)blockIdx.x * BN;
+    const int kb_all = (kpad + 31) / 32; /* 32-wide k blocks, the last maybe half */
+    const int rounds = (kb_all + MMA_G * MMA_WARPS - 1) / (MMA_G * MMA_WARPS);
+    const int mine = rounds * MMA_G;
+    const int m_tiles = (M + BM - 1) / BM;
+    /* this lane's two weight rows (n0 + g, n0 + 8 + g: inside tc_rows(N), a multiple of 16) */
+    const __nv_bfloat16 *w0 = w + (size_t)(n0 + g) * (size_t)kpad + 8 * q;
+    const __nv_bfloat16 *w1 = w0 + (size_t)8 * (size_t)kpad;
+
+    for (int mb = (int)blockIdx.y; mb < m_tiles; mb += (int)gridDim.y) {
+        const int m0 = mb * BM;
+        float acc[MT][2][4];
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+        /* this lane's x rows m0 + 16 i + g (h = 0) and + 8 (h = 1), or NULL past M */
+        const __nv_bfloat16 *xr[MT][2];
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int m = m0 + 16 * i + 8 * h + g;
+                xr[i][h] = m < M ? xb + (size_t)m * (size_t)kpad + 8 * q : NULL;
+            }
+
+        for (int i0 = 0; i0 < mine; i0 += DEPTH) {
+            uint4 bv[DEPTH][2], av[DEPTH][MT][2];
+            bool live[DEPTH];
+#pragma unroll
+            for (int d = 0; d < DEPTH; d++) {
+                const int i = i0 + d;
+                const int kb = ((i / MMA_G) * MMA_WARPS + warp) * MMA_G + i % MMA_G;
+                live[d] = i < mine && kb < kb_all; /* warp-uniform */
+                const size_t k = (size_t)kb * 32;
+                /* the vector at k + 8 q is wholly inside kpad or wholly past it */
+                const bool in = live[d] && k + 8 * (size_t)q < (size_t)kpad;
+                const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+                bv[d][0] = in ? __ldg(reinterpret_cast<const uint4 *>(w0 + k)) : z;
+                bv[d][1] = in ? __ldg(reinterpret_cast<const uint4 *>(w1 + k)) : z;
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        av[d][mi][h] = in && xr[mi][h] ? __ldg(reinterpret_cast<const uint4 *>(xr[mi][h] + k)) : z;
+            }
+#pragma unroll
+            for (int d = 0; d < DEPTH; d++) {
+                if (!live[d]) continue;
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        const uint4 &a0 = av[d][mi][0], &a1 = av[d][mi][1], &b = bv[d][j];
+                        mma_16816(acc[mi][j], a0.x, a1.x, a0.y, a1.y, b.x, b.y); /* k +0..3 */
+                        mma_16816(acc[mi][j], a0.z, a1.z, a0.w, a1.w, b.z, b.w); /* k +4..7 */
+                    }
+            }
+        }
+
+        /* the warps' partial sums added in warp order: D element e of tile (i, j) is row
+         * 16 i + g + 8 (e / 2), column 8 j + 2 q + e % 2 */
+        for (int w8 = 0; w8 < MMA_WARPS; w8++) {
+            if (warp == w8) {
+#pragma unroll
+                for (int i = 0; i < MT; i++)
+#pragma unroll
+                    for (int j = 0; j < 2; j++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            float *r = red + (16 * i + g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2;
+                            *r = w8 > 0 ? __fadd_rn(*r, acc[i][j][e]) : acc[i][j][e];
+                        }
+            }
+            __syncthreads();
+        }
+        /* epilogue: the scalar kernel's sequence */
+        for (int e = tid; e < BM * BN; e += 32 * MMA_WARPS) {
+            const int m = m0 + e / BN, n = n0 + e % BN;
+            if (m >= M || n >= N) continue;
+            float v = red[e];
+            if (bias) v = __fadd_rn(v, bias[n]);
+            v = apply_act(act, v);
+            float *yp = y + (size_t)m * (size_t)ldy + n;
+            *yp = beta == 0.0f ? __fmul_rn(alpha, v) : __fadd_rn(__fmul_rn(alpha, v), __fmul_rn(beta, *yp));
+        }
+        __syncthreads(); /* red is reused by the next row tile */
+    }
+}
+
+template <int MT, int DEPTH>
+static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, const float *bias,
+                            sr_act act, float alpha, float beta, float *y, int ldy)
+{
+    unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
+    dim3 grid((unsigned)(tc_rows(W->n) / 16), (unsigned)SR_CUDA_GRID_Y(m_tiles));
+    gemm_mma_kernel<MT, DEPTH><<<grid, 32 * MMA_WARPS>>>(M, W->n, (int)k_pad(W->k), xb,
+                                                        (const __nv_bfloat16 *)W->data, bias, act,
+                                                        alpha, beta, y, ldy);
+}
+
+/* The bf16-product kernel in use: 0 the wmma form, 1 the mma form. The environment's choice is
+ * read once; sr_cuda_gemm_kernel overrides it (tests, bench). */
+static std::atomic<int> gemm_kernel_set{-1};
+static int gemm_kernel_env(void)
+{
+    static const int v = [] {
+        const char *e = getenv("SRKIT_CUDA_GEMM");
+        return e && !strcmp(e, "mma") ? 1 : 0;
+    }();
+    return v;
+}
+
+extern "C" int sr_cuda_gemm_kernel(int v)
+{
+    int old = gemm_kernel_set.load();
+    int prev = old >= 0 ? old : gemm_kernel_env();
+    if (v == 0 || v == 1) gemm_kernel_set.store(v);
+    return prev;
+}
+
 /* x staged as bf16 operands in a block of the table's pool (freed after the launch, in order), then
  * the tile shape by M (speed only: every shape gives the same bits). */
 static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
@@ -475,7 +649,11 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     __nv_bfloat16 *xb = (__nv_bfloat16 *)xbv;
     size_t blocks = (n + 255) / 256;
     tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256>>>(M, W->k, kpad, Mp, x, ldx, xb);
-    if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    if (sr_cuda_gemm_kernel(-1) == 1) {
+        if (M <= 16) gemm_mma_launch<1, 4>(M, xb, W, bias, act, alpha, beta, y, ldy);
+        else if (M <= 32) gemm_mma_launch<2, 2>(M, xb, W, bias, act, alpha, beta, y, ldy);
+        else gemm_mma_launch<4, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    } else if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else if (M <= 32) gemm_tc_launch<2, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else gemm_tc_launch<4, 2>(M, xb, W, bias, act, alpha, beta, y, ldy);
     sr_status st = sr_cuda_launched("gemm (bf16 products)");
