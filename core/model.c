@@ -155,6 +155,18 @@ static void taps_major(void *data, int64_t rows, int64_t in, int64_t width, size
 static sr_status weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                            const int64_t *shape, int taps, const sr_kweight **out);
 
+/* Room for one more entry in the model's weight list. */
+static sr_status kweights_room(sr_model *m)
+{
+    if (m->n_kweights < m->cap_kweights) return SR_OK;
+    size_t cap = m->cap_kweights ? 2 * m->cap_kweights : 64;
+    sr_kweight **t = realloc(m->kweights, cap * sizeof *t);
+    if (!t) return sr_error(SR_ERR_NOMEM, "%s: out of memory for the weight list", m->path);
+    m->kweights = t;
+    m->cap_kweights = cap;
+    return SR_OK;
+}
+
 sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype want, int ndim,
                              const int64_t *shape, const sr_kweight **out)
 {
@@ -179,14 +191,7 @@ static sr_status weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype wan
     int n = (int)shape[0], k = (int)cols;
     sr_status st = sr_kernels_require(m->k, m->path);
 
-    if (st) return st;
-    if (m->n_kweights == m->cap_kweights) {
-        size_t cap = m->cap_kweights ? 2 * m->cap_kweights : 64;
-        sr_kweight **t = realloc(m->kweights, cap * sizeof *t);
-        if (!t) return sr_error(SR_ERR_NOMEM, "%s: out of memory for the weight list", m->path);
-        m->kweights = t;
-        m->cap_kweights = cap;
-    }
+    if (st || (st = kweights_room(m))) return st;
     sr_tensor t;
     if ((st = sr_h5_tensor(f, name, want, ndim, shape, &t))) return st;
     if (taps) {
@@ -207,6 +212,97 @@ static sr_status weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype wan
     m->weight_bytes += w->bytes;
     *out = w;
     return SR_OK;
+}
+
+sr_status sr_model_weight_cat(sr_model *m, sr_h5 *f, int count, const char *const *names,
+                              const int *rows, sr_dtype want, int k, const sr_kweight **out)
+{
+    *out = NULL;
+    if (count < 1 || count > SR_WEIGHT_CAT_MAX || k < 1)
+        return sr_error(SR_ERR_ARG, "%s: fused weight of %d blocks (1..%d) and %d columns", m->path,
+                        count, SR_WEIGHT_CAT_MAX, k);
+    int64_t n = 0;
+    for (int i = 0; i < count; i++) {
+        if (rows[i] < 1) return sr_error(SR_ERR_ARG, "%s: tensor %s: %d rows", m->path, names[i], rows[i]);
+        n += rows[i];
+    }
+    if (n > INT_MAX) return sr_error(SR_ERR_ARG, "%s: tensor %s and the rest: %lld rows in all",
+                                     m->path, names[0], (long long)n);
+    sr_status st = sr_kernels_require(m->k, m->path);
+    if (st || (st = kweights_room(m))) return st;
+    sr_tensor t[SR_WEIGHT_CAT_MAX];
+    memset(t, 0, sizeof t);
+    int got = 0, same = 1;
+    for (; got < count; got++) {
+        if ((st = sr_h5_tensor(f, names[got], want, 2, (const int64_t[]){rows[got], k}, &t[got]))) break;
+        same &= t[got].dtype == t[0].dtype;
+    }
+    /* blocks stored in different element types: all widened to f32 (exact for f16 / bf16, i8
+     * dequantized row by row), the products then as those of an f32 file */
+    if (!st && !same) {
+        for (int i = 0; i < count; i++) sr_tensor_free(&t[i]);
+        for (got = 0; got < count; got++)
+            if ((st = sr_h5_tensor(f, names[got], SR_F32, 2, (const int64_t[]){rows[got], k}, &t[got]))) break;
+    }
+    char *data = NULL;
+    float *scale = NULL;
+    const sr_dtype dt = st ? SR_F32 : t[0].dtype;
+    if (!st) {
+        size_t z = sr_dtype_size(dt), at = 0;
+        data = sr_malloc((size_t)n * (size_t)k * z, "a fused weight");
+        if (dt == SR_I8) scale = sr_malloc((size_t)n * sizeof(float), "a fused weight's scales");
+        if (!data || (dt == SR_I8 && !scale)) {
+            st = sr_error(SR_ERR_NOMEM, "%s: tensor %s and the rest: out of memory", m->path, names[0]);
+        } else {
+            for (int i = 0; i < count; i++) {
+                memcpy(data + at * (size_t)k * z, t[i].data, (size_t)rows[i] * (size_t)k * z);
+                if (scale) memcpy(scale + at, t[i].scale, (size_t)rows[i] * sizeof(float));
+                at += (size_t)rows[i];
+            }
+        }
+    }
+    for (int i = 0; i < count; i++) sr_tensor_free(&t[i]); /* zeroed or read: both free */
+    sr_kweight *w = NULL;
+    if (!st) st = sr_model_kweight(m, names[0], data, dt, scale, (int)n, k, &w);
+    free(data);
+    free(scale);
+    if (st) return st;
+    m->kweights[m->n_kweights++] = w;
+    m->weight_bytes += w->bytes;
+    *out = w;
+    return SR_OK;
+}
+
+sr_status sr_model_bias_cat(sr_model *m, sr_h5 *f, int count, const char *const *names,
+                            const int *rows, const float **out)
+{
+    *out = NULL;
+    size_t n = 0;
+    int any = 0;
+    for (int i = 0; i < count; i++) {
+        if (rows[i] < 1) return sr_error(SR_ERR_ARG, "%s: fused bias block %d: %d rows", m->path, i, rows[i]);
+        n += (size_t)rows[i];
+        any |= names[i] != NULL;
+    }
+    if (!any) return SR_OK;
+    float *b = sr_malloc(n * sizeof(float), "a fused bias");
+    if (!b) return sr_error(SR_ERR_NOMEM, "%s: out of memory for a fused bias", m->path);
+    sr_status st = SR_OK;
+    const char *first = NULL;
+    for (size_t i = 0, at = 0; i < (size_t)count && !st; at += (size_t)rows[i], i++) {
+        if (!names[i]) { /* -0: t + (-0) = t for every t, -0 included */
+            for (int r = 0; r < rows[i]; r++) b[at + r] = -0.0f;
+            continue;
+        }
+        if (!first) first = names[i];
+        sr_tensor t;
+        if ((st = sr_h5_tensor(f, names[i], SR_F32, 1, (const int64_t[]){rows[i]}, &t))) break;
+        memcpy(b + at, t.data, (size_t)rows[i] * sizeof(float));
+        sr_tensor_free(&t);
+    }
+    if (!st) st = sr_model_fconst(m, first, b, n, out);
+    free(b);
+    return st;
 }
 
 const cJSON *sr_cfg_item(const sr_model *m, const char *key)

@@ -341,6 +341,24 @@ sr_status sr_model_weight_nd(sr_model *m, sr_h5 *f, const char *name, sr_dtype w
 sr_status sr_model_weight_taps(sr_model *m, sr_h5 *f, const char *name, sr_dtype want,
                                int64_t n_out, int64_t n_in, int64_t width, const sr_kweight **out);
 
+/* Several Linear weights over the same input as one table weight: the blocks names[0 ..
+ * count) ([rows[i], k] each, count <= SR_WEIGHT_CAT_MAX) stacked in that order into [sum rows,
+ * k], so that one gemm computes them all (one launch, and a wide enough product to keep a
+ * device busy at one row: q / k / v, gate / up). Each output column is computed exactly as
+ * with its block alone (a gemm's column depends only on its weight row), so the fused product
+ * equals the separate ones bit for bit. Blocks stored in different element types are all
+ * widened to f32 first (i8 dequantized: then close to, not the same as, the separate i8
+ * products). Registered, counted and freed as sr_model_weight's; errors name the block. */
+#define SR_WEIGHT_CAT_MAX 4
+sr_status sr_model_weight_cat(sr_model *m, sr_h5 *f, int count, const char *const *names,
+                              const int *rows, sr_dtype want, int k, const sr_kweight **out);
+/* Their biases as one f32 vector [sum rows] in the model's table memory: names[i] the block's
+ * bias, or NULL for a block without one, whose entries are -0.0f (t + -0 = t for every t,
+ * -0 included, so the fused epilogue keeps every bit of the unbiased block). *out NULL when no
+ * block has a bias. */
+sr_status sr_model_bias_cat(sr_model *m, sr_h5 *f, int count, const char *const *names,
+                            const int *rows, const float **out);
+
 /* Make a table weight from a host [n, k] matrix of dtype dt (scale: SR_I8's) as the model's
  * options want it: under precision "bf16" rounded to bf16 (unless i8) with bf16 products
  * (SR_KMUL_BF16); otherwise exact. *out is the caller's (weight_free); errors name the file

@@ -227,6 +227,57 @@ static void test_gemm(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* A weight of stacked blocks (sr_model_weight_cat: q | k | v, gate | up) gives each column the
+ * bits of its block alone on the device too: exact products (f32, i8) and bf16 products with
+ * both tensor-core kernels; a block without bias has -0 entries in the stacked bias. */
+static void test_gemm_stacked(void)
+{
+    const sr_kernels *g = gpu();
+    if (!g) return;
+    const int n1 = 40, n2 = 24, n = n1 + n2, K = 600, ldx = K + 1, ldy = n + 2;
+    const int prev_kernel = gemm_kernel(-1);
+    int bad = 0;
+    for (int d = 0; d < 4; d++) { /* f32 exact, i8 exact, bf16 products by wmma and by mma */
+        sr_dtype dt = d == 1 ? SR_I8 : d == 0 ? SR_F32 : SR_BF16;
+        sr_kmul mul = d < 2 ? SR_KMUL_EXACT : SR_KMUL_BF16;
+        if (d >= 2) gemm_kernel(d - 2);
+        size_t es = dt == SR_F32 ? 4 : dt == SR_I8 ? 1 : 2;
+        char *hw = malloc((size_t)n * K * es);
+        float *scale = rand_host((size_t)n, 0.01f), *bias = rand_host((size_t)n, 1.0f);
+        for (size_t i = 0; i < (size_t)n * K; i++) {
+            float v = rnd();
+            if (dt == SR_F32) ((float *)hw)[i] = v;
+            else if (dt == SR_BF16) ((uint16_t *)hw)[i] = sr_f32_to_bf16(v);
+            else ((int8_t *)hw)[i] = (int8_t)(127 * v);
+        }
+        for (int i = n1; i < n; i++) bias[i] = -0.0f;
+        sr_kweight *W = NULL, *Wa = NULL, *Wb = NULL;
+        CU_ASSERT_EQUAL_FATAL(g->weight_create(hw, dt, n, K, scale, mul, &W), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(g->weight_create(hw, dt, n1, K, scale, mul, &Wa), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(g->weight_create(hw + (size_t)n1 * K * es, dt, n2, K, scale + n1, mul, &Wb), SR_OK);
+        float *dbias = dev(g, bias, (size_t)n);
+        for (int M = 1; M <= 70; M += 69) {
+            float *x = rand_host((size_t)M * ldx, 1.0f), *y0 = rand_host((size_t)M * ldy, 1.0f);
+            for (int c = 0; M > 1 && c < K; c++) x[c] = rnd() < 0 ? -FLT_TRUE_MIN : FLT_TRUE_MIN;
+            float *dx = dev(g, x, (size_t)M * ldx), *yf = dev(g, y0, (size_t)M * ldy);
+            float *ys = dev(g, y0, (size_t)M * ldy);
+            CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, W, dbias, SR_ACT_NONE, 0.7f, 0.0f, yf, ldy), SR_OK);
+            CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wa, dbias, SR_ACT_NONE, 0.7f, 0.0f, ys, ldy), SR_OK);
+            CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wb, NULL, SR_ACT_NONE, 0.7f, 0.0f, ys + n1, ldy), SR_OK);
+            float *hf = back(g, yf, (size_t)M * ldy), *hs = back(g, ys, (size_t)M * ldy);
+            bad += !agree(hf, hs, (size_t)M * ldy, -1.0, d < 2 ? "stacked weight (exact)" : d == 2 ?
+                          "stacked weight (bf16, wmma)" : "stacked weight (bf16, mma)");
+            free(x); free(y0); free(hf); free(hs);
+            g->free(dx); g->free(yf); g->free(ys);
+        }
+        g->free(dbias);
+        g->weight_free(W); g->weight_free(Wa); g->weight_free(Wb);
+        free(hw); free(scale); free(bias);
+    }
+    gemm_kernel(prev_kernel);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* ---- row ops -------------------------------------------------------------------------------- */
 
 static void test_rows(void)
@@ -571,7 +622,8 @@ static void test_mem(void)
 
 void test_register_ops_cuda(void)
 {
-    TEST_SUITE("kernels_cuda", {"gemm_gather", test_gemm}, {"row_ops", test_rows},
+    TEST_SUITE("kernels_cuda", {"gemm_gather", test_gemm}, {"gemm_stacked", test_gemm_stacked},
+               {"row_ops", test_rows},
                {"conv_rope", test_conv_rope}, {"kv_write_attn", test_attn}, {"bad_args", test_bad_args},
                {"memory", test_mem}, {"backends_on_cuda", test_backends});
 }

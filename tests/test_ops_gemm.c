@@ -670,10 +670,79 @@ static void test_bf16_gather(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* A weight made of stacked blocks (what sr_model_weight_cat builds for q | k | v, gate | up)
+ * computes each column exactly as its block alone: for every dtype, exact and bf16 products on
+ * every path this CPU has, 1 and 2 threads, rows 1 / 5 / 40; a block without bias gets -0
+ * entries in the stacked bias and keeps every bit (t + -0 = t, -0 included). */
+static void test_gemm_stacked(void)
+{
+    const sr_kernels *kt = sr_kernels_cpu();
+    int saved = sr_cpu_threads();
+    seed(13);
+    const int n1 = 33, n2 = 17, n = n1 + n2, K = 301, ldx = K + 2, ldy = n + 3;
+    static const int Ms[] = {1, 5, 40};
+    int diffs = 0, cases = 0;
+    for (int d = 0; d < 4 + LEN(bf_paths); d++) { /* 4 dtypes exact, then bf16 products per path */
+        sr_dtype dt = d < 4 ? (sr_dtype[]){SR_F32, SR_F16, SR_BF16, SR_I8}[d] : SR_BF16;
+        sr_kmul mul = d < 4 ? SR_KMUL_EXACT : SR_KMUL_BF16;
+        if (d >= 4 && sr_cpu_gemm_force_bf16(bf_paths[d - 4])) continue; /* path absent */
+        tweight a, b;
+        if (!tw_make_mul(&a, dt, n1, K, mul) || !tw_make_mul(&b, dt, n2, K, mul)) {
+            tw_free(&a);
+            tw_free(&b);
+            continue;
+        }
+        size_t es = dt == SR_F32 ? 4 : dt == SR_I8 ? 1 : 2, ra = (size_t)n1 * K * es;
+        char *host = malloc((size_t)n * K * es);
+        float *scale = malloc((size_t)n * sizeof(float)), *bias = make_bias(n);
+        memcpy(host, a.host, ra);
+        memcpy(host + ra, b.host, (size_t)n2 * K * es);
+        if (dt == SR_I8) {
+            memcpy(scale, a.scale, (size_t)n1 * sizeof(float));
+            memcpy(scale + n1, b.scale, (size_t)n2 * sizeof(float));
+        }
+        for (int i = n1; i < n; i++) bias[i] = -0.0f; /* block b has none */
+        sr_kweight *W = NULL;
+        CU_ASSERT_EQUAL_FATAL(kt->weight_create(host, dt, n, K, scale, mul, &W), SR_OK);
+        for (int mi = 0; mi < LEN(Ms); mi++)
+            for (int th = 1; th <= 2; th++) {
+                kt->set_threads(th);
+                int M = Ms[mi];
+                sr_act act = (sr_act)((mi + th) % 4);
+                float beta = mi == 1 ? 1.3f : 0.0f;
+                float *x = make_x(M, K, ldx), *y0 = make_y(M, n, ldy, 0);
+                /* row 0 of the larger batches: +-FLT_TRUE_MIN, whose products underflow to a
+                 * signed zero, so that accumulators of -0 meet the bias (exact products) */
+                for (int c = 0; M > 1 && c < K; c++) x[c] = rnd() < 0 ? -FLT_TRUE_MIN : FLT_TRUE_MIN;
+                size_t ny = (size_t)M * ldy;
+                float *yf = malloc(ny * sizeof(float)), *ys = malloc(ny * sizeof(float));
+                memcpy(yf, y0, ny * sizeof(float));
+                memcpy(ys, y0, ny * sizeof(float));
+                CU_ASSERT_EQUAL(kt->gemm(M, x, ldx, W, bias, act, 0.7f, beta, yf, ldy), SR_OK);
+                CU_ASSERT_EQUAL(kt->gemm(M, x, ldx, a.W, bias, act, 0.7f, beta, ys, ldy), SR_OK);
+                CU_ASSERT_EQUAL(kt->gemm(M, x, ldx, b.W, NULL, act, 0.7f, beta, ys + n1, ldy), SR_OK);
+                char what[96];
+                snprintf(what, sizeof what, "stacked vs blocks (%s, M %d, %d threads, act %s)",
+                         d < 4 ? "exact" : bf_paths[d - 4], M, th, act_names[act]);
+                diffs += differ(yf, ys, ny, what, dt);
+                cases++;
+                free(x); free(y0); free(yf); free(ys);
+            }
+        kt->weight_free(W);
+        free(host); free(scale); free(bias);
+        tw_free(&a);
+        tw_free(&b);
+    }
+    sr_cpu_gemm_force_bf16(NULL);
+    kt->set_threads(saved);
+    CU_ASSERT(cases >= 24);
+    CU_ASSERT_EQUAL(diffs, 0);
+}
+
 void test_register_ops_gemm(void)
 {
     TEST_SUITE("kernels_gemm_op", {"gemm_vs_ref", test_gemm_vs_ref}, {"gemm_big", test_gemm_big},
-               {"gemm_bit_identity", test_gemm_bit_identity},
+               {"gemm_bit_identity", test_gemm_bit_identity}, {"gemm_stacked", test_gemm_stacked},
                {"gemm_accumulate", test_gemm_accumulate}, {"gather", test_gather},
                {"weight_layout", test_weight_layout}, {"bad_args", test_bad_args});
     TEST_SUITE("kernels_gemm_bf16", {"vs_ref", test_bf16_vs_ref},

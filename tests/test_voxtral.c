@@ -1191,17 +1191,14 @@ static int same_weights(const sr_kernels *k, const vx_model *a, const vx_model *
     size_t f = sizeof(float);
     for (int l = 0; l < a->enc_layers; l++) {
         const vx_layer *x = &a->enc[l], *y = &b->enc[l];
-        ok &= same_lin(k, x->q, y->q, qe) && same_lin(k, x->k, y->k, qe) &&
-              same_lin(k, x->v, y->v, qe) && same_lin(k, x->o, y->o, E) &&
-              same_lin(k, x->gate, y->gate, 0) && same_lin(k, x->up, y->up, 0) &&
-              same_lin(k, x->down, y->down, E);
+        ok &= same_lin(k, x->qkv, y->qkv, 3 * qe) && same_lin(k, x->o, y->o, E) &&
+              same_lin(k, x->gu, y->gu, 0) && same_lin(k, x->down, y->down, E);
         ok &= !memcmp(x->attn_norm, y->attn_norm, E * f) && !memcmp(x->ffn_norm, y->ffn_norm, E * f);
     }
     for (int l = 0; l < a->n_layers; l++) {
         const vx_layer *x = &a->dec[l], *y = &b->dec[l];
-        ok &= same_lin(k, x->q, y->q, 0) && same_lin(k, x->k, y->k, 0) &&
-              same_lin(k, x->v, y->v, 0) && same_lin(k, x->o, y->o, 0) &&
-              same_lin(k, x->gate, y->gate, 0) && same_lin(k, x->up, y->up, 0) &&
+        ok &= same_lin(k, x->qkv, y->qkv, 0) && same_lin(k, x->o, y->o, 0) &&
+              same_lin(k, x->gu, y->gu, 0) &&
               same_lin(k, x->down, y->down, 0) && same_lin(k, x->ada1, y->ada1, 0) &&
               same_lin(k, x->ada2, y->ada2, 0);
         ok &= !memcmp(x->attn_norm, y->attn_norm, D * f) && !memcmp(x->ffn_norm, y->ffn_norm, D * f);

@@ -40,8 +40,10 @@ typedef struct {
 
 typedef struct {
     const float *attn_norm, *ffn_norm; /* [d] */
-    vx_lin q, k, v, o;                 /* encoder: q/v/o biased, k not; decoder: no bias */
-    vx_lin gate, up, down;             /* SwiGLU; encoder down biased */
+    /* q, k, v stacked (sr_model_weight_cat): [Hq hd + 2 Hkv hd, d], one product; encoder: q and v
+     * biased, k not (its bias entries -0); decoder: no bias */
+    vx_lin qkv, o;                     /* encoder o biased */
+    vx_lin gu, down;                   /* SwiGLU: gate and up stacked [2 ffn, d]; encoder down biased */
     vx_lin ada1, ada2;                 /* decoder only: [32, d], [d, 32] */
 } vx_layer;
 
@@ -72,7 +74,10 @@ typedef struct {
     const sr_kernels *k;
     int rows;
     size_t width;
-    float *x, *h, *q, *kk, *v, *a, *f1, *f2; /* [rows, width] each */
+    float *x, *h, *a;                        /* [rows, width] each */
+    float *qkv;                              /* [rows, qkv_width]: q | k | v of the fused product */
+    float *f;                                /* [rows, f_width]: gate | up, the GLU in place */
+    size_t qkv_width, f_width;
     float *mel;                              /* [2 rows, n_mels] stem input frames */
     float *c1in;                             /* [4 rows, n_mels] the stem's new conv1 states */
     float *col;                              /* im2col: [2 rows, 3 n_mels] or [rows, 3 enc_dim] */

@@ -156,28 +156,26 @@ sr_status vx_encode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
         (st = check_pool(V, w->enc_layers, qw, "voxtral encoder")) ||
         (st = window_ranges(s, b, w->enc_window, SR_MIN(K->rows, V->rows), "voxtral encoder")))
         return st;
-    int n = b->row0[b->n_seq];
+    int n = b->row0[b->n_seq], lq = 3 * qw; /* q | k | v rows of the fused product */
+    float *q = s->qkv, *kk = q + qw, *v = kk + qw;
     sr_kattn at = {.n_head = H, .n_kv_head = H, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd),
                    .lo = s->lo, .hi = s->hi};
     for (int l = 0; l < w->enc_layers && !st; l++) {
         const vx_layer *L = &w->enc[l];
         if ((st = k->norm(SR_NORM_RMS, n, d, x, d, L->attn_norm, NULL, w->enc_eps, NULL, 0, s->h,
                           d)) ||
-            (st = k->gemm(n, s->h, d, L->q.w, L->q.b, SR_ACT_NONE, 1.0f, 0.0f, s->q, qw)) ||
-            (st = k->gemm(n, s->h, d, L->k.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->kk, qw)) ||
-            (st = k->gemm(n, s->h, d, L->v.w, L->v.b, SR_ACT_NONE, 1.0f, 0.0f, s->v, qw)) ||
-            (st = k->rope(b, H, hd, w->enc_inv, s->q, qw)) ||
-            (st = k->rope(b, H, hd, w->enc_inv, s->kk, qw)) ||
-            (st = k->kv_write(K, l, b, s->kk, qw)) || (st = k->kv_write(V, l, b, s->v, qw)) ||
-            (st = k->attn(&at, b, s->q, qw, K, V, l, s->a, qw)) ||
+            (st = k->gemm(n, s->h, d, L->qkv.w, L->qkv.b, SR_ACT_NONE, 1.0f, 0.0f, q, lq)) ||
+            (st = k->rope(b, H, hd, w->enc_inv, q, lq)) ||
+            (st = k->rope(b, H, hd, w->enc_inv, kk, lq)) ||
+            (st = k->kv_write(K, l, b, kk, lq)) || (st = k->kv_write(V, l, b, v, lq)) ||
+            (st = k->attn(&at, b, q, lq, K, V, l, s->a, qw)) ||
             (st = k->gemm(n, s->a, qw, L->o.w, L->o.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
             (st = k->norm(SR_NORM_RMS, n, d, x, d, L->ffn_norm, NULL, w->enc_eps, NULL, 0, s->h,
                           d)) ||
-            (st = k->gemm(n, s->h, d, L->gate.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f1, F)) ||
-            (st = k->gemm(n, s->h, d, L->up.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f2, F)) ||
-            (st = k->glu(SR_GLU_SILU, n, F, s->f1, F, s->f2, F, s->f1, F)))
+            (st = k->gemm(n, s->h, d, L->gu.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f, 2 * F)) ||
+            (st = k->glu(SR_GLU_SILU, n, F, s->f, 2 * F, s->f + F, 2 * F, s->f, 2 * F)))
             break;
-        st = k->gemm(n, s->f1, F, L->down.w, L->down.b, SR_ACT_NONE, 1.0f, 1.0f, x, d);
+        st = k->gemm(n, s->f, 2 * F, L->down.w, L->down.b, SR_ACT_NONE, 1.0f, 1.0f, x, d);
     }
     if (st) return st;
     return k->norm(SR_NORM_RMS, n, d, x, d, w->enc_norm, NULL, w->enc_eps, NULL, 0, x, d);
@@ -190,9 +188,9 @@ sr_status vx_adapter(const vx_model *w, vx_scratch *s, const float *enc, int n, 
     if (n < 0 || n % w->ds || g > s->rows)
         return sr_error(SR_ERR_ARG, "voxtral adapter: %d encoder rows (a multiple of %d, at most "
                         "%d groups)", n, w->ds, s->rows);
-    sr_status st = k->gemm(g, enc, in, w->proj1.w, NULL, SR_ACT_GELU, 1.0f, 0.0f, s->f1, w->dim);
+    sr_status st = k->gemm(g, enc, in, w->proj1.w, NULL, SR_ACT_GELU, 1.0f, 0.0f, s->f, w->dim);
     if (st) return st;
-    return k->gemm(g, s->f1, w->dim, w->proj2.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, out, w->dim);
+    return k->gemm(g, s->f, w->dim, w->proj2.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, out, w->dim);
 }
 
 sr_status vx_decode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
@@ -210,28 +208,26 @@ sr_status vx_decode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
         return sr_error(SR_ERR_ARG, "voxtral decoder: %s", !ada || ld_ada < 0 ?
                         "adaptive scales missing (ada NULL or ld_ada < 0)" :
                         "ld_logits shorter than the vocabulary");
-    int n = b->row0[b->n_seq];
+    int n = b->row0[b->n_seq], lq = qw + 2 * kw; /* q | k | v rows of the fused product */
+    float *q = s->qkv, *kk = q + qw, *v = kk + kw;
     sr_kattn at = {.n_head = w->n_heads, .n_kv_head = w->n_kv, .head_dim = hd,
                    .scale = 1.0f / sqrtf((float)hd), .lo = s->lo, .hi = s->hi};
     for (int l = 0; l < w->n_layers && !st; l++) {
         const vx_layer *L = &w->dec[l];
         if ((st = k->norm(SR_NORM_RMS, n, d, x, d, L->attn_norm, NULL, w->eps, NULL, 0, s->h, d)) ||
-            (st = k->gemm(n, s->h, d, L->q.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->q, qw)) ||
-            (st = k->gemm(n, s->h, d, L->k.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->kk, kw)) ||
-            (st = k->gemm(n, s->h, d, L->v.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->v, kw)) ||
-            (st = k->rope(b, w->n_heads, hd, w->dec_inv, s->q, qw)) ||
-            (st = k->rope(b, w->n_kv, hd, w->dec_inv, s->kk, kw)) ||
-            (st = k->kv_write(K, l, b, s->kk, kw)) || (st = k->kv_write(V, l, b, s->v, kw)) ||
-            (st = k->attn(&at, b, s->q, qw, K, V, l, s->a, qw)) ||
+            (st = k->gemm(n, s->h, d, L->qkv.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, q, lq)) ||
+            (st = k->rope(b, w->n_heads, hd, w->dec_inv, q, lq)) ||
+            (st = k->rope(b, w->n_kv, hd, w->dec_inv, kk, lq)) ||
+            (st = k->kv_write(K, l, b, kk, lq)) || (st = k->kv_write(V, l, b, v, lq)) ||
+            (st = k->attn(&at, b, q, lq, K, V, l, s->a, qw)) ||
             (st = k->gemm(n, s->a, qw, L->o.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
             /* RMSNorm then the row's 1 + ada(t_cond) of this layer */
             (st = k->norm(SR_NORM_RMS, n, d, x, d, L->ffn_norm, NULL, w->eps,
                           ada + (size_t)l * d, ld_ada, s->h, d)) ||
-            (st = k->gemm(n, s->h, d, L->gate.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f1, F)) ||
-            (st = k->gemm(n, s->h, d, L->up.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f2, F)) ||
-            (st = k->glu(SR_GLU_SILU, n, F, s->f1, F, s->f2, F, s->f1, F)))
+            (st = k->gemm(n, s->h, d, L->gu.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, s->f, 2 * F)) ||
+            (st = k->glu(SR_GLU_SILU, n, F, s->f, 2 * F, s->f + F, 2 * F, s->f, 2 * F)))
             break;
-        st = k->gemm(n, s->f1, F, L->down.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d);
+        st = k->gemm(n, s->f, 2 * F, L->down.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d);
     }
     if (st || !logits) return st;
     /* the last row of each sequence (gathered by one copy_rows): final norm, then one product
@@ -264,10 +260,10 @@ sr_status vx_ada_scales(const vx_model *w, vx_scratch *s, int delay, float *out)
     /* out = 1 + linear2(GELU(linear1(t))): the product accumulates onto a row of ones */
     for (int l = 0; l < w->n_layers && !st; l++) {
         float *o = out + (size_t)l * d;
-        if (!(st = k->gemm(1, s->x, d, w->dec[l].ada1.w, NULL, SR_ACT_GELU, 1.0f, 0.0f, s->f1,
+        if (!(st = k->gemm(1, s->x, d, w->dec[l].ada1.w, NULL, SR_ACT_GELU, 1.0f, 0.0f, s->f,
                            VX_ADA_DIM)) &&
             !(st = k->upload(o, one, (size_t)d * sizeof(float))))
-            st = k->gemm(1, s->f1, VX_ADA_DIM, w->dec[l].ada2.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, o, d);
+            st = k->gemm(1, s->f, VX_ADA_DIM, w->dec[l].ada2.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, o, d);
     }
     free(t);
     free(one);
@@ -281,15 +277,17 @@ sr_status vx_scratch_init(vx_scratch *s, const sr_kernels *k, const vx_model *w,
     memset(s, 0, sizeof *s);
     s->k = k;
     s->rows = rows;
-    size_t width = (size_t)SR_MAX(SR_MAX(w->enc_heads * w->enc_hd, w->enc_ffn),
-                                  SR_MAX(SR_MAX(w->n_heads * w->hd, w->n_kv * w->hd), w->ffn));
+    size_t width = (size_t)SR_MAX(w->enc_heads * w->enc_hd, w->n_heads * w->hd);
     width = SR_MAX(width, (size_t)SR_MAX(SR_MAX(w->enc_dim, w->dim), VX_ADA_DIM));
     /* the adapter reads ds encoder rows as one: rows / ds groups of ds * enc_dim fit [rows, width] */
     s->width = width;
+    s->qkv_width = (size_t)SR_MAX(3 * w->enc_heads * w->enc_hd, (w->n_heads + 2 * w->n_kv) * w->hd);
+    /* gate | up of either stack; the adapter's and the time conditioning's rows too */
+    s->f_width = SR_MAX((size_t)2 * (size_t)SR_MAX(w->enc_ffn, w->ffn), width);
     size_t r = (size_t)rows, C = (size_t)w->n_mels, E = (size_t)w->enc_dim;
     struct { float **p; size_t n; } bufs[] = {
-        {&s->x, r * width}, {&s->h, r * width}, {&s->q, r * width}, {&s->kk, r * width},
-        {&s->v, r * width}, {&s->a, r * width}, {&s->f1, r * width}, {&s->f2, r * width},
+        {&s->x, r * width}, {&s->h, r * width}, {&s->a, r * width},
+        {&s->qkv, r * s->qkv_width}, {&s->f, r * s->f_width},
         {&s->mel, 2 * r * C}, {&s->c1in, 4 * r * C}, {&s->col, 3 * r * SR_MAX(2 * C, E)},
         {&s->c1, 2 * r * E}, {&s->c2in, 3 * r * E},
     };
@@ -314,7 +312,7 @@ fail:
 void vx_scratch_free(vx_scratch *s)
 {
     if (s->k) {
-        float *bufs[] = {s->x, s->h, s->q, s->kk, s->v, s->a, s->f1, s->f2,
+        float *bufs[] = {s->x, s->h, s->a, s->qkv, s->f,
                          s->mel, s->c1in, s->col, s->c1, s->c2in};
         for (size_t i = 0; i < SR_ARRAY_LEN(bufs); i++) s->k->free(bufs[i]);
     }
@@ -433,17 +431,23 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *
     int hk = enc ? w->enc_heads : w->n_kv, hd = enc ? w->enc_hd : w->hd;
     int ffn = enc ? w->enc_ffn : w->ffn;
     sr_status st = SR_OK;
+    /* names of the stacked blocks (q | k | v, gate | up), built before the loads */
+    char nq[192], nk[192], nv[192], nqb[192], nvb[192], ng[192], nu[192];
+#define NM(buf, s) (snprintf(buf, sizeof buf, "%s.%d.%s", pre, l, s), buf)
+    const char *qkv[3] = {NM(nq, "self_attn.q_proj.weight"), NM(nk, "self_attn.k_proj.weight"),
+                          NM(nv, "self_attn.v_proj.weight")};
+    const char *qkv_b[3] = {enc ? NM(nqb, "self_attn.q_proj.bias") : NULL, NULL,
+                            enc ? NM(nvb, "self_attn.v_proj.bias") : NULL};
+    const char *gu[2] = {NM(ng, "mlp.gate_proj.weight"), NM(nu, "mlp.up_proj.weight")};
+#undef NM
+    const int qkv_rows[3] = {hq * hd, hk * hd, hk * hd}, gu_rows[2] = {ffn, ffn};
 #define NAME(s) (snprintf(n, sizeof n, "%s.%d.%s", pre, l, s), n)
-    if (!st) st = mat(m, f, wt, NAME("self_attn.q_proj.weight"), hq * hd, d, &L->q);
-    if (!st) st = mat(m, f, wt, NAME("self_attn.k_proj.weight"), hk * hd, d, &L->k);
-    if (!st) st = mat(m, f, wt, NAME("self_attn.v_proj.weight"), hk * hd, d, &L->v);
+    if (!st) st = sr_model_weight_cat(m, f, 3, qkv, qkv_rows, wt, d, &L->qkv.w);
+    if (!st) st = sr_model_bias_cat(m, f, 3, qkv_b, qkv_rows, &L->qkv.b);
     if (!st) st = mat(m, f, wt, NAME("self_attn.o_proj.weight"), d, hq * hd, &L->o);
-    if (!st) st = mat(m, f, wt, NAME("mlp.gate_proj.weight"), ffn, d, &L->gate);
-    if (!st) st = mat(m, f, wt, NAME("mlp.up_proj.weight"), ffn, d, &L->up);
+    if (!st) st = sr_model_weight_cat(m, f, 2, gu, gu_rows, wt, d, &L->gu.w);
     if (!st) st = mat(m, f, wt, NAME("mlp.down_proj.weight"), d, ffn, &L->down);
     if (enc) {
-        if (!st) st = vec(m, f, NAME("self_attn.q_proj.bias"), hq * hd, &L->q.b);
-        if (!st) st = vec(m, f, NAME("self_attn.v_proj.bias"), hk * hd, &L->v.b);
         if (!st) st = vec(m, f, NAME("self_attn.o_proj.bias"), d, &L->o.b);
         if (!st) st = vec(m, f, NAME("mlp.down_proj.bias"), d, &L->down.b);
         if (!st) st = vec(m, f, NAME("self_attn_layer_norm.weight"), d, &L->attn_norm);
