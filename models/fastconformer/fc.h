@@ -31,7 +31,7 @@ typedef struct { const float *g, *b; } fc_ln;  /* LayerNorm gain / bias [d] */
 typedef struct {
     fc_ln ff1_ln, att_ln, conv_ln, ff2_ln, out_ln;
     fc_lin ff1a, ff1b, ff2a, ff2b;        /* [d_ff, d], [d, d_ff] */
-    fc_lin q, k, v, o;                    /* [d, d] */
+    fc_lin qkv, o;                        /* linear_q | k | v stacked [3d, d] (one product), [d, d] */
     const sr_kweight *pos_w;              /* linear_pos [d, d], no bias */
     const float *pos_u, *pos_v;           /* [h, dk] */
     fc_lin pw1;                           /* pointwise_conv1 [2d, d] */
@@ -148,7 +148,8 @@ int fc_subsample_len(int T);
  * host memory. `bytes` is what it holds. */
 typedef struct {
     int rows, npos, grows;
-    float *xn, *t1, *q, *att, *big;       /* [rows, d] x4, [rows, max(d_ff, 2d)] */
+    float *xn, *t1, *att, *big;           /* [rows, d] x3, [rows, max(d_ff, 3d)]: big holds the
+                                             feed-forward's hidden rows, q | k | v, the GLU's */
     float *pos;                           /* [npos, d] projected positions (table) */
     float *gq, *gout;                     /* [grows, d] zero queries, widened rows (table) */
     float *sin;                           /* [npos, d] sinusoids (host) */

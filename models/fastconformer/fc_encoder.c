@@ -165,8 +165,8 @@ sr_status fc_work_init(fc_work *ws, const fc_model *w, int rows, int npos, int g
     ws->npos = npos;
     ws->grows = grows;
     size_t r = (size_t)rows, d = (size_t)w->d, np = (size_t)npos, g = (size_t)grows;
-    size_t bigw = (size_t)SR_MAX(w->d_ff, 2 * w->d);
-    size_t tab = r * d * 4 + r * bigw + np * d + 2 * g * d;
+    size_t bigw = (size_t)SR_MAX(w->d_ff, 3 * w->d);
+    size_t tab = r * d * 3 + r * bigw + np * d + 2 * g * d;
     /* host int64: lo, hi [r + 1] each, glo, ghi [g + 1] each, the staging batch's positions
      * [r + 1] and row starts ([r + 1] ints, in r + 1 int64 slots) */
     size_t host = 4 * (r + 1) + 2 * (g + 1);
@@ -185,7 +185,6 @@ sr_status fc_work_init(fc_work *ws, const fc_model *w, int rows, int npos, int g
     ws->ghi = ws->glo + g + 1;
     ws->xn = a; a += r * d;
     ws->t1 = a; a += r * d;
-    ws->q = a; a += r * d;
     ws->att = a; a += r * d;
     ws->big = a; a += r * bigw;
     ws->pos = np ? a : NULL; a += np * d;
@@ -330,7 +329,7 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq)
      * rows dmax .. dmin projected per layer into the workspace */
     int table = ws->dmax <= w->pos_pos && -ws->dmin <= w->pos_neg;
     int npos = ws->dmax - ws->dmin + 1;
-    size_t bigw = (size_t)SR_MAX(w->d_ff, 2 * d);
+    size_t bigw = (size_t)SR_MAX(w->d_ff, 3 * d);
     if (!table) {
         if (npos > ws->npos || (size_t)npos * d > (size_t)ws->rows * bigw)
             return sr_error(SR_ERR_ARG, "fastconformer: %d relative positions exceed the workspace (%d)", npos, ws->npos);
@@ -338,8 +337,10 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq)
     }
     sr_kattn at = {.n_head = w->n_heads, .n_kv_head = w->n_heads, .head_dim = w->dk,
                    .scale = 1.0f / sqrtf((float)w->dk), .lo = ws->lo, .hi = ws->hi};
-    /* the new rows' keys and values: ws->big as [M][K d | V d] (free during attention) */
-    float *kn = ws->big, *vn = ws->big + d;
+    /* the new rows' queries, keys and values: ws->big as [M][Q d | K d | V d] (one product;
+     * free during attention) */
+    float *qn = ws->big, *kn = qn + d, *vn = kn + d;
+    const int lq = 3 * d;
     for (int l = 0; l < w->n_layers; l++) {
         const fc_layer *L = &w->L[l];
         /* attended layer: streams' pools hold every layer, offline ones one at a time, working
@@ -364,15 +365,13 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq)
         }
         at.pos_u = L->pos_u;
         at.pos_v = L->pos_v;
-        if ((st = fc_gemm_rows(k, M, ws->xn, d, L->q.w, L->q.b, SR_ACT_NONE, 1.0f, 0.0f, ws->q, d)) ||
-            (st = fc_gemm_rows(k, M, ws->xn, d, L->k.w, L->k.b, SR_ACT_NONE, 1.0f, 0.0f, kn, 2 * d)) ||
-            (st = fc_gemm_rows(k, M, ws->xn, d, L->v.w, L->v.b, SR_ACT_NONE, 1.0f, 0.0f, vn, 2 * d)) ||
+        if ((st = fc_gemm_rows(k, M, ws->xn, d, L->qkv.w, L->qkv.b, SR_ACT_NONE, 1.0f, 0.0f, qn, lq)) ||
             (staged && (st = stage_cached(w, ws, sq, l))) ||
-            (st = k->kv_write(ka, kl, b, kn, 2 * d)) ||
-            (st = k->kv_write(va, kl, b, vn, 2 * d)) ||
-            (st = k->attn(&at, b, ws->q, d, ka, va, kl, ws->att, d)) ||
+            (st = k->kv_write(ka, kl, b, kn, lq)) ||
+            (st = k->kv_write(va, kl, b, vn, lq)) ||
+            (st = k->attn(&at, b, qn, lq, ka, va, kl, ws->att, d)) ||
             /* staged: the new rows are stored (rounded) once every row has attended */
-            (staged && ((st = k->kv_write(sq->kc, l, b, kn, 2 * d)) || (st = k->kv_write(sq->vc, l, b, vn, 2 * d)))) ||
+            (staged && ((st = k->kv_write(sq->kc, l, b, kn, lq)) || (st = k->kv_write(sq->vc, l, b, vn, lq)))) ||
             (st = fc_gemm_rows(k, M, ws->att, d, L->o.w, L->o.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)))
             return st;
         /* convolution module */

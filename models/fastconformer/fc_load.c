@@ -231,9 +231,20 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, int i, fc_model *w, int batch
     M2(ff1a.w, "feed_forward1.linear1.weight", ff, d) T1(ff1a.b, "feed_forward1.linear1.bias", ff)
     M2(ff1b.w, "feed_forward1.linear2.weight", d, ff) T1(ff1b.b, "feed_forward1.linear2.bias", d)
     T1(att_ln.g, "norm_self_att.weight", d) T1(att_ln.b, "norm_self_att.bias", d)
-    M2(q.w, "self_attn.linear_q.weight", d, d) T1(q.b, "self_attn.linear_q.bias", d)
-    M2(k.w, "self_attn.linear_k.weight", d, d) T1(k.b, "self_attn.linear_k.bias", d)
-    M2(v.w, "self_attn.linear_v.weight", d, d) T1(v.b, "self_attn.linear_v.bias", d)
+    /* linear_q | k | v stacked: one product */
+    if (!st) {
+        char wn[3][160], bn[3][160];
+        const char *wp[3], *bp[3];
+        const int rows[3] = {(int)d, (int)d, (int)d};
+        for (int j = 0; j < 3; j++) {
+            snprintf(wn[j], sizeof wn[j], "encoder.layers.%d.self_attn.linear_%c.weight", i, "qkv"[j]);
+            snprintf(bn[j], sizeof bn[j], "encoder.layers.%d.self_attn.linear_%c.bias", i, "qkv"[j]);
+            wp[j] = wn[j];
+            bp[j] = bn[j];
+        }
+        st = sr_model_weight_cat(m, f, 3, wp, rows, SR_AS_STORED, (int)d, &L->qkv.w);
+        if (!st) st = sr_model_bias_cat(m, f, 3, bp, rows, &L->qkv.b);
+    }
     M2(o.w, "self_attn.linear_out.weight", d, d) T1(o.b, "self_attn.linear_out.bias", d)
     M2(pos_w, "self_attn.linear_pos.weight", d, d)
     T2(pos_u, "self_attn.pos_bias_u", h, dk) T2(pos_v, "self_attn.pos_bias_v", h, dk)

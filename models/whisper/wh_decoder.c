@@ -33,10 +33,9 @@ sr_status wh_cross_kv(const wh_model *w, wh_scratch *s, const float *enc, const 
     for (int l = 0; l < w->n_text_layer; l++) {
         const wh_block *B = &w->dec[l];
         sr_status st;
-        if ((st = wh_linear(k, enc, rows, B->ck, SR_ACT_NONE, 0.0f, s->kv)) ||
-            (st = wh_kv_put(k, xk, l, &b, s->kv)) ||
-            (st = wh_linear(k, enc, rows, B->cv, SR_ACT_NONE, 0.0f, s->kv)) ||
-            (st = wh_kv_put(k, xv, l, &b, s->kv)))
+        if ((st = wh_linear(k, enc, rows, B->ckv, SR_ACT_NONE, 0.0f, s->mlp)) || /* k | v */
+            (st = wh_kv_put(k, xk, l, &b, s->mlp, 2 * w->d)) ||
+            (st = wh_kv_put(k, xv, l, &b, s->mlp + w->d, 2 * w->d)))
             return st;
     }
     return SR_OK;
@@ -96,16 +95,15 @@ sr_status wh_decode(const wh_model *w, wh_scratch *s, const wh_dseq *q, int n_se
     for (int l = 0; l < w->n_text_layer && !st; l++) {
         const wh_block *B = &w->dec[l];
         if ((st = wh_layernorm(k, x, rows, d, B->attn_ln, s->h)) ||
-            (st = wh_linear(k, s->h, rows, B->q, SR_ACT_NONE, 0.0f, s->q)) ||
-            (st = wh_linear(k, s->h, rows, B->k, SR_ACT_NONE, 0.0f, s->a)) ||
-            (st = wh_kv_put(k, sk, l, &bs, s->a)) ||
-            (st = wh_linear(k, s->h, rows, B->v, SR_ACT_NONE, 0.0f, s->a)) ||
-            (st = wh_kv_put(k, sv, l, &bs, s->a)) ||
-            (st = wh_attend(k, w->n_text_head, d, s->q, &bs, s->lo, s->hi, sk, sv, l, s->a)) ||
+            /* q | k | v rows [rows, 3d] into the MLP scratch ([rows, 4d], free until fc1) */
+            (st = wh_linear(k, s->h, rows, B->qkv, SR_ACT_NONE, 0.0f, s->mlp)) ||
+            (st = wh_kv_put(k, sk, l, &bs, s->mlp + d, 3 * d)) ||
+            (st = wh_kv_put(k, sv, l, &bs, s->mlp + 2 * d, 3 * d)) ||
+            (st = wh_attend(k, w->n_text_head, d, s->mlp, 3 * d, &bs, s->lo, s->hi, sk, sv, l, s->a)) ||
             (st = wh_linear(k, s->a, rows, B->o, SR_ACT_NONE, 1.0f, x)) ||
             (st = wh_layernorm(k, x, rows, d, B->cross_ln, s->h)) ||
             (st = wh_linear(k, s->h, rows, B->cq, SR_ACT_NONE, 0.0f, s->q)) ||
-            (st = wh_attend(k, w->n_text_head, d, s->q, &bx, s->lo, s->hi2, xk, xv, l, s->a)) ||
+            (st = wh_attend(k, w->n_text_head, d, s->q, d, &bx, s->lo, s->hi2, xk, xv, l, s->a)) ||
             (st = wh_linear(k, s->a, rows, B->co, SR_ACT_NONE, 1.0f, x)) ||
             (st = wh_layernorm(k, x, rows, d, B->mlp_ln, s->h)) ||
             (st = wh_linear(k, s->h, rows, B->fc1, SR_ACT_GELU, 0.0f, s->mlp)))

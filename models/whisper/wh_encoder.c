@@ -296,12 +296,11 @@ sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, const wh_eseq *q
     for (int l = 0; l < w->n_audio_layer && !st; l++) {
         const wh_block *B = &w->enc[l];
         if ((st = wh_layernorm(k, x, n, d, B->attn_ln, s->h)) ||
-            (st = wh_linear(k, s->h, n, B->q, SR_ACT_NONE, 0.0f, s->q)) ||
-            (st = wh_linear(k, s->h, n, B->k, SR_ACT_NONE, 0.0f, s->kv)) ||
-            (st = wh_kv_put(k, kc, l, &b, s->kv)) ||
-            (st = wh_linear(k, s->h, n, B->v, SR_ACT_NONE, 0.0f, s->kv)) ||
-            (st = wh_kv_put(k, vc, l, &b, s->kv)) ||
-            (st = wh_attend(k, w->n_audio_head, d, s->q, &b, s->lo, s->hi, kc, vc, l, s->a)) ||
+            /* q | k | v rows [n, 3d] into the MLP scratch ([rows, 4d], free until fc1) */
+            (st = wh_linear(k, s->h, n, B->qkv, SR_ACT_NONE, 0.0f, s->mlp)) ||
+            (st = wh_kv_put(k, kc, l, &b, s->mlp + d, 3 * d)) ||
+            (st = wh_kv_put(k, vc, l, &b, s->mlp + 2 * d, 3 * d)) ||
+            (st = wh_attend(k, w->n_audio_head, d, s->mlp, 3 * d, &b, s->lo, s->hi, kc, vc, l, s->a)) ||
             (st = wh_linear(k, s->a, n, B->o, SR_ACT_NONE, 1.0f, x)) ||
             (st = wh_layernorm(k, x, n, d, B->mlp_ln, s->h)) ||
             (st = wh_linear(k, s->h, n, B->fc1, SR_ACT_GELU, 0.0f, s->mlp)))

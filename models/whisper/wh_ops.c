@@ -25,18 +25,19 @@ sr_status wh_linear(const sr_kernels *k, const float *x, int n, wh_lin L, sr_act
     return k->gemm(n, x, L.w->k, L.w, L.b, act, 1.0f, beta, y, L.w->n);
 }
 
-sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, const sr_kbatch *b, const float *x)
+sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, const sr_kbatch *b, const float *x,
+                    int ldx)
 {
-    return k->kv_write(P, l, b, x, P->width);
+    return k->kv_write(P, l, b, x, ldx);
 }
 
-sr_status wh_attend(const sr_kernels *k, int n_head, int d, const float *q, const sr_kbatch *b,
-                    const int64_t *lo, const int64_t *hi, const sr_kpool *K, const sr_kpool *V,
-                    int l, float *out)
+sr_status wh_attend(const sr_kernels *k, int n_head, int d, const float *q, int ldq,
+                    const sr_kbatch *b, const int64_t *lo, const int64_t *hi, const sr_kpool *K,
+                    const sr_kpool *V, int l, float *out)
 {
     sr_kattn a = {.n_head = n_head, .n_kv_head = n_head, .head_dim = d / n_head,
                   .scale = 1.0f / sqrtf((float)(d / n_head)), .lo = lo, .hi = hi};
-    return k->attn(&a, b, q, d, K, V, l, out, d);
+    return k->attn(&a, b, q, ldq, K, V, l, out, d);
 }
 
 sr_status wh_kbatch_add(wh_scratch *s, int *n_seq, int rows, int slot, int slot2, int64_t pos)

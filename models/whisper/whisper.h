@@ -27,9 +27,10 @@ typedef struct { const float *g, *b; } wh_ln;  /* LayerNorm gain and bias [d] */
 
 typedef struct {
     wh_ln attn_ln;
-    wh_lin q, k, v, o;
+    wh_lin qkv, o;           /* qkv: query | key | value stacked [3d, d] (sr_model_weight_cat),
+                                one product; the key's bias entries -0 (it has none) */
     wh_ln cross_ln;          /* decoder blocks only */
-    wh_lin cq, ck, cv, co;
+    wh_lin cq, ckv, co;      /* ckv: key | value stacked [2d, d], over the encoder output */
     wh_ln mlp_ln;
     wh_lin fc1, fc2;         /* [4d, d], [d, 4d] */
 } wh_block;
@@ -107,15 +108,16 @@ sr_status wh_layernorm(const sr_kernels *k, const float *x, int n, int d, wh_ln 
 /* y[n, out] = act(x[n, in] · W^T + b); beta 0 overwrites y, 1 accumulates (k->gemm). */
 sr_status wh_linear(const sr_kernels *k, const float *x, int n, wh_lin L, sr_act act, float beta,
                     float *y);
-/* Projected K or V rows x [rows of b, d] written to layer l of pool P: sequence s's rows go to
- * slot b->slot[s] at positions b->pos[s].. (k->kv_write). */
-sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, const sr_kbatch *b, const float *x);
-/* Multi-head attention (one k->attn for every sequence of b) of q [rows of b, d] over layer l
- * of pools K / V: query row r of sequence s attends to key positions [lo[r], hi[r]) of slot
- * b->slot[s]. out [rows of b, d]. */
-sr_status wh_attend(const sr_kernels *k, int n_head, int d, const float *q, const sr_kbatch *b,
-                    const int64_t *lo, const int64_t *hi, const sr_kpool *K, const sr_kpool *V,
-                    int l, float *out);
+/* Projected K or V rows x [rows of b, d] (row stride ldx) written to layer l of pool P:
+ * sequence s's rows go to slot b->slot[s] at positions b->pos[s].. (k->kv_write). */
+sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, const sr_kbatch *b, const float *x,
+                    int ldx);
+/* Multi-head attention (one k->attn for every sequence of b) of q [rows of b, d] (row stride
+ * ldq) over layer l of pools K / V: query row r of sequence s attends to key positions
+ * [lo[r], hi[r]) of slot b->slot[s]. out [rows of b, d]. */
+sr_status wh_attend(const sr_kernels *k, int n_head, int d, const float *q, int ldq,
+                    const sr_kbatch *b, const int64_t *lo, const int64_t *hi, const sr_kpool *K,
+                    const sr_kpool *V, int l, float *out);
 /* Append a sequence of `rows` rows to the scratch's sr_kbatch arrays (*n_seq sequences so far,
  * row0[0] = 0 always): slot / slot2 its slots in two pools, pos its first position.
  * SR_ERR_ARG when the rows or sequences exceed the scratch. */
@@ -201,7 +203,7 @@ sr_status wh_decode(const wh_model *w, wh_scratch *s, const wh_dseq *q, int n_se
 sr_status wh_logits(const wh_model *w, const float *h, int rows, float *logits);
 /* Cross-attention K/V of the encoder frames of n_seq sequences, enc [sum of n, d]: sequence i's
  * frames go to positions q[i].p0.. of slot xslot[i] of the pools xk / xv (every layer; one gemm
- * per projection over all rows); s->kv is the staging scratch (s->rows >= the rows). */
+ * stacked projection over all rows); s->mlp is the staging scratch (s->rows >= the rows). */
 sr_status wh_cross_kv(const wh_model *w, wh_scratch *s, const float *enc, const wh_eseq *q,
                       const int *xslot, int n_seq, sr_kpool *xk, sr_kpool *xv);
 
