@@ -165,8 +165,8 @@ sr_status vx_encode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
         if ((st = k->norm(SR_NORM_RMS, n, d, x, d, L->attn_norm, NULL, w->enc_eps, NULL, 0, s->h,
                           d)) ||
             (st = k->gemm(n, s->h, d, L->qkv.w, L->qkv.b, SR_ACT_NONE, 1.0f, 0.0f, q, lq)) ||
-            (st = k->rope(b, H, hd, w->enc_inv, q, lq)) ||
-            (st = k->rope(b, H, hd, w->enc_inv, kk, lq)) ||
+            /* q and k side by side in the row: 2 H heads, one call */
+            (st = k->rope(b, 2 * H, hd, w->enc_inv, q, lq)) ||
             (st = k->kv_write(K, l, b, kk, lq)) || (st = k->kv_write(V, l, b, v, lq)) ||
             (st = k->attn(&at, b, q, lq, K, V, l, s->a, qw)) ||
             (st = k->gemm(n, s->a, qw, L->o.w, L->o.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
@@ -216,8 +216,8 @@ sr_status vx_decode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
         const vx_layer *L = &w->dec[l];
         if ((st = k->norm(SR_NORM_RMS, n, d, x, d, L->attn_norm, NULL, w->eps, NULL, 0, s->h, d)) ||
             (st = k->gemm(n, s->h, d, L->qkv.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, q, lq)) ||
-            (st = k->rope(b, w->n_heads, hd, w->dec_inv, q, lq)) ||
-            (st = k->rope(b, w->n_kv, hd, w->dec_inv, kk, lq)) ||
+            /* q and k side by side in the row: Hq + Hkv heads, one call */
+            (st = k->rope(b, w->n_heads + w->n_kv, hd, w->dec_inv, q, lq)) ||
             (st = k->kv_write(K, l, b, kk, lq)) || (st = k->kv_write(V, l, b, v, lq)) ||
             (st = k->attn(&at, b, q, lq, K, V, l, s->a, qw)) ||
             (st = k->gemm(n, s->a, qw, L->o.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
