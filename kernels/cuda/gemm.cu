@@ -485,7 +485,10 @@ static void gemm_tc_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, 
  * alone gives the bits it has in any batch (and the bits differ from the wmma kernel's, which
  * sums in another order: each is checked against the double reference within the f32 bound).
  * kpad is a multiple of 16, so the last block may be half padding: its vectors past kpad read
- * as zero. Selected by SRKIT_CUDA_GEMM=mma or sr_cuda_gemm_kernel (kernels.h). */
+ * as zero. Up to 16 rows, the kernel reads x's f32 rows itself and rounds them as tc_stage_x
+ * would (the same operand bits): no staging launch and no scratch block per product, which at
+ * one stream is most of the launches of a step. Selected by SRKIT_CUDA_GEMM=mma or
+ * sr_cuda_gemm_kernel (kernels.h). */
 #define MMA_WARPS 8 /* warps of a block; 32-wide k blocks dealt among them */
 #define MMA_G 2     /* consecutive k blocks of a warp per round: 128 bytes of each weight row */
 
@@ -499,15 +502,30 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* y[M, N] from the staged operands xb [Mp][kpad] and the bf16 weight w [tc_rows(N)][kpad]: a
- * block computes (16 MT) rows x 16 columns (two 8-column mma tiles), DEPTH k blocks of a warp
- * loaded before they are multiplied (speed only). */
-template <int MT, int DEPTH>
+/* 8 activations x[k0 .. k0 + 8) of one row (columns >= K read as 0) as the bf16 operands
+ * tc_stage_x makes of them (x_to_bf16), packed two to a register in k order (the lower k in
+ * the low half, as the staged array lies in memory). */
+__device__ __forceinline__ uint4 x_bf16x8(const float *__restrict__ xr, int k0, int K)
+{
+    uint32_t h[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) h[j] = __float_as_uint(x_to_bf16(k0 + j < K ? __ldg(xr + k0 + j) : 0.0f)) >> 16;
+    return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+}
+
+/* y[M, N] from the bf16 weight w [tc_rows(N)][kpad] and x's operands: the staged xb [Mp][kpad]
+ * (XF false), or for few rows (XF true, MT 1) x [M, K] itself (row stride ldx), rounded as it
+ * is read: the same operand bits, so the same results, without the staging launch and its
+ * buffer. A block computes (16 MT) rows x 16 columns (two 8-column mma tiles), DEPTH k blocks
+ * of a warp loaded before they are multiplied (speed only). */
+template <int MT, int DEPTH, bool XF>
 __global__ void __launch_bounds__(32 * MMA_WARPS)
 gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
+                const float *__restrict__ xf, int ldx, int K,
                 const __nv_bfloat16 *__restrict__ w, const float *__restrict__ bias, sr_act act,
                 float alpha, float beta, float *__restrict__ y, int ldy)
 {
+    static_assert(!XF || MT == 1, "direct activations only for one row tile");
     constexpr int BM = 16 * MT, BN = 16;
     __shared__ float red[BM * BN]; /* the warps' sum, [m][n] */
 
@@ -533,12 +551,14 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
         /* this lane's x rows m0 + 16 i + g (h = 0) and + 8 (h = 1), or NULL past M */
         const __nv_bfloat16 *xr[MT][2];
+        const float *xfr[2];
 #pragma unroll
         for (int i = 0; i < MT; i++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int m = m0 + 16 * i + 8 * h + g;
-                xr[i][h] = m < M ? xb + (size_t)m * (size_t)kpad + 8 * q : NULL;
+                if (XF) xfr[h] = m < M ? xf + (size_t)m * (size_t)ldx : NULL;
+                else xr[i][h] = m < M ? xb + (size_t)m * (size_t)kpad + 8 * q : NULL;
             }
 
         for (int i0 = 0; i0 < mine; i0 += DEPTH) {
@@ -558,8 +578,12 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
 #pragma unroll
                 for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++)
-                        av[d][mi][h] = in && xr[mi][h] ? __ldg(reinterpret_cast<const uint4 *>(xr[mi][h] + k)) : z;
+                    for (int h = 0; h < 2; h++) {
+                        if (XF)
+                            av[d][mi][h] = in && xfr[h] ? x_bf16x8(xfr[h], (int)k + 8 * q, K) : z;
+                        else
+                            av[d][mi][h] = in && xr[mi][h] ? __ldg(reinterpret_cast<const uint4 *>(xr[mi][h] + k)) : z;
+                    }
             }
 #pragma unroll
             for (int d = 0; d < DEPTH; d++) {
@@ -605,15 +629,16 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     }
 }
 
-template <int MT, int DEPTH>
-static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, const float *bias,
-                            sr_act act, float alpha, float beta, float *y, int ldy)
+template <int MT, int DEPTH, bool XF>
+static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int ldx,
+                            const sr_kweight *W, const float *bias, sr_act act, float alpha,
+                            float beta, float *y, int ldy)
 {
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
     dim3 grid((unsigned)(tc_rows(W->n) / 16), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    gemm_mma_kernel<MT, DEPTH><<<grid, 32 * MMA_WARPS>>>(M, W->n, (int)k_pad(W->k), xb,
-                                                        (const __nv_bfloat16 *)W->data, bias, act,
-                                                        alpha, beta, y, ldy);
+    gemm_mma_kernel<MT, DEPTH, XF><<<grid, 32 * MMA_WARPS>>>(M, W->n, (int)k_pad(W->k), xb, x, ldx,
+                                                            W->k, (const __nv_bfloat16 *)W->data,
+                                                            bias, act, alpha, beta, y, ldy);
 }
 
 /* The bf16-product kernel in use: 0 the wmma form, 1 the mma form. The environment's choice is
@@ -641,6 +666,11 @@ extern "C" int sr_cuda_gemm_kernel(int v)
 static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                          sr_act act, float alpha, float beta, float *y, int ldy)
 {
+    /* the mma kernel reads up to 16 rows of x itself: no staging launch, no buffer */
+    if (M <= 16 && sr_cuda_gemm_kernel(-1) == 1) {
+        gemm_mma_launch<1, 2, true>(M, NULL, x, ldx, W, bias, act, alpha, beta, y, ldy);
+        return sr_cuda_launched("gemm (bf16 products)");
+    }
     const int kpad = (int)k_pad(W->k), Mp = (M + 15) / 16 * 16;
     size_t n = (size_t)Mp * (size_t)kpad;
     void *xbv = NULL;
@@ -650,9 +680,8 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     size_t blocks = (n + 255) / 256;
     tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256>>>(M, W->k, kpad, Mp, x, ldx, xb);
     if (sr_cuda_gemm_kernel(-1) == 1) {
-        if (M <= 16) gemm_mma_launch<1, 4>(M, xb, W, bias, act, alpha, beta, y, ldy);
-        else if (M <= 32) gemm_mma_launch<2, 2>(M, xb, W, bias, act, alpha, beta, y, ldy);
-        else gemm_mma_launch<4, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
+        if (M <= 32) gemm_mma_launch<2, 2, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
+        else gemm_mma_launch<4, 1, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
     } else if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else if (M <= 32) gemm_tc_launch<2, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else gemm_tc_launch<4, 2>(M, xb, W, bias, act, alpha, beta, y, ldy);
