@@ -30,14 +30,25 @@ def main():
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--dtype", required=True, choices=("int8", "f16", "bf16", "f32"))
+    ap.add_argument("--keep-f32", metavar="TEXT", action="append", default=[],
+                    help="with --dtype f16: matrices whose name contains TEXT stay f32 (a file of "
+                         "mixed element types, as tests/fixtures/whisper/rand_mixed.h5)")
     a = ap.parse_args()
+    if a.keep_f32 and a.dtype != "f16":
+        sys.exit("recast_model: --keep-f32 goes with --dtype f16")
     if os.path.abspath(a.src) == os.path.abspath(a.dst):
         sys.exit("recast_model: the output must be another file")
     attrs, config, tensors = srkit_h5.read_model(a.src)
     with h5py.File(a.src, "r") as f:
         frontend = {k: f["frontend"][k][()] for k in f["frontend"]} if "frontend" in f else None
         extra = {k: attrs[k] for k in attrs if k not in STANDARD}
-    srkit_h5.write_model(a.dst, attrs["arch"], config, tensors, dtype=a.dtype, frontend=frontend,
+    dtype = a.dtype
+    if a.keep_f32:  # each array's own type: f16 matrices but the kept ones, f32 vectors
+        import numpy as np
+        tensors = {n: (v.astype(np.float32) if v.ndim < 2 or any(t in n for t in a.keep_f32)
+                       else v.astype(np.float16)) for n, v in tensors.items()}
+        dtype = None
+    srkit_h5.write_model(a.dst, attrs["arch"], config, tensors, dtype=dtype, frontend=frontend,
                          source=attrs.get("source", ""), license=attrs.get("license", ""),
                          raw_attrs=extra)
     with h5py.File(a.src, "r") as f, h5py.File(a.dst, "a") as g:

@@ -165,6 +165,47 @@ static void test_load_rand(void)
     sr_model_free(m);
 }
 
+/* rand_mixed.h5 is rand.h5 with its attention key matrices stored f32 (their f16 values, exactly)
+ * and the rest f16 (scripts/recast_model.py rand.h5 rand_mixed.h5 --dtype f16 --keep-f32
+ * attn.key.weight): the stacked q | k | v and cross k | v blocks differ in element type, so the
+ * loader widens them to f32 (sr_model_weight_cat); exact products of the same values, so the
+ * encoder output and the greedy tokens are rand.h5's bit for bit. */
+static void test_load_mixed(void)
+{
+    sr_model *a = test_load_model("whisper/rand.h5"), *b = test_load_model("whisper/rand_mixed.h5");
+    sr_h5 *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open_plain(test_fixture("whisper/rand_golden.h5"), &g), SR_OK);
+    size_t n = 0;
+    float *audio = test_golden_audio(g, &n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(audio);
+    const wh_model *wa = a->impl, *wb = b->impl;
+    CU_ASSERT_EQUAL(wa->enc[0].qkv.w->dtype, SR_F16);
+    CU_ASSERT_EQUAL(wb->enc[0].qkv.w->dtype, SR_F32);
+    CU_ASSERT_EQUAL(wb->dec[0].ckv.w->dtype, SR_F32);
+    CU_ASSERT_EQUAL(wb->dec[0].cq.w->dtype, SR_F16);
+    bstream x, y;
+    CU_ASSERT_EQUAL_FATAL(bopen(a, "offline", 0, 0, &x), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(bopen(b, "offline", 0, 0, &y), SR_OK);
+    CU_ASSERT_EQUAL(bfeed_all(&x, audio, n), SR_OK);
+    CU_ASSERT_EQUAL(bfeed_all(&y, audio, n), SR_OK);
+    size_t ne = (size_t)150 * 32;
+    float *ea = malloc(ne * sizeof(float)), *eb = malloc(ne * sizeof(float));
+    CU_ASSERT_EQUAL(wa->k->download(ea, ((wh_stream *)x.st)->b->x, ne * sizeof(float)), SR_OK);
+    CU_ASSERT_EQUAL(wb->k->download(eb, ((wh_stream *)y.st)->b->x, ne * sizeof(float)), SR_OK);
+    CU_ASSERT(!memcmp(ea, eb, ne * sizeof(float)));
+    int32_t ta[64], tb[64];
+    int na = greedy(&x.sc, ta, 64), nb = greedy(&y.sc, tb, 64);
+    CU_ASSERT(na > 0 && na == nb && !memcmp(ta, tb, (size_t)na * sizeof(int32_t)));
+    free(ea);
+    free(eb);
+    bclose(&x);
+    bclose(&y);
+    free(audio);
+    sr_h5_close(g);
+    sr_model_free(a);
+    sr_model_free(b);
+}
+
 static void test_load_bad(void)
 {
     static const struct { const char *file, *needle; } cases[] = {
@@ -2308,7 +2349,8 @@ static void test_train_shipped(void)
 
 void test_register_whisper(void)
 {
-    TEST_SUITE("whisper_load", {"load_rand", test_load_rand}, {"load_bad", test_load_bad},
+    TEST_SUITE("whisper_load", {"load_rand", test_load_rand}, {"load_mixed", test_load_mixed},
+               {"load_bad", test_load_bad},
                {"stream_config_bad", test_stream_config_bad});
     TEST_SUITE("whisper_parity", {"rand_vs_openai", test_parity_rand},
                {"scorer_cache", test_scorer_cache}, {"tiny_en_jfk", test_parity_tiny_en},

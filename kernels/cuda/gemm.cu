@@ -332,6 +332,24 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
 
 /* ---- tensor-core kernel (bf16 products) ------------------------------------------------------ */
 
+/* The tensor-core kernels' epilogue: the warps' sum red [BM][BN] of the tile at (m0, n0) through
+ * the scalar kernel's sequence into y, THREADS threads (tid) striding over the tile. */
+template <int BM, int BN, int THREADS>
+__device__ __forceinline__ void tile_epilogue(const float *red, int tid, int m0, int n0, int M, int N,
+                                              const float *__restrict__ bias, sr_act act, float alpha,
+                                              float beta, float *__restrict__ y, int ldy)
+{
+    for (int e = tid; e < BM * BN; e += THREADS) {
+        const int m = m0 + e / BN, n = n0 + e % BN;
+        if (m >= M || n >= N) continue;
+        float v = red[e];
+        if (bias) v = __fadd_rn(v, bias[n]);
+        v = apply_act(act, v);
+        float *yp = y + (size_t)m * (size_t)ldy + n;
+        *yp = beta == 0.0f ? __fmul_rn(alpha, v) : __fadd_rn(__fmul_rn(alpha, v), __fmul_rn(beta, *yp));
+    }
+}
+
 #define TC_WARPS 8                      /* warps of a block; k tiles dealt among them */
 #define TC_U 2                          /* consecutive k tiles of a warp per round */
 
@@ -440,16 +458,7 @@ gemm_tc_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
             }
             __syncthreads();
         }
-        /* epilogue: the scalar kernel's sequence */
-        for (int e = tid; e < BM * BN; e += 32 * TC_WARPS) {
-            const int m = m0 + e / BN, n = n0 + e % BN;
-            if (m >= M || n >= N) continue;
-            float v = red[e];
-            if (bias) v = __fadd_rn(v, bias[n]);
-            v = apply_act(act, v);
-            float *yp = y + (size_t)m * (size_t)ldy + n;
-            *yp = beta == 0.0f ? __fmul_rn(alpha, v) : __fadd_rn(__fmul_rn(alpha, v), __fmul_rn(beta, *yp));
-        }
+        tile_epilogue<BM, BN, 32 * TC_WARPS>(red, tid, m0, n0, M, N, bias, act, alpha, beta, y, ldy);
         __syncthreads(); /* red is reused by the next row tile */
     }
 }
@@ -615,16 +624,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
             }
             __syncthreads();
         }
-        /* epilogue: the scalar kernel's sequence */
-        for (int e = tid; e < BM * BN; e += 32 * MMA_WARPS) {
-            const int m = m0 + e / BN, n = n0 + e % BN;
-            if (m >= M || n >= N) continue;
-            float v = red[e];
-            if (bias) v = __fadd_rn(v, bias[n]);
-            v = apply_act(act, v);
-            float *yp = y + (size_t)m * (size_t)ldy + n;
-            *yp = beta == 0.0f ? __fmul_rn(alpha, v) : __fadd_rn(__fmul_rn(alpha, v), __fmul_rn(beta, *yp));
-        }
+        tile_epilogue<BM, BN, 32 * MMA_WARPS>(red, tid, m0, n0, M, N, bias, act, alpha, beta, y, ldy);
         __syncthreads(); /* red is reused by the next row tile */
     }
 }
