@@ -2,6 +2,8 @@
 """recast_model.py — an srkit model file with its weight matrices stored in another element type.
 
     python3 scripts/recast_model.py IN.h5 OUT.h5 --dtype int8|f16|bf16|f32
+    python3 scripts/recast_model.py IN.h5 OUT.h5 --dtype f16 --keep-f32 TEXT [--keep-f32 ...]
+        (f16, but matrices whose name contains a TEXT stay f32: a file of mixed element types)
 
 Every weight is read as float32 (scripts/srkit_h5.py read_model: bf16 / f16 widened, int8
 dequantized) and written back with write_model's rules for --dtype (int8: symmetric per-output-
