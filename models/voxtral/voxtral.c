@@ -498,10 +498,11 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
     B->kv = kv;
     B->prompt_len = 1 + w->n_left + delay;
     int L = B->prompt_len;
-    /* encoder ring: two windows (at least a window + one step's rows); a call of n rows needs
-     * window + n - 1 of them, so enc_steps steps of 4 rows fit */
-    int er_rows = SR_MAX(2 * w->enc_window, w->enc_window + VX_ENC_PER_STEP - 1);
-    B->enc_steps = SR_MIN(VX_ENC_STEPS_MAX, (er_rows - w->enc_window + 1) / VX_ENC_PER_STEP);
+    /* encoder ring: a call of n rows needs window + n - 1 of them, so a window + the rows of
+     * VX_ENC_STEPS_MAX steps, less one (mini-4b: 781 rows; two windows, 1,500, held nothing
+     * more a call could use) */
+    int er_rows = w->enc_window + VX_ENC_STEPS_MAX * VX_ENC_PER_STEP - 1;
+    B->enc_steps = VX_ENC_STEPS_MAX;
     /* decoder ring: a window (a call of n rows needs window + n - 1 rows); with
      * stream.max_seconds, the positions such a stream reaches when fewer: the left padding, its
      * 80 ms steps (one more for the partial last), the right padding, the flush steps and the
