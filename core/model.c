@@ -273,8 +273,11 @@ sr_status sr_model_weight_cat(sr_model *m, sr_h5 *f, int count, const char *cons
     return SR_OK;
 }
 
-sr_status sr_model_bias_cat(sr_model *m, sr_h5 *f, int count, const char *const *names,
-                            const int *rows, const float **out)
+/* The blocks' biases as one f32 vector [sum rows] in table memory: names[i] NULL for a block
+ * without one (its entries -0.0f: t + -0 = t for every t, -0 included); *out NULL when no
+ * block has a bias. */
+static sr_status bias_cat(sr_model *m, sr_h5 *f, int count, const char *const *names,
+                          const int *rows, const float **out)
 {
     *out = NULL;
     size_t n = 0;
@@ -303,6 +306,27 @@ sr_status sr_model_bias_cat(sr_model *m, sr_h5 *f, int count, const char *const 
     if (!st) st = sr_model_fconst(m, first, b, n, out);
     free(b);
     return st;
+}
+
+sr_status sr_model_linear_cat(sr_model *m, sr_h5 *f, const char *prefix, int count,
+                              const char *const *names, const int *rows, const int *has_bias,
+                              sr_dtype want, int k, const sr_kweight **w, const float **b)
+{
+    *w = NULL;
+    *b = NULL;
+    if (count < 1 || count > SR_WEIGHT_CAT_MAX)
+        return sr_error(SR_ERR_ARG, "%s: %s: fused Linear of %d blocks (1..%d)", m->path, prefix,
+                        count, SR_WEIGHT_CAT_MAX);
+    char wn[SR_WEIGHT_CAT_MAX][256], bn[SR_WEIGHT_CAT_MAX][256];
+    const char *wp[SR_WEIGHT_CAT_MAX], *bp[SR_WEIGHT_CAT_MAX];
+    for (int i = 0; i < count; i++) {
+        snprintf(wn[i], sizeof wn[i], "%s.%s.weight", prefix, names[i]);
+        snprintf(bn[i], sizeof bn[i], "%s.%s.bias", prefix, names[i]);
+        wp[i] = wn[i];
+        bp[i] = has_bias && has_bias[i] ? bn[i] : NULL;
+    }
+    sr_status st = sr_model_weight_cat(m, f, count, wp, rows, want, k, w);
+    return st ? st : bias_cat(m, f, count, bp, rows, b);
 }
 
 const cJSON *sr_cfg_item(const sr_model *m, const char *key)

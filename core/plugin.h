@@ -352,12 +352,14 @@ sr_status sr_model_weight_taps(sr_model *m, sr_h5 *f, const char *name, sr_dtype
 #define SR_WEIGHT_CAT_MAX 4
 sr_status sr_model_weight_cat(sr_model *m, sr_h5 *f, int count, const char *const *names,
                               const int *rows, sr_dtype want, int k, const sr_kweight **out);
-/* Their biases as one f32 vector [sum rows] in the model's table memory: names[i] the block's
- * bias, or NULL for a block without one, whose entries are -0.0f (t + -0 = t for every t,
- * -0 included, so the fused epilogue keeps every bit of the unbiased block). *out NULL when no
- * block has a bias. */
-sr_status sr_model_bias_cat(sr_model *m, sr_h5 *f, int count, const char *const *names,
-                            const int *rows, const float **out);
+/* The usual case of it: the Linears PREFIX.<names[i]>.weight ([rows[i], k] each) stacked into
+ * *w, and their biases PREFIX.<names[i]>.bias where has_bias[i] (has_bias NULL: none) as one
+ * f32 vector [sum rows] in the model's table memory into *b (NULL when no block has one). A
+ * block without bias gets -0.0f entries: t + -0 = t for every t, -0 included, so the fused
+ * epilogue keeps every bit of the unbiased block. */
+sr_status sr_model_linear_cat(sr_model *m, sr_h5 *f, const char *prefix, int count,
+                              const char *const *names, const int *rows, const int *has_bias,
+                              sr_dtype want, int k, const sr_kweight **w, const float **b);
 
 /* Make a table weight from a host [n, k] matrix of dtype dt (scale: SR_I8's) as the model's
  * options want it: under precision "bf16" rounded to bf16 (unless i8) with bf16 products

@@ -233,17 +233,10 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, int i, fc_model *w, int batch
     T1(att_ln.g, "norm_self_att.weight", d) T1(att_ln.b, "norm_self_att.bias", d)
     /* linear_q | k | v stacked: one product */
     if (!st) {
-        char wn[3][160], bn[3][160];
-        const char *wp[3], *bp[3];
-        const int rows[3] = {(int)d, (int)d, (int)d};
-        for (int j = 0; j < 3; j++) {
-            snprintf(wn[j], sizeof wn[j], "encoder.layers.%d.self_attn.linear_%c.weight", i, "qkv"[j]);
-            snprintf(bn[j], sizeof bn[j], "encoder.layers.%d.self_attn.linear_%c.bias", i, "qkv"[j]);
-            wp[j] = wn[j];
-            bp[j] = bn[j];
-        }
-        st = sr_model_weight_cat(m, f, 3, wp, rows, SR_AS_STORED, (int)d, &L->qkv.w);
-        if (!st) st = sr_model_bias_cat(m, f, 3, bp, rows, &L->qkv.b);
+        snprintf(n, sizeof n, "encoder.layers.%d.self_attn", i);
+        st = sr_model_linear_cat(m, f, n, 3, (const char *[]){"linear_q", "linear_k", "linear_v"},
+                                 (const int[]){(int)d, (int)d, (int)d}, (const int[]){1, 1, 1},
+                                 SR_AS_STORED, (int)d, &L->qkv.w, &L->qkv.b);
     }
     M2(o.w, "self_attn.linear_out.weight", d, d) T1(o.b, "self_attn.linear_out.bias", d)
     M2(pos_w, "self_attn.linear_pos.weight", d, d)

@@ -498,11 +498,12 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
     B->kv = kv;
     B->prompt_len = 1 + w->n_left + delay;
     int L = B->prompt_len;
-    /* encoder ring: a call of n rows needs window + n - 1 of them, so a window + the rows of
-     * VX_ENC_STEPS_MAX steps, less one (mini-4b: 781 rows; two windows, 1,500, held nothing
-     * more a call could use) */
-    int er_rows = w->enc_window + VX_ENC_STEPS_MAX * VX_ENC_PER_STEP - 1;
-    B->enc_steps = VX_ENC_STEPS_MAX;
+    /* encoder ring: a call of n rows needs window + n - 1 of them; enough for VX_ENC_STEPS_MAX
+     * steps, or for as many as two windows hold when that is less (small windows), never under
+     * one step (mini-4b: 781 rows where two windows, 1,500, held nothing more a call could use) */
+    int er_rows = SR_MAX(SR_MIN(2 * w->enc_window, w->enc_window + VX_ENC_STEPS_MAX * VX_ENC_PER_STEP - 1),
+                         w->enc_window + VX_ENC_PER_STEP - 1);
+    B->enc_steps = SR_MIN(VX_ENC_STEPS_MAX, (er_rows - w->enc_window + 1) / VX_ENC_PER_STEP);
     /* decoder ring: a window (a call of n rows needs window + n - 1 rows); with
      * stream.max_seconds, the positions such a stream reaches when fewer: the left padding, its
      * 80 ms steps (one more for the partial last), the right padding, the flush steps and the

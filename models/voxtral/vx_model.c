@@ -431,21 +431,16 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *
     int hk = enc ? w->enc_heads : w->n_kv, hd = enc ? w->enc_hd : w->hd;
     int ffn = enc ? w->enc_ffn : w->ffn;
     sr_status st = SR_OK;
-    /* names of the stacked blocks (q | k | v, gate | up), built before the loads */
-    char nq[192], nk[192], nv[192], nqb[192], nvb[192], ng[192], nu[192];
-#define NM(buf, s) (snprintf(buf, sizeof buf, "%s.%d.%s", pre, l, s), buf)
-    const char *qkv[3] = {NM(nq, "self_attn.q_proj.weight"), NM(nk, "self_attn.k_proj.weight"),
-                          NM(nv, "self_attn.v_proj.weight")};
-    const char *qkv_b[3] = {enc ? NM(nqb, "self_attn.q_proj.bias") : NULL, NULL,
-                            enc ? NM(nvb, "self_attn.v_proj.bias") : NULL};
-    const char *gu[2] = {NM(ng, "mlp.gate_proj.weight"), NM(nu, "mlp.up_proj.weight")};
-#undef NM
-    const int qkv_rows[3] = {hq * hd, hk * hd, hk * hd}, gu_rows[2] = {ffn, ffn};
 #define NAME(s) (snprintf(n, sizeof n, "%s.%d.%s", pre, l, s), n)
-    if (!st) st = sr_model_weight_cat(m, f, 3, qkv, qkv_rows, wt, d, &L->qkv.w);
-    if (!st) st = sr_model_bias_cat(m, f, 3, qkv_b, qkv_rows, &L->qkv.b);
+    /* q | k | v and gate | up stacked: one product each (encoder q and v biased) */
+    char p[160];
+    snprintf(p, sizeof p, "%s.%d", pre, l);
+    if (!st) st = sr_model_linear_cat(m, f, p, 3, (const char *[]){"self_attn.q_proj", "self_attn.k_proj",
+                                      "self_attn.v_proj"}, (const int[]){hq * hd, hk * hd, hk * hd},
+                                      enc ? (const int[]){1, 0, 1} : NULL, wt, d, &L->qkv.w, &L->qkv.b);
     if (!st) st = mat(m, f, wt, NAME("self_attn.o_proj.weight"), d, hq * hd, &L->o);
-    if (!st) st = sr_model_weight_cat(m, f, 2, gu, gu_rows, wt, d, &L->gu.w);
+    if (!st) st = sr_model_linear_cat(m, f, p, 2, (const char *[]){"mlp.gate_proj", "mlp.up_proj"},
+                                      (const int[]){ffn, ffn}, NULL, wt, d, &L->gu.w, &L->gu.b);
     if (!st) st = mat(m, f, wt, NAME("mlp.down_proj.weight"), d, ffn, &L->down);
     if (enc) {
         if (!st) st = vec(m, f, NAME("self_attn.o_proj.bias"), d, &L->o.b);

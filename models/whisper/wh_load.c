@@ -52,25 +52,6 @@ static sr_status ten(sr_model *m, sr_h5 *f, const char *name, int ndim, int64_t 
     return sr_model_ftensor(m, f, name, ndim, shape, out);
 }
 
-/* Linear layers over the same input stacked into one (sr_model_weight_cat): PRE.<name>.weight
- * [d, d] each, with PRE.<name>.bias where has_bias[i] (the key projections have none). */
-static sr_status stacked(sr_model *m, sr_h5 *f, const char *pre, int d, int count,
-                         const char *const *name, const int *has_bias, wh_lin *out)
-{
-    char wn[3][160], bn[3][160];
-    const char *wp[3], *bp[3];
-    int rows[3];
-    for (int i = 0; i < count && i < 3; i++) {
-        snprintf(wn[i], sizeof wn[i], "%s.%s.weight", pre, name[i]);
-        snprintf(bn[i], sizeof bn[i], "%s.%s.bias", pre, name[i]);
-        wp[i] = wn[i];
-        bp[i] = has_bias[i] ? bn[i] : NULL;
-        rows[i] = d;
-    }
-    sr_status st = sr_model_weight_cat(m, f, count, wp, rows, SR_AS_STORED, d, &out->w);
-    return st ? st : sr_model_bias_cat(m, f, count, bp, rows, &out->b);
-}
-
 static sr_status load_block(sr_model *m, sr_h5 *f, const char *pre, int cross, int d,
                             wh_block *B)
 {
@@ -81,14 +62,16 @@ static sr_status load_block(sr_model *m, sr_h5 *f, const char *pre, int cross, i
 #define W1(field, suffix, len)                                                              \
     if (!st) { snprintf(n, sizeof n, "%s.%s", pre, suffix); st = ten(m, f, n, 1, len, 0, 0, &B->field); }
     /* query | key | value (and the cross key | value) stacked: one product each */
-    if (!st) st = stacked(m, f, pre, d, 3, (const char *[]){"attn.query", "attn.key", "attn.value"},
-                          (const int[]){1, 0, 1}, &B->qkv);
+    if (!st) st = sr_model_linear_cat(m, f, pre, 3, (const char *[]){"attn.query", "attn.key", "attn.value"},
+                                      (const int[]){d, d, d}, (const int[]){1, 0, 1}, SR_AS_STORED, d,
+                                      &B->qkv.w, &B->qkv.b);
     W2(o.w, "attn.out.weight", d, d) W1(o.b, "attn.out.bias", d)
     W1(attn_ln.g, "attn_ln.weight", d) W1(attn_ln.b, "attn_ln.bias", d)
     if (cross) {
         W2(cq.w, "cross_attn.query.weight", d, d) W1(cq.b, "cross_attn.query.bias", d)
-        if (!st) st = stacked(m, f, pre, d, 2, (const char *[]){"cross_attn.key", "cross_attn.value"},
-                              (const int[]){0, 1}, &B->ckv);
+        if (!st) st = sr_model_linear_cat(m, f, pre, 2, (const char *[]){"cross_attn.key", "cross_attn.value"},
+                                          (const int[]){d, d}, (const int[]){0, 1}, SR_AS_STORED, d,
+                                          &B->ckv.w, &B->ckv.b);
         W2(co.w, "cross_attn.out.weight", d, d) W1(co.b, "cross_attn.out.bias", d)
         W1(cross_ln.g, "cross_attn_ln.weight", d) W1(cross_ln.b, "cross_attn_ln.bias", d)
     }
