@@ -452,6 +452,95 @@ static void test_conv_rope(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Batches of more sequences than one launch carries (the device ops take the batch arrays as a
+ * kernel parameter, PB_SEQ = 384 sequences a launch in rowops.cu): 1,000 sequences of 0 to 3
+ * rows at scattered slots and positions, sequences 400..799 all empty (a launch with no rows),
+ * through rope, kv_write and conv_dw with state (twice, so the state carries): the CPU's bits
+ * for kv_write (the pool bytes), its tolerance for rope and conv_dw. */
+static void test_many_seqs(void)
+{
+    const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
+    if (!g) return;
+    enum { NS = 1000 };
+    int *row0 = malloc((NS + 1) * sizeof(int)), *slot = malloc(NS * sizeof(int));
+    int64_t *pos = malloc(NS * sizeof(int64_t));
+    CU_ASSERT_FATAL(row0 && slot && pos);
+    row0[0] = 0;
+    for (int s = 0; s < NS; s++) {
+        int n = s >= 400 && s < 800 ? 0 : rndi(4);
+        row0[s + 1] = row0[s] + n;
+        slot[s] = (s * 617) % NS; /* a permutation: 617 and 1000 are coprime */
+        pos[s] = rndi(50);
+    }
+    const int M = row0[NS];
+    int bad = 0;
+    sr_kbatch b = {.n_seq = NS, .row0 = row0, .slot = slot, .pos = pos};
+    /* rope */
+    {
+        const int H = 2, hd = 8, ld = H * hd + 3;
+        float inv[4];
+        for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+        size_t n = (size_t)M * ld;
+        float *x = rand_host(n, 1.0f), *dx = dev(g, x, n), *dinv = dev(g, inv, (size_t)hd / 2);
+        CU_ASSERT_EQUAL(c->rope(&b, H, hd, inv, x, ld), SR_OK);
+        CU_ASSERT_EQUAL(g->rope(&b, H, hd, dinv, dx, ld), SR_OK);
+        float *xg = back(g, dx, n);
+        bad += !agree(xg, x, n, 4e-6, "rope (1,000 sequences)");
+        free(x); free(xg);
+        g->free(dx); g->free(dinv);
+    }
+    /* kv_write into a bf16 pool of 3 ring rows (sequences of 3 rows wrap) */
+    {
+        const int W = 12, ld = W + 1;
+        sr_kpool *pc = NULL, *pg = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, SR_BF16, 2, NS, 3, W, &pc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 2, NS, 3, W, &pg), SR_OK);
+        g->zero(pg->data, pg->bytes);
+        memset(pc->data, 0, pc->bytes);
+        size_t n = (size_t)M * ld;
+        float *x = rand_host(n, 1.0f), *dx = dev(g, x, n);
+        CU_ASSERT_EQUAL(c->kv_write(pc, 1, &b, x, ld), SR_OK);
+        CU_ASSERT_EQUAL(g->kv_write(pg, 1, &b, dx, ld), SR_OK);
+        char *hb = malloc(pg->bytes);
+        CU_ASSERT_EQUAL(g->download(hb, pg->data, pg->bytes), SR_OK);
+        bad += memcmp(hb, pc->data, pc->bytes) != 0;
+        free(hb); free(x);
+        g->free(dx);
+        sr_kpool_free(c, pc);
+        sr_kpool_free(g, pg);
+    }
+    /* conv_dw with state, two calls */
+    {
+        const int C = 6, K = 4, ld = C + 2;
+        sr_kpool *pc = NULL, *pg = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, SR_F32, 1, NS, K - 1, C, &pc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_F32, 1, NS, K - 1, C, &pg), SR_OK);
+        g->zero(pg->data, pg->bytes);
+        memset(pc->data, 0, pc->bytes);
+        float *w = rand_host((size_t)C * K, 1.0f), *bias = rand_host((size_t)C, 1.0f);
+        float *dw = dev(g, w, (size_t)C * K), *dbias = dev(g, bias, (size_t)C);
+        for (int call = 0; call < 2; call++) {
+            size_t n = (size_t)M * ld;
+            float *x = rand_host(n, 1.0f), *dx = dev(g, x, n);
+            float *yc = calloc(n, sizeof(float)), *dy = dev(g, yc, n);
+            CU_ASSERT_EQUAL(c->conv_dw(&b, C, K, x, ld, w, bias, pc, 0, yc, ld), SR_OK);
+            CU_ASSERT_EQUAL(g->conv_dw(&b, C, K, dx, ld, dw, dbias, pg, 0, dy, ld), SR_OK);
+            float *yg = back(g, dy, n);
+            bad += !agree(yg, yc, n, 4e-6, "conv_dw (1,000 sequences)");
+            free(x); free(yc); free(yg);
+            g->free(dx); g->free(dy);
+        }
+        float *sg = back(g, pg->data, pg->bytes / sizeof(float));
+        bad += !agree(sg, pc->data, pc->bytes / sizeof(float), 0.0, "conv_dw state");
+        free(sg); free(w); free(bias);
+        g->free(dw); g->free(dbias);
+        sr_kpool_free(c, pc);
+        sr_kpool_free(g, pg);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(row0); free(slot); free(pos);
+}
+
 /* ---- pools: kv_write, attn ------------------------------------------------------------------- */
 
 /* Both tables' pools (f32 / f16 / bf16) filled through kv_write with more positions than ring
@@ -535,6 +624,75 @@ static void test_attn(void)
             g->free(drel); g->free(du); g->free(dv); g->free(dq); g->free(dout);
             sr_kpool_free(c, Kc); sr_kpool_free(c, Vc); sr_kpool_free(g, Kg); sr_kpool_free(g, Vg);
         }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Attention at the backends' sizes, bit for bit against the CPU: head_dim 128 with GQA over a
+ * bf16 ring that has wrapped (Voxtral's decoder), 64 (Whisper), 200 (a second column per
+ * thread), 300 (above 2 x 128: the direct value reads), and a range of 8,200 keys (more
+ * scores than shared memory keeps: the chunked second pass). Two slots of different history;
+ * one sequence of 1 row over its whole ring, one of 3 rows over random ranges. */
+static void test_attn_long(void)
+{
+    const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
+    if (!g) return;
+    static const struct {
+        sr_dtype dt;
+        int H, G, hd, rows, npos;
+    } cs[] = {{SR_BF16, 8, 2, 128, 800, 1000}, {SR_F32, 6, 6, 64, 700, 700},
+              {SR_F16, 2, 1, 200, 300, 350},   {SR_F32, 2, 2, 300, 200, 250},
+              {SR_BF16, 2, 1, 64, 8200, 8300}};
+    int bad = 0;
+    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+        const int H = cs[ci].H, G = cs[ci].G, hd = cs[ci].hd, rows = cs[ci].rows;
+        const int w = H * hd, kw = G * hd, slots = 2;
+        sr_kpool *Kc, *Vc, *Kg, *Vg;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, cs[ci].dt, 1, slots, rows, kw, &Kc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, cs[ci].dt, 1, slots, rows, kw, &Vc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, cs[ci].dt, 1, slots, rows, kw, &Kg), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, cs[ci].dt, 1, slots, rows, kw, &Vg), SR_OK);
+        int64_t have[2]; /* slot s holds positions [have[s] - rows, have[s]) (or from 0) */
+        for (int sl = 0; sl < slots; sl++) {
+            int n = cs[ci].npos - 37 * sl, row0[2] = {0, n}, slot[1] = {sl};
+            int64_t pos[1] = {0};
+            have[sl] = n;
+            sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = slot, .pos = pos};
+            float *k = rand_host((size_t)n * kw, 1.0f), *v = rand_host((size_t)n * kw, 1.0f);
+            float *dk = dev(g, k, (size_t)n * kw), *dv = dev(g, v, (size_t)n * kw);
+            CU_ASSERT_EQUAL(c->kv_write(Kc, 0, &b, k, kw), SR_OK);
+            CU_ASSERT_EQUAL(c->kv_write(Vc, 0, &b, v, kw), SR_OK);
+            CU_ASSERT_EQUAL(g->kv_write(Kg, 0, &b, dk, kw), SR_OK);
+            CU_ASSERT_EQUAL(g->kv_write(Vg, 0, &b, dv, kw), SR_OK);
+            free(k); free(v);
+            g->free(dk); g->free(dv);
+        }
+        /* sequence 0: slot 1, one row at its last position over everything the ring holds;
+         * sequence 1: slot 0, three rows ending at its last position, random ranges */
+        int row0[3] = {0, 1, 4}, slot[2] = {1, 0};
+        int64_t pos[2] = {have[1] - 1, have[0] - 3}, lo[4], hi[4];
+        for (int s = 0, r = 0; s < 2; s++)
+            for (int i = 0; i < row0[s + 1] - row0[s]; i++, r++) {
+                int64_t p = pos[s] + i, oldest = have[slot[s]] - rows;
+                if (oldest < 0) oldest = 0;
+                hi[r] = p + 1;
+                lo[r] = s == 0 ? oldest : hi[r] - 1 - rndi(rows - 1);
+                if (lo[r] < oldest) lo[r] = oldest;
+            }
+        sr_kbatch b = {.n_seq = 2, .row0 = row0, .slot = slot, .pos = pos};
+        sr_kattn a = {.n_head = H, .n_kv_head = G, .head_dim = hd, .scale = 0.125f, .lo = lo, .hi = hi};
+        const int ld = w + 5;
+        size_t n = (size_t)4 * ld;
+        float *q = rand_host(n, 1.0f), *dq = dev(g, q, n);
+        float *oc = malloc(n * sizeof(float)), *dout = g->alloc(n * sizeof(float));
+        CU_ASSERT_EQUAL(c->attn(&a, &b, q, ld, Kc, Vc, 0, oc, ld), SR_OK);
+        CU_ASSERT_EQUAL(g->attn(&a, &b, dq, ld, Kg, Vg, 0, dout, ld), SR_OK);
+        float *og = back(g, dout, n);
+        for (int r = 0; r < 4; r++)
+            bad += !agree(og + (size_t)r * ld, oc + (size_t)r * ld, (size_t)w, -1.0, "attn (long)");
+        free(q); free(oc); free(og);
+        g->free(dq); g->free(dout);
+        sr_kpool_free(c, Kc); sr_kpool_free(c, Vc); sr_kpool_free(g, Kg); sr_kpool_free(g, Vg);
+    }
     CU_ASSERT_EQUAL(bad, 0);
 }
 
@@ -624,6 +782,6 @@ void test_register_ops_cuda(void)
 {
     TEST_SUITE("kernels_cuda", {"gemm_gather", test_gemm}, {"gemm_stacked", test_gemm_stacked},
                {"row_ops", test_rows},
-               {"conv_rope", test_conv_rope}, {"kv_write_attn", test_attn}, {"bad_args", test_bad_args},
+               {"conv_rope", test_conv_rope}, {"many_seqs", test_many_seqs}, {"kv_write_attn", test_attn}, {"attn_long", test_attn_long}, {"bad_args", test_bad_args},
                {"memory", test_mem}, {"backends_on_cuda", test_backends});
 }

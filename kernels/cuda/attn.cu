@@ -40,10 +40,15 @@
  *            CAP_MAX = 8064 keys under the default 48 KB), else the first pass keeps only the
  *            maximum and the second recomputes the scores chunk by chunk (twice the QK work
  *            for such long ranges, the same bits).
- *   values   thread d owns output column d (coalesced reads of each value row) and runs its
- *            fma chain over the keys in order; the threads of the first column pass also
- *            carry the double sum alongside, so each has the normalizer without a broadcast.
+ *   values   thread d owns output column d and runs its fma chain over the keys in order; the
+ *            threads of the first column pass also carry the double sum alongside, so each has
+ *            the normalizer without a broadcast. The value rows are staged in tiles through the
+ *            score sub-tile's area (as the pool stores them: 64 rows of 128 bf16 columns a
+ *            tile), all threads loading a tile together (coalesced along the rows) before the
+ *            chains run over it; head_dim above 2 NT keeps the direct per-column reads.
  *            Partial sums of a chunked row wait in the row's own output columns.
+ *   staging  global loads in rounds (stage): each thread issues 8 (keys) or 16 (values)
+ *            independent loads before storing any, instead of one at a time.
  *
  * The per-row control records (computed on the host from sr_kbatch and the key ranges) travel
  * as kernel parameters, ATTN_ROWS rows per launch (a call of more rows is several launches of
@@ -71,6 +76,8 @@ constexpr int SMEM_LIMIT = 48 * 1024;      /* dynamic shared memory without an o
 /* Most scores kept in shared memory (a multiple of TK, so recomputed chunks start on tiles). */
 constexpr int CAP_MAX = ((SMEM_LIMIT / (int)sizeof(float) - SMEM_FIXED) / TK) * TK;
 static_assert(CAP_MAX >= TK, "shared memory too small for one score tile");
+constexpr int LD_UK = 8, LD_UV = 16;      /* global loads a thread issues before their stores (K, V) */
+constexpr int VT_BYTES = TD * KT_LD * (int)sizeof(float); /* the sub-tile's area, reused for V */
 
 /* One query row's control record (host-computed, a kernel parameter). */
 struct attn_row {
@@ -122,6 +129,26 @@ __device__ __forceinline__ float pool_widen(pool_t<DT> x)
         return __uint_as_float((unsigned)x << 16);
 }
 
+/* Staging from global into shared memory: st(i, ld(i)) for i = tid, tid + NT, ... < n, in
+ * rounds of U loads issued before any of their stores, so that a thread has U loads in flight.
+ * A plain load-store loop keeps one (each store waits for its load before the next load
+ * issues; nvcc does not unroll a loop of unknown trip count), and a block of a batch-1 step is
+ * nearly alone on its multiprocessor, so the number of such latency rounds, not bandwidth, is
+ * its time: 32 rounds per 32-column sub-tile of keys before, 4 now. */
+template <class T, int U, class Ld, class St>
+__device__ __forceinline__ void stage(int n, const Ld &ld, const St &st)
+{
+    for (int i0 = threadIdx.x; i0 < n; i0 += U * NT) {
+        T v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (i0 + u * NT < n) v[u] = ld(i0 + u * NT);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (i0 + u * NT < n) st(i0 + u * NT, v[u]);
+    }
+}
+
 /* acc = fma(qt[d], kt[d][tid], acc) over the dn staged columns, d ascending. */
 __device__ __forceinline__ float dot_staged(const float *qt, const float *kt, int dn, float acc)
 {
@@ -154,12 +181,16 @@ __device__ __forceinline__ float tile_score(const attn_args &A, const attn_row &
             float x = qh[d0 + tid];
             qt[tid] = REL ? __fadd_rn(x, A.pos_u[(size_t)h * hd + d0 + tid]) : x;
         }
+        /* element i: key t = i / TD, column i % TD (= lane_d: NT is a multiple of TD) */
         if (lane_d < dn)
-            for (int t = tid / TD; t < TK && t0 + t < tend; t += NT / TD) {
-                long long rr = (long long)R.krow0 + t0 + t; /* < 2 rows: range <= rows */
-                if (rr >= A.k_rows) rr -= A.k_rows;
-                kt[lane_d * KT_LD + t] = pool_widen<KD>(kb[rr * A.k_ld + d0 + lane_d]);
-            }
+            stage<float, LD_UK>(
+                min(TK, tend - t0) * TD,
+                [&](int i) {
+                    long long rr = (long long)R.krow0 + t0 + i / TD; /* < 2 rows: range <= rows */
+                    if (rr >= A.k_rows) rr -= A.k_rows;
+                    return pool_widen<KD>(kb[rr * A.k_ld + d0 + lane_d]);
+                },
+                [&](int i, float v) { kt[lane_d * KT_LD + i / TD] = v; });
         __syncthreads();
         if (own) acc = dot_staged(qt, kt, dn, acc);
     }
@@ -172,9 +203,10 @@ __device__ __forceinline__ float tile_score(const attn_args &A, const attn_row &
             __syncthreads();
             if (tid < dn) qt[tid] = __fadd_rn(qh[d0 + tid], A.pos_v[(size_t)h * hd + d0 + tid]);
             if (lane_d < dn)
-                for (int t = tid / TD; t < TK && t0 + t < tend; t += NT / TD)
-                    kt[lane_d * KT_LD + t] =
-                        pb[(size_t)(R.m0 + t0 + t) * (size_t)A.ldr + d0 + lane_d];
+                stage<float, LD_UK>(
+                    min(TK, tend - t0) * TD,
+                    [&](int i) { return pb[(size_t)(R.m0 + t0 + i / TD) * (size_t)A.ldr + d0 + lane_d]; },
+                    [&](int i, float v) { kt[lane_d * KT_LD + i / TD] = v; });
             __syncthreads();
             if (own) bd = dot_staged(qt, kt, dn, bd);
         }
@@ -207,12 +239,49 @@ __device__ __forceinline__ float values_chunk(const attn_args &A, const attn_row
     return o;
 }
 
+/* The values of keys [c0, c0 + cn) for the thread's columns tid and tid + NT (hd <= 2 NT), V
+ * staged in tiles of tv rows through the sub-tile's area (vt, the pool's own elements: 2-byte
+ * pools give twice the rows): o_j = fma(e_i, v(c0 + i)[d_j], o_j) for i ascending, and for the
+ * threads of the first column (tid < hd) also sum = sum + (double)e_i, the same chains as
+ * values_chunk, in the same order. Every thread of the block must call it (it synchronizes). */
+template <int VD>
+__device__ __forceinline__ void values_staged(const attn_args &A, const attn_row &R,
+                                              const pool_t<VD> *vb, const float *sc, int c0,
+                                              int cn, pool_t<VD> *vt, float &o0, float &o1,
+                                              double &sum)
+{
+    const int tid = threadIdx.x, hd = A.hd, tv = VT_BYTES / (int)sizeof(pool_t<VD>) / hd;
+    const bool c0_own = tid < hd, c1_own = tid + NT < hd;
+    for (int k0 = 0; k0 < cn; k0 += tv) {
+        const int kn = min(tv, cn - k0);
+        __syncthreads(); /* the previous tile (or the sub-tile's scores) is consumed */
+        stage<pool_t<VD>, LD_UV>(
+            kn * hd,
+            [&](int i) {
+                long long rr = (long long)R.vrow0 + c0 + k0 + i / hd; /* < 2 rows: range <= rows */
+                if (rr >= A.v_rows) rr -= A.v_rows;
+                return vb[rr * A.v_ld + i % hd];
+            },
+            [&](int i, pool_t<VD> v) { vt[i] = v; });
+        __syncthreads();
+        if (c0_own)
+            for (int k = 0; k < kn; k++) {
+                const float e = sc[k0 + k];
+                o0 = fmaf(e, pool_widen<VD>(vt[k * hd + tid]), o0);
+                if (c1_own) o1 = fmaf(e, pool_widen<VD>(vt[k * hd + tid + NT]), o1);
+                sum = __dadd_rn(sum, (double)e);
+            }
+    }
+}
+
 /* One block per (query row, head): blockIdx.x = head h, rows blockIdx.y, + gridDim.y, ...
  * Dynamic shared memory: kt [TD][TK + 1], qt [TD], red [NT / 32], sc [cap] (floats).
- * __launch_bounds__(NT, 8): at most 64 registers a thread, which every variant fits without
- * spilling (with (NT) alone ptxas squeezes some variants into 40 registers and spills). */
+ * __launch_bounds__(NT, 6): at most 80 registers a thread, room for the staging rounds' values
+ * (ptxas, sm_90: 79-80 registers, a few variants spill 4-8 bytes outside the staging loops;
+ * with (NT, 8) the rounds spilled up to 52 bytes, with (NT) alone ptxas squeezes some variants
+ * into 40 registers and spills). */
 template <int KD, int VD, bool REL>
-__global__ void __launch_bounds__(NT, 8) attn_kernel(const attn_args A, const attn_ctl C)
+__global__ void __launch_bounds__(NT, 6) attn_kernel(const attn_args A, const attn_ctl C)
 {
     extern __shared__ float smem[];
     float *kt = smem;
@@ -266,6 +335,17 @@ __global__ void __launch_bounds__(NT, 8) attn_kernel(const attn_args A, const at
             __syncthreads(); /* scores of the chunk complete */
             for (int i = tid; i < cn; i += NT) sc[i] = sr_exp_poly(__fsub_rn(sc[i], m));
             __syncthreads(); /* weights of the chunk complete */
+            if (hd <= 2 * NT && VT_BYTES / (int)sizeof(pool_t<VD>) >= hd) { /* uniform */
+                float o0 = 0.0f, o1 = 0.0f; /* columns tid and tid + NT; earlier chunks' sums */
+                if (c0 > 0 && tid < hd) o0 = o[tid];
+                if (c0 > 0 && tid + NT < hd) o1 = o[tid + NT];
+                values_staged<VD>(A, R, vb, sc, c0, cn, (pool_t<VD> *)kt, o0, o1, sum);
+                if (last && tid < hd) inv = __double2float_rn(__ddiv_rn(1.0, sum));
+                if (tid < hd) o[tid] = last ? __fmul_rn(o0, inv) : o0;
+                if (tid + NT < hd) o[tid + NT] = last ? __fmul_rn(o1, inv) : o1;
+                __syncthreads(); /* sc and the sub-tile's area free for the next chunk / row */
+                continue;
+            }
             for (int d = tid; d < hd; d += NT) {
                 float acc = c0 == 0 ? 0.0f : o[d]; /* earlier chunks' partial sum */
                 if (d == tid) { /* first column pass: carry the normalizer too */

@@ -30,11 +30,14 @@
  * exact); a NaN takes core/dtype.c's payload rule instead, which the hardware's canonical NaN
  * would not match. Reads widen exactly (f16 NaN payloads kept, as sr_f16_to_f32).
  *
- * Batches: the sr_kbatch arrays are host memory. An op that needs them packs row0 (and slot /
- * pos as needed) and copies them in one cudaMemcpyAsync into one small stream-ordered device
- * buffer (cudaMallocAsync / cudaFreeAsync on the legacy default stream, so nothing waits for
- * the device; plain cudaMalloc / cudaFree where the device has no memory pools), and each thread
- * finds its row's sequence by binary search, as rowops.c's seq_of.
+ * Batches: the sr_kbatch arrays are host memory. An op that needs them (rope, kv_write,
+ * conv_dw) passes them as a kernel parameter (pbatch: row0, slot, pos of up to PB_SEQ
+ * sequences; a call of more sequences is several launches over consecutive sequences, whose
+ * rows are independent), so the op is one launch and nothing else: no device buffer, no
+ * host-to-device copy in the stream between two kernels (three per layer of a decoder step
+ * before, each a staged pageable copy), and each thread finds its row's sequence by binary
+ * search, as rowops.c's seq_of. The parameter is __grid_constant__, so the threads read it in
+ * place (constant bank) instead of each copying it to local memory.
  *
  * Aliasing as on the CPU: norm, act, glu, add, batchnorm and logsoftmax may work in place with
  * equal strides (every element is read and written by the same thread, after any reduction);
@@ -70,62 +73,36 @@ static void tmp_free(dev_tmp *t)
     t->p = NULL;
 }
 
-/* A batch's control arrays in device memory (slot / pos NULL unless asked for). */
-typedef struct {
-    dev_tmp mem;
+/* A batch's control arrays as a kernel parameter: sequences [s0, s0 + n_seq) of an sr_kbatch,
+ * their rows [row0[0], row0[n_seq]) (absolute batch rows). 6 KB: far below the 32,764 bytes
+ * of parameters CUDA 12.1+ allows on sm_70 and later (attn.cu passes its rows the same way). */
+#define PB_SEQ 384
+struct pbatch {
     int n_seq;
-    const int *row0;
-    const int *slot;
-    const int64_t *pos;
-} dev_batch;
+    int row0[PB_SEQ + 1];
+    int slot[PB_SEQ];     /* filled when the op reads a pool */
+    long long pos[PB_SEQ]; /* filled when the op needs positions */
+};
 
-static sr_status batch_upload(const char *what, const sr_kbatch *b, int with_slot, int with_pos,
-                              dev_batch *d)
+/* Sequences [s0, s0 + PB_SEQ) of b (fewer at the end) into *p; returns the count. */
+static int pbatch_fill(const sr_kbatch *b, int s0, int with_slot, int with_pos, pbatch *p)
 {
-    size_t n = (size_t)b->n_seq;
-    size_t off_row0 = with_pos ? n * sizeof(int64_t) : 0; /* pos first: 8-byte aligned */
-    size_t off_slot = off_row0 + (n + 1) * sizeof(int);
-    size_t bytes = off_slot + (with_slot ? n * sizeof(int) : 0);
-    d->n_seq = b->n_seq;
-    /* the arrays packed on the host, then one copy (the runtime stages a pageable source
-     * before returning, so the packing buffer is free again at once) */
-    struct pack_buf { /* one per host thread, freed when the thread ends */
-        char *p = nullptr;
-        size_t cap = 0;
-        ~pack_buf() { free(p); }
-    };
-    static thread_local pack_buf buf;
-    if (bytes > buf.cap) {
-        char *p = (char *)realloc(buf.p, bytes);
-        if (!p) return sr_error(SR_ERR_NOMEM, "%s: %zu bytes of batch arrays", what, bytes);
-        buf.p = p;
-        buf.cap = bytes;
-    }
-    char *pack = buf.p;
-    if (with_pos) memcpy(pack, b->pos, n * sizeof(int64_t));
-    memcpy(pack + off_row0, b->row0, (n + 1) * sizeof(int));
-    if (with_slot) memcpy(pack + off_slot, b->slot, n * sizeof(int));
-    sr_status st = tmp_alloc(what, bytes, &d->mem);
-    if (st) return st;
-    char *base = (char *)d->mem.p;
-    cudaError_t e = cudaMemcpyAsync(base, pack, bytes, cudaMemcpyHostToDevice, 0);
-    if (e != cudaSuccess) {
-        tmp_free(&d->mem);
-        return sr_cuda_fail(what, e);
-    }
-    d->row0 = (const int *)(base + off_row0);
-    d->slot = with_slot ? (const int *)(base + off_slot) : NULL;
-    d->pos = with_pos ? (const int64_t *)base : NULL;
-    return SR_OK;
+    int n = b->n_seq - s0 < PB_SEQ ? b->n_seq - s0 : PB_SEQ;
+    p->n_seq = n;
+    memcpy(p->row0, b->row0 + s0, (size_t)(n + 1) * sizeof(int));
+    if (with_slot) memcpy(p->slot, b->slot + s0, (size_t)n * sizeof(int));
+    for (int i = 0; with_pos && i < n; i++) p->pos[i] = (long long)b->pos[s0 + i];
+    return n;
 }
 
-/* The sequence holding batch row r: the last s with row0[s] <= r (rowops.c's seq_of). */
-__device__ static inline int seq_of(const int *row0, int n_seq, int r)
+/* The sequence of p holding batch row r (row0[0] <= r < row0[n_seq]): the last s with
+ * row0[s] <= r (rowops.c's seq_of). */
+__device__ static inline int seq_of(const pbatch &p, int r)
 {
-    int lo = 0, hi = n_seq - 1;
+    int lo = 0, hi = p.n_seq - 1;
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
-        if (row0[mid] <= r) lo = mid;
+        if (p.row0[mid] <= r) lo = mid;
         else hi = mid - 1;
     }
     return lo;
@@ -226,24 +203,42 @@ static unsigned flat_blocks(size_t n)
     return (unsigned)(b < FLAT_BLOCKS_MAX ? b : FLAT_BLOCKS_MAX);
 }
 
-/* f(r, c) for r < M, c < d (M, d >= 1): blocks of 256 threads, blockDim.x the row width
- * rounded up to a warp (at most 256), the remaining threads of a block on further rows. */
-template <class F> __global__ static void ew2d_kernel(int M, int d, F f)
+/* f(r0 + r, c) for r < M, c < d (M, d >= 1): blocks of 256 threads, blockDim.x the row width
+ * rounded up to a warp (at most 256), the remaining threads of a block on further rows. f is
+ * read in place from the parameter bank (__grid_constant__): a pbatch inside it is not copied
+ * per thread. */
+template <class F> __global__ static void ew2d_kernel(int M, int d, int r0, const __grid_constant__ F f)
 {
     int c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= d) return;
     int64_t step = (int64_t)gridDim.y * blockDim.y;
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < M; r += step)
-        f((int)r, c);
+        f((int)(r0 + r), c);
 }
 
-template <class F> static sr_status ew2d(const char *what, int M, int d, F f)
+template <class F> static sr_status ew2d(const char *what, int M, int d, const F &f, int r0 = 0)
 {
     int bx = d >= 256 ? 256 : (d + 31) / 32 * 32, by = 256 / bx;
     int64_t gy = ((int64_t)M + by - 1) / by;
     dim3 grid((unsigned)(((int64_t)d + bx - 1) / bx), (unsigned)SR_CUDA_GRID_Y(gy));
-    ew2d_kernel<<<grid, dim3((unsigned)bx, (unsigned)by)>>>(M, d, f);
+    ew2d_kernel<<<grid, dim3((unsigned)bx, (unsigned)by)>>>(M, d, r0, f);
     return sr_cuda_launched(what);
+}
+
+/* The batch's rows through f, one ew2d launch per PB_SEQ sequences: make(pb) builds the functor
+ * for the launch (f(r, c) with r an absolute batch row of pb). Launches without rows are skipped. */
+template <class Make>
+static sr_status ew2d_batch(const char *what, const sr_kbatch *b, int with_slot, int with_pos,
+                            int d, Make make)
+{
+    pbatch pb;
+    sr_status st = SR_OK;
+    for (int s0 = 0; s0 < b->n_seq && !st; s0 += PB_SEQ) {
+        int n = pbatch_fill(b, s0, with_slot, with_pos, &pb);
+        int M = pb.row0[n] - pb.row0[0];
+        if (M > 0) st = ew2d(what, M, d, make(pb), pb.row0[0]);
+    }
+    return st;
 }
 
 /* Reduction of v over the block (blockDim.x = ROW_THREADS), the same value returned to every
@@ -566,15 +561,14 @@ sr_status sr_cuda_lstm_cell(int M, int H, const float *gates, int ldg, float *c,
 
 namespace {
 struct rope_f { /* batch row r, pair i < hd / 2, every head of x [rows, n_head * hd] */
-    int n_seq, n_head, hd, ldx;
-    const int *row0;
-    const int64_t *pos;
+    pbatch b;
+    int n_head, hd, ldx;
     const float *inv;
     float *x;
     __device__ void operator()(int r, int i) const
     {
-        int s = seq_of(row0, n_seq, r), half = hd / 2;
-        float p = (float)(pos[s] + (int64_t)(r - row0[s]));
+        int s = seq_of(b, r), half = hd / 2;
+        float p = (float)(b.pos[s] + (long long)(r - b.row0[s]));
         float a = __fmul_rn(p, inv[i]);
         float cs = cosf(a), sn = sinf(a);
         float *xr = x + (size_t)r * ldx + i;
@@ -594,11 +588,9 @@ sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_
     int rows;
     sr_status st = sr_kernels_check_rope(b, n_head, hd, inv_freq, x, ldx, &rows);
     if (st || rows == 0 || n_head == 0 || hd == 0) return st;
-    dev_batch d;
-    if ((st = batch_upload("rope", b, 0, 1, &d))) return st;
-    st = ew2d("rope", rows, hd / 2, rope_f{d.n_seq, n_head, hd, ldx, d.row0, d.pos, inv_freq, x});
-    tmp_free(&d.mem);
-    return st;
+    return ew2d_batch("rope", b, 0, 1, hd / 2, [&](const pbatch &pb) {
+        return rope_f{pb, n_head, hd, ldx, inv_freq, x};
+    });
 }
 
 /* ---- conv2d_s2 ------------------------------------------------------------------------------ */
@@ -649,16 +641,16 @@ namespace {
 /* y[r, c] of batch row r: its sequence's input is [state (K - 1 rows) ; x rows]; s = bias,
  * then s += w * in over j (zero state rows included as products, as rowops.c's dw_1). */
 struct dw_f {
-    int n_seq, K, ldx, ldy, layer;
-    const int *row0, *slot;
+    pbatch b;
+    int K, ldx, ldy, layer;
     const float *x, *w, *bias;
     dpool st; /* st.data NULL: no state (zeros) */
     float *y;
     __device__ void operator()(int r, int c) const
     {
-        int s = seq_of(row0, n_seq, r);
-        int64_t t = r - row0[s];
-        size_t st0 = st.data ? dpool_at(st, layer, slot[s], 0) + (size_t)c : 0;
+        int s = seq_of(b, r);
+        int64_t t = r - b.row0[s];
+        size_t st0 = st.data ? dpool_at(st, layer, b.slot[s], 0) + (size_t)c : 0;
         const float *wc = w + (size_t)c * K;
         float acc = bias[c];
         for (int j = 0; j < K; j++) {
@@ -672,20 +664,20 @@ struct dw_f {
     }
 };
 
-/* Sequence s, channel c: the state becomes the last K - 1 rows of [state ; x] (run after every
- * dw_f of the call has read the old state; one thread owns a column, so the upward shift of
- * kept rows reads each row before overwriting it). */
+/* Sequence s of the launch's pbatch, channel c: the state becomes the last K - 1 rows of
+ * [state ; x] (run after every dw_f of those sequences has read the old state; one thread
+ * owns a column, so the upward shift of kept rows reads each row before overwriting it). */
 struct dw_state_f {
+    pbatch b;
     int K, ldx, layer;
-    const int *row0, *slot;
     const float *x;
     dpool st;
     __device__ void operator()(int s, int c) const
     {
-        int r0 = row0[s], n = row0[s + 1] - r0, Ks = K - 1;
+        int r0 = b.row0[s], n = b.row0[s + 1] - r0, Ks = K - 1;
         if (n == 0) return;
         int keep = n >= Ks ? 0 : Ks - n;
-        size_t base = dpool_at(st, layer, slot[s], 0) + (size_t)c, ld = (size_t)st.width;
+        size_t base = dpool_at(st, layer, b.slot[s], 0) + (size_t)c, ld = (size_t)st.width;
         for (int r = 0; r < keep; r++) pool_move(st, base + r * ld, base + (size_t)(r + n) * ld);
         for (int r = keep; r < Ks; r++)
             pool_st(st, base + r * ld, x[(size_t)(r0 + n - Ks + r) * ldx + c]);
@@ -700,14 +692,17 @@ sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int 
     int rows;
     sr_status st = sr_kernels_check_conv_dw(b, C, K, x, ldx, w, bias, state, layer, y, ldy, &rows);
     if (st || rows == 0 || C == 0) return st;
-    dev_batch d;
-    if ((st = batch_upload("conv_dw", b, state != NULL, 0, &d))) return st;
     dpool P = {NULL, (int)SR_F32, 0, 0, 0};
     if (state) P = dpool_of(state);
-    st = ew2d("conv_dw", rows, C, dw_f{d.n_seq, K, ldx, ldy, layer, d.row0, d.slot, x, w, bias, P, y});
-    if (!st && state && K > 1)
-        st = ew2d("conv_dw state", d.n_seq, C, dw_state_f{K, ldx, layer, d.row0, d.slot, x, P});
-    tmp_free(&d.mem);
+    /* per PB_SEQ sequences: their outputs, then their states (the groups' slots are disjoint) */
+    pbatch pb;
+    for (int s0 = 0; s0 < b->n_seq && !st; s0 += PB_SEQ) {
+        int n = pbatch_fill(b, s0, state != NULL, 0, &pb);
+        int M = pb.row0[n] - pb.row0[0];
+        if (M == 0) continue;
+        st = ew2d("conv_dw", M, C, dw_f{pb, K, ldx, ldy, layer, x, w, bias, P, y}, pb.row0[0]);
+        if (!st && state && K > 1) st = ew2d("conv_dw state", n, C, dw_state_f{pb, K, ldx, layer, x, P});
+    }
     return st;
 }
 
@@ -888,17 +883,16 @@ namespace {
  * the same sequence in this call lands on that ring row (only the last `rows` rows are
  * written, so no two threads store one element). */
 struct kv_f {
-    int n_seq, layer, ldx;
-    const int *row0, *slot;
-    const int64_t *pos;
+    pbatch b;
+    int layer, ldx;
     const float *x;
     dpool p;
     __device__ void operator()(int r, int c) const
     {
-        int s = seq_of(row0, n_seq, r), i = r - row0[s], n = row0[s + 1] - row0[s];
+        int s = seq_of(b, r), i = r - b.row0[s], n = b.row0[s + 1] - b.row0[s];
         if (n - i > p.rows) return;
-        int ring = (int)((pos[s] + i) % p.rows);
-        pool_st(p, dpool_at(p, layer, slot[s], ring) + (size_t)c, x[(size_t)r * ldx + c]);
+        int ring = (int)((b.pos[s] + i) % p.rows);
+        pool_st(p, dpool_at(p, layer, b.slot[s], ring) + (size_t)c, x[(size_t)r * ldx + c]);
     }
 };
 } // namespace
@@ -908,10 +902,8 @@ sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const flo
     int rows;
     sr_status st = sr_kernels_check_kv_write(p, layer, b, x, ldx, &rows);
     if (st || rows == 0) return st;
-    dev_batch d;
-    if ((st = batch_upload("kv_write", b, 1, 1, &d))) return st;
-    st = ew2d("kv_write", rows, p->width,
-              kv_f{d.n_seq, layer, ldx, d.row0, d.slot, d.pos, x, dpool_of(p)});
-    tmp_free(&d.mem);
-    return st;
+    const dpool P = dpool_of(p);
+    return ew2d_batch("kv_write", b, 1, 1, p->width, [&](const pbatch &pb) {
+        return kv_f{pb, layer, ldx, x, P};
+    });
 }
