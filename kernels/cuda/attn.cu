@@ -48,7 +48,7 @@
  *            chains run over it; head_dim above 2 NT keeps the direct per-column reads.
  *            Partial sums of a chunked row wait in the row's own output columns.
  *   staging  global loads in rounds (stage): each thread issues 8 (keys) or 16 (values)
- *            independent loads before storing any, instead of one at a time.
+ *            independent loads before storing any (the plain loops before kept one and four).
  *
  * The per-row control records (computed on the host from sr_kbatch and the key ranges) travel
  * as kernel parameters, ATTN_ROWS rows per launch (a call of more rows is several launches of
