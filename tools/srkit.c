@@ -1221,8 +1221,10 @@ static int bench_attn_one(const sr_kernels *k, int N, int R, int L, int H, int G
     }
     double diff = 0;
     for (size_t i = 0; i < nq; i++) diff = fmax(diff, fabs((double)ho[i] - (double)ho2[i]));
-    printf("%7d %5d %6d %3d/%-3d %4d | %10.3f %10.3f | %7.2fx | %.2e\n", N, R, L, H, G, D, med[0] * 1e3,
-           med[1] * 1e3, med[1] / med[0], diff);
+    /* the keys and values the fused call must read at least once (f32 pools) */
+    double gbs = 2.0 * (double)N * L * G * D * sizeof(float) / med[0] / 1e9;
+    printf("%7d %5d %6d %3d/%-3d %4d | %10.3f %10.3f | %7.2fx | %8.1f | %.2e\n", N, R, L, H, G, D,
+           med[0] * 1e3, med[1] * 1e3, med[1] / med[0], gbs, diff);
     rc = 0;
 out:
     sr_kpool_free(k, c.K);
@@ -1249,11 +1251,12 @@ static int bench_attn(const char *device, int threads, const int *streams, int n
         {"Voxtral mini-4b decoder (GQA 32 / 8, one token over 750 keys)", 1, 750, 32, 8, 128},
     };
     printf("attention on %s: the fused op (one call, keys read in place) vs unfused (per stream and\n"
-           "head: sgemm Q K^T, softmax, sgemm P V); f32 pools, median ms per call\n", k->name);
+           "head: sgemm Q K^T, softmax, sgemm P V); f32 pools, median ms per call; fused GB/s: the\n"
+           "streams' keys and values (read at least once) per fused call time\n", k->name);
     int rc = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !rc; i++) {
-        printf("\n%s\nstreams  rows   keys heads  dim |  fused ms  unfused ms | unfused/fused | max |diff|\n",
-               shapes[i].what);
+        printf("\n%s\nstreams  rows   keys heads  dim |  fused ms  unfused ms | unfused/fused | "
+               "fused GB/s | max |diff|\n", shapes[i].what);
         for (int j = 0; j < n_streams && !rc; j++)
             rc = bench_attn_one(k, streams[j], shapes[i].R, shapes[i].L, shapes[i].H, shapes[i].G,
                                 shapes[i].D, 7);
