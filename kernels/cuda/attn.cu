@@ -76,7 +76,7 @@ constexpr int SMEM_LIMIT = 48 * 1024;      /* dynamic shared memory without an o
 /* Most scores kept in shared memory (a multiple of TK, so recomputed chunks start on tiles). */
 constexpr int CAP_MAX = ((SMEM_LIMIT / (int)sizeof(float) - SMEM_FIXED) / TK) * TK;
 static_assert(CAP_MAX >= TK, "shared memory too small for one score tile");
-constexpr int LD_UK = 8, LD_UV = 16;      /* global loads a thread issues before their stores (K, V) */
+constexpr int LD_UK = 16, LD_UV = 16;     /* global loads a thread issues before their stores (K, V) */
 constexpr int VT_BYTES = TD * KT_LD * (int)sizeof(float); /* the sub-tile's area, reused for V */
 
 /* One query row's control record (host-computed, a kernel parameter). */
@@ -276,12 +276,12 @@ __device__ __forceinline__ void values_staged(const attn_args &A, const attn_row
 
 /* One block per (query row, head): blockIdx.x = head h, rows blockIdx.y, + gridDim.y, ...
  * Dynamic shared memory: kt [TD][TK + 1], qt [TD], red [NT / 32], sc [cap] (floats).
- * __launch_bounds__(NT, 6): at most 80 registers a thread, room for the staging rounds' values
+ * __launch_bounds__(NT, 4): at most 80 registers a thread, room for the staging rounds' values
  * (ptxas, sm_90: 79-80 registers, a few variants spill 4-8 bytes outside the staging loops;
  * with (NT, 8) the rounds spilled up to 52 bytes, with (NT) alone ptxas squeezes some variants
  * into 40 registers and spills). */
 template <int KD, int VD, bool REL>
-__global__ void __launch_bounds__(NT, 6) attn_kernel(const attn_args A, const attn_ctl C)
+__global__ void __launch_bounds__(NT, 4) attn_kernel(const attn_args A, const attn_ctl C)
 {
     extern __shared__ float smem[];
     float *kt = smem;
