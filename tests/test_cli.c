@@ -231,7 +231,12 @@ static void test_bench_gemm(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "Voxtral mini-4b"));
     int rows = 0;
     for (const char *p = out; (p = strstr(p, "x | ")); p += 4) {
-        double diff = atof(p + 4);
+        /* "ratio x | GB/s | max |diff|" */
+        double gbs = atof(p + 4);
+        const char *d = strstr(p + 4, "| ");
+        CU_ASSERT_FATAL(d != NULL);
+        double diff = atof(d + 2);
+        CU_ASSERT(gbs > 0);
         CU_ASSERT(diff >= 0 && diff < 1e-5);
         rows++;
     }
