@@ -67,3 +67,31 @@ sr_status sr_kpool_clear(const sr_kernels *k, sr_kpool *p, int slot)
         k->zero((char *)p->data + sr_kpool_at(p, l, slot, 0) * es, one);
     return SR_OK;
 }
+
+sr_status sr_kpool_copy_rows(const sr_kernels *k, sr_kpool *dst, int dst_slot, const sr_kpool *src,
+                             int src_slot, int rows)
+{
+    if (!dst || !src || dst_slot < 0 || dst_slot >= dst->slots || src_slot < 0 ||
+        src_slot >= src->slots)
+        return sr_error(SR_ERR_ARG, "cache pool copy: %s", !dst || !src ? "pool is NULL" :
+                        "slot out of range");
+    if (dst->dtype != src->dtype || dst->layers != src->layers || dst->width != src->width ||
+        rows < 0 || rows > dst->rows || rows > src->rows)
+        return sr_error(SR_ERR_ARG, "cache pool copy: %d rows of a [%d][%d][%d] %s pool into a "
+                        "[%d][%d][%d] %s one", rows, src->layers, src->rows, src->width,
+                        sr_dtype_name(src->dtype), dst->layers, dst->rows, dst->width,
+                        sr_dtype_name(dst->dtype));
+    size_t es = sr_dtype_size(src->dtype), bytes = (size_t)rows * (size_t)src->width * es;
+    if (bytes % sizeof(float) || bytes / sizeof(float) > INT32_MAX)
+        return sr_error(SR_ERR_ARG, "cache pool copy: %zu bytes a layer, not whole 4-byte words "
+                        "of at most 2^31", bytes);
+    sr_status st = SR_OK;
+    /* a layer's rows are contiguous: one copy2d row of bytes / 4 words each */
+    for (int l = 0; l < src->layers && !st && bytes; l++)
+        st = k->copy2d(1, (int)(bytes / sizeof(float)),
+                       (const float *)((const char *)src->data + sr_kpool_at(src, l, src_slot, 0) * es),
+                       (int)(bytes / sizeof(float)),
+                       (float *)((char *)dst->data + sr_kpool_at(dst, l, dst_slot, 0) * es),
+                       (int)(bytes / sizeof(float)));
+    return st;
+}

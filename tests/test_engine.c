@@ -580,7 +580,9 @@ static uint64_t calls_of(const sr_kprof_entry *p, int n, const char *op)
 
 /* 8 identical streams (the same audio, fed and stepped together) against one, streaming
  * backends whose steps and decoders batch every call over the streams: the data-movement ops
- * (uploads, copies, allocations) are called exactly as often, and every other op at most a
+ * (uploads, copies, allocations) are called no more often (fewer where the streams share work:
+ * Voxtral's 8-slot context takes its streams' first steps from the shared prefix, so they make
+ * fewer encoder calls than a lone stream, which computes them), and every other op at most a
  * quarter more often (a decoder pass splits where its rows outgrow the scratch). A per-stream
  * call shows up as 8x. download is not counted: on the CPU the decoders' rows are copied one
  * by one (host memory is the table's). Not covered: offline / reencode (one 30 s window per
@@ -595,7 +597,7 @@ static void test_op_calls(void)
         {"fastconformer/rand.h5", NULL, "rnnt_beam", 4},
         {"fastconformer/rand_tdt.h5", NULL, NULL, 0},
     };
-    static const char *const exact[] = {"alloc", "free", "upload", "sync", "zero", "copy2d",
+    static const char *const moving[] = {"alloc", "free", "upload", "sync", "zero", "copy2d",
                                         "transpose", "conv2d_s2"};
     const char *was = getenv("SRKIT_PROFILE");
     if (was) {
@@ -622,10 +624,10 @@ static void test_op_calls(void)
         for (int i = 0; i < n8; i++) {
             if (!strcmp(many[i].op, "download")) continue;
             uint64_t a = calls_of(one, n1, many[i].op), b = many[i].calls;
-            int must_equal = 0;
-            for (size_t e = 0; e < SR_ARRAY_LEN(exact); e++) must_equal |= !strcmp(many[i].op, exact[e]);
+            int data_move = 0;
+            for (size_t e = 0; e < SR_ARRAY_LEN(moving); e++) data_move |= !strcmp(many[i].op, moving[e]);
             total += b;
-            int ok = must_equal ? a == b : b <= a + a / 4;
+            int ok = data_move ? b <= a : b <= a + a / 4;
             if (!ok)
                 printf("\n      %s %s: %s called %llu times for 1 stream, %llu for 8",
                        cases[c].model, cases[c].decoder ? cases[c].decoder : "(default)",

@@ -814,9 +814,10 @@ static int same_floats(const float *a, const float *b, size_t n)
  * sync_step_batch over whichever streams take part in a call, against each stream run by the
  * same script alone in a context of one slot through process and sync_step: every step's
  * logits, the mel frames, encoder rows and audio embeddings equal bit for bit. */
-static void batch_streams(const char *kv)
+static void batch_streams(const char *kv, const char *model)
 {
-    sr_model *m = test_load_model("voxtral/model.h5");
+    sr_model *m = test_load_path(model);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
     const vx_model *w = m->impl;
     const sr_kernels *k = m->k;
     sr_h5 *g = open_golden();
@@ -843,6 +844,9 @@ static void batch_streams(const char *kv)
     cfg.cache_dtype = kv;
     void *batch = NULL;
     CU_ASSERT_EQUAL_FATAL(m->ops->batch_open(m, &cfg, 4, &batch), SR_OK);
+    /* a context of several slots holds the shared prefix: its streams start past it, those of
+     * the one-slot contexts below compute it */
+    CU_ASSERT_EQUAL(((const vx_batch *)batch)->pre, w->n_left - 1);
     size_t bytes0 = m->ops->batch_bytes(batch);
     vx_player bp[NS], sp[NS];
     memset(bp, 0, sizeof bp);
@@ -965,8 +969,29 @@ static void batch_streams(const char *kv)
     sr_model_free(m);
 }
 
-static void test_streams_f32(void) { batch_streams(NULL); }
-static void test_streams_bf16(void) { batch_streams("bf16"); }
+static void test_streams_f32(void) { batch_streams(NULL, test_fixture("voxtral/model.h5")); }
+static void test_streams_bf16(void) { batch_streams("bf16", test_fixture("voxtral/model.h5")); }
+
+/* The same with 6 steps of left padding (model.h5's config edited): a shared prefix of 5 steps
+ * (20 encoder rows of the 32-row ring, 5 decoder positions) instead of 1, with both windows
+ * still wrapping. */
+static void test_streams_left6(void)
+{
+    sr_h5 *f = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_h5_open(test_fixture("voxtral/model.h5"), &f), SR_OK);
+    const char *c0 = sr_h5_root_attr(f, "config");
+    char *cfg = c0 ? strdup(c0) : NULL;
+    sr_h5_close(f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    char *at = strstr(cfg, "\"n_left_pad_tokens\":2,");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    at[strlen("\"n_left_pad_tokens\":")] = '6';
+    const char *path = test_model_copy("voxtral/model.h5", "voxtral_left6.h5", NULL, cfg);
+    free(cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(path);
+    batch_streams(NULL, path);
+    batch_streams("bf16", path);
+}
 
 /* Batch contexts and slots: the config checked as a stream's, slots in range and free, the
  * streams of one call distinct and of one context. */
@@ -1298,7 +1323,8 @@ void test_register_voxtral(void)
                {"max_seconds", test_max_seconds},
                {"batch_equals_solo", test_batch_f32}, {"batch_equals_solo_kv_bf16", test_batch_bf16});
     TEST_SUITE("voxtral_batch", {"streams_equal_alone", test_streams_f32},
-               {"streams_equal_alone_kv_bf16", test_streams_bf16}, {"contexts_slots", test_batch_errors});
+               {"streams_equal_alone_kv_bf16", test_streams_bf16},
+               {"streams_equal_alone_prefix_5", test_streams_left6}, {"contexts_slots", test_batch_errors});
     TEST_SUITE("voxtral_bad", {"stream_config", test_bad_config}, {"files", test_bad_files});
     TEST_SUITE("voxtral_convert", {"mistral_layout", test_convert_mistral},
                {"hf_layout", test_convert_hf}, {"bad_checkpoints", test_convert_bad});

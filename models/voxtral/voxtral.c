@@ -200,12 +200,13 @@ static sr_status sync_step_batch(const sr_sync_req *r, int count)
         B->row0[0] = 0;
         for (int a = 0; a < n_act; a++) {
             const sr_sync_req *q = &r[B->aux[a]];
-            if (q->t != 0) continue;
-            add_seq(B, n, q->ctx, 0, L - 1);
-            memcpy(B->ids + B->row0[n], B->prompt, (size_t)(L - 1) * sizeof(int32_t));
+            vx_stream *s = q->ctx;
+            if (q->t != 0 || L - 1 - s->pre <= 0) continue;
+            add_seq(B, n, s, s->pre, L - 1 - s->pre);
+            memcpy(B->ids + B->row0[n], B->prompt + s->pre, (size_t)(L - 1 - s->pre) * sizeof(int32_t));
             n++;
         }
-        st = decode_pass(B, n, 0);
+        if (n) st = decode_pass(B, n, 0);
     }
     if (!st && n_act) {
         /* step t at position L - 1 + t: the whole prompt at t = 0 when it fits, else one row */
@@ -213,9 +214,10 @@ static sr_status sync_step_batch(const sr_sync_req *r, int count)
         for (int a = 0; a < n_act; a++) {
             const sr_sync_req *q = &r[B->aux[a]];
             int32_t *ids = B->ids + B->row0[a];
-            if (q->t == 0 && L <= B->dk->rows) {
-                add_seq(B, a, q->ctx, 0, L);
-                memcpy(ids, B->prompt, (size_t)L * sizeof(int32_t));
+            if (q->t == 0 && L <= B->dk->rows) { /* from the shared prefix's end, or 0 */
+                int p0 = ((vx_stream *)q->ctx)->pre;
+                add_seq(B, a, q->ctx, p0, L - p0);
+                memcpy(ids, B->prompt + p0, (size_t)(L - p0) * sizeof(int32_t));
             } else {
                 add_seq(B, a, q->ctx, L - 1 + (int64_t)q->t, 1);
                 ids[0] = q->t == 0 ? B->prompt[L - 1] : q->prev < 0 ? w->pad : q->prev;
@@ -287,6 +289,12 @@ static sr_status feed_piece(vx_stream *s)
         for (int i = 0; i < got && s->cap_mel_n < s->cap_mel_max; i++, s->cap_mel_n++)
             memcpy(s->cap_mel + (size_t)s->cap_mel_n * C, dst + (size_t)i * C,
                    (size_t)C * sizeof(float));
+    if (s->skip_mel) { /* frames of the shared prefix, already in the stream's caches */
+        int drop = SR_MIN(s->skip_mel, got);
+        memmove(dst, dst + (size_t)drop * C, (size_t)(got - drop) * C * sizeof(float));
+        got -= drop;
+        s->skip_mel -= drop;
+    }
     s->mel_n += got;
     return SR_OK;
 }
@@ -368,6 +376,130 @@ static sr_status encode_round(vx_batch *B, void *const *states, int count, int *
     return SR_OK;
 }
 
+/* ---- the shared prefix ------------------------------------------------------------------- */
+
+/* The prefix's pools: (context pool, prefix pool, rows) for each cache a stream holds. */
+static int prefix_pools(vx_batch *B, sr_kpool **ctx[7], sr_kpool **pre[7], int rows[7])
+{
+    sr_kpool **c[7] = {&B->c1, &B->c2, &B->ek, &B->ev, &B->emb, &B->dk, &B->dv};
+    sr_kpool **p[7] = {&B->pc1, &B->pc2, &B->pek, &B->pev, &B->pemb, &B->pdk, &B->pdv};
+    int P = B->pre;
+    int r[7] = {2, 1, VX_ENC_PER_STEP * P, VX_ENC_PER_STEP * P, P, P, P};
+    for (int i = 0; i < 7; i++) {
+        ctx[i] = c[i];
+        pre[i] = p[i];
+        rows[i] = r[i];
+    }
+    return 7;
+}
+
+/* Computes the prefix (B->pre > 0 set by the caller) in slot 0 of the context, no stream open:
+ * a stream of lead zeros through the same calls a stream makes (feed_piece, encode_round,
+ * decode_pass), its rows then copied into the prefix pools and the slot cleared. The mel
+ * frames of steps 0 .. pre - 1 need pre 80 ms steps and 40 samples of zeros; n_left >= pre + 1
+ * steps of zeros lie before any audio. Encoder outputs and embeddings are kept on the host for
+ * test captures. On failure the context keeps no prefix (pre = 0) and the error is returned. */
+static sr_status prefix_make(vx_batch *B)
+{
+    const vx_model *w = B->w;
+    const sr_kernels *k = B->m->k;
+    const int P = B->pre, C = w->n_mels;
+    vx_stream t = {.m = B->m, .w = w, .b = B, .slot = 0, .started = 1};
+    t.mel_cap = (B->enc_steps + 2) * VX_MEL_PER_STEP;
+    t.lead = (size_t)P * VX_STEP_SAMPLES + VX_LOOKAHEAD;
+    t.cap_enc_max = VX_ENC_PER_STEP * P;
+    t.cap_ada_max = P;
+    sr_status st = SR_ERR_NOMEM;
+    if (!(t.mel = sr_malloc((size_t)t.mel_cap * C * sizeof(float), "voxtral prefix mel")) ||
+        !(t.cap_enc = B->pre_enc = sr_malloc((size_t)t.cap_enc_max * w->enc_dim * sizeof(float),
+                                             "voxtral prefix encoder rows")) ||
+        !(t.cap_ada = B->pre_ada = sr_malloc((size_t)P * w->dim * sizeof(float),
+                                             "voxtral prefix embeddings")))
+        goto out;
+    if ((st = sr_mel_stream_open(w->mel, &t.ms))) goto out;
+    void *states[1] = {&t};
+    for (int ran = 1, more = 1; !st && (ran || more);) {
+        if (t.mel_n < VX_MEL_PER_STEP && has_input(&t)) st = feed_piece(&t);
+        more = has_input(&t);
+        if (!st) st = encode_round(B, states, 1, &ran);
+    }
+    /* a front end that does not give exactly P steps from these zeros (another hop or
+     * look-ahead than VX_LOOKAHEAD assumes): no prefix, every stream computes its own */
+    int whole = t.n_emb == P && !t.mel_n && t.cap_enc_n == t.cap_enc_max && t.cap_ada_n == P;
+    if (!st && !whole) {
+        st = slot_clear(B, 0);
+        B->pre = 0;
+        goto out;
+    }
+    if (!st) { /* decoder positions 0 .. P - 1 */
+        B->row0[0] = 0;
+        add_seq(B, 0, &t, 0, P);
+        memcpy(B->ids, B->prompt, (size_t)P * sizeof(int32_t));
+        st = decode_pass(B, 1, 0);
+    }
+    sr_kpool **cp[7], **pp[7];
+    int rows[7];
+    int n = prefix_pools(B, cp, pp, rows);
+    for (int i = 0; i < n && !st; i++) {
+        const sr_kpool *c = *cp[i];
+        if (!(st = sr_kpool_create(k, c->dtype, c->layers, 1, rows[i], c->width, pp[i])))
+            st = sr_kpool_copy_rows(k, *pp[i], 0, c, 0, rows[i]);
+        if (!st) B->bytes += (*pp[i])->bytes;
+    }
+    if (!st) st = slot_clear(B, 0);
+    if (!st)
+        B->bytes += ((size_t)t.cap_enc_max * w->enc_dim + (size_t)P * w->dim) * sizeof(float);
+out:
+    sr_mel_stream_close(t.ms);
+    free(t.mel);
+    if (st || !B->pre) { /* batch_close frees what was made */
+        B->pre = 0;
+        free(B->pre_enc);
+        free(B->pre_ada);
+        B->pre_enc = B->pre_ada = NULL;
+    }
+    return st;
+}
+
+/* A stream opening (or reset) takes the prefix: its cleared slot's rows from the prefix pools,
+ * its positions past them, its mel front-end told to drop the frames they came from (it still
+ * reads every sample, so its state is the stream's own). Like the clearing, this is per stream
+ * at open, not per step. Test captures get the prefix's rows at the first process call
+ * (prefix_capture), as they are set after opening. */
+static sr_status prefix_load(vx_stream *s)
+{
+    vx_batch *B = s->b;
+    const int P = B->pre;
+    sr_kpool **cp[7], **pp[7];
+    int rows[7];
+    int n = prefix_pools(B, cp, pp, rows);
+    sr_status st = SR_OK;
+    for (int i = 0; i < n && !st; i++) st = sr_kpool_copy_rows(B->m->k, *cp[i], s->slot, *pp[i], 0, rows[i]);
+    if (st) return st;
+    s->enc_pos = (int64_t)VX_ENC_PER_STEP * P;
+    s->n_emb = s->dec_pos = P;
+    s->pre = P;
+    s->skip_mel = VX_MEL_PER_STEP * P;
+    return SR_OK;
+}
+
+static void prefix_capture(vx_stream *s)
+{
+    const vx_batch *B = s->b;
+    const vx_model *w = s->w;
+    const int P = s->pre;
+    if (s->cap_enc) {
+        int c = SR_MIN(VX_ENC_PER_STEP * P, s->cap_enc_max - s->cap_enc_n);
+        memcpy(s->cap_enc + (size_t)s->cap_enc_n * w->enc_dim, B->pre_enc, (size_t)c * w->enc_dim * sizeof(float));
+        s->cap_enc_n += c;
+    }
+    if (s->cap_ada) {
+        int c = SR_MIN(P, s->cap_ada_max - s->cap_ada_n);
+        memcpy(s->cap_ada + (size_t)s->cap_ada_n * w->dim, B->pre_ada, (size_t)c * w->dim * sizeof(float));
+        s->cap_ada_n += c;
+    }
+}
+
 /* One chunk of each of `count` distinct streams of context `batch`: each stream's input (left
  * padding on its first chunk, its pcm, the right padding and the mel flush when final) goes
  * piece by piece through its mel front-end; rounds of encode_round run every whole step. A
@@ -396,6 +528,7 @@ static sr_status process_batch(void *batch, void *const *states, const float *co
     }
     for (int i = 0; i < count; i++) {
         vx_stream *s = states[i];
+        if (!s->started && s->pre) prefix_capture(s);
         s->lead = s->started ? 0 : (size_t)w->n_left * VX_STEP_SAMPLES;
         s->started = 1;
         s->in = pcm[i];
@@ -450,7 +583,8 @@ static void batch_close(void *batch)
     vx_batch *B = batch;
     if (!B) return;
     const sr_kernels *k = B->m->k;
-    sr_kpool *pools[] = {B->c1, B->c2, B->ek, B->ev, B->dk, B->dv, B->emb};
+    sr_kpool *pools[] = {B->c1, B->c2, B->ek, B->ev, B->dk, B->dv, B->emb,
+                         B->pc1, B->pc2, B->pek, B->pev, B->pemb, B->pdk, B->pdv};
     for (size_t i = 0; i < SR_ARRAY_LEN(pools); i++) sr_kpool_free(k, pools[i]);
     k->free(B->ada);
     k->free(B->zero);
@@ -469,6 +603,8 @@ static void batch_close(void *batch)
     free(B->aux);
     free(B->seq);
     free(B->owner);
+    free(B->pre_enc);
+    free(B->pre_ada);
     free(B);
 }
 
@@ -568,6 +704,18 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
     B->prompt[0] = w->bos;
     for (int i = 1; i < L; i++) B->prompt[i] = w->pad;
     if ((st = vx_ada_scales(w, &B->s, delay, B->ada))) goto fail;
+    /* the shared prefix, where streams share the context (a lone stream computes it itself):
+     * it must fit the rings without wrapping, and a layer's rows must copy as 4-byte words */
+    if (S > 1 && w->n_left >= 2) {
+        int P = w->n_left - 1;
+        size_t ke = sr_dtype_size(kv);
+        if (VX_ENC_PER_STEP * P <= B->ek->rows && P <= B->dk->rows && P <= B->emb_cap &&
+            (size_t)VX_ENC_PER_STEP * P * B->ek->width * ke % 4 == 0 &&
+            (size_t)P * B->dk->width * ke % 4 == 0) {
+            B->pre = P;
+            if ((st = prefix_make(B))) goto fail;
+        }
+    }
     *batch = B;
     return SR_OK;
 fail:
@@ -588,10 +736,17 @@ static void reset(void *state)
     s->enc_pos = s->dec_pos = 0;
     s->n_emb = s->n_steps = s->samples = 0;
     s->started = s->final = s->stopped = s->flush_avail = 0;
+    s->pre = s->skip_mel = 0;
     s->in = NULL;
     s->lead = s->in_n = s->tail = 0;
     s->finishing = 0;
     s->cap_enc_n = s->cap_ada_n = s->cap_mel_n = 0;
+    /* the prefix again; if a copy fails the stream computes it itself (positions from 0: the
+     * rows copied so far are overwritten before any query reads them) */
+    if (s->b->pre && prefix_load(s)) {
+        s->enc_pos = s->dec_pos = s->n_emb = 0;
+        s->pre = s->skip_mel = 0;
+    }
 }
 
 static void stream_close(void *state)
@@ -639,7 +794,9 @@ static sr_status stream_open(const sr_model *m, const sr_stream_config *cfg, voi
     st = SR_ERR_NOMEM;
     if (!(s->mel = sr_malloc((size_t)s->mel_cap * w->n_mels * sizeof(float), "voxtral mel")))
         goto fail;
-    if ((st = sr_mel_stream_open(w->mel, &s->ms)) || (st = slot_clear(B, slot))) goto fail;
+    if ((st = sr_mel_stream_open(w->mel, &s->ms)) || (st = slot_clear(B, slot)) ||
+        (B->pre && (st = prefix_load(s))))
+        goto fail;
     B->owner[slot] = s;
     ck->first_chunk = VX_STEP_SAMPLES + VX_LOOKAHEAD;
     ck->chunk = VX_STEP_SAMPLES;

@@ -128,6 +128,17 @@ typedef struct vx_batch {
                                       step: the index of each request that computes */
     struct vx_stream **seq;        /* [S] the stream of each sequence of the call being built */
     struct vx_stream **owner;      /* [S] the open stream in each slot (NULL: free) */
+    /* The shared prefix (contexts of more than one slot): every stream starts with n_left
+     * steps of zeros, and its first pre = n_left - 1 steps (whose mel frames end before the
+     * audio) and decoder positions 0 .. pre - 1 (BOS / PAD on their audio embeddings) compute
+     * the same in every stream. They are computed once at batch_open and copied into a starting
+     * stream's slot instead of computed again (0: none). Pools of one slot: */
+    int pre;
+    sr_kpool *pc1, *pc2;           /* the stem states after step pre - 1 */
+    sr_kpool *pek, *pev;           /* encoder K / V rows 0 .. 4 pre - 1 */
+    sr_kpool *pemb;                /* audio embeddings 0 .. pre - 1 */
+    sr_kpool *pdk, *pdv;           /* decoder K / V rows 0 .. pre - 1 */
+    float *pre_enc, *pre_ada;      /* [4 pre][enc_dim], [pre][dim] (host): for test captures */
     size_t bytes;                  /* all of the above: pools, scratch, host arrays */
 } vx_batch;
 
@@ -149,6 +160,8 @@ typedef struct vx_stream {
     /* the input of the process call under way: lead zeros (left padding), pcm, tail zeros
      * (right padding), then the mel flush when finishing */
     const float *in; size_t in_n, lead, tail; int finishing;
+    int pre;                       /* decoder positions 0 .. pre - 1 taken from the shared prefix */
+    int skip_mel;                  /* mel frames still to drop (the prefix's, computed already) */
     /* test capture (NULL = off, host memory): mel frames, encoder output rows, audio embeddings */
     float *cap_enc; int cap_enc_max, cap_enc_n;
     float *cap_ada; int cap_ada_max, cap_ada_n;
