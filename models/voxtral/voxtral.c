@@ -31,6 +31,11 @@
  * the last two mel frames and the last conv1 output (pools c1, c2), so 8 mel frames always
  * give 4 outputs.
  *
+ * Shared prefix (contexts of several slots): the first n_left - 1 steps of every stream (zeros
+ * to 40 samples before the audio) and its decoder positions 0 .. n_left - 2 compute the same in
+ * every stream; batch_open computes them once (prefix_make) and each opening stream copies
+ * them into its slot (prefix_load) and starts past them.
+ *
  * Decoder: the prompt x = [BOS] + [PAD] * (n_left + delay) (L tokens) fills positions 0..L-2
  * with embed(x[p]) + a[p], in the same call as the first sync step (position L - 1) when the
  * cache ring holds L rows; sync step t runs position L - 1 + t on embed(token) + a[p], token =
