@@ -543,6 +543,47 @@ static void test_many_seqs(void)
 
 /* ---- pools: kv_write, attn ------------------------------------------------------------------- */
 
+/* n random K and V rows at positions 0 .. n - 1 of slot `slot`, layer `layer`, written through
+ * both tables into their pools P = {K cpu, V cpu, K cuda, V cuda} (width kw; a ring keeps the
+ * last of them). */
+static void kv_fill_both(const sr_kernels *c, const sr_kernels *g, sr_kpool *const P[4], int layer,
+                         int slot, int n, int kw)
+{
+    int row0[2] = {0, n}, sl[1] = {slot};
+    int64_t pos[1] = {0};
+    sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = sl, .pos = pos};
+    float *k = rand_host((size_t)n * kw, 1.0f), *v = rand_host((size_t)n * kw, 1.0f);
+    float *dk = dev(g, k, (size_t)n * kw), *dv = dev(g, v, (size_t)n * kw);
+    CU_ASSERT_EQUAL(c->kv_write(P[0], layer, &b, k, kw), SR_OK);
+    CU_ASSERT_EQUAL(c->kv_write(P[1], layer, &b, v, kw), SR_OK);
+    CU_ASSERT_EQUAL(g->kv_write(P[2], layer, &b, dk, kw), SR_OK);
+    CU_ASSERT_EQUAL(g->kv_write(P[3], layer, &b, dv, kw), SR_OK);
+    free(k); free(v);
+    g->free(dk); g->free(dv);
+}
+
+/* Attention of M query rows (random, stride ld = w + pad) through both tables (ag: the device
+ * copy of a's pointer fields) over pools P at `layer`: 1 unless every output row has the CPU's
+ * bits. */
+static int attn_both(const sr_kernels *c, const sr_kernels *g, const sr_kattn *a,
+                     const sr_kattn *ag, const sr_kbatch *b, sr_kpool *const P[4], int layer,
+                     int M, int w, int pad, float mag, const char *what)
+{
+    const int ld = w + pad;
+    size_t n = (size_t)M * ld;
+    float *q = rand_host(n, mag), *dq = dev(g, q, n);
+    float *oc = malloc(n * sizeof(float)), *dout = g->alloc(n * sizeof(float));
+    CU_ASSERT_EQUAL(c->attn(a, b, q, ld, P[0], P[1], layer, oc, ld), SR_OK);
+    CU_ASSERT_EQUAL(g->attn(ag, b, dq, ld, P[2], P[3], layer, dout, ld), SR_OK);
+    float *og = back(g, dout, n);
+    int bad = 0;
+    for (int r = 0; r < M; r++)
+        bad += !agree(og + (size_t)r * ld, oc + (size_t)r * ld, (size_t)w, -1.0, what);
+    free(q); free(oc); free(og);
+    g->free(dq); g->free(dout);
+    return bad;
+}
+
 /* Both tables' pools (f32 / f16 / bf16) filled through kv_write with more positions than ring
  * rows (wrap-around): the same bytes; then attention of three sequences of different lengths,
  * slots and positions in one call, plain with GQA and with rel-pos, an empty range among them. */
@@ -561,19 +602,8 @@ static void test_attn(void)
             CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, dts[di], 2, slots, rows, kw, &Kg), SR_OK);
             CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, dts[di], 2, slots, rows, kw, &Vg), SR_OK);
             /* history: slot s holds positions [0, 30 + s) (the last 20 of them) */
-            for (int s = 0; s < slots; s++) {
-                int n = 30 + s, row0[2] = {0, n}, slot[1] = {s};
-                int64_t pos[1] = {0};
-                sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = slot, .pos = pos};
-                float *k = rand_host((size_t)n * kw, 1.0f), *v = rand_host((size_t)n * kw, 1.0f);
-                float *dk = dev(g, k, (size_t)n * kw), *dv = dev(g, v, (size_t)n * kw);
-                CU_ASSERT_EQUAL(c->kv_write(Kc, 1, &b, k, kw), SR_OK);
-                CU_ASSERT_EQUAL(c->kv_write(Vc, 1, &b, v, kw), SR_OK);
-                CU_ASSERT_EQUAL(g->kv_write(Kg, 1, &b, dk, kw), SR_OK);
-                CU_ASSERT_EQUAL(g->kv_write(Vg, 1, &b, dv, kw), SR_OK);
-                free(k); free(v);
-                g->free(dk); g->free(dv);
-            }
+            sr_kpool *const P[4] = {Kc, Vc, Kg, Vg};
+            for (int s = 0; s < slots; s++) kv_fill_both(c, g, P, 1, s, 30 + s, kw);
             /* the device pools hold the same bytes */
             {
                 char *hb = malloc(Kg->bytes);
@@ -611,17 +641,9 @@ static void test_attn(void)
                 ag.pos_u = du;
                 ag.pos_v = dv;
             }
-            const int ld = w + 3;
-            size_t n = (size_t)11 * ld;
-            float *q = rand_host(n, 2.0f), *dq = dev(g, q, n);
-            float *oc = malloc(n * sizeof(float)), *dout = g->alloc(n * sizeof(float));
-            CU_ASSERT_EQUAL(c->attn(&a, &b, q, ld, Kc, Vc, 1, oc, ld), SR_OK);
-            CU_ASSERT_EQUAL(g->attn(&ag, &b, dq, ld, Kg, Vg, 1, dout, ld), SR_OK);
-            float *og = back(g, dout, n);
-            for (int r = 0; r < 11; r++)
-                bad += !agree(og + (size_t)r * ld, oc + (size_t)r * ld, (size_t)w, -1.0, "attn");
-            free(relh); free(u); free(v); free(q); free(oc); free(og);
-            g->free(drel); g->free(du); g->free(dv); g->free(dq); g->free(dout);
+            bad += attn_both(c, g, &a, &ag, &b, P, 1, 11, w, 3, 2.0f, "attn");
+            free(relh); free(u); free(v);
+            g->free(drel); g->free(du); g->free(dv);
             sr_kpool_free(c, Kc); sr_kpool_free(c, Vc); sr_kpool_free(g, Kg); sr_kpool_free(g, Vg);
         }
     CU_ASSERT_EQUAL(bad, 0);
@@ -652,19 +674,10 @@ static void test_attn_long(void)
         CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, cs[ci].dt, 1, slots, rows, kw, &Kg), SR_OK);
         CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, cs[ci].dt, 1, slots, rows, kw, &Vg), SR_OK);
         int64_t have[2]; /* slot s holds positions [have[s] - rows, have[s]) (or from 0) */
+        sr_kpool *const P[4] = {Kc, Vc, Kg, Vg};
         for (int sl = 0; sl < slots; sl++) {
-            int n = cs[ci].npos - 37 * sl, row0[2] = {0, n}, slot[1] = {sl};
-            int64_t pos[1] = {0};
-            have[sl] = n;
-            sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = slot, .pos = pos};
-            float *k = rand_host((size_t)n * kw, 1.0f), *v = rand_host((size_t)n * kw, 1.0f);
-            float *dk = dev(g, k, (size_t)n * kw), *dv = dev(g, v, (size_t)n * kw);
-            CU_ASSERT_EQUAL(c->kv_write(Kc, 0, &b, k, kw), SR_OK);
-            CU_ASSERT_EQUAL(c->kv_write(Vc, 0, &b, v, kw), SR_OK);
-            CU_ASSERT_EQUAL(g->kv_write(Kg, 0, &b, dk, kw), SR_OK);
-            CU_ASSERT_EQUAL(g->kv_write(Vg, 0, &b, dv, kw), SR_OK);
-            free(k); free(v);
-            g->free(dk); g->free(dv);
+            have[sl] = cs[ci].npos - 37 * sl;
+            kv_fill_both(c, g, P, 0, sl, (int)have[sl], kw);
         }
         /* sequence 0: slot 1, one row at its last position over everything the ring holds;
          * sequence 1: slot 0, three rows ending at its last position, random ranges */
@@ -680,17 +693,7 @@ static void test_attn_long(void)
             }
         sr_kbatch b = {.n_seq = 2, .row0 = row0, .slot = slot, .pos = pos};
         sr_kattn a = {.n_head = H, .n_kv_head = G, .head_dim = hd, .scale = 0.125f, .lo = lo, .hi = hi};
-        const int ld = w + 5;
-        size_t n = (size_t)4 * ld;
-        float *q = rand_host(n, 1.0f), *dq = dev(g, q, n);
-        float *oc = malloc(n * sizeof(float)), *dout = g->alloc(n * sizeof(float));
-        CU_ASSERT_EQUAL(c->attn(&a, &b, q, ld, Kc, Vc, 0, oc, ld), SR_OK);
-        CU_ASSERT_EQUAL(g->attn(&a, &b, dq, ld, Kg, Vg, 0, dout, ld), SR_OK);
-        float *og = back(g, dout, n);
-        for (int r = 0; r < 4; r++)
-            bad += !agree(og + (size_t)r * ld, oc + (size_t)r * ld, (size_t)w, -1.0, "attn (long)");
-        free(q); free(oc); free(og);
-        g->free(dq); g->free(dout);
+        bad += attn_both(c, g, &a, &a, &b, P, 0, 4, w, 5, 1.0f, "attn (long)");
         sr_kpool_free(c, Kc); sr_kpool_free(c, Vc); sr_kpool_free(g, Kg); sr_kpool_free(g, Vg);
     }
     CU_ASSERT_EQUAL(bad, 0);
