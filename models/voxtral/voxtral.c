@@ -751,6 +751,7 @@ static void reset(void *state)
     if (s->b->pre && prefix_load(s)) {
         s->enc_pos = s->dec_pos = s->n_emb = 0;
         s->pre = s->skip_mel = 0;
+        sr_error_clear(); /* handled: the stream is whole either way */
     }
 }
 
