@@ -82,16 +82,26 @@ sr_status sr_kpool_copy_rows(const sr_kernels *k, sr_kpool *dst, int dst_slot, c
                         sr_dtype_name(src->dtype), dst->layers, dst->rows, dst->width,
                         sr_dtype_name(dst->dtype));
     size_t es = sr_dtype_size(src->dtype), bytes = (size_t)rows * (size_t)src->width * es;
-    if (bytes % sizeof(float) || bytes / sizeof(float) > INT32_MAX)
-        return sr_error(SR_ERR_ARG, "cache pool copy: %zu bytes a layer, not whole 4-byte words "
-                        "of at most 2^31", bytes);
+    /* whole 4-byte words, and every slot of both pools starting on one */
+    if (bytes % sizeof(float) || bytes / sizeof(float) > INT32_MAX ||
+        (size_t)src->rows * src->width * es % sizeof(float) ||
+        (size_t)dst->rows * dst->width * es % sizeof(float))
+        return sr_error(SR_ERR_ARG, "cache pool copy: %zu bytes a layer, or a slot of %d or %d "
+                        "rows, not whole 4-byte words (of at most 2^31)", bytes, src->rows,
+                        dst->rows);
+    if (!bytes) return SR_OK;
+    /* a layer's rows are contiguous, the layers a pool's layer stride apart: one copy2d of a
+     * row of bytes / 4 words per layer, or of all layers at once when the strides (in words)
+     * fit its int arguments (a device copies it as one 2-D copy) */
+    const int d = (int)(bytes / sizeof(float));
+    const size_t ls = (size_t)src->slots * src->rows * src->width * es / sizeof(float),
+                 ld = (size_t)dst->slots * dst->rows * dst->width * es / sizeof(float);
+    const float *s0 = (const float *)((const char *)src->data + sr_kpool_at(src, 0, src_slot, 0) * es);
+    float *d0 = (float *)((char *)dst->data + sr_kpool_at(dst, 0, dst_slot, 0) * es);
+    if (ls <= INT32_MAX && ld <= INT32_MAX)
+        return k->copy2d(src->layers, d, s0, (int)ls, d0, (int)ld);
     sr_status st = SR_OK;
-    /* a layer's rows are contiguous: one copy2d row of bytes / 4 words each */
-    for (int l = 0; l < src->layers && !st && bytes; l++)
-        st = k->copy2d(1, (int)(bytes / sizeof(float)),
-                       (const float *)((const char *)src->data + sr_kpool_at(src, l, src_slot, 0) * es),
-                       (int)(bytes / sizeof(float)),
-                       (float *)((char *)dst->data + sr_kpool_at(dst, l, dst_slot, 0) * es),
-                       (int)(bytes / sizeof(float)));
+    for (int l = 0; l < src->layers && !st; l++)
+        st = k->copy2d(1, d, s0 + (size_t)l * ls, d, d0 + (size_t)l * ld, d);
     return st;
 }

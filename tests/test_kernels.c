@@ -702,11 +702,61 @@ static void test_profile(void)
     sr_model_free(m0);
 }
 
+/* sr_kpool_copy_rows: rows [0, r) of every layer of one slot into another pool's slot, bit for
+ * bit (bf16 and f32, a destination with more slots and rows; on the guard table, so the copy
+ * goes through the table), nothing else touched; mismatched pools, too many rows and slots
+ * that do not start on 4-byte words refused. */
+static void test_pool_copy(void)
+{
+    const sr_kernels *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_select("cpu-guard", &g), SR_OK);
+    static const sr_dtype dts[] = {SR_BF16, SR_F32};
+    for (int di = 0; di < 2; di++) {
+        sr_kpool *src = NULL, *dst = NULL;
+        const int L = 3, W = 6, R = 4;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, dts[di], L, 1, R, W, &src), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, dts[di], L, 5, 10, W, &dst), SR_OK);
+        size_t es = sr_dtype_size(dts[di]);
+        unsigned char *hs = malloc(src->bytes), *hd = malloc(dst->bytes), *before = malloc(dst->bytes);
+        CU_ASSERT_FATAL(hs && hd && before);
+        for (size_t i = 0; i < src->bytes; i++) hs[i] = (unsigned char)(i * 7 + 3);
+        for (size_t i = 0; i < dst->bytes; i++) before[i] = (unsigned char)(i * 13 + 1);
+        CU_ASSERT_EQUAL(g->upload(src->data, hs, src->bytes), SR_OK);
+        CU_ASSERT_EQUAL(g->upload(dst->data, before, dst->bytes), SR_OK);
+        CU_ASSERT_EQUAL(sr_kpool_copy_rows(g, dst, 3, src, 0, R), SR_OK);
+        CU_ASSERT_EQUAL(g->download(hd, dst->data, dst->bytes), SR_OK);
+        int bad = 0;
+        for (int l = 0; l < L; l++)
+            for (int s = 0; s < 5; s++)
+                for (int r = 0; r < 10; r++) {
+                    size_t at = sr_kpool_at(dst, l, s, r) * es;
+                    const unsigned char *want = s == 3 && r < R ? hs + sr_kpool_at(src, l, 0, r) * es
+                                                                : before + at;
+                    bad += memcmp(hd + at, want, (size_t)W * es) != 0;
+                }
+        CU_ASSERT_EQUAL(bad, 0);
+        TEST_ASSERT_ERR(sr_kpool_copy_rows(g, dst, 3, src, 0, R + 1), SR_ERR_ARG, "5 rows");
+        TEST_ASSERT_ERR(sr_kpool_copy_rows(g, dst, 5, src, 0, R), SR_ERR_ARG, "slot out of range");
+        free(hs); free(hd); free(before);
+        sr_kpool_free(g, src);
+        sr_kpool_free(g, dst);
+    }
+    sr_kpool *a = NULL, *b = NULL, *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 1, 2, 3, 3, &a), SR_OK); /* 18-byte slots */
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 1, 2, 4, 3, &b), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_F32, 1, 2, 4, 3, &c), SR_OK);
+    TEST_ASSERT_ERR(sr_kpool_copy_rows(g, b, 1, a, 1, 2), SR_ERR_ARG, "4-byte words");
+    TEST_ASSERT_ERR(sr_kpool_copy_rows(g, c, 1, b, 1, 2), SR_ERR_ARG, "f32");
+    sr_kpool_free(g, a);
+    sr_kpool_free(g, b);
+    sr_kpool_free(g, c);
+}
+
 void test_register_kernels(void)
 {
     TEST_SUITE("kernels_guard", {"ops_and_host_pointers", test_guard_ops},
                {"host_access_faults", test_guard_faults}, {"test_linear_on_guard", test_guard_model},
-               {"backends_on_guard", test_guard_backends});
+               {"backends_on_guard", test_guard_backends}, {"pool_copy_rows", test_pool_copy});
     TEST_SUITE("kernels_gemm", {"cpu_sgemm_vs_naive", test_cpu_sgemm_vs_naive},
                {"cpu_threads", test_cpu_threads}, {"cpu_empty", test_cpu_empty},
                {"cpu_memory", test_cpu_memory}, {"cpu_bad_args", test_cpu_bad_args},

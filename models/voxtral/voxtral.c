@@ -710,13 +710,15 @@ static sr_status batch_open(const sr_model *m, const sr_stream_config *cfg, int 
     for (int i = 1; i < L; i++) B->prompt[i] = w->pad;
     if ((st = vx_ada_scales(w, &B->s, delay, B->ada))) goto fail;
     /* the shared prefix, where streams share the context (a lone stream computes it itself):
-     * it must fit the rings without wrapping, and a layer's rows must copy as 4-byte words */
+     * it must fit the rings without wrapping, and a layer's rows and every slot must copy as
+     * 4-byte words (sr_kpool_copy_rows) */
     if (S > 1 && w->n_left >= 2) {
         int P = w->n_left - 1;
         size_t ke = sr_dtype_size(kv);
         if (VX_ENC_PER_STEP * P <= B->ek->rows && P <= B->dk->rows && P <= B->emb_cap &&
             (size_t)VX_ENC_PER_STEP * P * B->ek->width * ke % 4 == 0 &&
-            (size_t)P * B->dk->width * ke % 4 == 0) {
+            (size_t)P * B->dk->width * ke % 4 == 0 && (size_t)B->ek->rows * B->ek->width * ke % 4 == 0 &&
+            (size_t)B->dk->rows * B->dk->width * ke % 4 == 0) {
             B->pre = P;
             if ((st = prefix_make(B))) goto fail;
         }
