@@ -133,6 +133,8 @@ fixtures:
 	$(PYTHON) scripts/gen_test_fixtures.py
 	$(PYTHON) scripts/gen_tokenizer_fixtures.py
 	$(PYTHON) scripts/gen_convert_fixtures.py
+	$(PYTHON) scripts/recast_model.py tests/fixtures/voxtral/model.h5 tests/fixtures/voxtral/model_i8.h5 --dtype int8
+	$(PYTHON) scripts/recast_model.py tests/fixtures/voxtral/model_i8.h5 tests/fixtures/voxtral/model_i8_f32.h5 --dtype f32
 
 models:
 	bash scripts/fetch_models.sh

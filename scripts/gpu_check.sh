@@ -95,6 +95,9 @@ if fits 45; then timeout 45 srkit bench gemm --device cuda | tail -n 36; fi
 C='--device cuda --precision bf16'
 if [ -f /tmp/m/vx.done ] || { fits 60 && { for i in $(seq 60); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
     V=/tmp/m/vx.h5
+    # its int8 copy (per-row scales: one byte a weight; the exact int8 products), made beside
+    ( python3 scripts/recast_model.py $V /tmp/m/vx8.h5 --dtype int8 && touch /tmp/m/vx8.done ) \
+        > "$OUT/recast.log" 2>&1 &
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_GEMM=mma srkit bench $C --model $V --audio $A --max-ms 10000
     [ -n "$BASE" ] && B 40 "$BASE" bench $C --model $V --audio $A --max-ms 10000
@@ -118,6 +121,11 @@ if fits 90; then
     echo "rc=$?"; grep -E "ERROR SUMMARY|tests " "$OUT/memcheck.log"
 fi
 
+if [ -f /tmp/m/vx8.done ]; then
+    B 40 srkit bench --device cuda --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
+else
+    echo "== voxtral int8 copy not ready: $(tail -n 1 "$OUT/recast.log" 2>/dev/null)"
+fi
 wait $J1; tail -n 2 "$OUT/synth.log"
 N=/tmp/m/nemo.h5
 B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000

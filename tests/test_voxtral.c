@@ -6,7 +6,9 @@
  *                   offline encoder under its sliding-window mask, adapter, the first decoder
  *                   logits, and every greedy step (decoder window 20 and 8192, flush to EOS);
  *                   the same with bf16 K/V caches (cache_dtype "bf16": tolerance one bf16 rounding
- *                   of the tensor's largest magnitude, tokens still exact)
+ *                   of the tensor's largest magnitude, tokens still exact); an int8 recast of
+ *                   model.h5 keeps its matrices int8 and streams as its dequantized f32 copy
+ *                   does (model_i8.h5, model_i8_f32.h5: `make fixtures`)
  *   voxtral_stream  the public stream API: tokens equal the golden for any feed split, reset
  *                   reuse, bounded per-stream memory over a long stream (f32 and bf16 caches),
  *                   sub-frame audio, bf16 caches halving exactly the batch context's cache
@@ -214,6 +216,59 @@ static void test_parity_small_bf16(void) { parity("voxtral/model.h5", "small", "
 static void test_parity_full_bf16(void) { parity("voxtral/model_full.h5", "full", "bf16"); }
 static void test_parity_small_prec_bf16(void) { parity_prec("voxtral/model.h5", "small", NULL, "bf16"); }
 static void test_parity_full_prec_bf16(void) { parity_prec("voxtral/model_full.h5", "full", NULL, "bf16"); }
+
+/* An int8 file (scripts/recast_model.py model.h5 --dtype int8: per-row scales) keeps its
+ * matrices int8 in memory (one byte a weight read per product; the f32 products of the exact
+ * path), and streams as its own dequantized f32 copy (recast again --dtype f32) does: every
+ * step the same token, the first steps' logits within 1e-4 (only where the scale multiplies:
+ * once after the sum, or into each weight). */
+static void test_int8_as_stored(void)
+{
+    sr_model *m8 = test_load_model("voxtral/model_i8.h5"), *mf = test_load_model("voxtral/model_i8_f32.h5");
+    CU_ASSERT_FATAL(m8 && mf);
+    const vx_model *w8 = m8->impl, *wf = mf->impl;
+    CU_ASSERT_EQUAL(w8->dec[0].qkv.w->dtype, SR_I8);
+    CU_ASSERT_EQUAL(w8->enc[1].gu.w->dtype, SR_I8);
+    CU_ASSERT_EQUAL(w8->dec[1].down.w->dtype, SR_I8);
+    CU_ASSERT_EQUAL(w8->embed->dtype, SR_I8);
+    CU_ASSERT_EQUAL(wf->dec[0].qkv.w->dtype, SR_F32);
+    CU_ASSERT(w8->embed->bytes * 3 < wf->embed->bytes);
+    sr_h5 *g = open_golden();
+    size_t n = 0;
+    float *audio = test_golden_audio(g, &n);
+    sr_h5_close(g);
+    CU_ASSERT_FATAL(audio != NULL);
+    enum { K = 8, MAXS = 256 };
+    const sr_model *ms[2] = {m8, mf};
+    int32_t *steps[2];
+    float *rec[2];
+    int ns[2];
+    for (int i = 0; i < 2; i++) {
+        sr_stream_config cfg;
+        sr_stream_config_init(&cfg);
+        void *state = NULL, *batch = NULL;
+        sr_chunking ck;
+        sr_scorer sc;
+        CU_ASSERT_EQUAL_FATAL(open_solo(ms[i], &cfg, &batch, &state, &ck, &sc), SR_OK);
+        steps[i] = calloc(MAXS, sizeof(int32_t));
+        rec[i] = malloc((size_t)K * sc.vocab * sizeof(float));
+        float *logits = malloc((size_t)sc.vocab * sizeof(float));
+        ns[i] = run_backend(ms[i], state, &sc, audio, n, steps[i], MAXS, logits, rec[i], K);
+        free(logits);
+        close_solo(ms[i], batch, state);
+    }
+    CU_ASSERT(ns[0] > K && ns[0] == ns[1]);
+    CU_ASSERT_EQUAL(memcmp(steps[0], steps[1], sizeof(int32_t) * (size_t)SR_MIN(ns[0], MAXS)), 0);
+    check_close("int8 vs its f32 copy: decoder logits", rec[0], rec[1], (size_t)K * w8->vocab, 1e-4);
+    printf("\n      %d steps, the same tokens", ns[0]);
+    for (int i = 0; i < 2; i++) {
+        free(steps[i]);
+        free(rec[i]);
+    }
+    free(audio);
+    sr_model_free(m8);
+    sr_model_free(mf);
+}
 
 /* ---- public stream API ---- */
 
@@ -1317,7 +1372,8 @@ void test_register_voxtral(void)
                {"small_windows_wrap_kv_bf16", test_parity_small_bf16},
                {"full_windows_kv_bf16", test_parity_full_bf16},
                {"small_windows_wrap_precision_bf16", test_parity_small_prec_bf16},
-               {"full_windows_precision_bf16", test_parity_full_prec_bf16});
+               {"full_windows_precision_bf16", test_parity_full_prec_bf16},
+               {"int8_as_stored", test_int8_as_stored});
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits}, {"sync_token", test_sync_token},
                {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes},
                {"max_seconds", test_max_seconds},

@@ -408,7 +408,7 @@ static sr_status load_config(sr_model *m, vx_model *w)
     return SR_OK;
 }
 
-/* A Linear weight [out, in] into the kernel table in `want` (the file's precision). */
+/* A Linear weight [out, in] into the kernel table in `want` (SR_AS_STORED: the file's). */
 static sr_status mat(sr_model *m, sr_h5 *f, sr_dtype want, const char *name, int out, int in,
                      vx_lin *L)
 {
@@ -478,13 +478,14 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
     vx_model *w = sr_calloc(1, sizeof *w, "voxtral model");
     if (!w) return SR_ERR_NOMEM;
     sr_status st = load_config(m, w);
-    sr_dtype wt = SR_F32;
+    /* matrices as the file stores them: the converter's f32 or bf16 (config.dtype, checked),
+     * or what scripts/recast_model.py made of them (int8 with per-row scales: one byte a weight
+     * read per product; f16) */
+    const sr_dtype wt = SR_AS_STORED;
     if (!st) {
         const cJSON *dt = sr_cfg_item(m, "dtype");
         if (!cJSON_IsString(dt) || (strcmp(dt->valuestring, "f32") && strcmp(dt->valuestring, "bf16")))
             st = sr_error(SR_ERR_FORMAT, "%s: config.dtype: expected \"f32\" or \"bf16\"", m->path);
-        else if (!strcmp(dt->valuestring, "bf16"))
-            wt = SR_BF16;
     }
     if (!st && m->tokenizer && sr_tokenizer_size(m->tokenizer) != w->vocab)
         st = sr_error(SR_ERR_FORMAT, "%s: /tokenizer has %d pieces, config.vocab is %d", m->path,
