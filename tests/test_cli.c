@@ -265,6 +265,7 @@ static void test_bench_streams(void)
         CU_ASSERT_DOUBLE_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "audio_s")), 3.0, 1e-9);
         double wall = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "wall_s"));
         CU_ASSERT(wall > 0);
+        CU_ASSERT(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "open_s")) > 0);
         CU_ASSERT_DOUBLE_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "rtfx")), 3.0 / wall, 1e-6 * 3.0 / wall);
         CU_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(j, "chunk_ms_p99")));
         CU_ASSERT_PTR_NULL(cJSON_GetObjectItem(j, "realtime_ok"));
