@@ -1,0 +1,1 @@
+#pragma once /* host emulation: attn.cu needs nothing from it */
