@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# run.sh — kernels/cuda/attn.cu's attention kernel run on the host (no GPU) against the CPU
-# table's attn, bit for bit, over the shapes the backends use (head_dim 16 to 300, f32 / f16 /
-# bf16 pools, GQA, rel-pos, wrapped rings, a range longer than shared memory keeps). The
-# kernel's own text (extract.py) with CUDA's threads, barriers and warp shuffles emulated by
-# host threads (inc/cuda_impl.h, emu.cpp). It checks the kernel's indexing and its order of
+# run.sh — CUDA kernels run on the host (no GPU) against the CPU table's ops: kernels/cuda/attn.cu's
+# attention bit for bit over the shapes the backends use (head_dim 16 to 300, f32 / f16 / bf16
+# pools, GQA, rel-pos, wrapped rings, a range longer than shared memory keeps, a call of two
+# launches; driver.cpp), and rowops.cu's rope, kv_write and conv_dw over batches of 1,000
+# sequences (driver_rowops.cpp). The files' own text (extract.py) with CUDA's threads,
+# barriers, shared memory and warp shuffles emulated by host threads (inc/cuda_impl.h, emu.cpp). It checks the kernel's indexing and its order of
 # operations on a machine without a GPU, as llm.c's dev/cuda checks kernels against a CPU
 # reference; it says nothing of speed, occupancy or device limits (kernels_cuda on a device
 # does). A developer tool, not part of make test.
@@ -14,11 +15,17 @@ cd "$root"
 make -s -j"$(nproc)" build/libsr.a
 out=${TMPDIR:-/tmp}/srkit-cuda-emu
 mkdir -p "$out"
-python3 scripts/cuda_emu/extract.py kernels/cuda/attn.cu > "$out/attn_emu.cpp"
-# shellcheck disable=SC2046
-g++ -std=c++20 -O1 -ffp-contract=off -pthread -I scripts/cuda_emu/inc -I kernels -I core \
-    "$out/attn_emu.cpp" scripts/cuda_emu/emu.cpp scripts/cuda_emu/driver.cpp build/libsr.a \
-    $(pkg-config --libs openblas hdf5 sndfile libcjson fftw3f samplerate 2>/dev/null || true) \
-    -L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial \
-    -lhdf5 -lsndfile -lcjson -lfftw3f -lsamplerate -lxxhash -lunistring -lm -o "$out/attn_emu"
-"$out/attn_emu"
+libs="-L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial \
+      -lhdf5 -lsndfile -lcjson -lfftw3f -lsamplerate -lxxhash -lunistring -lm"
+rc=0
+for unit in attn rowops; do
+    python3 scripts/cuda_emu/extract.py kernels/cuda/$unit.cu > "$out/${unit}_emu.cpp"
+    drv=scripts/cuda_emu/driver.cpp
+    [ $unit = rowops ] && drv=scripts/cuda_emu/driver_rowops.cpp
+    # shellcheck disable=SC2086
+    g++ -std=c++20 -O1 -ffp-contract=off -pthread -I scripts/cuda_emu/inc -I kernels -I core \
+        "$out/${unit}_emu.cpp" scripts/cuda_emu/emu.cpp $drv build/libsr.a $libs -o "$out/${unit}_emu"
+    echo "== kernels/cuda/$unit.cu on host threads against the CPU table"
+    "$out/${unit}_emu" || rc=1
+done
+exit $rc

@@ -1,1 +1,1 @@
-#pragma once /* host emulation: attn.cu needs nothing from it */
+#pragma once /* host emulation: the types and conversions are in cuda_impl.h */

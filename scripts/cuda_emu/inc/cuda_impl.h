@@ -16,34 +16,47 @@
 extern "C" {
 #include "kernels.h"
 #include "dtype.h"
+#include "internal.h"
 }
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(a, b)
+#define __launch_bounds__(...)
 #define __grid_constant__
+#define __restrict__ __restrict
 struct emu_dim {
     unsigned x, y, z;
 };
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
 extern thread_local emu_dim threadIdx, blockIdx;
-extern emu_dim gridDim;
+extern emu_dim gridDim, blockDim;
 extern std::barrier<> *emu_bar;
-extern float *emu_shfl;
+extern unsigned long long *emu_shfl;
 extern thread_local float *emu_smem;
 inline void __syncthreads() { emu_bar->arrive_and_wait(); }
-inline float __shfl_xor_sync(unsigned, float v, int off)
+/* every thread of the block takes part (as in the kernels here); partner = linear id ^ off */
+template <class T> inline T __shfl_xor_sync(unsigned, T v, int off)
 {
-    emu_shfl[threadIdx.x] = v;
+    unsigned id = threadIdx.x + threadIdx.y * blockDim.x;
+    memcpy(&emu_shfl[id], &v, sizeof v);
     emu_bar->arrive_and_wait();
-    float r = emu_shfl[threadIdx.x ^ (unsigned)off];
+    T r;
+    memcpy(&r, &emu_shfl[id ^ (unsigned)off], sizeof r);
     emu_bar->arrive_and_wait();
     return r;
 }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return sqrtf(a); }
 inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
 inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __dsqrt_rn(double a) { return sqrt(a); }
 inline float __double2float_rn(double a) { return (float)a; }
 inline float __uint_as_float(unsigned u)
 {
@@ -51,28 +64,56 @@ inline float __uint_as_float(unsigned u)
     memcpy(&f, &u, 4);
     return f;
 }
+inline unsigned __float_as_uint(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, 4);
+    return u;
+}
 inline float __int_as_float(int u)
 {
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
+/* f16 / bf16: the host's round to nearest even (core/dtype.h); the kernels treat NaN first */
 struct __half {
     unsigned short b;
 };
+struct __nv_bfloat16 {
+    unsigned short b;
+};
 inline __half __ushort_as_half(unsigned short b) { return __half{b}; }
+inline unsigned short __half_as_ushort(__half h) { return h.b; }
 inline float __half2float(__half h) { return sr_f16_to_f32(h.b); }
+inline __half __float2half_rn(float v) { return __half{sr_f32_to_f16(v)}; }
+inline __nv_bfloat16 __float2bfloat16_rn(float v) { return __nv_bfloat16{sr_f32_to_bf16(v)}; }
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.b; }
 using std::max;
 using std::min;
 
-/* a launch: every block of grid, each as blockDim host threads around one barrier */
-struct dim3 {
-    unsigned x, y, z;
-    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
-};
-void emu_launch_blocks(dim3 grid, unsigned threads, size_t smem_bytes, void (*body)(void *), void *ctx);
-template <class F> void emu_launch(dim3 grid, unsigned threads, size_t smem_bytes, F f)
+/* the runtime calls the ops make, on host memory */
+typedef int cudaError_t;
+enum { cudaSuccess = 0, cudaMemcpyDeviceToDevice = 3, cudaMemcpyHostToDevice = 1 };
+inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+inline const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
+inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, int) { memset(p, v, n); return cudaSuccess; }
+inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, int, int) { memcpy(d, s, n); return cudaSuccess; }
+inline cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int, int)
 {
-    emu_launch_blocks(grid, threads, smem_bytes, [](void *c) { (*(F *)c)(); }, &f);
+    for (size_t r = 0; r < h; r++) memcpy((char *)d + r * dp, (const char *)s + r * sp, w);
+    return cudaSuccess;
 }
+inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+inline cudaError_t sr_cuda_malloc_pooled(void **p, size_t n) { *p = malloc(n ? n : 1); return cudaSuccess; }
+inline void sr_cuda_free(void *p) { free(p); }
+inline sr_status sr_cuda_fail(const char *what, cudaError_t) { return sr_error(SR_ERR_DEVICE, "%s: emulated failure", what); }
 inline sr_status sr_cuda_launched(const char *) { return SR_OK; }
+#define SR_CUDA_GRID_Y(n) ((n) < 65535 ? (n) : 65535)
+
+/* a launch: every block of grid, each as its block's host threads around one barrier */
+void emu_launch_blocks(dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void *), void *ctx);
+template <class F> void emu_launch(dim3 grid, dim3 block, size_t smem_bytes, F f)
+{
+    emu_launch_blocks(grid, block, smem_bytes, [](void *c) { (*(F *)c)(); }, &f);
+}

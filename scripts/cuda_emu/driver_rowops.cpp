@@ -1,0 +1,113 @@
+/* driver_rowops.cpp — the emulated CUDA rope, kv_write and conv_dw (kernels/cuda/rowops.cu, run by
+ * scripts/cuda_emu/run.sh) against the CPU table's: 1,000 sequences of 0 to 3 rows at scattered
+ * slots and positions, 400 of them empty (several launches of the kernels' batch parameter, one
+ * without rows), then two sequences over two calls with an f16 state. kv_write: the pools'
+ * bytes; rope and conv_dw: within kernels_cuda's 4e-6 (1 + |y|) (the same formulas; the host's
+ * cosf / sinf here). Exit status 0 when all agree. */
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+extern "C" {
+#include "kernels.h"
+#include "sr.h"
+}
+sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq, float *x, int ldx);
+sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx);
+sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx, const float *w,
+                          const float *bias, sr_kpool *state, int layer, float *y, int ldy);
+
+static uint64_t rng = 11;
+static float rnd()
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(uint32_t)(rng >> 40) / (double)(1u << 24) * 2.0 - 1.0);
+}
+static int rndi(int n) { return (int)((rnd() + 1.0f) * 0.5f * (float)n) % (n > 0 ? n : 1); }
+
+static int close_to(const float *a, const float *b, size_t n, double tol, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)a[i] - b[i]) <= tol * (1.0 + fabs((double)b[i])))) {
+            printf("%s: element %zu: emulated %.9g, cpu %.9g\n", what, i, (double)a[i], (double)b[i]);
+            return 0;
+        }
+    printf("%s: %zu values agree\n", what, n);
+    return 1;
+}
+
+/* a pool pair (cpu, emulated) of the same shape, zeroed */
+static void pools(const sr_kernels *c, sr_dtype dt, int L, int S, int R, int W, sr_kpool **a, sr_kpool **b)
+{
+    sr_kpool_create(c, dt, L, S, R, W, a);
+    sr_kpool_create(c, dt, L, S, R, W, b);
+}
+
+int main()
+{
+    const sr_kernels *c = sr_kernels_cpu();
+    int ok = 1;
+    enum { NS = 1000 };
+    std::vector<int> row0(NS + 1), slot(NS);
+    std::vector<int64_t> pos(NS);
+    for (int s = 0; s < NS; s++) {
+        int n = s >= 400 && s < 800 ? 0 : rndi(4);
+        row0[s + 1] = row0[s] + n;
+        slot[s] = (s * 617) % NS;
+        pos[s] = rndi(50);
+    }
+    const int M = row0[NS];
+    sr_kbatch b = {NS, row0.data(), slot.data(), pos.data()};
+    { /* rope */
+        const int H = 2, hd = 8, ld = H * hd + 3;
+        float inv[4];
+        for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+        std::vector<float> x((size_t)M * ld);
+        for (auto &v : x) v = rnd();
+        std::vector<float> y = x;
+        ok &= c->rope(&b, H, hd, inv, x.data(), ld) == SR_OK && sr_cuda_rope(&b, H, hd, inv, y.data(), ld) == SR_OK;
+        ok &= close_to(y.data(), x.data(), x.size(), 4e-6, "rope, 1,000 sequences");
+    }
+    { /* kv_write into a bf16 ring of 3 rows */
+        const int W = 12, ld = W + 1;
+        sr_kpool *pc, *pe;
+        pools(c, SR_BF16, 2, NS, 3, W, &pc, &pe);
+        std::vector<float> x((size_t)M * ld);
+        for (auto &v : x) v = rnd();
+        ok &= c->kv_write(pc, 1, &b, x.data(), ld) == SR_OK && sr_cuda_kv_write(pe, 1, &b, x.data(), ld) == SR_OK;
+        int same = !memcmp(pc->data, pe->data, pc->bytes);
+        printf("kv_write, 1,000 sequences: pool bytes %s\n", same ? "equal" : "DIFFER");
+        ok &= same;
+        sr_kpool_free(c, pc);
+        sr_kpool_free(c, pe);
+    }
+    for (int twoseq = 0; twoseq < 2; twoseq++) { /* conv_dw with state, two calls */
+        const int C = 6, K = 4, ld = C + 2;
+        const sr_dtype dt = twoseq ? SR_F16 : SR_F32;
+        int r2[3] = {0, 4, 11}, s2[2] = {2, 0};
+        int64_t p2[2] = {0, 0};
+        sr_kbatch b2 = {2, r2, s2, p2};
+        const sr_kbatch *bb = twoseq ? &b2 : &b;
+        const int rows = twoseq ? 11 : M, slots = twoseq ? 3 : NS;
+        sr_kpool *pc, *pe;
+        pools(c, dt, 1, slots, K - 1, C, &pc, &pe);
+        std::vector<float> w((size_t)C * K), bias(C);
+        for (auto &v : w) v = rnd();
+        for (auto &v : bias) v = rnd();
+        for (int call = 0; call < 2; call++) {
+            std::vector<float> x((size_t)rows * ld), yc((size_t)rows * ld), ye((size_t)rows * ld);
+            for (auto &v : x) v = rnd();
+            ok &= c->conv_dw(bb, C, K, x.data(), ld, w.data(), bias.data(), pc, 0, yc.data(), ld) == SR_OK;
+            ok &= sr_cuda_conv_dw(bb, C, K, x.data(), ld, w.data(), bias.data(), pe, 0, ye.data(), ld) == SR_OK;
+            ok &= close_to(ye.data(), yc.data(), ye.size(), 4e-6, twoseq ? "conv_dw, 2 sequences, f16 state" : "conv_dw, 1,000 sequences");
+        }
+        int same = !memcmp(pc->data, pe->data, pc->bytes);
+        printf("conv_dw state bytes %s\n", same ? "equal" : "DIFFER");
+        ok &= same;
+        sr_kpool_free(c, pc);
+        sr_kpool_free(c, pe);
+    }
+    printf(ok ? "all agree\n" : "DIFFER\n");
+    return !ok;
+}
