@@ -145,6 +145,12 @@ if fits 30; then
     SRKIT_PROFILE=sync timeout 30 srkit bench --device cuda --streams 64 --model $W --audio $A \
         --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 2000 2>&1 | tail -n 28
 fi
+echo "== memcheck (engine_equals_solo/cuda, 1 and 8 streams)"
+if fits 120; then
+    SRKIT_TEST_CUDA_MAX_STREAMS=8 timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck \
+        --print-limit 10 test_srkit engine_equals_solo/cuda > "$OUT/memcheck-engine.log" 2>&1
+    echo "rc=$?"; grep -E "ERROR SUMMARY|tests |asserts" "$OUT/memcheck-engine.log"
+fi
 # the peer on the same weights and GPU: transformers (docs/benchmarks.md; measured in the second
 # device session, so only with PEERS=1: the rest of the script fills most of a call)
 [ "${PEERS:-0}" = 1 ] || { nvidia-smi --query-gpu=name,memory.used --format=csv,noheader; exit 0; }
