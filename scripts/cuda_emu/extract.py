@@ -36,6 +36,9 @@ def repl(m):
     return "emu_launch(%s, %s, %s, [&] { %s(%s); });" % (conf[0], conf[1], smem, m.group(1), m.group(3))
 
 
+# inline PTX mma.sync: the emulated instruction (inc/cuda_impl.h)
+src = re.sub(r'asm volatile\("mma\.sync\.aligned\.m16n8k16.*?"r"\(b1\)\);',
+             "emu_mma_16816(d, a0, a1, a2, a3, b0, b1);", src, flags=re.S)
 src, n = launch.subn(repl, src)
 if n == 0:
     sys.exit("extract.py: no kernel launch found in " + sys.argv[1])

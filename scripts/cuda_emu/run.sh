@@ -2,9 +2,14 @@
 # run.sh — CUDA kernels run on the host (no GPU) against the CPU table's ops: kernels/cuda/attn.cu's
 # attention bit for bit over the shapes the backends use (head_dim 16 to 300, f32 / f16 / bf16
 # pools, GQA, rel-pos, wrapped rings, a range longer than shared memory keeps, a call of two
-# launches; driver.cpp), and rowops.cu's rope, kv_write and conv_dw over batches of 1,000
-# sequences (driver_rowops.cpp). The files' own text (extract.py) with CUDA's threads,
-# barriers, shared memory and warp shuffles emulated by host threads (inc/cuda_impl.h, emu.cpp). It checks the kernel's indexing and its order of
+# launches; driver_attn.cpp), rowops.cu's rope, kv_write and conv_dw over batches of 1,000
+# sequences (driver_rowops.cpp), and gemm.cu's two tensor-core forms of bf16 products, wmma
+# and the register-direct mma, within the f32 bound of the double reference and a row alone
+# equal to the row in a batch (driver_gemm.cpp; about 2 minutes). The files' own text
+# (extract.py) with CUDA's threads, barriers, shared memory, warp shuffles, wmma and mma.sync
+# emulated on host threads (inc/, emu.cpp). mma.sync follows the PTX ISA's m16n8k16 fragment
+# layout as written there: the kernel is checked against that reading of it, not against the
+# hardware. It checks the kernel's indexing and its order of
 # operations on a machine without a GPU, as llm.c's dev/cuda checks kernels against a CPU
 # reference; it says nothing of speed, occupancy or device limits (kernels_cuda on a device
 # does). A developer tool, not part of make test.
@@ -18,10 +23,9 @@ mkdir -p "$out"
 libs="-L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial \
       -lhdf5 -lsndfile -lcjson -lfftw3f -lsamplerate -lxxhash -lunistring -lm"
 rc=0
-for unit in attn rowops; do
+for unit in attn rowops gemm; do
     python3 scripts/cuda_emu/extract.py kernels/cuda/$unit.cu > "$out/${unit}_emu.cpp"
-    drv=scripts/cuda_emu/driver.cpp
-    [ $unit = rowops ] && drv=scripts/cuda_emu/driver_rowops.cpp
+    drv=scripts/cuda_emu/driver_$unit.cpp
     # shellcheck disable=SC2086
     g++ -std=c++20 -O1 -ffp-contract=off -pthread -I scripts/cuda_emu/inc -I kernels -I core \
         "$out/${unit}_emu.cpp" scripts/cuda_emu/emu.cpp $drv build/libsr.a $libs -o "$out/${unit}_emu"

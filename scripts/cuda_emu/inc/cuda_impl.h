@@ -89,6 +89,28 @@ inline float __half2float(__half h) { return sr_f16_to_f32(h.b); }
 inline __half __float2half_rn(float v) { return __half{sr_f32_to_f16(v)}; }
 inline __nv_bfloat16 __float2bfloat16_rn(float v) { return __nv_bfloat16{sr_f32_to_bf16(v)}; }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.b; }
+inline float __int2float_rn(int v) { return (float)v; }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+#define __host__
+struct uint4 {
+    unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
+template <class T> inline T __ldg(const T *p) { return *p; }
+struct float4 {
+    float x, y, z, w;
+};
+struct float2 {
+    float x, y;
+};
+#define __align__(n) __attribute__((aligned(n)))
+void sr_cuda_weight_free(sr_kweight *W);
+/* mma.sync m16n8k16 bf16 -> f32, the PTX ISA's fragment layout: lane 4 g + q holds A rows g and
+ * g + 8 at k 2q, 2q + 1 (a0: row g, a1: row g + 8) and 2q + 8, 2q + 9 (a2, a3), B column g at
+ * the same k (b0, b1), D rows g and g + 8 at columns 2q, 2q + 1 (d0 d1, d2 d3); the lower k in a
+ * register's low half. The warp's lanes meet at their warp's barrier to exchange fragments. */
+void emu_mma_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                   unsigned b1);
 using std::max;
 using std::min;
 
@@ -106,6 +128,17 @@ inline cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t s
 }
 inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
 inline cudaError_t sr_cuda_malloc_pooled(void **p, size_t n) { *p = malloc(n ? n : 1); return cudaSuccess; }
+inline cudaError_t sr_cuda_malloc(void **p, size_t n) { *p = malloc(n ? n : 1); return cudaSuccess; }
+inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int) { memcpy(d, s, n); return cudaSuccess; }
+inline cudaError_t cudaMemset(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
+inline cudaError_t cudaMemcpy2D(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int)
+{
+    for (size_t r = 0; r < h; r++) memcpy((char *)d + r * dp, (const char *)s + r * sp, w);
+    return cudaSuccess;
+}
+inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+enum { cudaDevAttrMultiProcessorCount = 16 };
+inline cudaError_t cudaDeviceGetAttribute(int *v, int, int) { *v = 132; return cudaSuccess; }
 inline void sr_cuda_free(void *p) { free(p); }
 inline sr_status sr_cuda_fail(const char *what, cudaError_t) { return sr_error(SR_ERR_DEVICE, "%s: emulated failure", what); }
 inline sr_status sr_cuda_launched(const char *) { return SR_OK; }

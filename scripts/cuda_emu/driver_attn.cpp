@@ -1,4 +1,4 @@
-/* driver.cpp — the emulated CUDA attention (sr_cuda_attn from kernels/cuda/attn.cu, run by
+/* driver_attn.cpp — the emulated CUDA attention (sr_cuda_attn from kernels/cuda/attn.cu, run by
  * scripts/cuda_emu/run.sh) against the CPU table's attn, bit for bit: two slots of different
  * history in one pool pair, a sequence of one row over its whole ring and one of nq rows over
  * random ranges, per case (dtype, heads, K/V heads, head_dim, ring rows, positions, rel-pos,

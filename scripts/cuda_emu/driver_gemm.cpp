@@ -1,0 +1,103 @@
+/* driver_gemm.cpp — the emulated CUDA gemm of bf16 products (kernels/cuda/gemm.cu, both
+ * tensor-core forms: wmma and the register-direct mma, run by scripts/cuda_emu/run.sh) against the
+ * double reference over the bf16 operands, within the f32 summation bound of kernels_gemm_bf16,
+ * and a row alone against the same row in the batch, bit for bit; the CPU table's bf16
+ * products alongside. Shapes cover the direct-x path (M <= 16), the staged one, several row
+ * tiles, k blocks cut at kpad (half a 32-wide block), N not a multiple of 16, bias, GELU,
+ * alpha / beta. Exit status 0 when every check holds. */
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+extern "C" {
+#include "kernels.h"
+#include "sr.h"
+#include "dtype.h"
+}
+sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
+                                sr_kmul mul, sr_kweight **out);
+sr_status sr_cuda_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
+                       sr_act act, float alpha, float beta, float *y, int ldy);
+extern "C" int sr_cuda_gemm_kernel(int v);
+
+static uint64_t rng = 5;
+static float rnd()
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(uint32_t)(rng >> 40) / (double)(1u << 24) * 2.0 - 1.0);
+}
+static float xb(float v) /* an activation as its bf16 operand (subnormals to zero, nearest even) */
+{
+    if (fabsf(v) < 1.17549435e-38f) v = copysignf(0.0f, v);
+    return sr_bf16_to_f32(sr_f32_to_bf16(v));
+}
+
+int main()
+{
+    const sr_kernels *c = sr_kernels_cpu();
+    struct { int M, N, K, act, bias; float alpha, beta; } cs[] = {
+        {1, 100, 1104, 0, 0, 1.0f, 0.0f}, {5, 70, 33, 0, 1, 1.0f, 1.0f},  {16, 48, 64, 1, 1, 0.5f, 0.0f},
+        {17, 40, 130, 0, 0, 1.0f, 1.0f},  {40, 24, 256, 0, 1, 1.0f, 0.0f}, {70, 33, 1100, 1, 1, 1.0f, 0.0f},
+        {3, 8, 16, 0, 0, 1.0f, 0.0f}};
+    int bad = 0;
+    for (auto &t : cs) {
+        const int M = t.M, N = t.N, K = t.K, ldx = K + 3, ldy = N + 2;
+        std::vector<uint16_t> w((size_t)N * K);
+        for (auto &v : w) v = sr_f32_to_bf16(0.5f * rnd());
+        std::vector<float> x((size_t)M * ldx), bias(N), y0((size_t)M * ldy);
+        for (auto &v : x) v = rnd();
+        for (auto &v : bias) v = rnd();
+        for (auto &v : y0) v = rnd();
+        sr_kweight *Wg = nullptr, *Wc = nullptr;
+        if (sr_cuda_weight_create(w.data(), SR_BF16, N, K, nullptr, SR_KMUL_BF16, &Wg) ||
+            c->weight_create(w.data(), SR_BF16, N, K, nullptr, SR_KMUL_BF16, &Wc)) {
+            printf("weight_create failed: %s\n", sr_last_error());
+            return 1;
+        }
+        const sr_act act = t.act ? SR_ACT_GELU : SR_ACT_NONE;
+        const float *bp = t.bias ? bias.data() : nullptr;
+        std::vector<float> yc = y0;
+        c->gemm(M, x.data(), ldx, Wc, bp, act, t.alpha, t.beta, yc.data(), ldy);
+        for (int kern = 0; kern < 2; kern++) {
+            sr_cuda_gemm_kernel(kern);
+            std::vector<float> yg = y0, y1 = y0;
+            sr_status st = sr_cuda_gemm(M, x.data(), ldx, Wg, bp, act, t.alpha, t.beta, yg.data(), ldy);
+            int worst = 0, alone = 0;
+            double wd = 0;
+            for (int m = 0; m < M && !st; m++) {
+                /* the row alone, bit for bit the row in the batch */
+                st = sr_cuda_gemm(1, x.data() + (size_t)m * ldx, ldx, Wg, bp, act, t.alpha, t.beta,
+                                  y1.data() + (size_t)m * ldy, ldy);
+                alone += memcmp(y1.data() + (size_t)m * ldy, yg.data() + (size_t)m * ldy, N * sizeof(float)) != 0;
+                for (int n = 0; n < N; n++) {
+                    double s = 0, a = 0;
+                    for (int k = 0; k < K; k++) {
+                        double p = (double)xb(x[(size_t)m * ldx + k]) * sr_bf16_to_f32(w[(size_t)n * K + k]);
+                        s += p;
+                        a += fabs(p);
+                    }
+                    double pre = s + (bp ? bp[n] : 0.0), e_pre = (K + 3) * ldexp(1.0, -24) * a + ldexp(1.0, -24) * fabs(pre);
+                    double v = pre, slope = 1;
+                    if (act == SR_ACT_GELU) {
+                        v = 0.5 * pre * (1 + erf(pre / sqrt(2.0)));
+                        slope = 1.2;
+                    }
+                    double want = t.alpha * v + t.beta * y0[(size_t)m * ldy + n];
+                    double tol = fabs(t.alpha) * (slope * e_pre + 5e-7 * (1 + fabs(pre))) +
+                                 2 * ldexp(1.0, -24) * (fabs(t.alpha * v) + fabs(t.beta * y0[(size_t)m * ldy + n])) + 1e-30;
+                    double dg = fabs(yg[(size_t)m * ldy + n] - want), dc = fabs(yc[(size_t)m * ldy + n] - want);
+                    worst += dg > tol || dc > tol;
+                    wd = fmax(wd, dg / tol);
+                }
+            }
+            printf("M %3d N %3d K %4d act %d bias %d alpha %.1f beta %.1f, %s: %s, %d outside the bound "
+                   "(worst %.2f of it), %d rows differ alone\n", M, N, K, t.act, t.bias, t.alpha, t.beta,
+                   kern ? "mma " : "wmma", st ? sr_last_error() : "ok", worst, wd, alone);
+            bad += (st != SR_OK) + worst + alone;
+        }
+        c->weight_free(Wc);
+    }
+    printf(bad ? "FAILED\n" : "all within the bound, rows alone bit for bit\n");
+    return bad != 0;
+}
