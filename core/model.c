@@ -280,10 +280,9 @@ static sr_status bias_cat(sr_model *m, sr_h5 *f, int count, const char *const *n
                           const int *rows, const float **out)
 {
     *out = NULL;
-    size_t n = 0;
+    size_t n = 0; /* the rows are sr_model_weight_cat's, checked there */
     int any = 0;
     for (int i = 0; i < count; i++) {
-        if (rows[i] < 1) return sr_error(SR_ERR_ARG, "%s: fused bias block %d: %d rows", m->path, i, rows[i]);
         n += (size_t)rows[i];
         any |= names[i] != NULL;
     }
@@ -293,7 +292,7 @@ static sr_status bias_cat(sr_model *m, sr_h5 *f, int count, const char *const *n
     sr_status st = SR_OK;
     const char *first = NULL;
     for (size_t i = 0, at = 0; i < (size_t)count && !st; at += (size_t)rows[i], i++) {
-        if (!names[i]) { /* -0: t + (-0) = t for every t, -0 included */
+        if (!names[i]) {
             for (int r = 0; r < rows[i]; r++) b[at + r] = -0.0f;
             continue;
         }

@@ -298,8 +298,8 @@ static inline float *sr_kpool_row_f32(const sr_kpool *p, int layer, int slot, in
 sr_status sr_kpool_clear(const sr_kernels *k, sr_kpool *p, int slot);
 /* Ring rows [0, rows) of every layer of src's slot src_slot into dst's slot dst_slot, bit for
  * bit (through the table's copy2d: a memcpy on the host, a device copy on a device): a stream
- * taking a cached prefix. The pools share dtype, layers and width and hold `rows` rows each; a
- * layer's rows are whole 4-byte words. SR_ERR_ARG otherwise. */
+ * taking a cached prefix. The pools share dtype, layers and width and hold `rows` rows each;
+ * the rows copied and every slot of both pools are whole 4-byte words. SR_ERR_ARG otherwise. */
 sr_status sr_kpool_copy_rows(const sr_kernels *k, sr_kpool *dst, int dst_slot, const sr_kpool *src,
                              int src_slot, int rows);
 

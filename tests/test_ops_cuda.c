@@ -381,6 +381,24 @@ static void test_rows(void)
     free(x); free(x2); free(gv); free(bv); free(mul); free(var); free(yc);
 }
 
+/* rope of b's rows (random, stride ld, H heads of hd) through both tables: 1 when the device
+ * agrees with the CPU within 4e-6 (1 + |y|). */
+static int rope_both(const sr_kernels *c, const sr_kernels *g, const sr_kbatch *b, int H, int hd,
+                     int ld, const char *what)
+{
+    float inv[64];
+    for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+    size_t n = (size_t)b->row0[b->n_seq] * ld;
+    float *x = rand_host(n, 1.0f), *dx = dev(g, x, n), *dinv = dev(g, inv, (size_t)hd / 2);
+    CU_ASSERT_EQUAL(c->rope(b, H, hd, inv, x, ld), SR_OK);
+    CU_ASSERT_EQUAL(g->rope(b, H, hd, dinv, dx, ld), SR_OK);
+    float *xg = back(g, dx, n);
+    int ok = agree(xg, x, n, 4e-6, what);
+    free(x); free(xg);
+    g->free(dx); g->free(dinv);
+    return ok;
+}
+
 /* ---- convolutions, rope --------------------------------------------------------------------- */
 
 static void test_conv_rope(void)
@@ -438,16 +456,7 @@ static void test_conv_rope(void)
         int row0[3] = {0, 3, 8};
         int64_t pos[2] = {0, 1000};
         sr_kbatch b = {.n_seq = 2, .row0 = row0, .slot = NULL, .pos = pos};
-        float inv[8];
-        for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
-        size_t n = (size_t)8 * ld;
-        float *x = rand_host(n, 1.0f), *dx = dev(g, x, n), *dinv = dev(g, inv, (size_t)hd / 2);
-        CU_ASSERT_EQUAL(c->rope(&b, H, hd, inv, x, ld), SR_OK);
-        CU_ASSERT_EQUAL(g->rope(&b, H, hd, dinv, dx, ld), SR_OK);
-        float *xg = back(g, dx, n);
-        bad += !agree(xg, x, n, 4e-6, "rope");
-        free(x); free(xg);
-        g->free(dx); g->free(dinv);
+        bad += !rope_both(c, g, &b, H, hd, ld, "rope");
     }
     CU_ASSERT_EQUAL(bad, 0);
 }
@@ -478,16 +487,7 @@ static void test_many_seqs(void)
     /* rope */
     {
         const int H = 2, hd = 8, ld = H * hd + 3;
-        float inv[4];
-        for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
-        size_t n = (size_t)M * ld;
-        float *x = rand_host(n, 1.0f), *dx = dev(g, x, n), *dinv = dev(g, inv, (size_t)hd / 2);
-        CU_ASSERT_EQUAL(c->rope(&b, H, hd, inv, x, ld), SR_OK);
-        CU_ASSERT_EQUAL(g->rope(&b, H, hd, dinv, dx, ld), SR_OK);
-        float *xg = back(g, dx, n);
-        bad += !agree(xg, x, n, 4e-6, "rope (1,000 sequences)");
-        free(x); free(xg);
-        g->free(dx); g->free(dinv);
+        bad += !rope_both(c, g, &b, H, hd, ld, "rope (1,000 sequences)");
     }
     /* kv_write into a bf16 pool of 3 ring rows (sequences of 3 rows wrap) */
     {

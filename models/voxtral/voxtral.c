@@ -383,19 +383,20 @@ static sr_status encode_round(vx_batch *B, void *const *states, int count, int *
 
 /* ---- the shared prefix ------------------------------------------------------------------- */
 
-/* The prefix's pools: (context pool, prefix pool, rows) for each cache a stream holds. */
-static int prefix_pools(vx_batch *B, sr_kpool **ctx[7], sr_kpool **pre[7], int rows[7])
+/* Each cache a stream holds: its context pool, its prefix pool and the prefix's rows in it. */
+typedef struct {
+    sr_kpool **ctx, **pre;
+    int rows;
+} vx_prefix_pool;
+enum { VX_PREFIX_POOLS = 7 };
+
+static void prefix_pools(vx_batch *B, vx_prefix_pool p[VX_PREFIX_POOLS])
 {
-    sr_kpool **c[7] = {&B->c1, &B->c2, &B->ek, &B->ev, &B->emb, &B->dk, &B->dv};
-    sr_kpool **p[7] = {&B->pc1, &B->pc2, &B->pek, &B->pev, &B->pemb, &B->pdk, &B->pdv};
-    int P = B->pre;
-    int r[7] = {2, 1, VX_ENC_PER_STEP * P, VX_ENC_PER_STEP * P, P, P, P};
-    for (int i = 0; i < 7; i++) {
-        ctx[i] = c[i];
-        pre[i] = p[i];
-        rows[i] = r[i];
-    }
-    return 7;
+    const int P = B->pre, E = VX_ENC_PER_STEP * P;
+    const vx_prefix_pool t[VX_PREFIX_POOLS] = {
+        {&B->c1, &B->pc1, 2}, {&B->c2, &B->pc2, 1}, {&B->ek, &B->pek, E}, {&B->ev, &B->pev, E},
+        {&B->emb, &B->pemb, P}, {&B->dk, &B->pdk, P}, {&B->dv, &B->pdv, P}};
+    memcpy(p, t, sizeof t);
 }
 
 /* Computes the prefix (B->pre > 0 set by the caller) in slot 0 of the context, no stream open:
@@ -430,7 +431,7 @@ static sr_status prefix_make(vx_batch *B)
     }
     /* a front end that does not give exactly P steps from these zeros (another hop or
      * look-ahead than VX_LOOKAHEAD assumes): no prefix, every stream computes its own */
-    int whole = t.n_emb == P && !t.mel_n && t.cap_enc_n == t.cap_enc_max && t.cap_ada_n == P;
+    int whole = t.n_emb == P && !t.mel_n; /* (the captures filled with the steps) */
     if (!st && !whole) {
         st = slot_clear(B, 0);
         B->pre = 0;
@@ -442,14 +443,13 @@ static sr_status prefix_make(vx_batch *B)
         memcpy(B->ids, B->prompt, (size_t)P * sizeof(int32_t));
         st = decode_pass(B, 1, 0);
     }
-    sr_kpool **cp[7], **pp[7];
-    int rows[7];
-    int n = prefix_pools(B, cp, pp, rows);
-    for (int i = 0; i < n && !st; i++) {
-        const sr_kpool *c = *cp[i];
-        if (!(st = sr_kpool_create(k, c->dtype, c->layers, 1, rows[i], c->width, pp[i])))
-            st = sr_kpool_copy_rows(k, *pp[i], 0, c, 0, rows[i]);
-        if (!st) B->bytes += (*pp[i])->bytes;
+    vx_prefix_pool pp[VX_PREFIX_POOLS];
+    prefix_pools(B, pp);
+    for (int i = 0; i < VX_PREFIX_POOLS && !st; i++) {
+        const sr_kpool *c = *pp[i].ctx;
+        if (!(st = sr_kpool_create(k, c->dtype, c->layers, 1, pp[i].rows, c->width, pp[i].pre)))
+            st = sr_kpool_copy_rows(k, *pp[i].pre, 0, c, 0, pp[i].rows);
+        if (!st) B->bytes += (*pp[i].pre)->bytes;
     }
     if (!st) st = slot_clear(B, 0);
     if (!st)
@@ -475,11 +475,11 @@ static sr_status prefix_load(vx_stream *s)
 {
     vx_batch *B = s->b;
     const int P = B->pre;
-    sr_kpool **cp[7], **pp[7];
-    int rows[7];
-    int n = prefix_pools(B, cp, pp, rows);
+    vx_prefix_pool pp[VX_PREFIX_POOLS];
+    prefix_pools(B, pp);
     sr_status st = SR_OK;
-    for (int i = 0; i < n && !st; i++) st = sr_kpool_copy_rows(B->m->k, *cp[i], s->slot, *pp[i], 0, rows[i]);
+    for (int i = 0; i < VX_PREFIX_POOLS && !st; i++)
+        st = sr_kpool_copy_rows(B->m->k, *pp[i].ctx, s->slot, *pp[i].pre, 0, pp[i].rows);
     if (st) return st;
     s->enc_pos = (int64_t)VX_ENC_PER_STEP * P;
     s->n_emb = s->dec_pos = P;

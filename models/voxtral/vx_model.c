@@ -408,11 +408,10 @@ static sr_status load_config(sr_model *m, vx_model *w)
     return SR_OK;
 }
 
-/* A Linear weight [out, in] into the kernel table in `want` (SR_AS_STORED: the file's). */
-static sr_status mat(sr_model *m, sr_h5 *f, sr_dtype want, const char *name, int out, int in,
-                     vx_lin *L)
+/* A Linear weight [out, in] into the kernel table as the file stores it (vx_load). */
+static sr_status mat(sr_model *m, sr_h5 *f, const char *name, int out, int in, vx_lin *L)
 {
-    return sr_model_weight(m, f, name, want, out, in, &L->w);
+    return sr_model_weight(m, f, name, SR_AS_STORED, out, in, &L->w);
 }
 
 /* A vector (norm gain, bias) as an f32 host tensor. */
@@ -422,7 +421,7 @@ static sr_status vec(sr_model *m, sr_h5 *f, const char *name, int n, const float
     return sr_model_ftensor(m, f, name, 1, shape, out);
 }
 
-static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *w, int enc,
+static sr_status load_layer(sr_model *m, sr_h5 *f, const vx_model *w, int enc,
                             int l, vx_layer *L)
 {
     char n[192];
@@ -437,11 +436,11 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *
     snprintf(p, sizeof p, "%s.%d", pre, l);
     if (!st) st = sr_model_linear_cat(m, f, p, 3, (const char *[]){"self_attn.q_proj", "self_attn.k_proj",
                                       "self_attn.v_proj"}, (const int[]){hq * hd, hk * hd, hk * hd},
-                                      enc ? (const int[]){1, 0, 1} : NULL, wt, d, &L->qkv.w, &L->qkv.b);
-    if (!st) st = mat(m, f, wt, NAME("self_attn.o_proj.weight"), d, hq * hd, &L->o);
+                                      enc ? (const int[]){1, 0, 1} : NULL, SR_AS_STORED, d, &L->qkv.w, &L->qkv.b);
+    if (!st) st = mat(m, f, NAME("self_attn.o_proj.weight"), d, hq * hd, &L->o);
     if (!st) st = sr_model_linear_cat(m, f, p, 2, (const char *[]){"mlp.gate_proj", "mlp.up_proj"},
-                                      (const int[]){ffn, ffn}, NULL, wt, d, &L->gu.w, &L->gu.b);
-    if (!st) st = mat(m, f, wt, NAME("mlp.down_proj.weight"), d, ffn, &L->down);
+                                      (const int[]){ffn, ffn}, NULL, SR_AS_STORED, d, &L->gu.w, &L->gu.b);
+    if (!st) st = mat(m, f, NAME("mlp.down_proj.weight"), d, ffn, &L->down);
     if (enc) {
         if (!st) st = vec(m, f, NAME("self_attn.o_proj.bias"), d, &L->o.b);
         if (!st) st = vec(m, f, NAME("mlp.down_proj.bias"), d, &L->down.b);
@@ -450,8 +449,8 @@ static sr_status load_layer(sr_model *m, sr_h5 *f, sr_dtype wt, const vx_model *
     } else {
         if (!st) st = vec(m, f, NAME("input_layernorm.weight"), d, &L->attn_norm);
         if (!st) st = vec(m, f, NAME("post_attention_layernorm.weight"), d, &L->ffn_norm);
-        if (!st) st = mat(m, f, wt, NAME("ada_rms_norm.linear1.weight"), VX_ADA_DIM, d, &L->ada1);
-        if (!st) st = mat(m, f, wt, NAME("ada_rms_norm.linear2.weight"), d, VX_ADA_DIM, &L->ada2);
+        if (!st) st = mat(m, f, NAME("ada_rms_norm.linear1.weight"), VX_ADA_DIM, d, &L->ada1);
+        if (!st) st = mat(m, f, NAME("ada_rms_norm.linear2.weight"), d, VX_ADA_DIM, &L->ada2);
     }
 #undef NAME
     return st;
@@ -478,10 +477,9 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
     vx_model *w = sr_calloc(1, sizeof *w, "voxtral model");
     if (!w) return SR_ERR_NOMEM;
     sr_status st = load_config(m, w);
-    /* matrices as the file stores them: the converter's f32 or bf16 (config.dtype, checked),
-     * or what scripts/recast_model.py made of them (int8 with per-row scales: one byte a weight
-     * read per product; f16) */
-    const sr_dtype wt = SR_AS_STORED;
+    /* the matrices load as the file stores them (SR_AS_STORED): the converter's f32 or bf16
+     * (config.dtype, checked), or what scripts/recast_model.py made of them (int8 with per-row
+     * scales: one byte a weight read per product; f16) */
     if (!st) {
         const cJSON *dt = sr_cfg_item(m, "dtype");
         if (!cJSON_IsString(dt) || (strcmp(dt->valuestring, "f32") && strcmp(dt->valuestring, "bf16")))
@@ -511,12 +509,12 @@ sr_status vx_load(sr_model *m, sr_h5 *f)
     if (!st) st = vec(m, f, "model.audio_tower.embedder.conv1.bias", E, &w->conv1.b);
     if (!st) st = sr_model_weight_taps(m, f, "model.audio_tower.embedder.conv2.weight", SR_F32, E, E, 3, &w->conv2.w);
     if (!st) st = vec(m, f, "model.audio_tower.embedder.conv2.bias", E, &w->conv2.b);
-    for (int l = 0; !st && l < w->enc_layers; l++) st = load_layer(m, f, wt, w, 1, l, &w->enc[l]);
+    for (int l = 0; !st && l < w->enc_layers; l++) st = load_layer(m, f, w, 1, l, &w->enc[l]);
     if (!st) st = vec(m, f, "model.audio_tower.norm.weight", E, &w->enc_norm);
-    if (!st) st = mat(m, f, wt, "model.multi_modal_projector.linear_1.weight", w->dim, w->ds * E, &w->proj1);
-    if (!st) st = mat(m, f, wt, "model.multi_modal_projector.linear_2.weight", w->dim, w->dim, &w->proj2);
-    if (!st) st = sr_model_weight(m, f, "model.language_model.embed_tokens.weight", wt, w->vocab, w->dim, &w->embed);
-    for (int l = 0; !st && l < w->n_layers; l++) st = load_layer(m, f, wt, w, 0, l, &w->dec[l]);
+    if (!st) st = mat(m, f, "model.multi_modal_projector.linear_1.weight", w->dim, w->ds * E, &w->proj1);
+    if (!st) st = mat(m, f, "model.multi_modal_projector.linear_2.weight", w->dim, w->dim, &w->proj2);
+    if (!st) st = sr_model_weight(m, f, "model.language_model.embed_tokens.weight", SR_AS_STORED, w->vocab, w->dim, &w->embed);
+    for (int l = 0; !st && l < w->n_layers; l++) st = load_layer(m, f, w, 0, l, &w->dec[l]);
     if (!st) st = vec(m, f, "model.language_model.norm.weight", w->dim, &w->dec_norm);
     if (st) {
         vx_free(m->k, w);

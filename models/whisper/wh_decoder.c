@@ -76,7 +76,7 @@ sr_status wh_decode(const wh_model *w, wh_scratch *s, const wh_dseq *q, int n_se
     if (!rows) return SR_OK;
     sr_kbatch bs = {.n_seq = nb, .row0 = s->row0, .slot = s->slot, .pos = s->pos};
     sr_kbatch bx = {.n_seq = nb, .row0 = s->row0, .slot = s->slot2, .pos = s->pos};
-    float *x = s->kv;
+    float *x = s->x;
     /* embeddings + learned positions of every row of every sequence: one gather, the position
      * rows gathered by one copy_rows, one add (x + pos, the same operation per element as a
      * call per sequence: batched or alone, the same bits) */

@@ -68,7 +68,7 @@ sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
     s->h = k->alloc(r * d * sizeof(float));
     s->q = k->alloc(r * d * sizeof(float));
     s->a = k->alloc(r * d * sizeof(float));
-    s->kv = k->alloc(r * d * sizeof(float));
+    s->x = k->alloc(r * d * sizeof(float));
     s->mlp = k->alloc(r * 4 * d * sizeof(float));
     /* the stem's im2col covers the mel frames of one chunk: 2 per encoder row plus the held
      * context and the end-of-signal flush */
@@ -85,7 +85,7 @@ sr_status wh_scratch_init(wh_scratch *s, const wh_model *w, int rows, int keys)
     s->slot2 = sr_malloc(r * sizeof(int), "whisper scratch slots");
     s->ids = sr_malloc(r * sizeof(int32_t), "whisper scratch token ids");
     s->prow = sr_malloc(r * sizeof *s->prow, "whisper scratch row pointers");
-    if (!s->h || !s->q || !s->a || !s->kv || !s->mlp || !s->col || !s->zero || !s->cp || !s->lo || !s->hi ||
+    if (!s->h || !s->q || !s->a || !s->x || !s->mlp || !s->col || !s->zero || !s->cp || !s->lo || !s->hi ||
         !s->hi2 || !s->pos || !s->row0 || !s->slot || !s->slot2 || !s->ids || !s->prow) {
         wh_scratch_free(s);
         return sr_error(SR_ERR_NOMEM, "whisper scratch of %d rows", rows);
@@ -101,7 +101,7 @@ void wh_scratch_free(wh_scratch *s)
         s->k->free(s->h);
         s->k->free(s->q);
         s->k->free(s->a);
-        s->k->free(s->kv);
+        s->k->free(s->x);
         s->k->free(s->mlp);
         s->k->free(s->col);
         s->k->free(s->zero);

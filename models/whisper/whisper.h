@@ -77,7 +77,7 @@ typedef struct wh_model {
 typedef struct {
     const sr_kernels *k;         /* the table whose memory the float buffers are */
     int rows, keys, d, colw, col_rows;
-    float *h, *q, *a, *kv, *mlp; /* [rows, d] x4 (kv: new K/V rows), [rows, 4d] (table memory) */
+    float *h, *q, *a, *x, *mlp;  /* [rows, d] x4 (x: the decoder's hidden rows), [rows, 4d] (table) */
     float *col;                  /* [col_rows = 2 rows + 16, 3 max(n_mels, d)] stem input
                                     matrix: each row three input rows side by side (table) */
     float *zero;                 /* [max(n_mels, d)] zeros: the stem's padding rows (table) */
