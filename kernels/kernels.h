@@ -414,11 +414,17 @@ sr_status sr_kernels_check_attn(const sr_kattn *a, const sr_kbatch *b, const flo
 /* kernels/cuda/cuda.cu (extern "C"): the cuBLAS table after checking that a device exists. */
 sr_status sr_cuda_kernels(const sr_kernels **out);
 /* kernels/cuda/gemm.cu: which kernel computes the CUDA table's bf16-product gemm, process-wide:
- * 0 the wmma form (default), 1 the mma form (register-direct operands); v = 0 or 1 sets it, any
- * other v only asks. Returns the kernel in use before the call. The environment's
- * SRKIT_CUDA_GEMM=mma selects 1 until a call sets it. For tests and `srkit bench gemm`: set it
+ * 0 the wmma form, 1 the mma form (register-direct operands, the default); v = 0 or 1 sets it,
+ * any other v only asks. Returns the kernel in use before the call. The environment's
+ * SRKIT_CUDA_GEMM=wmma selects 0 until a call sets it. For tests and `srkit bench gemm`: set it
  * while no gemm runs (a gemm reads it once per call). */
 int sr_cuda_gemm_kernel(int v);
+/* kernels/cuda/attn.cu: the attention kernel's form, process-wide: 0 narrow (8 blocks a
+ * multiprocessor), 1 wide (16 loads in flight a thread, 4 blocks), 2 by each launch's size (the
+ * default); v = 0, 1 or 2 sets it, any other v only asks. Returns the form in use before the
+ * call. SRKIT_CUDA_ATTN=narrow / wide selects 0 / 1 until a call sets it. Speed only: every
+ * form gives the CPU's bits. For tests and bench: set it while no attention runs. */
+int sr_cuda_attn_form(int v);
 #endif
 
 #endif /* SR_KERNELS_H */

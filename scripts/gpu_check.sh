@@ -61,17 +61,20 @@ t = sys.stdin.read()
 try: j = json.loads(t)
 except Exception: print("  (no result)", t[-300:]); sys.exit()
 ks = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50", "chunk_ms_p99", "model_ms_p50",
-      "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "streams_state_bytes", "gpu_peak_bytes"]
+      "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "partial_latency_ms_p99", "end_lag_ms",
+      "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes"]
 print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
 }
 
-echo "== suites (every CUDA op against the CPU op; batched == solo on the device)"
+echo "== suites (every CUDA op against the CPU op, both attention forms; batched == solo on the device)"
 S 60 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
-# the second tensor-core kernel (SRKIT_CUDA_GEMM=mma, kernels/cuda/gemm.cu): kernels_cuda above
+# engine_equals_solo's larger batches pick the narrow attention form by size: here every launch wide
+S 60 wide.log SRKIT_CUDA_ATTN=wide test_srkit engine_equals_solo/cuda
+# the first tensor-core kernel (SRKIT_CUDA_GEMM=wmma, kernels/cuda/gemm.cu): kernels_cuda above
 # checks it against the double reference; here batched == solo and the bf16 goldens with it
-echo "== the mma kernel: batched == solo, bf16 goldens"
-S 60 mma.log SRKIT_CUDA_GEMM=mma test_srkit engine_equals_solo/cuda
-S 60 mma-parity.log SRKIT_CUDA_GEMM=mma SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity \
+echo "== the wmma kernel: batched == solo, bf16 goldens"
+S 60 wmma.log SRKIT_CUDA_GEMM=wmma test_srkit engine_equals_solo/cuda
+S 60 wmma-parity.log SRKIT_CUDA_GEMM=wmma SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity \
     fastconformer_parity voxtral_parity
 echo "== golden parity on the device (the CPU's tolerances)"
 S 60 parity.log SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity fastconformer_parity voxtral_parity
@@ -86,26 +89,29 @@ for s in whisper_batch fastconformer_batch voxtral_batch voxtral_stream whisper_
     echo "$s rc=$r $(grep -E '^ +tests ' /tmp/s-$s.log | tr -s ' ')"; grep -E "Test:.*FAIL|^ *[0-9]+\. " "/tmp/s-$s.log" | cut -c1-200 | head -6
 done
 
-echo "== bench attn (fused vs unfused; new, then the base build)"
-if fits 40; then timeout 40 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256; fi
-if [ -n "$BASE" ] && fits 40; then timeout 40 "$BASE" bench attn --device cuda --streams 1 --streams 64 --streams 256; fi
+echo "== bench attn (fused vs unfused): by size, wide, narrow, then the base build"
+for f in auto wide narrow; do
+    fits 40 || break
+    echo "-- SRKIT_CUDA_ATTN=$f"
+    SRKIT_CUDA_ATTN=$f timeout 40 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256 | grep -E "^ +[0-9]"
+done
+if [ -n "$BASE" ] && fits 40; then timeout 40 "$BASE" bench attn --device cuda --streams 1 --streams 64 --streams 256 | grep -E "^ +[0-9]"; fi
 echo "== bench gemm (wmma against mma)"
 if fits 45; then timeout 45 srkit bench gemm --device cuda | tail -n 36; fi
 
 C='--device cuda --precision bf16'
-if [ -f /tmp/m/vx.done ] || { fits 60 && { for i in $(seq 60); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
+if [ -f /tmp/m/vx.done ] || { fits 100 && { for i in $(seq 100); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
     V=/tmp/m/vx.h5
-    # its int8 copy (per-row scales: one byte a weight; the exact int8 products), made beside
-    ( python3 scripts/recast_model.py $V /tmp/m/vx8.h5 --dtype int8 && touch /tmp/m/vx8.done ) \
-        > "$OUT/recast.log" 2>&1 &
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
-    B 40 SRKIT_CUDA_GEMM=mma srkit bench $C --model $V --audio $A --max-ms 10000
+    B 40 SRKIT_CUDA_GEMM=wmma srkit bench $C --model $V --audio $A --max-ms 10000
     [ -n "$BASE" ] && B 40 "$BASE" bench $C --model $V --audio $A --max-ms 10000
     # max_seconds: each stream's decoder ring for 30 s of audio instead of 8,192 positions
     # (64 whole-window streams need 82 GB of state: more than an H100 holds)
     VS='{"cache_dtype": "bf16", "max_seconds": 30}'
-    B 40 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 3000
-    B 40 SRKIT_CUDA_GEMM=mma srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 3000
+    for n in 64 96; do
+        B 45 srkit bench $C --streams $n --realtime --model $V --audio $A --stream "$VS" --max-ms 3000
+    done
+    B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
     echo "== SRKIT_PROFILE=sync, Voxtral mini-4b shape, batch 1"
     if fits 40; then
         SRKIT_PROFILE=sync timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 24
@@ -121,15 +127,10 @@ if fits 90; then
     echo "rc=$?"; grep -E "ERROR SUMMARY|tests " "$OUT/memcheck.log"
 fi
 
-if [ -f /tmp/m/vx8.done ]; then
-    B 40 srkit bench --device cuda --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
-else
-    echo "== voxtral int8 copy not ready: $(tail -n 1 "$OUT/recast.log" 2>/dev/null)"
-fi
 wait $J1; tail -n 2 "$OUT/synth.log"
 N=/tmp/m/nemo.h5
 B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
-B 25 SRKIT_CUDA_GEMM=mma srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
+B 25 srkit bench $C --streams 640 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
 # the causal tiny.en fine-tune (int8 copy: the f16 file does not fit the transfer), real speech
 R=$X/whisperrt-tiny.en-i8.h5
 if [ -f "$R" ]; then

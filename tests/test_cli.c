@@ -283,6 +283,10 @@ static void test_bench_streams(void)
     CU_ASSERT(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "wall_s")) >= 1.0);
     CU_ASSERT(cJSON_IsBool(cJSON_GetObjectItem(j, "realtime_ok")));
     CU_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(j, "latency_ms_p90")));
+    /* the chunks before the final ones: a subset, so no higher a p99 than all chunks' */
+    double pp99 = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "partial_latency_ms_p99"));
+    CU_ASSERT(pp99 > 0.0);
+    CU_ASSERT(pp99 <= cJSON_GetNumberValue(cJSON_GetObjectItem(j, "latency_ms_max")));
     cJSON_Delete(j);
     snprintf(a, sizeof a, "bench --separate --model %s --audio %s", mdl, wav);
     expect(runf(a), 2, "--streams", "--separate without --streams");

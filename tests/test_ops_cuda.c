@@ -106,6 +106,18 @@ static int gemm_kernel(int v)
 #endif
 }
 
+/* The CUDA table's attention form (kernels.h sr_cuda_attn_form: 0 narrow, 1 wide, 2 by size;
+ * other v asks). */
+static int attn_form(int v)
+{
+#ifdef SR_WITH_CUDA
+    return sr_cuda_attn_form(v);
+#else
+    (void)v;
+    return 0;
+#endif
+}
+
 /* bf16 products run on the tensor cores in their own order of f32 sums: y within the bound of
  * kernels_gemm_bf16 (the CPU AMX path's) of the double reference over the bf16 operands:
  * |alpha| e_act + 2 eps (|alpha act| + |beta y0|), e_pre = (K + 3) eps sum |x w| + |bias|, the
@@ -563,8 +575,8 @@ static void kv_fill_both(const sr_kernels *c, const sr_kernels *g, sr_kpool *con
 }
 
 /* Attention of M query rows (random, stride ld = w + pad) through both tables (ag: the device
- * copy of a's pointer fields) over pools P at `layer`: 1 unless every output row has the CPU's
- * bits. */
+ * copy of a's pointer fields) over pools P at `layer`, the device's in each of its two kernel
+ * forms (narrow, wide): 0 when every output row of both has the CPU's bits. */
 static int attn_both(const sr_kernels *c, const sr_kernels *g, const sr_kattn *a,
                      const sr_kattn *ag, const sr_kbatch *b, sr_kpool *const P[4], int layer,
                      int M, int w, int pad, float mag, const char *what)
@@ -574,12 +586,19 @@ static int attn_both(const sr_kernels *c, const sr_kernels *g, const sr_kattn *a
     float *q = rand_host(n, mag), *dq = dev(g, q, n);
     float *oc = malloc(n * sizeof(float)), *dout = g->alloc(n * sizeof(float));
     CU_ASSERT_EQUAL(c->attn(a, b, q, ld, P[0], P[1], layer, oc, ld), SR_OK);
-    CU_ASSERT_EQUAL(g->attn(ag, b, dq, ld, P[2], P[3], layer, dout, ld), SR_OK);
-    float *og = back(g, dout, n);
     int bad = 0;
-    for (int r = 0; r < M; r++)
-        bad += !agree(og + (size_t)r * ld, oc + (size_t)r * ld, (size_t)w, -1.0, what);
-    free(q); free(oc); free(og);
+    const int prev = attn_form(-1);
+    for (int form = 0; form < 2; form++) {
+        attn_form(form);
+        g->zero(dout, n * sizeof(float));
+        CU_ASSERT_EQUAL(g->attn(ag, b, dq, ld, P[2], P[3], layer, dout, ld), SR_OK);
+        float *og = back(g, dout, n);
+        for (int r = 0; r < M; r++)
+            bad += !agree(og + (size_t)r * ld, oc + (size_t)r * ld, (size_t)w, -1.0, what);
+        free(og);
+    }
+    attn_form(prev);
+    free(q); free(oc);
     g->free(dq); g->free(dout);
     return bad;
 }

@@ -46,9 +46,10 @@
  *            score sub-tile's area (as the pool stores them: 64 rows of 128 bf16 columns a
  *            tile), all threads loading a tile together (coalesced along the rows) before the
  *            chains run over it; head_dim above 2 NT keeps the direct per-column reads.
- *            Partial sums of a chunked row wait in the row's own output columns.
- *   staging  global loads in rounds (stage): each thread issues 16 independent loads before
- *            storing any (the plain loops before kept one for keys and four for values).
+ *            Partial sums of a chunked row wait in the row's own output columns. (The narrow
+ *            form reads each column's values directly instead, see attn_kernel.)
+ *   staging  global loads in rounds (stage): each thread issues 16 (the narrow form 4)
+ *            independent loads before storing any (a plain load-store loop keeps one).
  *
  * The per-row control records (computed on the host from sr_kbatch and the key ranges) travel
  * as kernel parameters, ATTN_ROWS rows per launch (a call of more rows is several launches of
@@ -61,8 +62,10 @@
 
 #include <cuda_fp16.h>
 #include <math.h>
+#include <atomic>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <type_traits>
 
 namespace {
@@ -77,6 +80,7 @@ constexpr int SMEM_LIMIT = 48 * 1024;      /* dynamic shared memory without an o
 constexpr int CAP_MAX = ((SMEM_LIMIT / (int)sizeof(float) - SMEM_FIXED) / TK) * TK;
 static_assert(CAP_MAX >= TK, "shared memory too small for one score tile");
 constexpr int LD_UK = 16, LD_UV = 16;     /* loads a thread issues before their stores (K, V) */
+constexpr int LD_NARROW = 4;               /* the same in the narrow form (attn_kernel) */
 constexpr int VT_BYTES = TD * KT_LD * (int)sizeof(float); /* the sub-tile's area, reused for V */
 
 /* One query row's control record (host-computed, a kernel parameter). */
@@ -165,7 +169,7 @@ __device__ __forceinline__ float dot_staged(const float *qt, const float *kt, in
 /* Score of key t0 + threadIdx.x of the row's range (meaningful when below tend; every thread
  * of the block must call it, it synchronizes). qh: the row's q for head h, [head_dim]; kb: the
  * slot's K rows at head g's columns. */
-template <int KD, bool REL>
+template <int KD, bool REL, int LD>
 __device__ __forceinline__ float tile_score(const attn_args &A, const attn_row &R, int h,
                                             const float *qh, const pool_t<KD> *kb, int t0,
                                             int tend, float *kt, float *qt)
@@ -183,7 +187,7 @@ __device__ __forceinline__ float tile_score(const attn_args &A, const attn_row &
         }
         /* element i: key t = i / TD, column i % TD (= lane_d: NT is a multiple of TD) */
         if (lane_d < dn)
-            stage<float, LD_UK>(
+            stage<float, LD>(
                 min(TK, tend - t0) * TD,
                 [&](int i) {
                     long long rr = (long long)R.krow0 + t0 + i / TD; /* < 2 rows: range <= rows */
@@ -203,7 +207,7 @@ __device__ __forceinline__ float tile_score(const attn_args &A, const attn_row &
             __syncthreads();
             if (tid < dn) qt[tid] = __fadd_rn(qh[d0 + tid], A.pos_v[(size_t)h * hd + d0 + tid]);
             if (lane_d < dn)
-                stage<float, LD_UK>(
+                stage<float, LD>(
                     min(TK, tend - t0) * TD,
                     [&](int i) { return pb[(size_t)(R.m0 + t0 + i / TD) * (size_t)A.ldr + d0 + lane_d]; },
                     [&](int i, float v) { kt[lane_d * KT_LD + i / TD] = v; });
@@ -276,13 +280,19 @@ __device__ __forceinline__ void values_staged(const attn_args &A, const attn_row
 
 /* One block per (query row, head): blockIdx.x = head h, rows blockIdx.y, + gridDim.y, ...
  * Dynamic shared memory: kt [TD][TK + 1], qt [TD], red [NT / 32], sc [cap] (floats).
- * __launch_bounds__(NT, 4): up to 128 registers a thread, room for the staging rounds' 16
- * values (ptxas, sm_80 / sm_90: 108-128 registers, no spills; (NT, 6) spilled 16-32 bytes and
- * (NT, 8) up to 52, and with (NT) alone ptxas squeezes some variants into 40 registers and
- * spills). Four blocks a multiprocessor, each thread with 16 loads in flight while staging:
- * 8,192 loads, against the 1,024 of the eight blocks of one load each before. */
-template <int KD, int VD, bool REL>
-__global__ void __launch_bounds__(NT, 4) attn_kernel(const attn_args A, const attn_ctl C)
+ * Two forms, the same operations in the same order (so the same bits), chosen per launch by
+ * its block count (attn_wide):
+ *   WIDE    __launch_bounds__(NT, 4): up to 128 registers a thread, room for the staging
+ *           rounds' 16 values (ptxas, sm_80 / sm_90: 108-128 registers, no spills; (NT, 6)
+ *           spilled 16-32 bytes and (NT, 8) up to 52). Four blocks a multiprocessor, each
+ *           thread with 16 loads in flight, values staged in tiles through shared memory.
+ *   narrow  __launch_bounds__(NT, 8): 64 registers (sm_90 without spills; sm_80 spills 24-48
+ *           bytes, as the single form before did), 4 loads in flight, values read directly
+ *           by each column's thread, no barrier between value tiles.
+ * The wide form was written for a batch-1 step's few blocks, but the device (H200) found the
+ * narrow one faster there too and at full launches, the wide one only in between (attn_wide). */
+template <int KD, int VD, bool REL, bool WIDE>
+__global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args A, const attn_ctl C)
 {
     extern __shared__ float smem[];
     float *kt = smem;
@@ -291,6 +301,7 @@ __global__ void __launch_bounds__(NT, 4) attn_kernel(const attn_args A, const at
     float *sc = red + NT / 32;
     const int tid = threadIdx.x, h = blockIdx.x, hd = A.hd;
     const int g = h / A.grp; /* the K/V head this query head reads */
+    constexpr int LD = WIDE ? LD_UK : LD_NARROW;
 
     for (int r = blockIdx.y; r < A.M; r += gridDim.y) {
         const attn_row R = C.rows[r];
@@ -310,7 +321,7 @@ __global__ void __launch_bounds__(NT, 4) attn_kernel(const attn_args A, const at
         /* pass 1: the maximum (and the scores, when they fit) */
         float m = -INFINITY;
         for (int t0 = 0; t0 < n; t0 += TK) {
-            float s = tile_score<KD, REL>(A, R, h, qh, kb, t0, n, kt, qt);
+            float s = tile_score<KD, REL, LD>(A, R, h, qh, kb, t0, n, kt, qt);
             if (t0 + tid < n) {
                 m = fmaxf(m, s); /* NaN skipped, as the CPU's s > m ? s : m */
                 if (keep) sc[t0 + tid] = s;
@@ -330,13 +341,13 @@ __global__ void __launch_bounds__(NT, 4) attn_kernel(const attn_args A, const at
             const bool last = c0 + cn == n;
             if (!keep)
                 for (int t0 = c0; t0 < c0 + cn; t0 += TK) {
-                    float s = tile_score<KD, REL>(A, R, h, qh, kb, t0, c0 + cn, kt, qt);
+                    float s = tile_score<KD, REL, LD>(A, R, h, qh, kb, t0, c0 + cn, kt, qt);
                     if (t0 + tid < c0 + cn) sc[t0 - c0 + tid] = s;
                 }
             __syncthreads(); /* scores of the chunk complete */
             for (int i = tid; i < cn; i += NT) sc[i] = sr_exp_poly(__fsub_rn(sc[i], m));
             __syncthreads(); /* weights of the chunk complete */
-            if (hd <= 2 * NT && VT_BYTES / (int)sizeof(pool_t<VD>) >= hd) { /* uniform */
+            if (WIDE && hd <= 2 * NT && VT_BYTES / (int)sizeof(pool_t<VD>) >= hd) { /* uniform */
                 float o0 = 0.0f, o1 = 0.0f; /* columns tid and tid + NT; earlier chunks' sums */
                 if (c0 > 0 && tid < hd) o0 = o[tid];
                 if (c0 > 0 && tid + NT < hd) o1 = o[tid + NT];
@@ -362,34 +373,88 @@ __global__ void __launch_bounds__(NT, 4) attn_kernel(const attn_args A, const at
     }
 }
 
+template <int KD, int VD, bool REL>
+void launch_form(bool wide, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
+{
+    if (wide)
+        attn_kernel<KD, VD, REL, true><<<grid, NT, smem>>>(A, C);
+    else
+        attn_kernel<KD, VD, REL, false><<<grid, NT, smem>>>(A, C);
+}
+
 template <int KD, int VD>
-void launch_rel(bool rel, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
+void launch_rel(bool rel, bool wide, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
 {
     if (rel)
-        attn_kernel<KD, VD, true><<<grid, NT, smem>>>(A, C);
+        launch_form<KD, VD, true>(wide, grid, smem, A, C);
     else
-        attn_kernel<KD, VD, false><<<grid, NT, smem>>>(A, C);
+        launch_form<KD, VD, false>(wide, grid, smem, A, C);
 }
 
 template <int KD>
-void launch_v(sr_dtype vd, bool rel, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
+void launch_v(sr_dtype vd, bool rel, bool wide, dim3 grid, size_t smem, const attn_args &A,
+              const attn_ctl &C)
 {
     switch (vd) {
-    case SR_F16: launch_rel<KD, SR_F16>(rel, grid, smem, A, C); break;
-    case SR_BF16: launch_rel<KD, SR_BF16>(rel, grid, smem, A, C); break;
-    default: launch_rel<KD, SR_F32>(rel, grid, smem, A, C); break;
+    case SR_F16: launch_rel<KD, SR_F16>(rel, wide, grid, smem, A, C); break;
+    case SR_BF16: launch_rel<KD, SR_BF16>(rel, wide, grid, smem, A, C); break;
+    default: launch_rel<KD, SR_F32>(rel, wide, grid, smem, A, C); break;
     }
 }
 
-void launch(sr_dtype kd, sr_dtype vd, bool rel, dim3 grid, size_t smem, const attn_args &A,
-            const attn_ctl &C)
+void launch(sr_dtype kd, sr_dtype vd, bool rel, bool wide, dim3 grid, size_t smem,
+            const attn_args &A, const attn_ctl &C)
 {
     switch (kd) {
-    case SR_F16: launch_v<SR_F16>(vd, rel, grid, smem, A, C); break;
-    case SR_BF16: launch_v<SR_BF16>(vd, rel, grid, smem, A, C); break;
-    default: launch_v<SR_F32>(vd, rel, grid, smem, A, C); break;
+    case SR_F16: launch_v<SR_F16>(vd, rel, wide, grid, smem, A, C); break;
+    case SR_BF16: launch_v<SR_BF16>(vd, rel, wide, grid, smem, A, C); break;
+    default: launch_v<SR_F32>(vd, rel, wide, grid, smem, A, C); break;
     }
 }
+
+/* The forms in use (kernels.h sr_cuda_attn_form): 0 narrow, 1 wide, 2 by launch size; the
+ * environment's SRKIT_CUDA_ATTN=narrow / wide is read once, a call overrides it. */
+std::atomic<int> attn_form_set{-1};
+int attn_form_env()
+{
+    static const int v = [] {
+        const char *e = getenv("SRKIT_CUDA_ATTN");
+        return e && !strcmp(e, "wide") ? 1 : e && !strcmp(e, "narrow") ? 0 : 2;
+    }();
+    return v;
+}
+
+/* The form of a launch of `blocks` blocks: wide from more than one block a multiprocessor up to
+ * the four a multiprocessor it keeps resident, narrow below and above. Measured (H200, srkit
+ * bench attn, docs/benchmarks.md): narrow is faster at one stream (Voxtral decoder 0.126
+ * against 0.175 ms, Whisper cross-attention 0.152 / 0.179, FastConformer 0.027 / 0.033) and at
+ * 64-256 streams of Voxtral and FastConformer (1,024-8,192 blocks: 0.558 / 1.010 ms at 64
+ * Voxtral streams), wide only in between (Whisper cross-attention at 64 streams, 384 blocks:
+ * 0.258 / 0.316 ms). Speed only: both forms give the same bits. */
+bool attn_wide(long long blocks)
+{
+    const int set = attn_form_set.load(), form = set >= 0 ? set : attn_form_env();
+    if (form != 2) return form == 1;
+    static const int sms = [] {
+        int dev = 0, n = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            n = 0;
+        return n > 0 ? n : 132;
+    }();
+    return blocks > sms && blocks <= 4LL * sms;
+}
+
+} /* namespace */
+
+extern "C" int sr_cuda_attn_form(int v)
+{
+    const int old = attn_form_set.load(), prev = old >= 0 ? old : attn_form_env();
+    if (v >= 0 && v <= 2) attn_form_set.store(v);
+    return prev;
+}
+
+namespace {
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -454,7 +519,7 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
         A.out = out + (size_t)r0 * (size_t)ldo;
         A.M = m;
         dim3 grid((unsigned)H, (unsigned)m); /* m <= ATTN_ROWS: within the grid's y limit */
-        launch(K->dtype, V->dtype, rel, grid, smem, A, C);
+        launch(K->dtype, V->dtype, rel, attn_wide((long long)H * m), grid, smem, A, C);
         if ((st = sr_cuda_launched("attn"))) return st;
     }
     return st;

@@ -68,8 +68,9 @@
  * are summed in warp order through shared memory, where the epilogue reads them. MT = 1, 2 or
  * 4 by M, NT = 1 for few rows (more blocks to stream the weight), 2 otherwise: the choice is
  * speed only, the bits are the same. A second form of it, with mma.sync operands loaded as
- * vectors straight into registers (SRKIT_CUDA_GEMM=mma; its own comment below), keeps the same
- * independence of rows with its own order of sums.
+ * vectors straight into registers (the default since it ran on a device; SRKIT_CUDA_GEMM=wmma
+ * selects the first; its own comment below), keeps the same independence of rows with its own
+ * order of sums.
  */
 #include "cuda_impl.h"
 
@@ -496,8 +497,8 @@ static void gemm_tc_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, 
  * kpad is a multiple of 16, so the last block may be half padding: its vectors past kpad read
  * as zero. Up to 16 rows, the kernel reads x's f32 rows itself and rounds them as tc_stage_x
  * would (the same operand bits): no staging launch and no scratch block per product, which at
- * one stream is most of the launches of a step. Selected by SRKIT_CUDA_GEMM=mma or
- * sr_cuda_gemm_kernel (kernels.h). */
+ * one stream is most of the launches of a step. The default; SRKIT_CUDA_GEMM=wmma or
+ * sr_cuda_gemm_kernel (kernels.h) selects the wmma form instead. */
 #define MMA_WARPS 8 /* warps of a block; 32-wide k blocks dealt among them */
 #define MMA_G 2     /* consecutive k blocks of a warp per round: 128 bytes of each weight row */
 
@@ -641,14 +642,15 @@ static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int 
                                                             bias, act, alpha, beta, y, ldy);
 }
 
-/* The bf16-product kernel in use: 0 the wmma form, 1 the mma form. The environment's choice is
- * read once; sr_cuda_gemm_kernel overrides it (tests, bench). */
+/* The bf16-product kernel in use: 0 the wmma form, 1 the mma form (the default: 1.1-1.8x the
+ * wmma form's speed at M 1-512 on an H200, docs/benchmarks.md). The environment's choice
+ * (SRKIT_CUDA_GEMM=wmma) is read once; sr_cuda_gemm_kernel overrides it (tests, bench). */
 static std::atomic<int> gemm_kernel_set{-1};
 static int gemm_kernel_env(void)
 {
     static const int v = [] {
         const char *e = getenv("SRKIT_CUDA_GEMM");
-        return e && !strcmp(e, "mma") ? 1 : 0;
+        return e && !strcmp(e, "wmma") ? 0 : 1;
     }();
     return v;
 }
@@ -666,7 +668,9 @@ extern "C" int sr_cuda_gemm_kernel(int v)
 static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                          sr_act act, float alpha, float beta, float *y, int ldy)
 {
-    /* the mma kernel reads up to 16 rows of x itself: no staging launch, no buffer */
+    /* the mma kernel reads up to 16 rows of x itself: no staging launch, no buffer. Two k blocks
+     * loaded ahead (DEPTH): 4 and 8 were no faster on an H200 (registers bound the bytes in
+     * flight; Voxtral mini-4b batch 1 RTF 0.145 / 0.152 / 0.188 at 2 / 4 / 8) */
     if (M <= 16 && sr_cuda_gemm_kernel(-1) == 1) {
         gemm_mma_launch<1, 2, true>(M, NULL, x, ldx, W, bias, act, alpha, beta, y, ldy);
         return sr_cuda_launched("gemm (bf16 products)");

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cmath>
+#include <algorithm>
 #include <vector>
 #include <cstdint>
 extern "C" {
@@ -15,6 +16,7 @@ extern "C" {
 }
 sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                        const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo);
+extern "C" int sr_cuda_attn_form(int v);
 static uint64_t rng = 7;
 static float rnd() { rng = rng * 6364136223846793005ULL + 1442695040888963407ULL; return (float)((double)(uint32_t)(rng >> 40) / (double)(1u << 24) * 2.0 - 1.0); }
 static int rndi(int n) { return (int)((rnd() + 1.0f) * 0.5f * (float)n) % (n > 0 ? n : 1); }
@@ -74,18 +76,22 @@ int main()
         std::vector<float> q((size_t)M * ld), oc((size_t)M * ld, 1.0f), oe((size_t)M * ld, 2.0f);
         for (auto &x : q) x = rnd();
         sr_status s1 = c->attn(&a, &b, q.data(), ld, K, V, 0, oc.data(), ld);
-        sr_status s2 = sr_cuda_attn(&a, &b, q.data(), ld, K, V, 0, oe.data(), ld);
-        int bad = 0;
-        double md = 0;
-        for (int r = 0; r < M; r++)
-            for (int j = 0; j < w; j++) {
-                float x = oc[(size_t)r * ld + j], y = oe[(size_t)r * ld + j];
-                if (memcmp(&x, &y, 4)) { bad++; md = fmax(md, fabs((double)x - y)); }
-            }
-        printf("dtype %-4s heads %d/%d head_dim %3d ring %4d rel %d rows %3d: %d of %d differ (max %.3g)%s\n",
-               sr_dtype_name(k.dt), k.H, k.G, k.hd, k.rows, k.rel, M, bad, M * w, md,
-               s1 || s2 ? " (an error)" : "");
-        total_bad += bad + (s1 != 0) + (s2 != 0);
+        for (int form = 0; form < 2; form++) { /* narrow, wide: the same bits */
+            sr_cuda_attn_form(form);
+            std::fill(oe.begin(), oe.end(), 2.0f);
+            sr_status s2 = sr_cuda_attn(&a, &b, q.data(), ld, K, V, 0, oe.data(), ld);
+            int bad = 0;
+            double md = 0;
+            for (int r = 0; r < M; r++)
+                for (int j = 0; j < w; j++) {
+                    float x = oc[(size_t)r * ld + j], y = oe[(size_t)r * ld + j];
+                    if (memcmp(&x, &y, 4)) { bad++; md = fmax(md, fabs((double)x - y)); }
+                }
+            printf("%-6s dtype %-4s heads %d/%d head_dim %3d ring %4d rel %d rows %3d: %d of %d differ (max %.3g)%s\n",
+                   form ? "wide" : "narrow", sr_dtype_name(k.dt), k.H, k.G, k.hd, k.rows, k.rel, M, bad,
+                   M * w, md, s1 || s2 ? " (an error)" : "");
+            total_bad += bad + (s1 != 0) + (s2 != 0);
+        }
         sr_kpool_free(c, K);
         sr_kpool_free(c, V);
     }
