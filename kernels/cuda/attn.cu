@@ -435,14 +435,8 @@ bool attn_wide(long long blocks)
 {
     const int set = attn_form_set.load(), form = set >= 0 ? set : attn_form_env();
     if (form != 2) return form == 1;
-    static const int sms = [] {
-        int dev = 0, n = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            n = 0;
-        return n > 0 ? n : 132;
-    }();
-    return blocks > sms && blocks <= 4LL * sms;
+    const long long sms = sr_cuda_sm_count() > 0 ? sr_cuda_sm_count() : 132; /* an H100's */
+    return blocks > sms && blocks <= 4 * sms;
 }
 
 } /* namespace */

@@ -87,6 +87,20 @@ static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
 }
 
 cudaError_t sr_cuda_malloc(void **p, size_t bytes) { return dev_malloc(p, bytes, false); }
+
+int sr_cuda_sm_count(void)
+{
+    static const int count = [] {
+        int dev = 0, v = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        return v;
+    }();
+    return count;
+}
 cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes) { return dev_malloc(p, bytes, true); }
 
 void sr_cuda_free(void *p)

@@ -31,6 +31,10 @@ cudaError_t sr_cuda_malloc(void **p, size_t bytes);
 cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes);
 void sr_cuda_free(void *p);
 
+/* Multiprocessors of the current device, queried once (0 if the query fails; its error is
+ * cleared). For launch shapes only: speed, never results. */
+int sr_cuda_sm_count(void);
+
 /* The grid's y and z extents are limited to 65535 blocks; kernels loop past it. */
 #define SR_CUDA_GRID_Y(n) ((n) < 65535 ? (n) : 65535)
 

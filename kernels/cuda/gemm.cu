@@ -694,21 +694,6 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     return st;
 }
 
-/* Multiprocessors of the current device (queried once; 0 if the query fails). */
-static int sm_count(void)
-{
-    static const int count = [] {
-        int dev = 0, v = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return 0;
-        }
-        return v;
-    }();
-    return count;
-}
-
 /* The wide tile once its blocks occupy a third of the multiprocessors: it does 16 fused
  * multiply-adds per two shared loads, the skinny one 4, so even a partly filled device runs it
  * faster; below that (and always for M <= 16) the skinny tile's many small blocks. Speed only
@@ -718,7 +703,7 @@ static bool gemm_pick_wide(int M, int N)
     if (M <= TileSkinny::BM) return false;
     long tiles = (long)((M + TileWide::BM - 1) / TileWide::BM) *
                  (long)((N + TileWide::BN - 1) / TileWide::BN);
-    int sms = sm_count();
+    int sms = sr_cuda_sm_count();
     return 3 * tiles >= (sms > 0 ? sms : 1);
 }
 

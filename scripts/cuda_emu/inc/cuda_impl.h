@@ -140,6 +140,7 @@ inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
 enum { cudaDevAttrMultiProcessorCount = 16 };
 inline cudaError_t cudaDeviceGetAttribute(int *v, int, int) { *v = 132; return cudaSuccess; }
 inline void sr_cuda_free(void *p) { free(p); }
+inline int sr_cuda_sm_count(void) { int v = 0; cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0); return v; }
 inline sr_status sr_cuda_fail(const char *what, cudaError_t) { return sr_error(SR_ERR_DEVICE, "%s: emulated failure", what); }
 inline sr_status sr_cuda_launched(const char *) { return SR_OK; }
 #define SR_CUDA_GRID_Y(n) ((n) < 65535 ? (n) : 65535)
