@@ -412,16 +412,25 @@ void launch(sr_dtype kd, sr_dtype vd, bool rel, bool wide, dim3 grid, size_t sme
     }
 }
 
-/* The forms in use (kernels.h sr_cuda_attn_form): 0 narrow, 1 wide, 2 by launch size; the
- * environment's SRKIT_CUDA_ATTN=narrow / wide is read once, a call overrides it. */
-std::atomic<int> attn_form_set{-1};
-int attn_form_env()
+} /* namespace */
+
+/* The forms in use: 0 narrow, 1 wide, 2 by launch size; the environment's SRKIT_CUDA_ATTN=narrow
+ * / wide is read once, a call overrides it. */
+static std::atomic<int> attn_form_set{-1};
+static int attn_form_env()
 {
     static const int v = [] {
         const char *e = getenv("SRKIT_CUDA_ATTN");
         return e && !strcmp(e, "wide") ? 1 : e && !strcmp(e, "narrow") ? 0 : 2;
     }();
     return v;
+}
+
+extern "C" int sr_cuda_attn_form(int v)
+{
+    const int old = attn_form_set.load(), prev = old >= 0 ? old : attn_form_env();
+    if (v >= 0 && v <= 2) attn_form_set.store(v);
+    return prev;
 }
 
 /* The form of a launch of `blocks` blocks: wide from more than one block a multiprocessor up to
@@ -431,21 +440,13 @@ int attn_form_env()
  * 64-256 streams of Voxtral and FastConformer (1,024-8,192 blocks: 0.558 / 1.010 ms at 64
  * Voxtral streams), wide only in between (Whisper cross-attention at 64 streams, 384 blocks:
  * 0.258 / 0.316 ms). Speed only: both forms give the same bits. */
-bool attn_wide(long long blocks)
+static bool attn_wide(long long blocks)
 {
-    const int set = attn_form_set.load(), form = set >= 0 ? set : attn_form_env();
+    const int form = sr_cuda_attn_form(-1);
     if (form != 2) return form == 1;
-    const long long sms = sr_cuda_sm_count() > 0 ? sr_cuda_sm_count() : 132; /* an H100's */
+    const int n = sr_cuda_sm_count();
+    const long long sms = n > 0 ? n : 132; /* unknown: an H100's */
     return blocks > sms && blocks <= 4 * sms;
-}
-
-} /* namespace */
-
-extern "C" int sr_cuda_attn_form(int v)
-{
-    const int old = attn_form_set.load(), prev = old >= 0 ? old : attn_form_env();
-    if (v >= 0 && v <= 2) attn_form_set.store(v);
-    return prev;
 }
 
 namespace {
