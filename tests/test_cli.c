@@ -225,6 +225,12 @@ static void test_bench_gemm(void)
 {
     expect(runf("bench gemm --threads 1"), 0, "GFLOP/s", "bench gemm");
     expect(runf("bench gemm --device tpu"), 1, "tpu", "bench on an unknown device");
+    /* the tensor-core table alone is the CUDA table's: on the CPU a usage error naming it */
+    expect(runf("bench gemm --tensor-cores"), 2, "--tensor-cores needs --device cuda", "bench gemm --tensor-cores on cpu");
+    /* --keys: every shape over that many keys; out of range a usage error */
+    CU_ASSERT_EQUAL(runf("bench attn --threads 1 --streams 1 --keys 40"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "      1     1     40  32/8    128 |"));
+    expect(runf("bench attn --keys 0"), 2, "--keys 0 out of 1..8192", "bench attn --keys 0");
     /* attn: fused vs unfused at the three families' shapes; their outputs agree */
     int rc = runf("bench attn --threads 1 --streams 2");
     CU_ASSERT_EQUAL(rc, 0);

@@ -893,6 +893,7 @@ typedef struct {
     const float *x;
     float *y;
     int tc_kernel; /* CUDA bf16 products: 0 wmma, 1 mma (sr_cuda_gemm_kernel); -1 as set */
+    int burst;     /* calls per timing, back to back, one wait after the last (0 or 1: alone) */
 } bench_gemm_case;
 
 /* The CUDA table's bf16-product kernel for one timed call (-1: leave it). */
@@ -907,7 +908,10 @@ static void bench_tc_kernel(int v)
 
 /* Median seconds per call of each of n cases (into med[]), timed round-robin (case 0, 1, ...,
  * then again) so that a change in machine load hits all of them alike; one untimed warm-up
- * round first. 0, or -1 when a call failed. */
+ * round first. A case with burst b > 1 is timed over b calls issued back to back (the weight
+ * copies rotating) and one wait: on an asynchronous table that hides each call's launch and
+ * wait behind the previous call, as inside a model's step, where a call timed alone pays both.
+ * 0, or -1 when a call failed. */
 static int bench_gemm_medians(const bench_gemm_case *c, int n, int reps, double *med)
 {
     enum { MAXR = 64, MAXC = 4 };
@@ -917,19 +921,23 @@ static int bench_gemm_medians(const bench_gemm_case *c, int n, int reps, double 
     for (int r = -1; r < reps; r++)
         for (int i = 0; i < n; i++) {
             const bench_gemm_case *b = &c[i];
-            int w = (r + 1) % b->copies;
+            const int burst = b->burst > 1 ? b->burst : 1;
             bench_tc_kernel(b->tc_kernel);
             double t0 = now_s();
-            sr_status st = b->W ? b->k->gemm(b->M, b->x, b->K, b->W[w], NULL, SR_ACT_NONE, 1.0f,
-                                             0.0f, b->y, b->N)
-                                : b->k->sgemm(0, 1, b->M, b->N, b->K, 1.0f, b->x, b->K, b->B[w],
-                                              b->K, 0.0f, b->y, b->N);
+            sr_status st = SR_OK;
+            for (int j = 0; j < burst && !st; j++) {
+                int w = (int)(((long)(r + 1) * burst + j) % b->copies);
+                st = b->W ? b->k->gemm(b->M, b->x, b->K, b->W[w], NULL, SR_ACT_NONE, 1.0f, 0.0f,
+                                       b->y, b->N)
+                          : b->k->sgemm(0, 1, b->M, b->N, b->K, 1.0f, b->x, b->K, b->B[w], b->K,
+                                        0.0f, b->y, b->N);
+            }
             b->k->sync();
             if (st) {
                 fail(st, b->W ? "gemm" : "sgemm");
                 return -1;
             }
-            if (r >= 0) t[i][r] = now_s() - t0;
+            if (r >= 0) t[i][r] = (now_s() - t0) / burst;
         }
     for (int i = 0; i < n; i++) {
         qsort(t[i], (size_t)reps, sizeof t[i][0], cmp_double);
@@ -942,14 +950,14 @@ static int bench_gemm_medians(const bench_gemm_case *c, int n, int reps, double 
  * CPU: sgemv at M = 1) on one N x K weight for the row counts of streaming decoding: GB/s of
  * weight bytes read per call (the bound at small M is the memory bandwidth: sgemv's figure at
  * M = 1), then the Whisper encoder's big products (M = 1500) as GFLOP/s. */
-static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_note)
+static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_note, int tc_only)
 {
     if (!k->gemm || !k->weight_create || !k->weight_free) {
         printf("(gemm op: the %s table has none yet)\n", k->name);
         return 0;
     }
     static const int Ms[] = {1, 2, 4, 8, 16, 32, 64};
-    enum { MAXM = 64, REPS = 15 };
+    enum { MAXM = 64, REPS = 15, TC_BURST = 16 };
     const size_t llc_plus = (size_t)128 << 20; /* more than any last-level cache here */
     const size_t nw = (size_t)N * K;
     int copies = (int)((llc_plus + nw * 2 - 1) / (nw * 2)); /* for the 2-byte weight */
@@ -992,12 +1000,12 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
            strcmp(k->name, "cpu") ? k->name : sr_cpu_gemm_bf16_path());
     printf("%4s | %10s %8s | %10s %8s | %10s %8s | %10s %8s %-6s\n", "M", "op f32 ms", "GB/s",
            "bf16 wid.", "GB/s", "bf16xbf16", "GB/s", "sgemm ms", "GB/s", "");
-    for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
+    for (size_t i = 0; i < sizeof Ms / sizeof Ms[0] && !tc_only; i++) {
         int M = Ms[i];
-        bench_gemm_case c[4] = {{k, M, N, K, copies_f, Wf, NULL, x, y, -1},
-                                {k, M, N, K, copies, Wb, NULL, x, y, -1},
-                                {k, M, N, K, copies, Wd, NULL, x, y, -1},
-                                {k, M, N, K, copies_f, NULL, B, x, y, -1}};
+        bench_gemm_case c[4] = {{k, M, N, K, copies_f, Wf, NULL, x, y, -1, 1},
+                                {k, M, N, K, copies, Wb, NULL, x, y, -1, 1},
+                                {k, M, N, K, copies, Wd, NULL, x, y, -1, 1},
+                                {k, M, N, K, copies_f, NULL, B, x, y, -1, 1}};
         double med[4];
         if (bench_gemm_medians(c, 4, REPS, med)) goto out;
         double tf = med[0], tb = med[1], td = med[2], ts = med[3];
@@ -1021,25 +1029,33 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
         for (size_t i = 0; i < (size_t)512 * K; i++) hxt[i] = (float)((i * 131) % 997) / 997.0f - 0.5f;
         k->upload(xt, hxt, (size_t)512 * K * sizeof(float));
         printf("\nbf16 x bf16 on the tensor cores: the wmma kernel (SRKIT_CUDA_GEMM=wmma) against the "
-               "mma kernel (default)\n%4s | %10s %8s %9s | %10s %8s %9s | %6s\n", "M", "wmma ms",
-               "GB/s", "TFLOP/s", "mma ms", "GB/s", "TFLOP/s", "ratio");
+               "mma kernel (default), each call timed alone (launch to wait); then the mma kernel\n"
+               "in runs of %d calls back to back (one wait: the launches hidden, as in a step)\n"
+               "%4s | %10s %8s %9s | %10s %8s %9s | %6s | %10s %8s\n", TC_BURST, "M", "wmma ms",
+               "GB/s", "TFLOP/s", "mma ms", "GB/s", "TFLOP/s", "ratio", "mma run ms", "GB/s");
         int bad = 0;
         for (size_t i = 0; i < sizeof Mt / sizeof Mt[0] && !bad; i++) {
             int M = Mt[i];
-            bench_gemm_case c[2] = {{k, M, N, K, copies, Wd, NULL, xt, yt, 0},
-                                    {k, M, N, K, copies, Wd, NULL, xt, yt, 1}};
-            double med[2];
-            if (bench_gemm_medians(c, 2, REPS, med)) { bad = 1; break; }
+            bench_gemm_case c[3] = {{k, M, N, K, copies, Wd, NULL, xt, yt, 0, 1},
+                                    {k, M, N, K, copies, Wd, NULL, xt, yt, 1, 1},
+                                    {k, M, N, K, copies, Wd, NULL, xt, yt, 1, TC_BURST}};
+            double med[3];
+            if (bench_gemm_medians(c, 3, REPS, med)) { bad = 1; break; }
             double fl = 2.0 * M * (double)nw;
-            printf("%4d | %10.3f %8.2f %9.2f | %10.3f %8.2f %9.2f | %6.2f\n", M, med[0] * 1e3,
-                   nw * 2.0 / med[0] / 1e9, fl / med[0] / 1e12, med[1] * 1e3, nw * 2.0 / med[1] / 1e9,
-                   fl / med[1] / 1e12, med[0] / med[1]);
+            printf("%4d | %10.3f %8.2f %9.2f | %10.3f %8.2f %9.2f | %6.2f | %10.3f %8.2f\n", M,
+                   med[0] * 1e3, nw * 2.0 / med[0] / 1e9, fl / med[0] / 1e12, med[1] * 1e3,
+                   nw * 2.0 / med[1] / 1e9, fl / med[1] / 1e12, med[0] / med[1], med[2] * 1e3,
+                   nw * 2.0 / med[2] / 1e9);
         }
         sr_cuda_gemm_kernel(prev);
         k->free(xt), k->free(yt), free(hxt);
         if (bad) goto out;
     }
 #endif
+    if (tc_only) {
+        rc = 0;
+        goto out;
+    }
     /* Whisper encoder products (base / small widths at 30 s: 1500 frames): compute-bound */
     static const int big[][3] = {{1500, 1536, 384}, {1500, 384, 1536}, {1500, 2048, 512}, {1500, 512, 2048}};
     printf("\nbig M (Whisper encoder MLP, f32): op vs sgemm\n");
@@ -1061,8 +1077,8 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
         }
         double med[2] = {-1, -1};
         if (ok) {
-            bench_gemm_case c[2] = {{k, M, n, kk, 1, &bW, NULL, bx, by, -1},
-                                    {k, M, n, kk, 1, NULL, &bB, bx, by, -1}};
+            bench_gemm_case c[2] = {{k, M, n, kk, 1, &bW, NULL, bx, by, -1, 1},
+                                    {k, M, n, kk, 1, NULL, &bB, bx, by, -1, 1}};
             ok = bench_gemm_medians(c, 2, 7, med) == 0;
         }
         double to = med[0], ts = med[1];
@@ -1093,8 +1109,9 @@ out:
 }
 
 /* `srkit bench gemm`: the table's sgemm at typical shapes, then the op set's gemm against it
- * (weight N x K; 0 = 4096). */
-static int bench_gemm(const char *device, int threads, int N, int K)
+ * (weight N x K; 0 = 4096); tc_only (--tensor-cores, CUDA only): just the table of the two
+ * tensor-core kernels of bf16 products, for timing a model's own shapes quickly. */
+static int bench_gemm(const char *device, int threads, int N, int K, int tc_only)
 {
     const sr_kernels *k = NULL;
     sr_status st = sr_kernels_select(device, &k);
@@ -1103,8 +1120,12 @@ static int bench_gemm(const char *device, int threads, int N, int K)
     char note[64];
     if (threads > 0) snprintf(note, sizeof note, "%d threads", threads);
     else snprintf(note, sizeof note, "default threads");
-    int rc = bench_sgemm_shapes(k);
-    if (!rc) rc = bench_gemm_op(k, N > 0 ? N : 4096, K > 0 ? K : 4096, note);
+    if (tc_only && strcmp(k->name, "cuda")) {
+        fprintf(stderr, "srkit bench gemm: --tensor-cores needs --device cuda\n");
+        return EXIT_USAGE;
+    }
+    int rc = tc_only ? 0 : bench_sgemm_shapes(k);
+    if (!rc) rc = bench_gemm_op(k, N > 0 ? N : 4096, K > 0 ? K : 4096, note, tc_only);
     return rc;
 }
 
@@ -1238,7 +1259,9 @@ out:
     return rc;
 }
 
-static int bench_attn(const char *device, int threads, const int *streams, int n_streams)
+/* keys > 0: every shape attends over that many keys instead of its own (the forms of the CUDA
+ * kernel compared over range lengths) */
+static int bench_attn(const char *device, int threads, const int *streams, int n_streams, int keys)
 {
     const sr_kernels *k = NULL;
     sr_status st = sr_kernels_select(device, &k);
@@ -1258,8 +1281,8 @@ static int bench_attn(const char *device, int threads, const int *streams, int n
         printf("\n%s\nstreams  rows   keys heads  dim |  fused ms  unfused ms | unfused/fused | "
                "fused GB/s | max |diff|\n", shapes[i].what);
         for (int j = 0; j < n_streams && !rc; j++)
-            rc = bench_attn_one(k, streams[j], shapes[i].R, shapes[i].L, shapes[i].H, shapes[i].G,
-                                shapes[i].D, 7);
+            rc = bench_attn_one(k, streams[j], shapes[i].R, keys > 0 ? keys : shapes[i].L, shapes[i].H,
+                                shapes[i].G, shapes[i].D, 7);
     }
     return rc;
 }
@@ -1970,8 +1993,8 @@ static int bench_align(int argc, char **argv)
 }
 
 static const char BENCH_USAGE[] =
-    "usage: srkit bench gemm [--device cpu|cuda] [--threads N] [--n N] [--k K]\n"
-    "       srkit bench attn [--device cpu|cuda] [--threads N] [--streams N ...]\n"
+    "usage: srkit bench gemm [--device cpu|cuda] [--threads N] [--n N] [--k K] [--tensor-cores]\n"
+    "       srkit bench attn [--device cpu|cuda] [--threads N] [--streams N ...] [--keys L]\n"
     "       srkit bench --model MODEL.h5 --audio A [--audio B ...] [--stream JSON] [options]\n"
     "       srkit bench stream MODEL.h5 AUDIO... [options]\n"
     "       srkit bench --streams N [--separate] [--realtime] --model MODEL.h5 --audio A [options]\n"
@@ -2105,9 +2128,9 @@ static int bench_all(int argc, char **argv)
     bench_args b;
     int r = bench_parse(argc, argv, &b);
     if (r) { bench_args_free(&b); return r < 0 ? EXIT_USAGE : 0; }
-    int rc = bench_gemm(b.o.mo.device ? b.o.mo.device : "cpu", b.o.mo.threads, 0, 0);
+    int rc = bench_gemm(b.o.mo.device ? b.o.mo.device : "cpu", b.o.mo.threads, 0, 0, 0);
     const sr_kernels *k;
-    if (sr_kernels_cuda(&k) == SR_OK) rc |= bench_gemm("cuda", 0, 0, 0);
+    if (sr_kernels_cuda(&k) == SR_OK) rc |= bench_gemm("cuda", 0, 0, 0, 0);
     else printf("(cuda gemm skipped: %s)\n", sr_last_error());
     if (!b.model || access(b.model, R_OK) != 0) {
         printf("(streaming benchmarks skipped: model %s not found; `make models` fetches it)\n",
@@ -2145,23 +2168,31 @@ static int cmd_bench(int argc, char **argv)
     if (!strcmp(argv[0], "--all")) return bench_all(argc - 1, argv + 1);
     if (!strcmp(argv[0], "gemm")) {
         const char *device = "cpu";
-        int threads = 0, n = 0, kk = 0;
+        int threads = 0, n = 0, kk = 0, tc_only = 0;
         for (int i = 1; i < argc; i++) {
             if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+            else if (!strcmp(argv[i], "--tensor-cores")) tc_only = 1;
             else if (!strcmp(argv[i], "--threads") && i + 1 < argc) { if (parse_int("--threads", argv[++i], &threads)) return EXIT_USAGE; }
             else if (!strcmp(argv[i], "--n") && i + 1 < argc) { if (parse_int("--n", argv[++i], &n)) return EXIT_USAGE; }
             else if (!strcmp(argv[i], "--k") && i + 1 < argc) { if (parse_int("--k", argv[++i], &kk)) return EXIT_USAGE; }
             else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf("%s", BENCH_USAGE); return 0; }
             else { fprintf(stderr, "srkit bench gemm: unknown argument %s\n", argv[i]); return EXIT_USAGE; }
         }
-        return bench_gemm(device, threads, n, kk);
+        return bench_gemm(device, threads, n, kk, tc_only);
     }
     if (!strcmp(argv[0], "attn")) {
         const char *device = "cpu";
-        int threads = 0, ns = 0, streams[16];
+        int threads = 0, ns = 0, streams[16], keys = 0;
         for (int i = 1; i < argc; i++) {
             if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
             else if (!strcmp(argv[i], "--threads") && i + 1 < argc) { if (parse_int("--threads", argv[++i], &threads)) return EXIT_USAGE; }
+            else if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
+                if (parse_int("--keys", argv[++i], &keys)) return EXIT_USAGE;
+                if (keys < 1 || keys > 8192) {
+                    fprintf(stderr, "srkit bench attn: --keys %d out of 1..8192\n", keys);
+                    return EXIT_USAGE;
+                }
+            }
             else if (!strcmp(argv[i], "--streams") && i + 1 < argc) {
                 if (ns == 16) { fprintf(stderr, "srkit bench attn: at most 16 --streams\n"); return EXIT_USAGE; }
                 if (parse_int("--streams", argv[++i], &streams[ns])) return EXIT_USAGE;
@@ -2179,7 +2210,7 @@ static int cmd_bench(int argc, char **argv)
             streams[ns++] = 8;
             streams[ns++] = 64;
         }
-        return bench_attn(device, threads, streams, ns);
+        return bench_attn(device, threads, streams, ns, keys);
     }
     if (argv[0][0] == '-') return bench_stream(argc, argv); /* --model M --audio A ... */
     fprintf(stderr, "srkit bench: unknown benchmark %s\n%s", argv[0], BENCH_USAGE);
