@@ -980,13 +980,14 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
     /* f32 copies: half as many hold as many bytes as the bf16 ones */
     int copies_f = (copies + 1) / 2;
     sr_status st;
+    /* --tensor-cores times the bf16-product weights alone: the others are not made */
     for (int c = 0; c < copies; c++) {
-        if ((st = k->weight_create(hb, SR_BF16, N, K, NULL, SR_KMUL_EXACT, &Wb[c])) ||
+        if ((!tc_only && (st = k->weight_create(hb, SR_BF16, N, K, NULL, SR_KMUL_EXACT, &Wb[c]))) ||
             (st = k->weight_create(hb, SR_BF16, N, K, NULL, SR_KMUL_BF16, &Wd[c]))) {
             fail(st, "weight_create");
             goto out;
         }
-        if (c < copies_f) {
+        if (c < copies_f && !tc_only) {
             if ((st = k->weight_create(hw, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wf[c]))) { fail(st, "weight_create"); goto out; }
             if (!(B[c] = k->alloc(nw * sizeof(float)))) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
             k->upload(B[c], hw, nw * sizeof(float));
@@ -995,11 +996,13 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
     printf("\ngemm op on %s vs sgemm: weight %d x %d (f32 %.0f MiB, bf16 %.0f MiB; %d / %d copies "
            "rotated so every call reads from memory), %s, median of %d calls taken in turn\n", k->name, N, K,
            nw * 4.0 / 1048576.0, nw * 2.0 / 1048576.0, copies_f, copies, threads_note, REPS);
-    printf("GB/s = weight bytes / time (f32: 4 bytes per weight, bf16: 2); bf16 widened: exact\n"
-           "products (precision f32), bf16 x bf16: activations rounded to bf16 (precision bf16, %s)\n",
-           strcmp(k->name, "cpu") ? k->name : sr_cpu_gemm_bf16_path());
-    printf("%4s | %10s %8s | %10s %8s | %10s %8s | %10s %8s %-6s\n", "M", "op f32 ms", "GB/s",
-           "bf16 wid.", "GB/s", "bf16xbf16", "GB/s", "sgemm ms", "GB/s", "");
+    if (!tc_only) {
+        printf("GB/s = weight bytes / time (f32: 4 bytes per weight, bf16: 2); bf16 widened: exact\n"
+               "products (precision f32), bf16 x bf16: activations rounded to bf16 (precision bf16, %s)\n",
+               strcmp(k->name, "cpu") ? k->name : sr_cpu_gemm_bf16_path());
+        printf("%4s | %10s %8s | %10s %8s | %10s %8s | %10s %8s %-6s\n", "M", "op f32 ms", "GB/s",
+               "bf16 wid.", "GB/s", "bf16xbf16", "GB/s", "sgemm ms", "GB/s", "");
+    }
     for (size_t i = 0; i < sizeof Ms / sizeof Ms[0] && !tc_only; i++) {
         int M = Ms[i];
         bench_gemm_case c[4] = {{k, M, N, K, copies_f, Wf, NULL, x, y, -1, 1},
