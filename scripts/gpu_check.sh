@@ -132,7 +132,11 @@ fi
 # had not finished it after 200 s of suites and benches)
 if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
     V=/tmp/m/vx.h5
+    # batch 1 with the rule's attention form (narrow at one stream) and with the wide one, in
+    # turn and twice (the fourth session's H100 saw wide faster end to end in one run each,
+    # against the isolated kernel times)
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
+    B 40 SRKIT_CUDA_ATTN=wide srkit bench $C --model $V --audio $A --max-ms 10000
     # max_seconds: each stream's decoder ring for 30 s of audio instead of 8,192 positions
     # (64 whole-window streams need 82 GB of state: more than an H100 holds)
     VS='{"cache_dtype": "bf16", "max_seconds": 30}'
@@ -158,7 +162,8 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
             SRKIT_PROFILE=$mode timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 24
         fi
     done
-    # the attention form at one stream (wide against the rule's narrow), the base build, 3 s streams
+    # the second turn of the two forms at one stream, the base build, 3 s streams
+    B 40 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_ATTN=wide srkit bench $C --model $V --audio $A --max-ms 10000
     [ -n "$BASE" ] && B 40 "$BASE" bench $C --model $V --audio $A --max-ms 10000
     B 45 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 3000
