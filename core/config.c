@@ -52,6 +52,7 @@ void sr_stream_config_init(sr_stream_config *c)
     c->repetition_guard = 1;
     c->cache_dtype = NULL;
     c->max_seconds = 0;
+    c->final_steps = 0;
 }
 
 /* ---- the schema --------------------------------------------------------------------------- */
@@ -109,6 +110,7 @@ static const field_def FIELDS[] = {
     {"stream", "repetition_guard", "stream.repetition_guard", K_BOOL, 0, NULL,
      OFF(stream.repetition_guard), 0},
     {"stream", "max_seconds", "stream.max_seconds", K_INT, 0, NULL, OFF(stream.max_seconds), SR_MAX_SECONDS_MAX},
+    {"stream", "final_steps", "stream.final_steps", K_INT, 0, NULL, OFF(stream.final_steps), SR_FINAL_STEPS_MAX},
     {"data", "format", "data.format", K_ENUM, 0, FORMATS, OFF(data.format), 0},
     {"data", "path", "data.path", K_STR, 0, NULL, OFF(data.path), 0},
     {"data", "limit", "data.limit", K_INT, 0, NULL, OFF(data.limit), 1e9},

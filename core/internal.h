@@ -46,6 +46,7 @@ void sr_error_clear(void);
 #define SR_ATT_CONTEXT_MAX 100000
 #define SR_DELAY_TOKENS_MAX 10000
 #define SR_MAX_SECONDS_MAX 86400    /* max_seconds: 0 (unbounded) .. a day */
+#define SR_FINAL_STEPS_MAX 100000   /* final_steps: 0 (all at once) .. */
 
 /* SR_ERR_ARG naming the field (stream.chunk_ms, ...) when a value of c is outside its range. */
 sr_status sr_stream_config_check(const sr_stream_config *c);

@@ -210,6 +210,10 @@ typedef struct sr_decoder_ops {
      * stream: no thread hand-off per scorer call. */
     void (*update_batch)(void *const *state, const sr_scorer *const *sc, const int *final,
                          sr_hyp *const *h, int count, sr_status *st);
+    /* Optional: nonzero when the last update was final and stopped at stream.final_steps with
+     * steps left; the engine then calls update (final = 1, no new audio) again in each later
+     * step until this is 0. NULL: a final update always runs whole. */
+    int (*pending)(const void *state);
     void (*reset)(void *state);
     void (*close)(void *state);
     size_t (*state_bytes)(const void *state);

@@ -199,6 +199,13 @@ typedef struct sr_stream_config {
                               of audio (a feed past it fails with SR_ERR_ARG naming the field),
                               and a backend may size per-stream caches by it (Voxtral's decoder
                               K/V: the positions of N s instead of the model's whole window) */
+    int final_steps;       /* 0 (default): a stream's final decoder update runs whole in the
+                              engine step of its last chunk. N: at most N decoder steps of it per
+                              engine step (sync_greedy: Voxtral's flush, one step a frame); the
+                              rest runs in the following steps beside the other streams' chunks,
+                              which then wait for N steps instead of all of them. The tokens are
+                              the same; the final result comes later (sync_greedy only: the
+                              other decoders run their final update whole) */
 } sr_stream_config;
 
 void sr_stream_config_init(sr_stream_config *c);
@@ -323,8 +330,9 @@ void sr_engine_free(sr_engine *e);
 sr_status sr_engine_open(sr_engine *e, sr_stream **out);
 
 /* One step: the next chunk of every stream that has one ready (a whole chunk queued, or after
- * finish the remainder), as one batch; *n_chunks (may be NULL) gets the number of chunks run
- * (0: none was ready). A failure inside the step marks the streams it concerns failed (a
+ * finish the remainder), as one batch, and the next stream.final_steps decoder steps of every
+ * stream whose final update is still going on (it takes no chunk until done); *n_chunks (may
+ * be NULL) gets the number of streams stepped (0: none was ready). A failure inside the step marks the streams it concerns failed (a
  * backend failure: every stream of the batch; a decoder failure: that stream), returns the
  * first failure naming the stream's slot, and the other streams' chunks still complete. A
  * failed stream answers feed / finish with its error until reset. */
@@ -332,11 +340,13 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks);
 /* Whether stream s has failed in a step (SR_OK: not failed); *msg (may be NULL) gets the
  * detail, valid until the stream's next reset or close. */
 sr_status sr_stream_failed(const sr_stream *s, const char **msg);
-/* Whether stream s has run its final chunk (its timeline's last entry is final). */
+/* Whether stream s has run its final chunk and its whole final decoder update (its timeline's
+ * last entry is final). */
 int sr_stream_done(const sr_stream *s);
-/* Steps until no stream has a ready chunk (stops at the first failing step). */
+/* Steps until no stream has a ready chunk or final update going on (stops at the first failing
+ * step). */
 sr_status sr_engine_drain(sr_engine *e);
-/* Streams with a chunk ready now. */
+/* Streams a step would run now: a chunk ready, or a final update going on. */
 int sr_engine_ready(const sr_engine *e);
 /* Open streams; the most the engine takes. */
 int sr_engine_streams(const sr_engine *e);

@@ -64,6 +64,11 @@ struct sr_stream {
     int step_final;
     sr_status step_st;
     char *step_msg;
+    /* a final update stopped at stream.final_steps (the decoder's pending): the stream takes
+     * no chunk, its update goes on in each step until done, and the final timeline entry (the
+     * walls of all those steps, the backend's time of its chunk) is appended then */
+    int draining;
+    int64_t drain_ns, drain_model_ns;
 
     sr_hyp hyp;
     sr_strbuf text;
@@ -90,6 +95,7 @@ struct sr_engine {
 
     /* step scratch [max_streams] */
     sr_stream **sel;
+    sr_stream **resume;       /* the draining streams of a step */
     void **states;
     const float **pcm;
     size_t *n;
@@ -254,7 +260,7 @@ static size_t chunk_need(const sr_stream *s) { return s->chunks ? s->ck.chunk : 
 /* Samples of s's next chunk in *n and whether it is the final one; 0 when none is ready. */
 static int chunk_ready(const sr_stream *s, size_t *n, int *final)
 {
-    if (s->err || s->finished) return 0;
+    if (s->err || s->finished || s->draining) return 0;
     size_t have = s->q_n - s->q_r, need = chunk_need(s);
     if (have >= need) {
         *n = need;
@@ -276,21 +282,60 @@ int sr_engine_ready(const sr_engine *e)
     pthread_mutex_t *mu = (pthread_mutex_t *)&e->qmu; /* the streams' queues, not e itself */
     pthread_mutex_lock(mu);
     for (int i = 0; i < e->max_streams; i++)
-        if (e->slots[i] && chunk_ready(e->slots[i], &n, &f)) c++;
+        if (e->slots[i] && (chunk_ready(e->slots[i], &n, &f) || (e->slots[i]->draining && !e->slots[i]->err))) c++;
     pthread_mutex_unlock(mu);
     return c;
+}
+
+/* The end of s's part in a step (dt: the step's wall, model_ns: its backend part; resumed: s
+ * was draining, no chunk): counters, the timeline entry unless its final update goes on, or
+ * its failure. SR_OK, or the stream's failure (then also kept as its error). */
+static sr_status step_done(sr_engine *e, sr_stream *s, int64_t dt, int64_t model_ns, int resumed)
+{
+    if (!resumed) s->consumed += (int64_t)s->step_n;
+    sr_status st = s->step_st;
+    if (!st && s->draining) { /* the final update goes on in the next steps */
+        s->drain_ns = (resumed ? s->drain_ns : 0) + dt;
+        s->drain_model_ns = resumed ? s->drain_model_ns : model_ns;
+    } else {
+        if (resumed) {
+            dt += s->drain_ns;
+            model_ns = s->drain_model_ns;
+        }
+        if (s->step_final) s->finished = 1;
+        if (st) /* failed in the backend or the decoder: its kept message */
+            sr_error(st, "%s", s->step_msg ? s->step_msg : sr_strerror(st));
+        else if (!(st = update_text(s)))
+            st = timeline_append(s, dt, model_ns, s->step_final);
+    }
+    if (st) {
+        s->draining = 0;
+        sr_error_prefix(st, "%s: chunk %lld", e->m->path, (long long)(resumed ? s->chunks - 1 : s->chunks));
+        pthread_mutex_lock(&e->qmu);
+        stream_fail(s, st, NULL);
+        pthread_mutex_unlock(&e->qmu);
+    }
+    if (!resumed) s->chunks++;
+    return st;
 }
 
 sr_status sr_engine_step(sr_engine *e, int *n_chunks)
 {
     if (n_chunks) *n_chunks = 0;
     if (!e) return sr_error(SR_ERR_ARG, "sr_engine_step: engine is NULL");
-    int count = 0;
+    int count = 0, nres = 0;
     pthread_mutex_lock(&e->qmu);
     for (int i = 0; i < e->max_streams; i++) {
         sr_stream *s = e->slots[i];
         size_t n;
         int final;
+        if (s && s->draining && !s->err) { /* its final update goes on: no chunk */
+            s->step_n = 0;
+            s->step_final = 1;
+            s->step_st = SR_OK;
+            e->resume[nres++] = s;
+            continue;
+        }
         if (!s || !chunk_ready(s, &n, &final)) continue;
         /* the chunk leaves the queue now, so feeds may go on while it runs */
         memcpy(s->chunk, s->q + s->q_r, n * sizeof(float));
@@ -312,17 +357,17 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks)
         count++;
     }
     pthread_mutex_unlock(&e->qmu);
-    if (!count) return SR_OK;
+    if (!count && !nres) return SR_OK;
     const sr_model_ops *ops = e->m->ops;
     int64_t t0 = sr_now_ns();
-    if (ops->process_batch) {
+    if (count && ops->process_batch) {
         sr_status st = ops->process_batch(e->batch, e->states, e->pcm, e->n, e->final, count);
         if (st)
             for (int i = 0; i < count; i++) {
                 e->sel[i]->step_st = st;
                 keep_msg(&e->sel[i]->step_msg);
             }
-    } else {
+    } else if (count) {
         for (int i = 0; i < count; i++) {
             sr_stream *s = e->sel[i];
             if ((s->step_st = ops->process(s->bstate, e->pcm[i], e->n[i], e->final[i])))
@@ -330,39 +375,31 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks)
         }
     }
     int64_t t1 = sr_now_ns();
-    /* decoders of the streams whose chunk went through */
+    /* decoders of the streams whose chunk went through, then of the draining ones */
     int nd = 0;
     sr_stream **dl = e->sel + count; /* sel has room for 2 * max_streams */
     for (int i = 0; i < count; i++)
         if (!e->sel[i]->step_st) dl[nd++] = e->sel[i];
+    for (int i = 0; i < nres; i++) dl[nd++] = e->resume[i];
     if (nd) run_decoders(e, dl, nd);
+    for (int i = 0; i < nd; i++) {
+        sr_stream *s = dl[i];
+        s->draining = !s->step_st && s->step_final && s->dec->pending && s->dec->pending(s->dstate);
+    }
     int64_t dt = sr_now_ns() - t0;
     sr_status first = SR_OK;
     char *first_msg = NULL;
     int first_slot = -1;
-    for (int i = 0; i < count; i++) {
-        sr_stream *s = e->sel[i];
-        s->consumed += (int64_t)s->step_n;
-        if (s->step_final) s->finished = 1;
-        sr_status st = s->step_st;
-        if (st) /* failed in the backend or the decoder: its kept message */
-            sr_error(st, "%s", s->step_msg ? s->step_msg : sr_strerror(st));
-        else if (!(st = update_text(s)))
-            st = timeline_append(s, dt, t1 - t0, s->step_final);
-        if (st) {
-            sr_error_prefix(st, "%s: chunk %lld", e->m->path, (long long)s->chunks);
-            pthread_mutex_lock(&e->qmu);
-            stream_fail(s, st, NULL);
-            pthread_mutex_unlock(&e->qmu);
-            if (!first) {
-                first = st;
-                first_slot = s->slot;
-                first_msg = s->err_msg;
-            }
+    for (int i = 0; i < count + nres; i++) {
+        sr_stream *s = i < count ? e->sel[i] : e->resume[i - count];
+        sr_status st = step_done(e, s, dt, t1 - t0, i >= count);
+        if (st && !first) {
+            first = st;
+            first_slot = s->slot;
+            first_msg = s->err_msg;
         }
-        s->chunks++;
     }
-    if (n_chunks) *n_chunks = count;
+    if (n_chunks) *n_chunks = count + nres;
     if (first) {
         if (e->solo) return sr_error(first, "%s", first_msg ? first_msg : sr_strerror(first));
         return sr_error(first, "stream in slot %d: %s", first_slot, first_msg ? first_msg : sr_strerror(first));
@@ -394,6 +431,7 @@ sr_status sr_stream_config_check(const sr_stream_config *c)
         {"stream.delay_tokens", c->delay_tokens, 0, SR_DELAY_TOKENS_MAX},
         {"stream.repetition_guard", c->repetition_guard, 0, 1},
         {"stream.max_seconds", c->max_seconds, 0, SR_MAX_SECONDS_MAX},
+        {"stream.final_steps", c->final_steps, 0, SR_FINAL_STEPS_MAX},
     };
     for (size_t i = 0; i < SR_ARRAY_LEN(f); i++)
         if (f[i].v < f[i].lo || f[i].v > f[i].hi)
@@ -461,6 +499,7 @@ sr_status sr_engine_create(const sr_model *m, const sr_stream_config *cfg, int m
     size_t M = (size_t)max_streams;
     if (!(e->slots = sr_calloc(M, sizeof *e->slots, "engine slots")) ||
         !(e->sel = sr_calloc(2 * M, sizeof *e->sel, "engine step")) ||
+        !(e->resume = sr_calloc(M, sizeof *e->resume, "engine step")) ||
         !(e->states = sr_calloc(M, sizeof *e->states, "engine step")) ||
         !(e->pcm = sr_calloc(M, sizeof *e->pcm, "engine step")) ||
         !(e->n = sr_calloc(M, sizeof *e->n, "engine step")) ||
@@ -497,6 +536,7 @@ void sr_engine_free(sr_engine *e)
     if (e->qmu_made) pthread_mutex_destroy(&e->qmu);
     free(e->slots);
     free(e->sel);
+    free(e->resume);
     free(e->states);
     free(e->pcm);
     free(e->n);
@@ -707,6 +747,7 @@ void sr_stream_reset(sr_stream *s)
     s->samples_in = s->consumed = 0;
     s->chunks = 0;
     s->finished = 0;
+    s->draining = 0;
     s->hyp.n = s->hyp.n_stable = s->hyp.loop_cuts = 0;
     timeline_drop(s, 0);
     update_text(s); /* cannot fail: the text buffer only shrinks */

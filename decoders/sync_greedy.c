@@ -6,6 +6,10 @@
  * Where the scorer offers it (sr_scorer.sync_token) the argmax is taken where the logits are
  * and only the id comes back; else here, by the same rule (ties to the lower id, NaN never
  * chosen while a number is left).
+ *
+ * stream.final_steps = N > 0: a final update stops after N steps with frames left (pending);
+ * the engine calls it again in its next steps, each going on from the first frame not yet
+ * decoded, so the steps and tokens are those of one whole update.
  */
 #include "lockstep.h"
 
@@ -20,6 +24,10 @@ typedef struct {
     int32_t token;  /* the step's argmax (sync_token scorers) */
     float *logits;  /* [vocab] the step's logits (other scorers; NULL with sync_token) */
     int vocab;
+    int final_steps; /* stream.final_steps: steps a final update runs per call (0: all) */
+    int final;       /* the update in progress is final */
+    int steps;       /* steps asked in the update in progress */
+    int more;        /* the last update was final and stopped at final_steps with frames left */
 } sg_state;
 
 static sr_status sg_open(const sr_stream_config *cfg, const sr_scorer *sc, void **state)
@@ -30,6 +38,7 @@ static sr_status sg_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
     if (!s) return SR_ERR_NOMEM;
     s->vocab = sc->vocab;
     s->prev = -1;
+    s->final_steps = cfg->final_steps;
     if (!(sc->sync_token && sc->sync_step_batch) &&
         !(s->logits = sr_calloc((size_t)sc->vocab, sizeof(float), "sync_greedy logits"))) {
         free(s);
@@ -42,9 +51,11 @@ static sr_status sg_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
 static void sg_begin(void *state, const sr_scorer *sc, int final)
 {
     sg_state *s = state;
-    (void)final;
     s->n_frames = sc->sync_frames(sc->ctx);
     s->asked = 0;
+    s->final = final;
+    s->steps = 0;
+    s->more = 0;
 }
 
 /* One step per frame not yet decoded; the argmax of a step's logits becomes the next step's
@@ -74,14 +85,22 @@ static int sg_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
         if (best != sc->blank && (*st = sr_hyp_push(h, best))) return 0;
     }
     if (s->next_frame < s->n_frames) {
+        if (s->final && s->final_steps > 0 && s->steps == s->final_steps) {
+            s->more = 1; /* the rest in the next updates (final_steps) */
+            h->n_stable = h->n;
+            return 0;
+        }
         sr_call_sync_step(call, s->next_frame, s->prev, s->logits);
         call->r.sy.token = &s->token;
         s->asked = 1;
+        s->steps++;
         return 1;
     }
     h->n_stable = h->n;
     return 0;
 }
+
+static int sg_pending(const void *state) { return ((const sg_state *)state)->more; }
 
 static const sr_stepper sg_stepper = {.begin = sg_begin, .advance = sg_advance};
 
@@ -93,6 +112,7 @@ static void sg_reset(void *state)
     s->next_frame = 0;
     s->prev = -1;
     s->asked = 0;
+    s->more = 0;
 }
 
 static void sg_close(void *state)
@@ -116,6 +136,7 @@ const sr_decoder_ops sr_dec_sync_greedy = {
     .open = sg_open,
     .update = sg_update,
     .update_batch = sg_update_batch,
+    .pending = sg_pending,
     .reset = sg_reset,
     .close = sg_close,
     .state_bytes = sg_bytes,

@@ -728,6 +728,152 @@ static void batch_vs_solo(sr_dtype kv)
 }
 
 static void test_batch_f32(void) { batch_vs_solo(SR_F32); }
+
+/* One engine of 3 streams (stream 0 short, fed whole and finished at once; 1 and 2 fed a
+ * chunk a step) through the public API with stream.final_steps = fs: the step after which each
+ * stream is done into done_at[], its final tokens into tok[] (malloc'ed), n_tok[]; drained: the
+ * steps after which stream 0 had consumed all its audio and was not done (1 with its final
+ * update whole: the step before its final chunk); others_moved: the steps of its final update
+ * going on in which streams 1 and 2 both ran a chunk. With do_reset, stream 0 is reset while
+ * its final update goes on and fed again whole. */
+typedef struct {
+    int done_at[3], n_tok[3], n_entries[3], drained, others_moved, reset_done;
+    int32_t *tok[3];
+} fs_run;
+
+static void final_steps_run(sr_model *m, int fs, const float *audio, size_t na, int do_reset,
+                            fs_run *r)
+{
+    memset(r, 0, sizeof *r);
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.final_steps = fs;
+    sr_engine *e = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_engine_create(m, &cfg, 3, &e), SR_OK);
+    sr_stream *s[3];
+    size_t len[3] = {9000, na, na - 3000};
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL_FATAL(sr_engine_open(e, &s[i]), SR_OK);
+        r->done_at[i] = -1;
+    }
+    /* streams 1 and 2 are fed a chunk's worth a step, stream 0 all at once and finished */
+    CU_ASSERT_EQUAL(sr_stream_feed(s[0], audio, len[0]), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s[0]), SR_OK);
+    size_t fed[3] = {len[0], 0, 0};
+    for (int step = 0; step < 400; step++) {
+        for (int i = 1; i < 3; i++) {
+            size_t n = SR_MIN(len[i] - fed[i], (size_t)1280);
+            if (n) CU_ASSERT_EQUAL(sr_stream_feed(s[i], audio + fed[i], n), SR_OK);
+            fed[i] += n;
+            if (n && fed[i] == len[i]) CU_ASSERT_EQUAL(sr_stream_finish(s[i]), SR_OK);
+        }
+        size_t before[3];
+        for (int i = 0; i < 3; i++) before[i] = sr_stream_timeline(s[i])->n;
+        int ready = sr_engine_ready(e), k = 0;
+        CU_ASSERT_EQUAL_FATAL(sr_engine_step(e, &k), SR_OK);
+        CU_ASSERT_EQUAL(k, ready); /* a stream whose final update goes on counts as ready */
+        const sr_timeline *tl0 = sr_stream_timeline(s[0]);
+        if (!sr_stream_done(s[0]) && tl0->n && tl0->entries[tl0->n - 1].audio_ms >= (int64_t)(len[0] / 16))
+            r->drained++;
+        if (r->drained >= 2 && !sr_stream_done(s[0])) { /* its final update goes on */
+            int moved = 1;
+            for (int i = 1; i < 3; i++)
+                moved &= sr_stream_done(s[i]) || sr_stream_timeline(s[i])->n > before[i];
+            r->others_moved += moved;
+            if (do_reset && !r->reset_done) {
+                sr_stream_reset(s[0]);
+                CU_ASSERT_EQUAL(sr_stream_done(s[0]), 0);
+                CU_ASSERT_EQUAL(sr_stream_feed(s[0], audio, len[0]), SR_OK);
+                CU_ASSERT_EQUAL(sr_stream_finish(s[0]), SR_OK);
+                r->reset_done = 1;
+                r->drained = 0;
+            }
+        }
+        for (int i = 0; i < 3; i++)
+            if (r->done_at[i] < 0 && sr_stream_done(s[i])) r->done_at[i] = step;
+        if (r->done_at[0] >= 0 && r->done_at[1] >= 0 && r->done_at[2] >= 0) break;
+    }
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT(r->done_at[i] >= 0);
+        const sr_hypothesis *h = sr_stream_hypothesis(s[i]);
+        r->n_tok[i] = h->n_tokens;
+        r->tok[i] = malloc(((size_t)h->n_tokens + 1) * sizeof(int32_t));
+        memcpy(r->tok[i], h->tokens, (size_t)h->n_tokens * sizeof(int32_t));
+        const sr_timeline *tl = sr_stream_timeline(s[i]);
+        r->n_entries[i] = (int)tl->n;
+        CU_ASSERT(tl->n > 0 && tl->entries[tl->n - 1].is_final);
+        CU_ASSERT_EQUAL(h->n_stable, h->n_tokens);
+    }
+    CU_ASSERT_EQUAL(sr_engine_ready(e), 0);
+    sr_engine_free(e);
+}
+
+static int fs_same(const fs_run *a, const fs_run *b, int i)
+{
+    return a->n_tok[i] == b->n_tok[i] &&
+           !memcmp(a->tok[i], b->tok[i], (size_t)a->n_tok[i] * sizeof(int32_t));
+}
+
+static void fs_free(fs_run *r)
+{
+    for (int i = 0; i < 3; i++) free(r->tok[i]);
+}
+
+/* stream.final_steps: a final update spread over steps gives the tokens and timeline of the
+ * whole one; the other streams' chunks go on meanwhile (stream 0 done later, the others not);
+ * a reset while it goes on starts the stream afresh; a solo stream finishes it in
+ * sr_stream_finish; out-of-range values name the field. */
+static void test_final_steps(void)
+{
+    sr_model *m = test_load_model("voxtral/model.h5");
+    sr_h5 *g = open_golden();
+    size_t na = 0;
+    float *audio = test_golden_audio(g, &na);
+    sr_h5_close(g);
+    CU_ASSERT_FATAL(audio && na > 20000);
+    fs_run whole, spread, reset;
+    final_steps_run(m, 0, audio, na, 0, &whole);
+    final_steps_run(m, 1, audio, na, 0, &spread);
+    final_steps_run(m, 1, audio, na, 1, &reset);
+    CU_ASSERT_EQUAL(whole.drained, 1);
+    CU_ASSERT(spread.drained >= 3); /* stream 0's final update took several steps */
+    CU_ASSERT_EQUAL(spread.others_moved, spread.drained - 1); /* the others ran a chunk in each */
+    CU_ASSERT(spread.done_at[0] > whole.done_at[0]);
+    CU_ASSERT(reset.reset_done);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT(fs_same(&whole, &spread, i));
+        CU_ASSERT(fs_same(&whole, &reset, i));
+        CU_ASSERT_EQUAL(whole.n_entries[i], spread.n_entries[i]);
+        CU_ASSERT(spread.done_at[i] >= whole.done_at[i]);
+    }
+    printf("\n      stream 0 done after step %d with its final update whole, after %d with "
+           "final_steps 1 (the others ran a chunk in each of its %d steps)", whole.done_at[0],
+           spread.done_at[0], spread.done_at[0] - whole.done_at[0] + 1);
+    /* solo: sr_stream_finish runs the whole final update */
+    sr_stream_config cfg;
+    sr_stream_config_init(&cfg);
+    cfg.final_steps = 1;
+    sr_stream *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_stream_open(m, &cfg, &s), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_feed(s, audio, 9000), SR_OK);
+    CU_ASSERT_EQUAL(sr_stream_finish(s), SR_OK);
+    CU_ASSERT(sr_stream_done(s));
+    const sr_hypothesis *h = sr_stream_hypothesis(s);
+    CU_ASSERT(h->n_tokens == whole.n_tok[0] &&
+              !memcmp(h->tokens, whole.tok[0], (size_t)h->n_tokens * sizeof(int32_t)));
+    sr_stream_close(s);
+    for (int v = -1; v <= SR_FINAL_STEPS_MAX + 1; v += SR_FINAL_STEPS_MAX + 2) {
+        cfg.final_steps = v;
+        sr_engine *e = NULL;
+        TEST_ASSERT_ERR(sr_engine_create(m, &cfg, 2, &e), SR_ERR_ARG, "stream.final_steps");
+        CU_ASSERT_PTR_NULL(e);
+    }
+    fs_free(&whole);
+    fs_free(&spread);
+    fs_free(&reset);
+    free(audio);
+    sr_model_free(m);
+}
 static void test_batch_bf16(void) { batch_vs_solo(SR_BF16); }
 
 /* ---- streams of one batch context ---- */
@@ -1376,7 +1522,7 @@ void test_register_voxtral(void)
                {"int8_as_stored", test_int8_as_stored});
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits}, {"sync_token", test_sync_token},
                {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes},
-               {"max_seconds", test_max_seconds},
+               {"max_seconds", test_max_seconds}, {"final_steps", test_final_steps},
                {"batch_equals_solo", test_batch_f32}, {"batch_equals_solo_kv_bf16", test_batch_bf16});
     TEST_SUITE("voxtral_batch", {"streams_equal_alone", test_streams_f32},
                {"streams_equal_alone_kv_bf16", test_streams_bf16},

@@ -102,6 +102,7 @@ static int parse_run_opt(int argc, char **argv, int *i, run_opts *o)
     TAKE_INT("--max-symbols", o->sc.max_symbols)
     TAKE_INT("--delay-tokens", o->sc.delay_tokens)
     TAKE_INT("--max-seconds", o->sc.max_seconds)
+    TAKE_INT("--final-steps", o->sc.final_steps)
     if (!strcmp(a, "--att-context")) {
         if (!v || sscanf(v, "%d,%d", &o->sc.att_context[0], &o->sc.att_context[1]) != 2) {
             fprintf(stderr, "srkit: --att-context needs L,R (e.g. 70,6)\n");
@@ -135,6 +136,8 @@ static const char RUN_OPTS_HELP[] =
     "  --delay-tokens N        Voxtral transcription delay\n"
     "  --max-seconds N         longest audio a stream takes (0: any); Voxtral sizes its\n"
     "                          decoder cache by it\n"
+    "  --final-steps N         sync_greedy (Voxtral): at most N decoder steps of a stream's\n"
+    "                          final update per engine step (0: all at once)\n"
     "  --decoder-kv-cache      WhisperRT: keep decoder K/V across chunks\n"
     "  --no-repetition-guard   AED decoders: do not cut repetition loops (paper-exact runs)\n";
 
@@ -1428,6 +1431,7 @@ static void bench_json_run(cJSON *j, const bench_args *b, const sr_model *m)
     cJSON_AddBoolToObject(j, "decoder_kv_cache", sc->decoder_kv_cache);
     cJSON_AddBoolToObject(j, "repetition_guard", sc->repetition_guard);
     cJSON_AddNumberToObject(j, "max_seconds", sc->max_seconds);
+    cJSON_AddNumberToObject(j, "final_steps", sc->final_steps);
     if (sc->cache_dtype) cJSON_AddStringToObject(j, "cache_dtype", sc->cache_dtype);
     else cJSON_AddNullToObject(j, "cache_dtype");
     cJSON *r = NULL; /* what the unset fields became for this model file */
