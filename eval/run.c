@@ -163,6 +163,7 @@ static char *run_identity(const sr_run_config *r, const char *format)
     if (c->cache_dtype && strcmp(c->cache_dtype, "f32"))
         cJSON_AddStringToObject(s, "cache_dtype", c->cache_dtype);
     if (!c->repetition_guard) cJSON_AddBoolToObject(s, "repetition_guard", 0); /* likewise */
+    if (c->final_steps) cJSON_AddNumberToObject(s, "final_steps", c->final_steps); /* likewise */
     cJSON_AddStringToObject(j, "data", r->data.path ? r->data.path : "");
     cJSON_AddStringToObject(j, "format", format);
     char *txt = cJSON_PrintUnformatted(j);
@@ -188,6 +189,7 @@ static cJSON *stream_json(const sr_stream_config *c)
     cJSON_AddNumberToObject(s, "delay_tokens", c->delay_tokens);
     cJSON_AddStringToObject(s, "cache_dtype", c->cache_dtype ? c->cache_dtype : "f32");
     cJSON_AddBoolToObject(s, "repetition_guard", c->repetition_guard);
+    cJSON_AddNumberToObject(s, "final_steps", c->final_steps);
     return s;
 }
 

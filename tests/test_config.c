@@ -250,6 +250,8 @@ static const schema_case SCHEMA[] = {
     {"", "", ", \"stream\": {\"delay_tokens\": -6}", SR_ERR_ARG, "stream.delay_tokens: must be in 0 .. 10000"},
     {"", "", ", \"stream\": {\"max_seconds\": 40}", SR_OK, NULL},
     {"", "", ", \"stream\": {\"max_seconds\": 86401}", SR_ERR_ARG, "stream.max_seconds: must be in 0 .. 86400"},
+    {"", "", ", \"stream\": {\"final_steps\": 4}", SR_OK, NULL},
+    {"", "", ", \"stream\": {\"final_steps\": -1}", SR_ERR_ARG, "stream.final_steps: must be in 0 .. 100000"},
     {"", "", ", \"stream\": {\"record_timeline\": true}", SR_OK, NULL},
     {"", "", ", \"stream\": {\"record_timeline\": \"yes\"}", SR_ERR_FORMAT,
      "stream.record_timeline: expected a boolean (true or false), got string"},

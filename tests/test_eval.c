@@ -182,6 +182,9 @@ static void test_parallel(void)
             const cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(k ? rb : ra, "runs"), 0);
             CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "stream"),
                                                                      "max_seconds_used")), 4);
+            /* the config's final_steps recorded (0: final updates whole) */
+            const cJSON *fs = cJSON_GetObjectItem(cJSON_GetObjectItem(run, "stream"), "final_steps");
+            CU_ASSERT(cJSON_IsNumber(fs) && cJSON_GetNumberValue(fs) == 0);
         }
         cJSON_Delete(ra);
         cJSON_Delete(rb);
