@@ -257,6 +257,9 @@ static void run_decoders(sr_engine *e, sr_stream **sel, int count)
 
 static size_t chunk_need(const sr_stream *s) { return s->chunks ? s->ck.chunk : s->ck.first_chunk; }
 
+/* Whether a step goes on with s's final update (stream.final_steps) instead of a chunk. */
+static int draining(const sr_stream *s) { return s->draining && !s->err; }
+
 /* Samples of s's next chunk in *n and whether it is the final one; 0 when none is ready. */
 static int chunk_ready(const sr_stream *s, size_t *n, int *final)
 {
@@ -282,7 +285,7 @@ int sr_engine_ready(const sr_engine *e)
     pthread_mutex_t *mu = (pthread_mutex_t *)&e->qmu; /* the streams' queues, not e itself */
     pthread_mutex_lock(mu);
     for (int i = 0; i < e->max_streams; i++)
-        if (e->slots[i] && (chunk_ready(e->slots[i], &n, &f) || (e->slots[i]->draining && !e->slots[i]->err))) c++;
+        if (e->slots[i] && (chunk_ready(e->slots[i], &n, &f) || draining(e->slots[i]))) c++;
     pthread_mutex_unlock(mu);
     return c;
 }
@@ -329,7 +332,7 @@ sr_status sr_engine_step(sr_engine *e, int *n_chunks)
         sr_stream *s = e->slots[i];
         size_t n;
         int final;
-        if (s && s->draining && !s->err) { /* its final update goes on: no chunk */
+        if (s && draining(s)) { /* its final update goes on: no chunk */
             s->step_n = 0;
             s->step_final = 1;
             s->step_st = SR_OK;

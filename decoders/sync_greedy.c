@@ -25,7 +25,6 @@ typedef struct {
     float *logits;  /* [vocab] the step's logits (other scorers; NULL with sync_token) */
     int vocab;
     int final_steps; /* stream.final_steps: steps a final update runs per call (0: all) */
-    int final;       /* the update in progress is final */
     int steps;       /* steps asked in the update in progress */
     int more;        /* the last update was final and stopped at final_steps with frames left */
 } sg_state;
@@ -51,9 +50,9 @@ static sr_status sg_open(const sr_stream_config *cfg, const sr_scorer *sc, void 
 static void sg_begin(void *state, const sr_scorer *sc, int final)
 {
     sg_state *s = state;
+    (void)final;
     s->n_frames = sc->sync_frames(sc->ctx);
     s->asked = 0;
-    s->final = final;
     s->steps = 0;
     s->more = 0;
 }
@@ -64,7 +63,6 @@ static int sg_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
                       sr_call *call, sr_status *st)
 {
     sg_state *s = state;
-    (void)final;
     *st = res;
     if (res) return 0;
     if (s->asked) {
@@ -85,7 +83,7 @@ static int sg_advance(void *state, const sr_scorer *sc, int final, sr_hyp *h, sr
         if (best != sc->blank && (*st = sr_hyp_push(h, best))) return 0;
     }
     if (s->next_frame < s->n_frames) {
-        if (s->final && s->final_steps > 0 && s->steps == s->final_steps) {
+        if (final && s->final_steps > 0 && s->steps == s->final_steps) {
             s->more = 1; /* the rest in the next updates (final_steps) */
             h->n_stable = h->n;
             return 0;
