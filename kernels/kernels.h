@@ -40,6 +40,9 @@ typedef enum { SR_NORM_LAYER = 0, SR_NORM_RMS = 1 } sr_norm_kind;
  *                  independent and every path of a table computes the same bits. */
 typedef enum { SR_KMUL_EXACT = 0, SR_KMUL_BF16 = 1 } sr_kmul;
 
+/* A table's record of one recorded call site (graph_begin / graph_end below); opaque. */
+typedef struct sr_kgraph sr_kgraph;
+
 /* A weight matrix in table memory: logically [n, k] (a PyTorch Linear weight [out, in]), laid
  * out however the table's gemm reads it fastest (the CPU table: column panels; CUDA: as
  * stored). Made once at load by weight_create, never changed, freed by weight_free. Element
@@ -269,7 +272,43 @@ typedef struct sr_kernels {
     sr_ktopk_fn topk;
     sr_kkv_write_fn kv_write;
     sr_kattn_fn attn;
+
+    /* ==== recording a step (optional: NULL where the table has none, the CPU's) ===============
+     * A sequence of op calls a model repeats (a decoder pass, an encoder round) may be recorded
+     * and then run as one submission, saving the device one launch per op: graph_begin(g)
+     * starts recording this thread's op calls, graph_end(g, run) stops and, with run != 0,
+     * submits what was recorded (queued in order with the ops before and after, like an op).
+     * Between the two only ops of the op set may be called: alloc, free, upload, download, sync,
+     * sgemm, weight_create and weight_free are refused with SR_ERR_ARG, and no op's result may be
+     * read before graph_end (the recorded ops run then). The results are those of the same ops
+     * called one by one, bit for bit. run = 0 (after an op failed) drops the recording without
+     * setting an error message. *g is the table's record of one call site, made at its first
+     * graph_begin and reused while the recorded sequence keeps its shape (only arguments change);
+     * graph_free(g) frees it (NULL is a no-op). A table may record only when asked to (CUDA:
+     * SRKIT_CUDA_GRAPH=1): then graph_begin and graph_end return SR_OK and the ops run as called.
+     * One recording per thread at a time; a g is used by one thread at a time. */
+    sr_status (*graph_begin)(sr_kgraph **g);
+    sr_status (*graph_end)(sr_kgraph *g, int run);
+    void (*graph_free)(sr_kgraph *g);
 } sr_kernels;
+
+/* The recording helpers the models call (tables without recording: nothing happens).
+ * sr_kgraph_end(k, g, st): st is the outcome of the ops since sr_kgraph_begin; SR_OK submits
+ * the recording and returns graph_end's status, an error drops it and returns st. */
+static inline sr_status sr_kgraph_begin(const sr_kernels *k, sr_kgraph **g)
+{
+    return k->graph_begin ? k->graph_begin(g) : SR_OK;
+}
+static inline sr_status sr_kgraph_end(const sr_kernels *k, sr_kgraph *g, sr_status st)
+{
+    if (!k->graph_end) return st;
+    sr_status e = k->graph_end(g, st == SR_OK);
+    return st ? st : e;
+}
+static inline void sr_kgraph_free(const sr_kernels *k, sr_kgraph *g)
+{
+    if (k->graph_free) k->graph_free(g);
+}
 
 /* SR_ERR_UNSUPPORTED naming the table and `what` unless every op of the op set is present in
  * k (a table built before its device kernels exist leaves them NULL). */
@@ -425,6 +464,14 @@ int sr_cuda_gemm_kernel(int v);
  * call. SRKIT_CUDA_ATTN=narrow / wide selects 0 / 1 until a call sets it. Speed only: every
  * form gives the CPU's bits. For tests and bench: set it while no attention runs. */
 int sr_cuda_attn_form(int v);
+/* kernels/cuda/cuda.cu: whether the CUDA table records steps (graph_begin / graph_end as CUDA
+ * graphs), process-wide: v = 0 / 1 sets it, any other v only asks; returns the setting before
+ * the call. SRKIT_CUDA_GRAPH=1 turns it on until a call sets it (off by default). Speed only:
+ * the results are the same. For tests and bench: set it while no recording runs. */
+int sr_cuda_graphs(int v);
+/* Recordings run so far (process-wide): patched into the call site's executable graph
+ * (updated) or instantiated anew (built: a first recording, or one of another shape). */
+void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built);
 #endif
 
 #endif /* SR_KERNELS_H */

@@ -22,13 +22,13 @@ enum {
     P_ALLOC, P_FREE, P_UPLOAD, P_DOWNLOAD, P_SYNC, P_SGEMM, P_ZERO, P_COPY2D, P_TRANSPOSE, P_COPY_ROWS,
     P_WEIGHT_CREATE, P_WEIGHT_FREE, P_GEMM, P_NORM, P_ACT, P_GLU, P_ADD, P_SCALE, P_GATHER, P_ROPE,
     P_CONV2D_S2, P_CONV_DW, P_BATCHNORM, P_LSTM_CELL, P_SOFTMAX, P_LOGSOFTMAX, P_TOPK,
-    P_KV_WRITE, P_ATTN, P_COUNT
+    P_KV_WRITE, P_ATTN, P_GRAPH_BEGIN, P_GRAPH_END, P_COUNT
 };
 static const char *const p_names[P_COUNT] = {
     "alloc", "free", "upload", "download", "sync", "sgemm", "zero", "copy2d", "transpose", "copy_rows",
     "weight_create", "weight_free", "gemm", "norm", "act", "glu", "add", "scale", "gather", "rope",
     "conv2d_s2", "conv_dw", "batchnorm", "lstm_cell", "softmax", "logsoftmax", "topk",
-    "kv_write", "attn"};
+    "kv_write", "attn", "graph_begin", "graph_end"};
 
 static const sr_kernels *base;
 static int sync_each;
@@ -184,6 +184,11 @@ static sr_status p_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, i
     TIMED(P_ATTN, base->attn(a, b, q, ldq, K, V, layer, out, ldo));
 }
 
+/* graph_end's time is the host's update and launch of the recording (its ops' calls, recorded,
+ * count as themselves) */
+static sr_status p_graph_begin(sr_kgraph **g) { TIMED(P_GRAPH_BEGIN, base->graph_begin(g)); }
+static sr_status p_graph_end(sr_kgraph *g, int run) { TIMED(P_GRAPH_END, base->graph_end(g, run)); }
+
 static pthread_mutex_t p_lock = PTHREAD_MUTEX_INITIALIZER;
 
 sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr_kernels **out)
@@ -212,6 +217,10 @@ sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr
         WRAP(rope); WRAP(conv2d_s2); WRAP(conv_dw); WRAP(batchnorm);
         WRAP(lstm_cell); WRAP(softmax); WRAP(logsoftmax); WRAP(topk); WRAP(kv_write); WRAP(attn);
 #undef WRAP
+        /* "sync" waits after every op, which a recording cannot hold: no recording then */
+        t.graph_begin = b->graph_begin && !sync_after_each ? p_graph_begin : NULL;
+        t.graph_end = b->graph_end && !sync_after_each ? p_graph_end : NULL;
+        t.graph_free = b->graph_free;
         prof = t;
         sync_each = sync_after_each != 0;
         base = b;

@@ -66,7 +66,7 @@ try: j = json.loads(t)
 except Exception: print("  (no result)", t[-300:]); sys.exit()
 ks = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50", "chunk_ms_p99", "model_ms_p50",
       "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "partial_latency_ms_p99", "end_lag_ms",
-      "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes"]
+      "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes", "cuda_graphs"]
 print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
 }
 
@@ -74,6 +74,12 @@ echo "== suites (every CUDA op against the CPU op, both attention forms; batched
 S 60 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
 # engine_equals_solo's larger batches pick the narrow attention form by size: here every launch wide
 S 60 wide.log SRKIT_CUDA_ATTN=wide test_srkit engine_equals_solo/cuda
+# recording (SRKIT_CUDA_GRAPH=1: Voxtral's encoder round and decoder pass each submitted as one
+# CUDA graph, patched with each step's arguments): kernels_cuda/recording above checks the
+# recorded ops' bits; here batched == solo, Voxtral's goldens and its stream suites with it
+echo "== recording on (SRKIT_CUDA_GRAPH=1)"
+S 60 graph.log SRKIT_CUDA_GRAPH=1 test_srkit engine_equals_solo/cuda
+S 60 graph-vx.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
 # the first tensor-core kernel (SRKIT_CUDA_GEMM=wmma, unchanged since the third device session,
 # where batched == solo and the bf16 goldens passed with it): kernels_cuda above checks it
 # against the double reference; WMMA=1 runs those suites with it again
@@ -136,6 +142,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # turn and twice (the fourth session's H100 saw wide faster end to end in one run each,
     # against the isolated kernel times)
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
+    B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_ATTN=wide srkit bench $C --model $V --audio $A --max-ms 10000
     # max_seconds: each stream's decoder ring for 30 s of audio instead of 8,192 positions
     # (64 whole-window streams need 82 GB of state: more than an H100 holds)
@@ -144,6 +151,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # the finish spread over steps (stream.final_steps: 4 of its 49 decoder steps an engine step)
     VF='{"cache_dtype": "bf16", "max_seconds": 30, "final_steps": 4}'
     B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
+    B 60 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
     # where a batch-1 step goes without waiting after each op: the GPU's kernel time against the
     # wall, and the host's launch calls (Nsight Systems, where the image has it)
     NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
@@ -159,14 +167,17 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     fi
     # without nsys: the host's time inside each op (plain: no waits, so a step's ops summing to
     # its wall means the host's launches bound it), then each op waited for (its device time)
-    for mode in 1 sync; do
+    # (and recorded: graph_end's time is the update and launch of a step's graph)
+    for mode in 1 1g sync; do
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
         if [ -z "$NSYS" ] && fits 40; then
-            SRKIT_PROFILE=$mode timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 24
+            g=0; [ $mode = 1g ] && g=1
+            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%g} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 26
         fi
     done
-    # the second turn of the two forms at one stream, the base build, 3 s streams
+    # the second turn at one stream (default, recorded, wide form), the base build, 3 s streams
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
+    B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_ATTN=wide srkit bench $C --model $V --audio $A --max-ms 10000
     [ -n "$BASE" ] && B 40 "$BASE" bench $C --model $V --audio $A --max-ms 10000
     B 45 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 3000

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "../core/sr.h"
+#include "../kernels/cpu/cpu_impl.h" /* sr_kernels_cpu_guard_recordings */
 #include "../kernels/kernels.h"
 #include "../kernels/ops.h"
 #include "test.h"
@@ -560,6 +561,83 @@ static void test_guard_ops(void)
     g->free(NULL);
 }
 
+/* Recording (graph_begin .. graph_end) on cpu-guard holds the contract the CUDA table's graphs
+ * need: only ops in between (the rest refused by name), one recording per thread, the record
+ * given back to graph_end, run = 0 dropping quietly; the recorded ops' results as called. The
+ * CPU table has no recording: the helpers do nothing there. */
+static void test_guard_recording(void)
+{
+    const sr_kernels *g = NULL, *c = sr_kernels_cpu();
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_select("cpu-guard", &g), SR_OK);
+    CU_ASSERT_FATAL(g->graph_begin && g->graph_end && g->graph_free);
+    CU_ASSERT_PTR_NULL(c->graph_begin);
+    sr_kgraph *none = NULL;
+    CU_ASSERT_EQUAL(sr_kgraph_begin(c, &none), SR_OK);
+    CU_ASSERT_PTR_NULL(none);
+    CU_ASSERT_EQUAL(sr_kgraph_end(c, none, SR_ERR_ARG), SR_ERR_ARG); /* the ops' status back */
+    sr_kgraph_free(c, none);
+
+    enum { M = 2, N = 24, K = 17 };
+    float w[N * K], x[M * K], yc[M * N], yg[M * N];
+    for (int i = 0; i < N * K; i++) w[i] = (float)((i * 13) % 47) / 47.0f - 0.5f;
+    for (int i = 0; i < M * K; i++) x[i] = (float)((i * 7) % 19) / 19.0f - 0.5f;
+    sr_kweight *Wc = NULL, *Wg = NULL, *W2 = (sr_kweight *)&Wc;
+    CU_ASSERT_EQUAL_FATAL(c->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(g->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wg), SR_OK);
+    float *dx = g->alloc(sizeof x), *dy = g->alloc(sizeof yg);
+    CU_ASSERT_FATAL(dx && dy);
+    CU_ASSERT_EQUAL(g->upload(dx, x, sizeof x), SR_OK);
+    CU_ASSERT_EQUAL(c->gemm(M, x, K, Wc, NULL, SR_ACT_NONE, 1.0f, 0.0f, yc, N), SR_OK);
+    CU_ASSERT_EQUAL(c->softmax(M, N, yc, N), SR_OK);
+
+    sr_kgraph *rec = NULL, *other = NULL;
+    unsigned long long runs0 = sr_kernels_cpu_guard_recordings();
+    CU_ASSERT_EQUAL_FATAL(sr_kgraph_begin(g, &rec), SR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+    sr_status st = g->gemm(M, dx, K, Wg, NULL, SR_ACT_NONE, 1.0f, 0.0f, dy, N);
+    if (!st) st = g->softmax(M, N, dy, N);
+    CU_ASSERT_EQUAL(st, SR_OK);
+    /* everything but the ops refused while recording, naming the call */
+    TEST_ASSERT_ERR(g->upload(dx, x, sizeof x), SR_ERR_ARG, "cpu-guard upload: called while recording");
+    TEST_ASSERT_ERR(g->download(yg, dy, sizeof yg), SR_ERR_ARG, "cpu-guard download: called while recording");
+    TEST_ASSERT_ERR(g->sync(), SR_ERR_ARG, "cpu-guard sync: called while recording");
+    TEST_ASSERT_ERR(g->sgemm(0, 1, M, N, K, 1.0f, dx, K, dx, K, 0.0f, dy, N), SR_ERR_ARG,
+                    "cpu-guard sgemm: called while recording");
+    TEST_ASSERT_ERR(g->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &W2), SR_ERR_ARG,
+                    "cpu-guard weight_create: called while recording");
+    CU_ASSERT_PTR_NULL(W2);
+    TEST_ASSERT_ERR(g->graph_begin(&other), SR_ERR_ARG, "cpu-guard graph_begin: this thread is recording already");
+    CU_ASSERT_EQUAL(sr_kgraph_end(g, rec, st), SR_OK);
+    CU_ASSERT_EQUAL(sr_kernels_cpu_guard_recordings(), runs0 + 1);
+    CU_ASSERT_EQUAL(g->download(yg, dy, sizeof yg), SR_OK);
+    CU_ASSERT_EQUAL(memcmp(yc, yg, sizeof yc), 0);
+
+    /* the same record again; an alloc inside fails graph_end by name (alloc has no status) */
+    CU_ASSERT_EQUAL_FATAL(sr_kgraph_begin(g, &rec), SR_OK);
+    CU_ASSERT_PTR_NULL(g->alloc(16));
+    g->free(dx); /* refused too: dx stays */
+    TEST_ASSERT_ERR(sr_kgraph_end(g, rec, SR_OK), SR_ERR_ARG, "cpu-guard alloc: called while recording");
+    CU_ASSERT_EQUAL(g->upload(dx, x, sizeof x), SR_OK); /* recording over, dx still the table's */
+    /* a failed op drops the recording and keeps the op's status and message */
+    CU_ASSERT_EQUAL_FATAL(sr_kgraph_begin(g, &rec), SR_OK);
+    st = g->softmax(M, N, yg, N);
+    TEST_ASSERT_ERR(sr_kgraph_end(g, rec, st), SR_ERR_ARG, "cpu-guard softmax: x");
+    CU_ASSERT_EQUAL(sr_kernels_cpu_guard_recordings(), runs0 + 1);
+    /* graph_end with another record, or without graph_begin */
+    CU_ASSERT_EQUAL_FATAL(sr_kgraph_begin(g, &other), SR_OK);
+    TEST_ASSERT_ERR(g->graph_end(rec, 1), SR_ERR_ARG, "cpu-guard graph_end: g is not the record");
+    TEST_ASSERT_ERR(g->graph_end(rec, 1), SR_ERR_ARG, "cpu-guard graph_end: no graph_begin");
+    TEST_ASSERT_ERR(g->graph_begin(NULL), SR_ERR_ARG, "cpu-guard graph_begin: g is NULL");
+    CU_ASSERT_EQUAL(sr_kernels_cpu_guard_recordings(), runs0 + 1);
+    g->graph_free(rec);
+    g->graph_free(other);
+    g->graph_free(NULL);
+    c->weight_free(Wc);
+    g->weight_free(Wg);
+    g->free(dx);
+    g->free(dy);
+}
+
 /* A host read of its memory faults (in a child process, killed by SIGSEGV; exiting 0 would
  * mean the read went through); the same read inside an op is fine. */
 static void test_guard_faults(void)
@@ -755,6 +833,7 @@ static void test_pool_copy(void)
 void test_register_kernels(void)
 {
     TEST_SUITE("kernels_guard", {"ops_and_host_pointers", test_guard_ops},
+               {"recording", test_guard_recording},
                {"host_access_faults", test_guard_faults}, {"test_linear_on_guard", test_guard_model},
                {"backends_on_guard", test_guard_backends}, {"pool_copy_rows", test_pool_copy});
     TEST_SUITE("kernels_gemm", {"cpu_sgemm_vs_naive", test_cpu_sgemm_vs_naive},

@@ -800,10 +800,150 @@ static void test_mem(void)
     CU_ASSERT(peak >= live2);
 }
 
+/* ---- recording: graph_begin .. graph_end as CUDA graphs ------------------------------------ */
+
+#ifdef SR_WITH_CUDA
+/* One attention layer's ops over M rows of one stream at positions p0.. (slot 0): RMSNorm, the
+ * bf16 product q|k|v (M <= 16: the mma kernel reading x itself; more: a pool block of staged
+ * operands inside the call), RoPE, K and V into the rings, attention over [p0, p + 1), SiLU GLU,
+ * the argmax of each row; out [M, 2 hd] (attention | glu), ids [M]. */
+typedef struct {
+    int H, hd;
+    sr_kweight *W;                  /* [3 H hd, H hd] bf16 */
+    float *x, *g, *inv, *h, *qkv, *out; /* device */
+    int32_t *ids;
+    sr_kpool *K, *V;
+} rec_layer;
+
+static sr_status rec_ops(const sr_kernels *k, const rec_layer *L, int M, int64_t p0, int64_t *lo,
+                         int64_t *hi)
+{
+    int w = L->H * L->hd, row0[2] = {0, M}, slot[1] = {0};
+    int64_t pos[1] = {p0};
+    sr_kbatch b = {.n_seq = 1, .row0 = row0, .slot = slot, .pos = pos};
+    for (int r = 0; r < M; r++) {
+        lo[r] = p0;
+        hi[r] = p0 + r + 1;
+    }
+    sr_kattn a = {.n_head = L->H, .n_kv_head = L->H, .head_dim = L->hd, .scale = 0.125f, .lo = lo, .hi = hi};
+    sr_status st = k->norm(SR_NORM_RMS, M, w, L->x, w, L->g, NULL, 1e-5f, NULL, 0, L->h, w);
+    if (!st) st = k->gemm(M, L->h, w, L->W, NULL, SR_ACT_NONE, 1.0f, 0.0f, L->qkv, 3 * w);
+    if (!st) st = k->rope(&b, 2 * L->H, L->hd, L->inv, L->qkv, 3 * w);
+    if (!st) st = k->kv_write(L->K, 0, &b, L->qkv + w, 3 * w);
+    if (!st) st = k->kv_write(L->V, 0, &b, L->qkv + 2 * w, 3 * w);
+    if (!st) st = k->attn(&a, &b, L->qkv, 3 * w, L->K, L->V, 0, L->out, 2 * w);
+    if (!st) st = k->glu(SR_GLU_SILU, M, w, L->qkv, 3 * w, L->qkv + w, 3 * w, L->out + w, 2 * w);
+    if (!st) st = k->topk(M, 2 * w, 1, L->out, 2 * w, L->ids, NULL);
+    return st;
+}
+
+/* The layer over M rows at p0 from cleared rings, eagerly or recorded into *rec; its outputs
+ * downloaded into out / ids (host). */
+static sr_status rec_run(const sr_kernels *g, const rec_layer *L, int M, int64_t p0,
+                         sr_kgraph **rec, float *out, int32_t *ids)
+{
+    int64_t lo[64], hi[64];
+    sr_status st = sr_kpool_clear(g, L->K, 0);
+    if (!st) st = sr_kpool_clear(g, L->V, 0);
+    if (st) return st;
+    if (rec && (st = sr_kgraph_begin(g, rec))) return st;
+    st = rec_ops(g, L, M, p0, lo, hi);
+    if (rec) st = sr_kgraph_end(g, *rec, st);
+    if (!st) st = g->download(out, L->out, (size_t)M * 2 * L->H * L->hd * sizeof(float));
+    if (!st) st = g->download(ids, L->ids, (size_t)M * sizeof(int32_t));
+    return st;
+}
+#endif
+
+/* A recorded sequence (sr_cuda_graphs(1)) gives the bits of the same ops run one by one: first
+ * recorded (instantiated), again at other positions (patched into the executable graph: an
+ * update, no new instantiation), with 3 rows, with 39 rows twice (the product's staged
+ * operands in a pool block inside the graph: patched or instantiated anew, whichever the
+ * runtime allows, the same bits), and with recording off (begin / end do nothing, the ops
+ * run). Inside a recording the calls a graph cannot hold are refused by name. */
+static void test_graph(void)
+{
+    const sr_kernels *g = gpu();
+    if (!g) return;
+#ifdef SR_WITH_CUDA
+    const int H = 2, hd = 32, w = H * hd, MMAX = 40;
+    rec_layer L = {.H = H, .hd = hd};
+    uint16_t *hw = malloc((size_t)3 * w * w * sizeof(uint16_t));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hw);
+    for (int i = 0; i < 3 * w * w; i++) hw[i] = sr_f32_to_bf16(0.2f * rnd());
+    CU_ASSERT_EQUAL_FATAL(g->weight_create(hw, SR_BF16, 3 * w, w, NULL, SR_KMUL_BF16, &L.W), SR_OK);
+    free(hw);
+    float *hx = rand_host((size_t)MMAX * w, 1.0f), *hg = rand_host((size_t)w, 1.0f), inv[16];
+    for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+    L.x = dev(g, hx, (size_t)MMAX * w);
+    L.g = dev(g, hg, (size_t)w);
+    L.inv = dev(g, inv, (size_t)hd / 2);
+    L.h = g->alloc((size_t)MMAX * w * sizeof(float));
+    L.qkv = g->alloc((size_t)MMAX * 3 * w * sizeof(float));
+    L.out = g->alloc((size_t)MMAX * 2 * w * sizeof(float));
+    L.ids = g->alloc((size_t)MMAX * sizeof(int32_t));
+    CU_ASSERT_FATAL(L.h && L.qkv && L.out && L.ids);
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 1, 2, 64, w, &L.K), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 1, 2, 64, w, &L.V), SR_OK);
+    float *oe = malloc((size_t)MMAX * 2 * w * sizeof(float)), *orc = malloc((size_t)MMAX * 2 * w * sizeof(float));
+    int32_t ie[64], ir[64];
+    CU_ASSERT_FATAL(oe && orc);
+
+    const int prev = sr_cuda_graphs(1);
+    sr_kgraph *rec = NULL;
+    unsigned long long up0, built0, up, built;
+    sr_cuda_graph_counts(&up0, &built0);
+    /* M, first position, graphs: first recording, the same shape again (patched), more rows */
+    static const struct { int M; int64_t p0; } runs[] = {{1, 5}, {1, 6}, {1, 40}, {3, 7}, {MMAX - 1, 2},
+                                                         {MMAX - 1, 9}};
+    int bad = 0;
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        int M = runs[r].M;
+        CU_ASSERT_EQUAL(rec_run(g, &L, M, runs[r].p0, NULL, oe, ie), SR_OK);
+        sr_status st = rec_run(g, &L, M, runs[r].p0, &rec, orc, ir);
+        if (st) printf("\n      recorded run %zu: %s", r, sr_last_error());
+        CU_ASSERT_EQUAL(st, SR_OK);
+        bad += !agree(orc, oe, (size_t)M * 2 * w, -1.0, "recorded layer");
+        bad += memcmp(ir, ie, (size_t)M * sizeof(int32_t)) != 0;
+        sr_cuda_graph_counts(&up, &built);
+        if (r == 1 || r == 2) /* the shape of run 0: an update, no new graph */
+            CU_ASSERT(up > up0 && built == built0 + 1);
+        printf("%s recorded M %d: %llu updated, %llu built so far", r ? ";" : "\n     ", M,
+               up - up0, built - built0);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(built > built0);
+    /* refused inside a recording, by name; the recording is then dropped */
+    CU_ASSERT_EQUAL_FATAL(sr_kgraph_begin(g, &rec), SR_OK);
+    TEST_ASSERT_ERR(g->upload(L.x, hx, sizeof(float)), SR_ERR_ARG, "cuda upload: called while recording");
+    TEST_ASSERT_ERR(g->download(orc, L.out, sizeof(float)), SR_ERR_ARG, "cuda download: called while recording");
+    TEST_ASSERT_ERR(g->sync(), SR_ERR_ARG, "cuda sync: called while recording");
+    TEST_ASSERT_ERR(g->graph_begin(&rec), SR_ERR_ARG, "cuda graph_begin: this thread is recording already");
+    CU_ASSERT_PTR_NULL(g->alloc(64));
+    TEST_ASSERT_ERR(sr_kgraph_end(g, rec, SR_OK), SR_ERR_ARG, "cuda alloc: called while recording");
+    /* recording off: begin and end pass, the ops run as called */
+    sr_cuda_graphs(0);
+    sr_kgraph *off = NULL;
+    CU_ASSERT_EQUAL(rec_run(g, &L, 3, 9, NULL, oe, ie), SR_OK);
+    CU_ASSERT_EQUAL(rec_run(g, &L, 3, 9, &off, orc, ir), SR_OK);
+    CU_ASSERT_PTR_NULL(off);
+    CU_ASSERT(agree(orc, oe, (size_t)3 * 2 * w, -1.0, "unrecorded layer"));
+    sr_cuda_graphs(prev);
+    g->graph_free(rec);
+    g->graph_free(NULL);
+    free(hx); free(hg); free(oe); free(orc);
+    g->free(L.x); g->free(L.g); g->free(L.inv); g->free(L.h); g->free(L.qkv); g->free(L.out);
+    g->free(L.ids);
+    sr_kpool_free(g, L.K);
+    sr_kpool_free(g, L.V);
+    g->weight_free(L.W);
+#endif
+}
+
 void test_register_ops_cuda(void)
 {
     TEST_SUITE("kernels_cuda", {"gemm_gather", test_gemm}, {"gemm_stacked", test_gemm_stacked},
                {"row_ops", test_rows},
                {"conv_rope", test_conv_rope}, {"many_seqs", test_many_seqs}, {"kv_write_attn", test_attn}, {"attn_long", test_attn_long}, {"bad_args", test_bad_args},
-               {"memory", test_mem}, {"backends_on_cuda", test_backends});
+               {"memory", test_mem}, {"recording", test_graph}, {"backends_on_cuda", test_backends});
 }

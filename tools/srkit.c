@@ -1509,6 +1509,19 @@ static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
     cJSON_AddNumberToObject(j, "gpu_pool_bytes", (double)p);
     cJSON_AddNumberToObject(j, "gpu_scratch_bytes",
                             ms->gpu_live_bytes > w + p ? (double)(ms->gpu_live_bytes - w - p) : 0.0);
+#ifdef SR_WITH_CUDA
+    /* with SRKIT_CUDA_GRAPH=1: the recorded steps (whole process) patched into their graph or
+     * instantiated anew; many of the latter mean the recorded shapes keep changing */
+    if (ms->gpu_live_bytes && sr_cuda_graphs(-1)) {
+        unsigned long long up = 0, built = 0;
+        sr_cuda_graph_counts(&up, &built);
+        cJSON *g = cJSON_AddObjectToObject(j, "cuda_graphs");
+        if (g) {
+            cJSON_AddNumberToObject(g, "updated", (double)up);
+            cJSON_AddNumberToObject(g, "built", (double)built);
+        }
+    }
+#endif
 }
 
 static int bench_run(const bench_args *b)

@@ -74,6 +74,9 @@ sr_status sr_cpu_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int
 /* ---- guard.c: the "cpu-guard" table ---------------------------------------------------------- */
 /* The CPU ops over memory the host cannot read outside them (see guard.c). Never NULL. */
 const sr_kernels *sr_kernels_cpu_guard(void);
+/* Recordings the guard table has run (graph_end with run != 0 that succeeded), process-wide:
+ * for tests that a backend records its step. */
+unsigned long long sr_kernels_cpu_guard_recordings(void);
 
 /* ---- path hooks, for tests and benchmarks only (process-wide, not thread-safe) ------------
  * Every path of an op gives the same bits; the tests prove it by forcing each. gemm / attn:

@@ -13,6 +13,13 @@
  * under a debugger or ASan the backtrace names it), and one that gives the table host memory
  * gets an error naming the op. The results are the CPU table's, bit for bit.
  *
+ * Recording (graph_begin / graph_end) holds the table's contract as the CUDA table's graphs
+ * do, on the CPU: while a thread records, its upload, download, sync, sgemm and weight_create
+ * fail with SR_ERR_ARG naming the call, and an alloc, free or weight_free makes graph_end fail
+ * naming it; the ops themselves run as they are called (a recorded op's arguments are its own
+ * either way, and its results are only visible in table memory, which the host cannot read).
+ * So a backend whose recorded sequence would break a CUDA capture fails its tests here.
+ *
  * For tests and porting only: ops are serialized by the lock and every call re-protects every
  * block (mprotect per block), so it is slow for big models. Selected with device "cpu-guard"
  * (sr_kernels_select; not a config value). Linux / POSIX mmap.
@@ -24,6 +31,7 @@
 #include "cpu_impl.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -113,8 +121,60 @@ static void close_all(void)
 
 /* ---- memory ---------------------------------------------------------------------------- */
 
+/* ---- recording ----------------------------------------------------------------------------- */
+
+struct sr_kgraph {
+    int site; /* a record exists per call site; nothing to keep on the CPU */
+};
+static _Thread_local sr_kgraph *rec;          /* this thread's recording, NULL when none */
+static _Thread_local const char *rec_refused; /* a status-less call refused meanwhile */
+static atomic_ullong rec_runs;
+
+static sr_status refused(const char *what)
+{
+    return sr_error(SR_ERR_ARG, "cpu-guard %s: called while recording a graph (between "
+                    "graph_begin and graph_end only ops may be called)", what);
+}
+
+static sr_status g_graph_begin(sr_kgraph **g)
+{
+    if (!g) return sr_error(SR_ERR_ARG, "cpu-guard graph_begin: g is NULL");
+    if (rec) return sr_error(SR_ERR_ARG, "cpu-guard graph_begin: this thread is recording "
+                             "already (one recording at a time: graph_end first)");
+    if (!*g && !(*g = calloc(1, sizeof **g)))
+        return sr_error(SR_ERR_NOMEM, "cpu-guard graph_begin: a record");
+    rec = *g;
+    rec_refused = NULL;
+    return SR_OK;
+}
+
+static sr_status g_graph_end(sr_kgraph *g, int run)
+{
+    sr_kgraph *r = rec;
+    const char *why = rec_refused;
+    rec = NULL;
+    rec_refused = NULL;
+    if (!run) return SR_OK;
+    if (!r) return sr_error(SR_ERR_ARG, "cpu-guard graph_end: no graph_begin on this thread");
+    if (g != r) return sr_error(SR_ERR_ARG, "cpu-guard graph_end: g is not the record this "
+                                "thread's graph_begin started (the recording is dropped)");
+    if (why) return refused(why);
+    atomic_fetch_add(&rec_runs, 1);
+    return SR_OK;
+}
+
+static void g_graph_free(sr_kgraph *g) { free(g); }
+
+unsigned long long sr_kernels_cpu_guard_recordings(void) { return atomic_load(&rec_runs); }
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
 static void *g_alloc(size_t bytes)
 {
+    if (rec) {
+        if (!rec_refused) rec_refused = "alloc"; /* the first one named */
+        return NULL;
+    }
     pthread_mutex_lock(&mu);
     void *p = block_new(bytes);
     pthread_mutex_unlock(&mu);
@@ -124,6 +184,10 @@ static void *g_alloc(size_t bytes)
 static void g_free(void *p)
 {
     if (!p) return;
+    if (rec) {
+        if (!rec_refused) rec_refused = "free"; /* the first one named */
+        return;
+    }
     pthread_mutex_lock(&mu);
     block_drop(p);
     pthread_mutex_unlock(&mu);
@@ -131,6 +195,7 @@ static void g_free(void *p)
 
 static sr_status g_upload(void *dst, const void *src, size_t bytes)
 {
+    if (rec) return refused("upload");
     open_all();
     TABLE_MEM(dst, "upload", "dst");
     sr_status st = sr_kernels_cpu()->upload(dst, src, bytes);
@@ -140,6 +205,7 @@ static sr_status g_upload(void *dst, const void *src, size_t bytes)
 
 static sr_status g_download(void *dst, const void *src, size_t bytes)
 {
+    if (rec) return refused("download");
     open_all();
     TABLE_MEM(src, "download", "src");
     sr_status st = sr_kernels_cpu()->download(dst, src, bytes);
@@ -147,7 +213,7 @@ static sr_status g_download(void *dst, const void *src, size_t bytes)
     return st;
 }
 
-static sr_status g_sync(void) { return SR_OK; }
+static sr_status g_sync(void) { return rec ? refused("sync") : SR_OK; }
 
 static void g_zero(void *p, size_t bytes)
 {
@@ -161,6 +227,10 @@ static void g_zero(void *p, size_t bytes)
 static sr_status g_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
                                  sr_kmul mul, sr_kweight **out)
 {
+    if (rec) {
+        if (out) *out = NULL;
+        return refused("weight_create");
+    }
     sr_kweight *W = NULL;
     sr_status st = sr_cpu_weight_create(host, dt, n, k, scale, mul, &W);
     if (st) return st;
@@ -191,6 +261,10 @@ static sr_status g_weight_create(const void *host, sr_dtype dt, int n, int k, co
 static void g_weight_free(sr_kweight *W)
 {
     if (!W) return;
+    if (rec) {
+        if (!rec_refused) rec_refused = "weight_free"; /* the first one named */
+        return;
+    }
     g_free(W->data);
     g_free(W->scale);
     free(W);
@@ -201,6 +275,7 @@ static void g_weight_free(sr_kweight *W)
 static sr_status g_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                          int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
+    if (rec) return refused("sgemm");
     open_all();
     TABLE_MEM(A, "sgemm", "A");
     TABLE_MEM(B, "sgemm", "B");
@@ -481,6 +556,9 @@ static const sr_kernels guard_table = {
     .topk = g_topk,
     .kv_write = g_kv_write,
     .attn = g_attn,
+    .graph_begin = g_graph_begin,
+    .graph_end = g_graph_end,
+    .graph_free = g_graph_free,
 };
 
 const sr_kernels *sr_kernels_cpu_guard(void) { return &guard_table; }

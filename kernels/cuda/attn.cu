@@ -377,9 +377,9 @@ template <int KD, int VD, bool REL>
 void launch_form(bool wide, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
 {
     if (wide)
-        attn_kernel<KD, VD, REL, true><<<grid, NT, smem>>>(A, C);
+        attn_kernel<KD, VD, REL, true><<<grid, NT, smem, sr_cuda_stream()>>>(A, C);
     else
-        attn_kernel<KD, VD, REL, false><<<grid, NT, smem>>>(A, C);
+        attn_kernel<KD, VD, REL, false><<<grid, NT, smem, sr_cuda_stream()>>>(A, C);
 }
 
 template <int KD, int VD>

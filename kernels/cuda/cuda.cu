@@ -2,7 +2,21 @@
  * cuda.cu — the CUDA kernel table: device memory through the CUDA runtime (the stream-ordered
  * pool, cudaMemcpyAsync uploads, cudaMemcpy downloads, all on the legacy default stream, so a
  * download waits for every queued op),
- * sgemm through cuBLAS, and the op set from rowops.cu, gemm.cu and attn.cu (cuda_impl.h).
+ * sgemm through cuBLAS, the op set from rowops.cu, gemm.cu and attn.cu (cuda_impl.h), and
+ * recording (graph_begin / graph_end, below).
+ *
+ * Recording, as CUDA graphs (SRKIT_CUDA_GRAPH=1 or sr_cuda_graphs(1); off by default). A
+ * record (sr_kgraph) owns a non-blocking capture stream and the executable graph of its last
+ * recording. graph_begin starts a capture of that stream (thread-local capture mode) and points
+ * the calling thread's sr_cuda_stream() at it, so the ops' launches, device copies and pool
+ * blocks land in the capture; other threads keep queueing on the legacy stream, untouched.
+ * graph_end ends the capture and runs the graph on the legacy stream (in order with what came
+ * before and after, as an op would be): the kernel arguments of a recording are its own (every
+ * op passes its control arrays by value), so each step is recorded anew and, where its graph
+ * has the previous one's shape, patched into the existing executable graph with
+ * cudaGraphExecUpdate (cheap) instead of instantiated again (a different batch, more launches).
+ * A step then costs the host its op calls (recorded, not launched) plus one update and one
+ * launch, and the device runs the kernels back to back without a launch between them.
  *
  * cuBLAS is column-major, the library row-major. A row-major [R, C] matrix with row stride ld
  * is, read column-major, its transpose [C, R] with the same leading dimension. So the
@@ -21,10 +35,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <new>
 #include <unordered_map>
 
 #include "cuda_impl.h"
+
+/* ---- the stream of this thread's ops ---------------------------------------------------------- */
+
+/* A call site's record: the stream its recordings capture and the executable graph of the last
+ * one. */
+struct sr_kgraph {
+    cudaStream_t cap;     /* non-blocking: legacy-stream work of other threads never joins it */
+    cudaGraphExec_t exec; /* NULL until the first recording ran */
+};
+
+/* The record this thread is recording into (NULL: none), and what it was refused meanwhile
+ * (an alloc / free / weight_free, which have no status to return it through; graph_end does). */
+static thread_local sr_kgraph *tls_rec;
+static thread_local const char *tls_refused;
+
+cudaStream_t sr_cuda_stream(void) { return tls_rec ? tls_rec->cap : (cudaStream_t)0; }
+
+static sr_status refuse_recording(const char *what)
+{
+    return sr_error(SR_ERR_ARG, "cuda %s: called while recording a graph (between graph_begin "
+                    "and graph_end only ops may be called)", what);
+}
 
 /* Live device bytes by pointer, for sr_kernels.mem (the sizes cudaFree is not told), and
  * whether the block came from the stream-ordered pool. */
@@ -39,7 +76,8 @@ static size_t mem_live, mem_peak;
 /* The table's alloc / free run per chunk in the backends (scratch of a step): plain cudaMalloc
  * costs up to a millisecond and cudaFree waits for the whole device, once per stream and step.
  * So they come from the device's stream-ordered pool (cudaMallocAsync / cudaFreeAsync on the
- * legacy default stream, where every op and copy of the table is ordered), its release
+ * legacy default stream, where every op and copy of the table is ordered; inside a recording
+ * on its capture stream, so they become the graph's own allocation and free), its release
  * threshold raised so freed blocks stay cached for the next step instead of going back to the
  * driver at each synchronization. Devices without pools use cudaMalloc / cudaFree. */
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -62,7 +100,7 @@ static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
     *p = NULL;
     if (pooled) pthread_once(&pool_once, pool_init);
     pooled = pooled && pool_ok;
-    cudaError_t e = pooled ? cudaMallocAsync(p, bytes, 0) : cudaMalloc(p, bytes);
+    cudaError_t e = pooled ? cudaMallocAsync(p, bytes, sr_cuda_stream()) : cudaMalloc(p, bytes);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *p = NULL;
@@ -79,7 +117,7 @@ static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
     }
     pthread_mutex_unlock(&mem_lock);
     if (e != cudaSuccess) {
-        if (pooled) (void)cudaFreeAsync(*p, 0);
+        if (pooled) (void)cudaFreeAsync(*p, sr_cuda_stream());
         else (void)cudaFree(*p);
         *p = NULL;
     }
@@ -117,7 +155,7 @@ void sr_cuda_free(void *p)
         }
     }
     pthread_mutex_unlock(&mem_lock);
-    if (pooled) (void)cudaFreeAsync(p, 0);
+    if (pooled) (void)cudaFreeAsync(p, sr_cuda_stream());
     else (void)cudaFree(p);
 }
 
@@ -158,16 +196,28 @@ sr_status sr_cuda_launched(const char *what)
 
 static void *cuda_alloc(size_t bytes)
 {
+    if (tls_rec) {
+        if (!tls_refused) tls_refused = "alloc"; /* the first one named */
+        return NULL;
+    }
     void *p = NULL;
     /* a 0-byte block may come back NULL; one byte keeps "NULL = failure" true */
     return dev_malloc(&p, bytes ? bytes : 1, true) == cudaSuccess ? p : NULL;
 }
 
-static void cuda_free(void *p) { sr_cuda_free(p); }
+static void cuda_free(void *p)
+{
+    if (tls_rec && p) {
+        if (!tls_refused) tls_refused = "free"; /* the first one named */
+        return;
+    }
+    sr_cuda_free(p);
+}
 
 static sr_status cuda_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                            const char *what)
 {
+    if (tls_rec) return refuse_recording(what);
     if (bytes == 0) return SR_OK;
     if (!dst || !src)
         return sr_error(SR_ERR_ARG, "cuda %s: %s is NULL (%zu bytes)", what, dst ? "src" : "dst",
@@ -194,6 +244,7 @@ static sr_status cuda_download(void *dst, const void *src, size_t bytes)
 
 static sr_status cuda_sync(void)
 {
+    if (tls_rec) return refuse_recording("sync");
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) return sr_cuda_fail("sync", e);
     return SR_OK;
@@ -231,6 +282,7 @@ static sr_status cuda_sgemm(int trans_a, int trans_b, int M, int N, int K, float
                             const float *A, int lda, const float *B, int ldb, float beta, float *C,
                             int ldc)
 {
+    if (tls_rec) return refuse_recording("sgemm"); /* cuBLAS's handle queues on the legacy stream */
     sr_status st = sr_kernels_check_sgemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
     if (st) return st;
     if (M == 0 || N == 0) return SR_OK;
@@ -258,6 +310,131 @@ static sr_status cuda_sgemm(int trans_a, int trans_b, int M, int N, int K, float
 /* cuBLAS chooses its own parallelism. */
 static void cuda_set_threads(int n) { (void)n; }
 
+/* Weights are made and freed at load and unload, never inside a recording. */
+static sr_status cuda_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
+                                    sr_kmul mul, sr_kweight **out)
+{
+    if (tls_rec) {
+        if (out) *out = NULL;
+        return refuse_recording("weight_create");
+    }
+    return sr_cuda_weight_create(host, dt, n, k, scale, mul, out);
+}
+
+static void cuda_weight_free(sr_kweight *w)
+{
+    if (tls_rec && w) {
+        if (!tls_refused) tls_refused = "weight_free"; /* the first one named */
+        return;
+    }
+    sr_cuda_weight_free(w);
+}
+
+/* ---- recording (graph_begin / graph_end, see the top of the file) -------------------------- */
+
+static std::atomic<int> graphs_set{-1};
+static std::atomic<unsigned long long> graphs_updated{0}, graphs_built{0};
+
+static int graphs_env(void)
+{
+    static const int v = [] {
+        const char *e = getenv("SRKIT_CUDA_GRAPH");
+        return e && !strcmp(e, "1") ? 1 : 0;
+    }();
+    return v;
+}
+
+extern "C" int sr_cuda_graphs(int v)
+{
+    int old = graphs_set.load();
+    int prev = old >= 0 ? old : graphs_env();
+    if (v == 0 || v == 1) graphs_set.store(v);
+    return prev;
+}
+
+extern "C" void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built)
+{
+    if (updated) *updated = graphs_updated.load();
+    if (built) *built = graphs_built.load();
+}
+
+static sr_status cuda_graph_begin(sr_kgraph **g)
+{
+    if (!g) return sr_error(SR_ERR_ARG, "cuda graph_begin: g is NULL");
+    if (tls_rec) return sr_error(SR_ERR_ARG, "cuda graph_begin: this thread is recording already "
+                                 "(one recording at a time: graph_end first)");
+    if (!sr_cuda_graphs(-1)) return SR_OK; /* not asked for: the ops run as they are called */
+    if (!*g) {
+        sr_kgraph *r = (sr_kgraph *)calloc(1, sizeof *r);
+        if (!r) return sr_error(SR_ERR_NOMEM, "cuda graph_begin: a record of %zu bytes", sizeof *r);
+        cudaError_t e = cudaStreamCreateWithFlags(&r->cap, cudaStreamNonBlocking);
+        if (e != cudaSuccess) {
+            free(r);
+            return sr_cuda_fail("graph_begin: its capture stream", e);
+        }
+        *g = r;
+    }
+    /* thread-local mode: only this thread's unsafe calls (a synchronous copy, cudaMalloc) break
+     * the capture; the table refuses them above before they reach the runtime */
+    cudaError_t e = cudaStreamBeginCapture((*g)->cap, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) return sr_cuda_fail("graph_begin: cudaStreamBeginCapture", e);
+    tls_rec = *g;
+    tls_refused = NULL;
+    return SR_OK;
+}
+
+static sr_status cuda_graph_end(sr_kgraph *g, int run)
+{
+    sr_kgraph *r = tls_rec;
+    if (!r) return SR_OK; /* graph_begin recorded nothing (recording off): the ops ran */
+    const char *refused = tls_refused;
+    tls_rec = NULL;
+    tls_refused = NULL;
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(r->cap, &graph);
+    if (!run || g != r || refused || e != cudaSuccess) {
+        if (graph) (void)cudaGraphDestroy(graph);
+        (void)cudaGetLastError();
+        if (!run) return SR_OK;
+        if (g != r) return sr_error(SR_ERR_ARG, "cuda graph_end: g is not the record this "
+                                    "thread's graph_begin started (the recording is dropped)");
+        if (refused) return refuse_recording(refused);
+        return sr_cuda_fail("graph_end: cudaStreamEndCapture (an op called the runtime in a way "
+                            "a capture cannot record)", e);
+    }
+    if (r->exec) { /* the same shape as last time: patch the arguments in */
+        cudaGraphExecUpdateResultInfo info;
+        if (cudaGraphExecUpdate(r->exec, graph, &info) == cudaSuccess) {
+            graphs_updated.fetch_add(1);
+        } else {
+            (void)cudaGetLastError();
+            (void)cudaGraphExecDestroy(r->exec);
+            r->exec = NULL;
+        }
+    }
+    if (!r->exec) {
+        e = cudaGraphInstantiate(&r->exec, graph, 0);
+        if (e != cudaSuccess) r->exec = NULL;
+        else graphs_built.fetch_add(1);
+    }
+    (void)cudaGraphDestroy(graph);
+    if (e != cudaSuccess) return sr_cuda_fail("graph_end: cudaGraphInstantiate", e);
+    e = cudaGraphLaunch(r->exec, 0);
+    if (e != cudaSuccess) return sr_cuda_fail("graph_end: cudaGraphLaunch", e);
+    return SR_OK;
+}
+
+static void cuda_graph_free(sr_kgraph *g)
+{
+    if (!g) return;
+    /* its last launch may still run on the legacy stream */
+    (void)cudaStreamSynchronize(0);
+    if (g->exec) (void)cudaGraphExecDestroy(g->exec);
+    if (g->cap) (void)cudaStreamDestroy(g->cap);
+    (void)cudaGetLastError();
+    free(g);
+}
+
 /* nvcc's C++17 has no designated initializers: the table is filled field by field, once, at
  * static initialization. */
 static sr_kernels make_table(void)
@@ -277,8 +454,8 @@ static sr_kernels make_table(void)
     t.copy2d = sr_cuda_copy2d;
     t.transpose = sr_cuda_transpose;
     t.copy_rows = sr_cuda_copy_rows;
-    t.weight_create = sr_cuda_weight_create;
-    t.weight_free = sr_cuda_weight_free;
+    t.weight_create = cuda_weight_create;
+    t.weight_free = cuda_weight_free;
     t.gemm = sr_cuda_gemm;
     t.norm = sr_cuda_norm;
     t.act = sr_cuda_act;
@@ -296,6 +473,9 @@ static sr_kernels make_table(void)
     t.topk = sr_cuda_topk;
     t.kv_write = sr_cuda_kv_write;
     t.attn = sr_cuda_attn;
+    t.graph_begin = cuda_graph_begin;
+    t.graph_end = cuda_graph_end;
+    t.graph_free = cuda_graph_free;
     return t;
 }
 static const sr_kernels cuda_table = make_table();

@@ -3,8 +3,9 @@
  * table in cuda.cu points at, and the error helpers. Every op has the contract of its typedef
  * in kernels/kernels.h; pointers to float data are device memory, the control arrays
  * (sr_kbatch, sr_kattn's ranges, gather's ids) host memory, as the table's contract says. Ops
- * are queued on the legacy default stream, in order with the table's upload / download
- * (which therefore wait for them). Included by .cu files only (C++ through nvcc).
+ * are queued on sr_cuda_stream(): the legacy default stream, in order with the table's upload /
+ * download (which therefore wait for them), or while the calling thread records a graph, the
+ * recording's capture stream. Included by .cu files only (C++ through nvcc).
  */
 #ifndef SR_CUDA_IMPL_H
 #define SR_CUDA_IMPL_H
@@ -30,6 +31,11 @@ sr_status sr_cuda_launched(const char *what);
 cudaError_t sr_cuda_malloc(void **p, size_t bytes);
 cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes);
 void sr_cuda_free(void *p);
+
+/* The stream every launch, stream-ordered copy and pool block of an op goes to: the legacy
+ * default stream (0), or while the calling thread records (graph_begin .. graph_end, cuda.cu)
+ * the recording's capture stream, so the op is recorded instead of run. */
+cudaStream_t sr_cuda_stream(void);
 
 /* Multiprocessors of the current device, queried once (0 if the query fails; its error is
  * cleared). For launch shapes only: speed, never results. */

@@ -470,7 +470,7 @@ static void gemm_tc_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, 
 {
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
     dim3 grid((unsigned)((W->n + 16 * NT - 1) / (16 * NT)), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    gemm_tc_kernel<MT, NT><<<grid, 32 * TC_WARPS>>>(M, W->n, (int)k_pad(W->k), xb,
+    gemm_tc_kernel<MT, NT><<<grid, 32 * TC_WARPS, 0, sr_cuda_stream()>>>(M, W->n, (int)k_pad(W->k), xb,
                                                      (const __nv_bfloat16 *)W->data, bias, act,
                                                      alpha, beta, y, ldy);
 }
@@ -637,7 +637,7 @@ static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int 
 {
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
     dim3 grid((unsigned)(tc_rows(W->n) / 16), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    gemm_mma_kernel<MT, DEPTH, XF><<<grid, 32 * MMA_WARPS>>>(M, W->n, (int)k_pad(W->k), xb, x, ldx,
+    gemm_mma_kernel<MT, DEPTH, XF><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(M, W->n, (int)k_pad(W->k), xb, x, ldx,
                                                             W->k, (const __nv_bfloat16 *)W->data,
                                                             bias, act, alpha, beta, y, ldy);
 }
@@ -682,7 +682,7 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     if (e != cudaSuccess) return sr_cuda_fail("gemm: bf16 operands of x", e);
     __nv_bfloat16 *xb = (__nv_bfloat16 *)xbv;
     size_t blocks = (n + 255) / 256;
-    tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256>>>(M, W->k, kpad, Mp, x, ldx, xb);
+    tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, sr_cuda_stream()>>>(M, W->k, kpad, Mp, x, ldx, xb);
     if (sr_cuda_gemm_kernel(-1) == 1) {
         if (M <= 32) gemm_mma_launch<2, 2, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
         else gemm_mma_launch<4, 1, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
@@ -714,7 +714,7 @@ static void gemm_launch(int M, const float *x, int ldx, const sr_kweight *W, con
     typedef typename WTraits<WK>::T T;
     unsigned m_tiles = (unsigned)((M + TL::BM - 1) / TL::BM);
     dim3 grid((unsigned)((W->n + TL::BN - 1) / TL::BN), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    gemm_kernel<TL, WK><<<grid, TL::THREADS>>>(M, W->n, W->k, (int)k_pad(W->k), x, ldx,
+    gemm_kernel<TL, WK><<<grid, TL::THREADS, 0, sr_cuda_stream()>>>(M, W->n, W->k, (int)k_pad(W->k), x, ldx,
                                                (const T *)W->data, W->scale, bias, act, alpha,
                                                beta, y, ldy);
 }
@@ -875,7 +875,7 @@ sr_status sr_cuda_gather(const sr_kweight *E, const int32_t *ids, int n, float *
         GatherIds g;
         memcpy(g.v, ids + i0, (size_t)count * sizeof(int32_t));
         dim3 grid(gx, (unsigned)count);
-        gather_kernel<<<grid, threads>>>(E->data, E->scale, E->dtype, E->k, k_pad(E->k), g, count,
+        gather_kernel<<<grid, threads, 0, sr_cuda_stream()>>>(E->data, E->scale, E->dtype, E->k, k_pad(E->k), g, count,
                                          y + (size_t)i0 * (size_t)ldy, ldy);
         sr_status st = sr_cuda_launched("gather");
         if (st) return st;

@@ -221,7 +221,7 @@ template <class F> static sr_status ew2d(const char *what, int M, int d, const F
     int bx = d >= 256 ? 256 : (d + 31) / 32 * 32, by = 256 / bx;
     int64_t gy = ((int64_t)M + by - 1) / by;
     dim3 grid((unsigned)(((int64_t)d + bx - 1) / bx), (unsigned)SR_CUDA_GRID_Y(gy));
-    ew2d_kernel<<<grid, dim3((unsigned)bx, (unsigned)by)>>>(M, d, r0, f);
+    ew2d_kernel<<<grid, dim3((unsigned)bx, (unsigned)by), 0, sr_cuda_stream()>>>(M, d, r0, f);
     return sr_cuda_launched(what);
 }
 
@@ -283,7 +283,7 @@ void sr_cuda_zero(void *p, size_t bytes)
 {
     if (!p || !bytes) return;
     /* No status to return: clear the error so that the next checked call reports its own. */
-    if (cudaMemsetAsync(p, 0, bytes, 0) != cudaSuccess) (void)cudaGetLastError();
+    if (cudaMemsetAsync(p, 0, bytes, sr_cuda_stream()) != cudaSuccess) (void)cudaGetLastError();
 }
 
 sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
@@ -292,7 +292,7 @@ sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ld
     if (st || M == 0 || d == 0) return st;
     cudaError_t e = cudaMemcpy2DAsync(y, (size_t)ldy * sizeof(float), x, (size_t)ldx * sizeof(float),
                                       (size_t)d * sizeof(float), (size_t)M,
-                                      cudaMemcpyDeviceToDevice, 0);
+                                      cudaMemcpyDeviceToDevice, sr_cuda_stream());
     if (e != cudaSuccess) return sr_cuda_fail("copy2d", e);
     return SR_OK;
 }
@@ -324,7 +324,7 @@ sr_status sr_cuda_copy_rows(int n, int d, const float *const *src, float *y, int
         const int m = n - i0 < ROWS_PER_LAUNCH ? n - i0 : ROWS_PER_LAUNCH;
         RowPtrs r;
         memcpy(r.p, src + i0, (size_t)m * sizeof r.p[0]);
-        copy_rows_kernel<<<dim3(gx, (unsigned)m), threads>>>(m, d, r, y + (size_t)i0 * ldy, ldy);
+        copy_rows_kernel<<<dim3(gx, (unsigned)m), threads, 0, sr_cuda_stream()>>>(m, d, r, y + (size_t)i0 * ldy, ldy);
         if ((st = sr_cuda_launched("copy_rows"))) return st;
     }
     return SR_OK;
@@ -363,7 +363,7 @@ sr_status sr_cuda_transpose(int n, int M, int d, const float *x, int ldx, float 
     for (int b0 = 0; b0 < n; b0 += 65535) { /* the grid's z extent */
         int nb = n - b0 < 65535 ? n - b0 : 65535;
         dim3 grid((unsigned)((d + 31) / 32), (unsigned)SR_CUDA_GRID_Y((M + 31) / 32), (unsigned)nb);
-        transpose_kernel<<<grid, block>>>(M, d, x + (size_t)b0 * M * ldx, ldx,
+        transpose_kernel<<<grid, block, 0, sr_cuda_stream()>>>(M, d, x + (size_t)b0 * M * ldx, ldx,
                                           y + (size_t)b0 * d * ldy, ldy);
         if ((st = sr_cuda_launched("transpose"))) return st;
     }
@@ -417,7 +417,7 @@ sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx,
 {
     sr_status st = sr_kernels_check_norm(kind, M, d, x, ldx, g, b, mul, ld_mul, y, ldy);
     if (st || M == 0 || d == 0) return st;
-    norm_kernel<<<row_blocks(M), ROW_THREADS>>>((int)kind, M, d, x, ldx, g, b, eps, mul, ld_mul,
+    norm_kernel<<<row_blocks(M), ROW_THREADS, 0, sr_cuda_stream()>>>((int)kind, M, d, x, ldx, g, b, eps, mul, ld_mul,
                                                 y, ldy);
     return sr_cuda_launched("norm");
 }
@@ -439,11 +439,11 @@ sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y)
     if (st || n == 0) return st;
     if (act == SR_ACT_NONE) {
         if (x == y) return SR_OK;
-        cudaError_t e = cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, 0);
+        cudaError_t e = cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, sr_cuda_stream());
         if (e != cudaSuccess) return sr_cuda_fail("act", e);
         return SR_OK;
     }
-    act_kernel<<<flat_blocks(n), 256>>>((int)act, n, x, y);
+    act_kernel<<<flat_blocks(n), 256, 0, sr_cuda_stream()>>>((int)act, n, x, y);
     return sr_cuda_launched("act");
 }
 
@@ -630,7 +630,7 @@ sr_status sr_cuda_conv2d_s2(int n, int C, int T, int F, const float *in, size_t 
     if (st || n == 0 || C == 0) return st;
     int To = T / 2 + 1, Fo = F / 2 + 1;
     size_t total = (size_t)n * (size_t)C * (size_t)To * (size_t)Fo;
-    conv2d_kernel<<<flat_blocks(total), 256>>>(total, C, T, F, To, Fo, in, in_img_stride,
+    conv2d_kernel<<<flat_blocks(total), 256, 0, sr_cuda_stream()>>>(total, C, T, F, To, Fo, in, in_img_stride,
                                                in_plane_stride, w, b, relu != 0, out);
     return sr_cuda_launched("conv2d_s2");
 }
@@ -752,7 +752,7 @@ sr_status sr_cuda_softmax(int M, int N, float *x, int ldx)
 {
     sr_status st = sr_kernels_check_softmax(M, N, x, ldx);
     if (st || M == 0 || N == 0) return st;
-    softmax_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, x, ldx);
+    softmax_kernel<<<row_blocks(M), ROW_THREADS, 0, sr_cuda_stream()>>>(M, N, x, ldx);
     return sr_cuda_launched("softmax");
 }
 
@@ -760,7 +760,7 @@ sr_status sr_cuda_logsoftmax(int M, int N, const float *x, int ldx, float *y, in
 {
     sr_status st = sr_kernels_check_logsoftmax(M, N, x, ldx, y, ldy);
     if (st || M == 0 || N == 0) return st;
-    logsoftmax_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, x, ldx, y, ldy);
+    logsoftmax_kernel<<<row_blocks(M), ROW_THREADS, 0, sr_cuda_stream()>>>(M, N, x, ldx, y, ldy);
     return sr_cuda_launched("logsoftmax");
 }
 
@@ -852,13 +852,13 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
     sr_status st = sr_kernels_check_topk(M, N, k, x, ldx, idx);
     if (st || M == 0) return st;
     if (k <= TOPK_ITER_MAX) {
-        topk_iter_kernel<<<row_blocks(M), ROW_THREADS>>>(M, N, k, x, ldx, idx, val);
+        topk_iter_kernel<<<row_blocks(M), ROW_THREADS, 0, sr_cuda_stream()>>>(M, N, k, x, ldx, idx, val);
         return sr_cuda_launched("topk");
     }
     unsigned n2 = 1;
     while (n2 < (unsigned)N) n2 <<= 1; /* N <= INT_MAX: n2 <= 2^31 */
     if (n2 <= TOPK_SMEM_KEYS) {
-        topk_sort_kernel<<<row_blocks(M), ROW_THREADS, n2 * sizeof(unsigned long long)>>>(
+        topk_sort_kernel<<<row_blocks(M), ROW_THREADS, n2 * sizeof(unsigned long long), sr_cuda_stream()>>>(
             M, N, k, x, ldx, idx, val, NULL, n2);
         return sr_cuda_launched("topk");
     }
@@ -869,7 +869,7 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
     dev_tmp t;
     st = tmp_alloc("topk scratch", (size_t)blocks * per_row, &t);
     if (st) return st;
-    topk_sort_kernel<<<blocks, ROW_THREADS>>>(M, N, k, x, ldx, idx, val,
+    topk_sort_kernel<<<blocks, ROW_THREADS, 0, sr_cuda_stream()>>>(M, N, k, x, ldx, idx, val,
                                               (unsigned long long *)t.p, n2);
     st = sr_cuda_launched("topk");
     tmp_free(&t);

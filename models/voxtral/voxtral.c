@@ -106,8 +106,9 @@ static sr_status slot_clear(vx_batch *B, int slot)
 /* One decoder pass over the sequences B->seq[0 .. n_seq) of the kbatch in B->row0 / slot / pos
  * with the tokens B->ids[0 .. rows): each row's input is embed(token) + a[p] where the stream's
  * audio embedding a[p] exists (the prompt and audio steps; flush steps have none). logits != 0:
- * sequence i's last row's logits go to row i of B->logits. Each stream's dec_pos advances. */
-static sr_status decode_pass(vx_batch *B, int n_seq, int logits)
+ * sequence i's last row's logits go to row i of B->logits. Each stream's dec_pos advances.
+ * g != NULL: the pass's ops are recorded in *g and submitted as one (sr_kgraph_begin). */
+static sr_status decode_pass(vx_batch *B, int n_seq, int logits, sr_kgraph **g)
 {
     const vx_model *w = B->w;
     const sr_kernels *k = B->m->k;
@@ -121,7 +122,9 @@ static sr_status decode_pass(vx_batch *B, int n_seq, int logits)
                             "past the %lld its caches hold", B->max_seconds,
                             (long long)(B->pos[i] + (B->row0[i + 1] - B->row0[i]) - 1),
                             (long long)B->pos_cap);
-    sr_status st = k->gather(w->embed, B->ids, n, x, d);
+    sr_status st = g ? sr_kgraph_begin(k, g) : SR_OK;
+    if (st) return st;
+    st = k->gather(w->embed, B->ids, n, x, d);
     /* every row's audio embedding (its position's ring row, or zeros), gathered in one call
      * and added in one */
     for (int i = 0; i < n_seq; i++) {
@@ -133,9 +136,10 @@ static sr_status decode_pass(vx_batch *B, int n_seq, int logits)
     }
     if (!st) st = k->copy_rows(n, d, B->s.rp, B->s.h, d);
     if (!st) st = k->add(n, d, B->s.h, d, 1.0f, x, d);
-    if (st || (st = vx_decode(w, &B->s, B->dk, B->dv, &kb, B->ada, 0, x,
-                              logits ? B->logits : NULL, w->vocab)))
-        return st;
+    if (!st) st = vx_decode(w, &B->s, B->dk, B->dv, &kb, B->ada, 0, x, logits ? B->logits : NULL,
+                            w->vocab);
+    if (g) st = sr_kgraph_end(k, *g, st);
+    if (st) return st;
     for (int i = 0; i < n_seq; i++) B->seq[i]->dec_pos = B->pos[i] + (B->row0[i + 1] - B->row0[i]);
     return SR_OK;
 }
@@ -211,7 +215,7 @@ static sr_status sync_step_batch(const sr_sync_req *r, int count)
             memcpy(B->ids + B->row0[n], B->prompt + s->pre, (size_t)(L - 1 - s->pre) * sizeof(int32_t));
             n++;
         }
-        if (n) st = decode_pass(B, n, 0);
+        if (n) st = decode_pass(B, n, 0, NULL);
     }
     if (!st && n_act) {
         /* step t at position L - 1 + t: the whole prompt at t = 0 when it fits, else one row */
@@ -228,7 +232,7 @@ static sr_status sync_step_batch(const sr_sync_req *r, int count)
                 ids[0] = q->t == 0 ? B->prompt[L - 1] : q->prev < 0 ? w->pad : q->prev;
             }
         }
-        st = decode_pass(B, n_act, 1);
+        st = decode_pass(B, n_act, 1, &B->g_dec);
         int rows = 0, toks = 0;
         for (int a = 0; a < n_act; a++) {
             rows += r[B->aux[a]].logits != NULL;
@@ -337,14 +341,17 @@ static sr_status encode_round(vx_batch *B, void *const *states, int count, int *
     }
     *ran = n_seq > 0;
     if (!n_seq) return SR_OK;
-    int n = B->row0[n_seq];
+    int n = B->row0[n_seq], cap = 0;
     /* every sequence's mel frames in one copy (2 frames per encoder row) */
     if ((st = k->upload(sc->mel, B->hmel, (size_t)2 * n * C * sizeof(float)))) return st;
+    /* stem, encoder, adapter and the rings' write recorded as one submission, unless a test
+     * captures encoder rows (downloads in between) */
+    for (int i = 0; i < n_seq; i++) cap |= B->seq[i]->cap_enc != NULL;
+    if (!cap && (st = sr_kgraph_begin(k, &B->g_enc))) return st;
     sr_kbatch kb = {.n_seq = n_seq, .row0 = B->row0, .slot = B->slot, .pos = B->pos};
-    if ((st = vx_stem(w, sc, B->c1, B->c2, &kb, sc->mel, sc->x)) ||
-        (st = vx_encode(w, sc, B->ek, B->ev, &kb, sc->x)))
-        return st;
-    for (int i = 0; i < n_seq; i++) {
+    if (!(st = vx_stem(w, sc, B->c1, B->c2, &kb, sc->mel, sc->x)))
+        st = vx_encode(w, sc, B->ek, B->ev, &kb, sc->x);
+    for (int i = 0; i < n_seq && !st; i++) {
         vx_stream *s = B->seq[i];
         int rows = B->row0[i + 1] - B->row0[i];
         s->enc_pos += rows;
@@ -352,11 +359,11 @@ static sr_status encode_round(vx_batch *B, void *const *states, int count, int *
             int c = SR_MIN(rows, s->cap_enc_max - s->cap_enc_n);
             if ((st = k->download(s->cap_enc + (size_t)s->cap_enc_n * E,
                                   sc->x + (size_t)B->row0[i] * E, (size_t)c * E * sizeof(float))))
-                return st;
+                break;
             s->cap_enc_n += c;
         }
     }
-    if ((st = vx_adapter(w, sc, sc->x, n, sc->h))) return st;
+    if (!st) st = vx_adapter(w, sc, sc->x, n, sc->h);
     /* the audio embeddings (sequence i's steps rows at row row0[i] / 4) into each stream's
      * ring at positions n_emb.., one call */
     for (int i = 0; i < n_seq; i++) {
@@ -365,7 +372,9 @@ static sr_status encode_round(vx_batch *B, void *const *states, int count, int *
     }
     B->erow0[n_seq] = B->row0[n_seq] / VX_ENC_PER_STEP;
     sr_kbatch eb = {.n_seq = n_seq, .row0 = B->erow0, .slot = B->slot, .pos = B->pos};
-    if ((st = k->kv_write(B->emb, 0, &eb, sc->h, d))) return st;
+    if (!st) st = k->kv_write(B->emb, 0, &eb, sc->h, d);
+    if (!cap) st = sr_kgraph_end(k, B->g_enc, st);
+    if (st) return st;
     for (int i = 0; i < n_seq; i++) {
         vx_stream *s = B->seq[i];
         int steps = B->aux[i];
@@ -441,7 +450,7 @@ static sr_status prefix_make(vx_batch *B)
         B->row0[0] = 0;
         add_seq(B, 0, &t, 0, P);
         memcpy(B->ids, B->prompt, (size_t)P * sizeof(int32_t));
-        st = decode_pass(B, 1, 0);
+        st = decode_pass(B, 1, 0, NULL);
     }
     vx_prefix_pool pp[VX_PREFIX_POOLS];
     prefix_pools(B, pp);
@@ -610,6 +619,8 @@ static void batch_close(void *batch)
     free(B->owner);
     free(B->pre_enc);
     free(B->pre_ada);
+    sr_kgraph_free(k, B->g_enc);
+    sr_kgraph_free(k, B->g_dec);
     free(B);
 }
 

@@ -139,6 +139,10 @@ typedef struct vx_batch {
     sr_kpool *pemb;                /* audio embeddings 0 .. pre - 1 */
     sr_kpool *pdk, *pdv;           /* decoder K / V rows 0 .. pre - 1 */
     float *pre_enc, *pre_ada;      /* [4 pre][enc_dim], [pre][dim] (host): for test captures */
+    /* The table's records of the two calls every 80 ms step repeats (sr_kgraph_begin: NULL
+     * until first recorded, and where the table does not record): the encoder round's ops and
+     * the decoder step's pass. */
+    sr_kgraph *g_enc, *g_dec;
     size_t bytes;                  /* all of the above: pools, scratch, host arrays */
 } vx_batch;
 

@@ -116,6 +116,8 @@ using std::min;
 
 /* the runtime calls the ops make, on host memory */
 typedef int cudaError_t;
+typedef int cudaStream_t;
+inline cudaStream_t sr_cuda_stream(void) { return 0; }
 enum { cudaSuccess = 0, cudaMemcpyDeviceToDevice = 3, cudaMemcpyHostToDevice = 1 };
 inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 inline const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
