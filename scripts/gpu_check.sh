@@ -65,7 +65,7 @@ t = sys.stdin.read()
 try: j = json.loads(t)
 except Exception: print("  (no result)", t[-300:]); sys.exit()
 ks = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50", "chunk_ms_p99", "model_ms_p50",
-      "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "partial_latency_ms_p99", "end_lag_ms",
+      "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "partial_latency_ms_p99", "end_lag_ms", "steady_latency_ms_p99",
       "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes", "cuda_graphs"]
 print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
 }

@@ -281,12 +281,24 @@ static void test_bench_streams(void)
         CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(r, "decoder")), "sync_greedy");
         cJSON_Delete(j);
     }
-    /* real time: 1 s of audio at its own pace */
-    snprintf(a, sizeof a, "bench --streams 2 --realtime --model %s --audio %s --json", mdl, wav);
+    /* real time: 2.5 s of audio at its own pace */
+    const char *wav25 = test_tmppath("bench25.wav");
+    x = malloc(40000 * sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    for (int i = 0; i < 40000; i++) x[i] = (float)(0.3 * ((i * 7919 % 200) / 100.0 - 1.0));
+    CU_ASSERT_EQUAL_FATAL(sr_audio_write_wav(wav25, x, 40000, 16000), SR_OK);
+    free(x);
+    snprintf(a, sizeof a, "bench --streams 2 --realtime --model %s --audio %s --json", mdl, wav25);
     CU_ASSERT_EQUAL(runf(a), 0);
     cJSON *j = cJSON_Parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "wall_s")) >= 1.0);
+    CU_ASSERT(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "wall_s")) >= 2.5);
+    /* the steady state: the chunks ending in [1 s, 1.5 s] of each stream, fewer than all */
+    double steady = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "steady_chunks"));
+    CU_ASSERT(steady >= 2 && steady < cJSON_GetNumberValue(cJSON_GetObjectItem(j, "n_chunks")));
+    CU_ASSERT(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "steady_latency_ms_p99")) > 0.0);
+    CU_ASSERT(cJSON_GetNumberValue(cJSON_GetObjectItem(j, "steady_latency_ms_p99")) <=
+              cJSON_GetNumberValue(cJSON_GetObjectItem(j, "latency_ms_max")));
     CU_ASSERT(cJSON_IsBool(cJSON_GetObjectItem(j, "realtime_ok")));
     CU_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(j, "latency_ms_p90")));
     /* the chunks before the final ones: a subset, so no higher a p99 than all chunks' */

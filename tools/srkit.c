@@ -1732,8 +1732,8 @@ static int bench_multi(const bench_args *b)
     size_t n_lat = 0;
     /* --realtime: the latencies of the chunks before each stream's final one (whose result
      * waits for the end-of-stream work: right padding, the decoder's flush) */
-    int64_t *plat = NULL;
-    size_t n_plat = 0, plat_cap = 0;
+    int64_t *plat = NULL, *slat = NULL;
+    size_t n_plat = 0, plat_cap = 0, n_slat = 0, slat_cap = 0;
     char *text0 = NULL;
     sr_status st = SR_OK;
     if (!aud || !ss || !jobs || !th || !start || !fed || !seen) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
@@ -1804,8 +1804,13 @@ static int bench_multi(const bench_args *b)
                         const sr_timeline_entry *en = &tl->entries[seen[i]];
                         /* its audio was all there at start + audio_ms; answered at `done` */
                         double l = done - (start[i] + (double)en->audio_ms / 1000.0);
+                        /* steady: away from the streams' starts and ends, which come together
+                         * (all start within 100 ms and have the same length) */
+                        int steady = !en->is_final && en->audio_ms >= 1000 &&
+                                     (double)en->audio_ms + 1000.0 <= audio_s * 1000.0;
                         if (lat_push(&lat, &n_lat, &lat_cap, (int64_t)(l * 1e9)) ||
-                            (!en->is_final && lat_push(&plat, &n_plat, &plat_cap, (int64_t)(l * 1e9)))) {
+                            (!en->is_final && lat_push(&plat, &n_plat, &plat_cap, (int64_t)(l * 1e9))) ||
+                            (steady && lat_push(&slat, &n_slat, &slat_cap, (int64_t)(l * 1e9)))) {
                             fprintf(stderr, "srkit bench: out of memory\n");
                             goto out;
                         }
@@ -1850,6 +1855,12 @@ static int bench_multi(const bench_args *b)
         pp50 = bench_pct(plat, n_plat, 0.5) / 1e6;
         pp99 = bench_pct(plat, n_plat, 0.99) / 1e6;
     }
+    double sp50 = 0, sp99 = 0; /* --realtime: over the chunks 1 s past the start and before the end */
+    if (n_slat) {
+        qsort(slat, n_slat, sizeof *slat, cmp_i64);
+        sp50 = bench_pct(slat, n_slat, 0.5) / 1e6;
+        sp99 = bench_pct(slat, n_slat, 0.99) / 1e6;
+    }
     sr_memstats ms;
     if (e) sr_engine_memory(e, &ms);
     else {
@@ -1891,6 +1902,12 @@ static int bench_multi(const bench_args *b)
             cJSON_AddNumberToObject(j, "partial_latency_ms_p50", pp50);
             cJSON_AddNumberToObject(j, "partial_latency_ms_p99", pp99);
             cJSON_AddNumberToObject(j, "end_lag_ms", end_lag * 1e3);
+            /* the steady state: chunks ending 1 s or more after their stream's start and 1 s
+             * or more before its end (no start or finish of the run's streams in their steps
+             * when the streams are longer than 2 s); 0 when there are none */
+            cJSON_AddNumberToObject(j, "steady_chunks", (double)n_slat);
+            cJSON_AddNumberToObject(j, "steady_latency_ms_p50", sp50);
+            cJSON_AddNumberToObject(j, "steady_latency_ms_p99", sp99);
         }
         cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
         cJSON_AddNumberToObject(j, "streams_state_bytes", (double)ms.stream_bytes);
@@ -1905,9 +1922,13 @@ static int bench_multi(const bench_args *b)
         printf("per-chunk %s ms p50 %.3f p90 %.3f p99 %.3f max %.3f%s\n",
                b->o.realtime ? "latency" : "compute", p50, p90, p99, mx,
                b->o.realtime ? (rt_ok ? " (real time kept: p99 <= chunk)" : " (real time NOT kept)") : "");
-        if (b->o.realtime)
+        if (b->o.realtime) {
             printf("without each stream's final chunk: latency ms p50 %.3f p99 %.3f; final hypotheses at "
                    "most %.0f ms after the end of the audio\n", pp50, pp99, end_lag * 1e3);
+            if (n_slat)
+                printf("steady state (%zu chunks 1 s or more from each stream's start and end): latency "
+                       "ms p50 %.3f p99 %.3f\n", n_slat, sp50, sp99);
+        }
         printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B, GPU peak %zu B\n",
                ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
@@ -1917,6 +1938,7 @@ out:
     free(text0);
     free(lat);
     free(plat);
+    free(slat);
     if (e) sr_engine_free(e); /* closes its streams */
     else if (ss)
         for (int i = 0; i < N; i++) sr_stream_close(ss[i]);
