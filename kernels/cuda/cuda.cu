@@ -11,7 +11,9 @@
  * the calling thread's sr_cuda_stream() at it, so the ops' launches, device copies and pool
  * blocks land in the capture; other threads keep queueing on the legacy stream, untouched.
  * graph_end ends the capture and runs the graph on the legacy stream (in order with what came
- * before and after, as an op would be): the kernel arguments of a recording are its own (every
+ * before and after, as an op would be). An op's scratch block is allocated from the pool on the
+ * legacy stream at recording time and freed there after the launch, so a recording has only
+ * kernel and copy nodes. The kernel arguments of a recording are its own (every
  * op passes its control arrays by value), so each step is recorded anew and, where its graph
  * has the previous one's shape, patched into the existing executable graph with
  * cudaGraphExecUpdate (cheap) instead of instantiated again (a different batch, more launches).
@@ -38,6 +40,7 @@
 #include <atomic>
 #include <new>
 #include <unordered_map>
+#include <vector>
 
 #include "cuda_impl.h"
 
@@ -46,8 +49,9 @@
 /* A call site's record: the stream its recordings capture and the executable graph of the last
  * one. */
 struct sr_kgraph {
-    cudaStream_t cap;     /* non-blocking: legacy-stream work of other threads never joins it */
-    cudaGraphExec_t exec; /* NULL until the first recording ran */
+    cudaStream_t cap = NULL;     /* non-blocking: legacy-stream work of other threads never joins it */
+    cudaGraphExec_t exec = NULL; /* NULL until the first recording ran */
+    std::vector<void *> later;   /* pool blocks freed while recording: freed after the launch */
 };
 
 /* The record this thread is recording into (NULL: none), and what it was refused meanwhile
@@ -76,8 +80,7 @@ static size_t mem_live, mem_peak;
 /* The table's alloc / free run per chunk in the backends (scratch of a step): plain cudaMalloc
  * costs up to a millisecond and cudaFree waits for the whole device, once per stream and step.
  * So they come from the device's stream-ordered pool (cudaMallocAsync / cudaFreeAsync on the
- * legacy default stream, where every op and copy of the table is ordered; inside a recording
- * on its capture stream, so they become the graph's own allocation and free), its release
+ * legacy default stream, where every op and copy of the table is ordered), its release
  * threshold raised so freed blocks stay cached for the next step instead of going back to the
  * driver at each synchronization. Devices without pools use cudaMalloc / cudaFree. */
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -100,7 +103,11 @@ static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
     *p = NULL;
     if (pooled) pthread_once(&pool_once, pool_init);
     pooled = pooled && pool_ok;
-    cudaError_t e = pooled ? cudaMallocAsync(p, bytes, sr_cuda_stream()) : cudaMalloc(p, bytes);
+    /* Pool blocks always on the legacy stream, also while this thread records (allowed: the
+     * capture stream is non-blocking): an op's scratch block is then allocated in order before
+     * the graph's launch, and its free is deferred to after it (sr_cuda_free), so a recording
+     * holds no allocation node, which cudaGraphExecUpdate could not patch. */
+    cudaError_t e = pooled ? cudaMallocAsync(p, bytes, 0) : cudaMalloc(p, bytes);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *p = NULL;
@@ -117,7 +124,7 @@ static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
     }
     pthread_mutex_unlock(&mem_lock);
     if (e != cudaSuccess) {
-        if (pooled) (void)cudaFreeAsync(*p, sr_cuda_stream());
+        if (pooled) (void)cudaFreeAsync(*p, 0);
         else (void)cudaFree(*p);
         *p = NULL;
     }
@@ -155,7 +162,15 @@ void sr_cuda_free(void *p)
         }
     }
     pthread_mutex_unlock(&mem_lock);
-    if (pooled) (void)cudaFreeAsync(p, sr_cuda_stream());
+    if (pooled && tls_rec) { /* the recorded ops using it run at graph_end's launch */
+        try {
+            tls_rec->later.push_back(p);
+        } catch (const std::bad_alloc &) {
+            if (!tls_refused) tls_refused = "free (out of host memory for the deferred free)";
+        }
+        return;
+    }
+    if (pooled) (void)cudaFreeAsync(p, 0);
     else (void)cudaFree(p);
 }
 
@@ -365,11 +380,11 @@ static sr_status cuda_graph_begin(sr_kgraph **g)
                                  "(one recording at a time: graph_end first)");
     if (!sr_cuda_graphs(-1)) return SR_OK; /* not asked for: the ops run as they are called */
     if (!*g) {
-        sr_kgraph *r = (sr_kgraph *)calloc(1, sizeof *r);
+        sr_kgraph *r = new (std::nothrow) sr_kgraph();
         if (!r) return sr_error(SR_ERR_NOMEM, "cuda graph_begin: a record of %zu bytes", sizeof *r);
         cudaError_t e = cudaStreamCreateWithFlags(&r->cap, cudaStreamNonBlocking);
         if (e != cudaSuccess) {
-            free(r);
+            delete r;
             return sr_cuda_fail("graph_begin: its capture stream", e);
         }
         *g = r;
@@ -392,6 +407,15 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
     tls_refused = NULL;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(r->cap, &graph);
+    /* the blocks the recorded ops freed, once what they recorded has run (or was dropped) */
+    struct free_later {
+        sr_kgraph *r;
+        ~free_later()
+        {
+            for (void *p : r->later) (void)cudaFreeAsync(p, 0);
+            r->later.clear();
+        }
+    } fl{r};
     if (!run || g != r || refused || e != cudaSuccess) {
         if (graph) (void)cudaGraphDestroy(graph);
         (void)cudaGetLastError();
@@ -432,7 +456,7 @@ static void cuda_graph_free(sr_kgraph *g)
     if (g->exec) (void)cudaGraphExecDestroy(g->exec);
     if (g->cap) (void)cudaStreamDestroy(g->cap);
     (void)cudaGetLastError();
-    free(g);
+    delete g;
 }
 
 /* nvcc's C++17 has no designated initializers: the table is filled field by field, once, at

@@ -27,14 +27,16 @@ sr_status sr_cuda_launched(const char *what);
 /* Device memory counted in the table's live and peak bytes (sr_kernels.mem): cudaMalloc (weights)
  * or the stream-ordered pool (the table's alloc and the ops' scratch: cudaMallocAsync on the
  * legacy stream, cudaMalloc where the device has no pools; cuda.cu). sr_cuda_free frees either,
- * stream-ordered for pool blocks. */
+ * stream-ordered for pool blocks; while the calling thread records, a pool block's free waits
+ * until graph_end has launched the recording (the recorded ops use it then). */
 cudaError_t sr_cuda_malloc(void **p, size_t bytes);
 cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes);
 void sr_cuda_free(void *p);
 
-/* The stream every launch, stream-ordered copy and pool block of an op goes to: the legacy
- * default stream (0), or while the calling thread records (graph_begin .. graph_end, cuda.cu)
- * the recording's capture stream, so the op is recorded instead of run. */
+/* The stream every launch and device copy of an op goes to: the legacy default stream (0), or
+ * while the calling thread records (graph_begin .. graph_end, cuda.cu) the recording's capture
+ * stream, so the op is recorded instead of run. (Pool blocks stay on the legacy stream: see
+ * sr_cuda_malloc_pooled.) */
 cudaStream_t sr_cuda_stream(void);
 
 /* Multiprocessors of the current device, queried once (0 if the query fails; its error is
