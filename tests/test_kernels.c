@@ -502,6 +502,27 @@ static void test_cpu_activations(void)
 
 /* ---- cpu-guard: the stand-in for a device (kernels/cpu/guard.c) ----------------------- */
 
+/* The guard tests' product: w [N, K] and x [M, K] (fixed patterns), the weight made on the CPU
+ * (Wc) and on the guard (Wg), x uploaded to dx, dy room for y [M, N]. */
+enum { GM = 3, GN = 40, GK = 33 };
+typedef struct {
+    float w[GN * GK], x[GM * GK];
+    sr_kweight *Wc, *Wg;
+    float *dx, *dy;
+} guard_case;
+
+static void guard_case_make(const sr_kernels *c, const sr_kernels *g, guard_case *t)
+{
+    for (int i = 0; i < GN * GK; i++) t->w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < GM * GK; i++) t->x[i] = (float)((i * 11) % 29) / 29.0f - 0.5f;
+    CU_ASSERT_EQUAL_FATAL(c->weight_create(t->w, SR_F32, GN, GK, NULL, SR_KMUL_EXACT, &t->Wc), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(g->weight_create(t->w, SR_F32, GN, GK, NULL, SR_KMUL_EXACT, &t->Wg), SR_OK);
+    t->dx = g->alloc(sizeof t->x);
+    t->dy = g->alloc((size_t)GM * GN * sizeof(float));
+    CU_ASSERT_FATAL(t->dx && t->dy);
+    CU_ASSERT_EQUAL(g->upload(t->dx, t->x, sizeof t->x), SR_OK);
+}
+
 /* Its ops give the CPU's bits over its own memory, and refuse host memory by name. */
 static void test_guard_ops(void)
 {
@@ -509,16 +530,12 @@ static void test_guard_ops(void)
     CU_ASSERT_EQUAL_FATAL(sr_kernels_select("cpu-guard", &g), SR_OK);
     CU_ASSERT_STRING_EQUAL(g->name, "cpu-guard");
     CU_ASSERT_EQUAL(sr_kernels_require(g, "guard"), SR_OK);
-    enum { M = 3, N = 40, K = 33 };
-    float w[N * K], x[M * K], yc[M * N], yg[M * N];
-    for (int i = 0; i < N * K; i++) w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
-    for (int i = 0; i < M * K; i++) x[i] = (float)((i * 11) % 29) / 29.0f - 0.5f;
-    sr_kweight *Wc = NULL, *Wg = NULL;
-    CU_ASSERT_EQUAL_FATAL(c->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wc), SR_OK);
-    CU_ASSERT_EQUAL_FATAL(g->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wg), SR_OK);
-    float *dx = g->alloc(sizeof x), *dy = g->alloc(sizeof yg);
-    CU_ASSERT_FATAL(dx && dy);
-    CU_ASSERT_EQUAL(g->upload(dx, x, sizeof x), SR_OK);
+    enum { M = GM, N = GN, K = GK };
+    static guard_case t;
+    guard_case_make(c, g, &t);
+    const float *x = t.x;
+    float yc[M * N], yg[M * N], *dx = t.dx, *dy = t.dy;
+    sr_kweight *Wc = t.Wc, *Wg = t.Wg;
     CU_ASSERT_EQUAL(c->gemm(M, x, K, Wc, NULL, SR_ACT_GELU, 1.0f, 0.0f, yc, N), SR_OK);
     CU_ASSERT_EQUAL(g->gemm(M, dx, K, Wg, NULL, SR_ACT_GELU, 1.0f, 0.0f, dy, N), SR_OK);
     CU_ASSERT_EQUAL(g->softmax(M, N, dy, N), SR_OK);
@@ -547,8 +564,8 @@ static void test_guard_ops(void)
     TEST_ASSERT_ERR(g->gemm(M, x, K, Wg, NULL, SR_ACT_NONE, 1.0f, 0.0f, dy, N), SR_ERR_ARG,
                     "cpu-guard gemm: x");
     TEST_ASSERT_ERR(g->softmax(M, N, yg, N), SR_ERR_ARG, "cpu-guard softmax: x");
-    TEST_ASSERT_ERR(g->upload(yg, x, sizeof x), SR_ERR_ARG, "cpu-guard upload: dst");
-    TEST_ASSERT_ERR(g->download(yg, x, sizeof x), SR_ERR_ARG, "cpu-guard download: src");
+    TEST_ASSERT_ERR(g->upload(yg, x, sizeof t.x), SR_ERR_ARG, "cpu-guard upload: dst");
+    TEST_ASSERT_ERR(g->download(yg, x, sizeof t.x), SR_ERR_ARG, "cpu-guard download: src");
     sr_kpool *P = NULL;
     CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_F16, 2, 2, 4, 8, &P), SR_OK);
     CU_ASSERT_EQUAL(sr_kpool_clear(g, P, 1), SR_OK);
@@ -577,16 +594,12 @@ static void test_guard_recording(void)
     CU_ASSERT_EQUAL(sr_kgraph_end(c, none, SR_ERR_ARG), SR_ERR_ARG); /* the ops' status back */
     sr_kgraph_free(c, none);
 
-    enum { M = 2, N = 24, K = 17 };
-    float w[N * K], x[M * K], yc[M * N], yg[M * N];
-    for (int i = 0; i < N * K; i++) w[i] = (float)((i * 13) % 47) / 47.0f - 0.5f;
-    for (int i = 0; i < M * K; i++) x[i] = (float)((i * 7) % 19) / 19.0f - 0.5f;
-    sr_kweight *Wc = NULL, *Wg = NULL, *W2 = (sr_kweight *)&Wc;
-    CU_ASSERT_EQUAL_FATAL(c->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wc), SR_OK);
-    CU_ASSERT_EQUAL_FATAL(g->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &Wg), SR_OK);
-    float *dx = g->alloc(sizeof x), *dy = g->alloc(sizeof yg);
-    CU_ASSERT_FATAL(dx && dy);
-    CU_ASSERT_EQUAL(g->upload(dx, x, sizeof x), SR_OK);
+    enum { M = GM, N = GN, K = GK };
+    static guard_case t;
+    guard_case_make(c, g, &t);
+    const float *x = t.x, *w = t.w;
+    float yc[M * N], yg[M * N], *dx = t.dx, *dy = t.dy;
+    sr_kweight *Wc = t.Wc, *Wg = t.Wg, *W2 = (sr_kweight *)&Wc;
     CU_ASSERT_EQUAL(c->gemm(M, x, K, Wc, NULL, SR_ACT_NONE, 1.0f, 0.0f, yc, N), SR_OK);
     CU_ASSERT_EQUAL(c->softmax(M, N, yc, N), SR_OK);
 
@@ -598,7 +611,7 @@ static void test_guard_recording(void)
     if (!st) st = g->softmax(M, N, dy, N);
     CU_ASSERT_EQUAL(st, SR_OK);
     /* everything but the ops refused while recording, naming the call */
-    TEST_ASSERT_ERR(g->upload(dx, x, sizeof x), SR_ERR_ARG, "cpu-guard upload: called while recording");
+    TEST_ASSERT_ERR(g->upload(dx, x, sizeof t.x), SR_ERR_ARG, "cpu-guard upload: called while recording");
     TEST_ASSERT_ERR(g->download(yg, dy, sizeof yg), SR_ERR_ARG, "cpu-guard download: called while recording");
     TEST_ASSERT_ERR(g->sync(), SR_ERR_ARG, "cpu-guard sync: called while recording");
     TEST_ASSERT_ERR(g->sgemm(0, 1, M, N, K, 1.0f, dx, K, dx, K, 0.0f, dy, N), SR_ERR_ARG,
@@ -617,7 +630,7 @@ static void test_guard_recording(void)
     CU_ASSERT_PTR_NULL(g->alloc(16));
     g->free(dx); /* refused too: dx stays */
     TEST_ASSERT_ERR(sr_kgraph_end(g, rec, SR_OK), SR_ERR_ARG, "cpu-guard alloc: called while recording");
-    CU_ASSERT_EQUAL(g->upload(dx, x, sizeof x), SR_OK); /* recording over, dx still the table's */
+    CU_ASSERT_EQUAL(g->upload(dx, x, sizeof t.x), SR_OK); /* recording over, dx still the table's */
     /* a failed op drops the recording and keeps the op's status and message */
     CU_ASSERT_EQUAL_FATAL(sr_kgraph_begin(g, &rec), SR_OK);
     st = g->softmax(M, N, yg, N);

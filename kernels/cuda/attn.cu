@@ -62,7 +62,6 @@
 
 #include <cuda_fp16.h>
 #include <math.h>
-#include <atomic>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,22 +415,9 @@ void launch(sr_dtype kd, sr_dtype vd, bool rel, bool wide, dim3 grid, size_t sme
 
 /* The forms in use: 0 narrow, 1 wide, 2 by launch size; the environment's SRKIT_CUDA_ATTN=narrow
  * / wide is read once, a call overrides it. */
-static std::atomic<int> attn_form_set{-1};
-static int attn_form_env()
-{
-    static const int v = [] {
-        const char *e = getenv("SRKIT_CUDA_ATTN");
-        return e && !strcmp(e, "wide") ? 1 : e && !strcmp(e, "narrow") ? 0 : 2;
-    }();
-    return v;
-}
+static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN", {"narrow", "wide", "auto"}, 2, {-1}, {-2}};
 
-extern "C" int sr_cuda_attn_form(int v)
-{
-    const int old = attn_form_set.load(), prev = old >= 0 ? old : attn_form_env();
-    if (v >= 0 && v <= 2) attn_form_set.store(v);
-    return prev;
-}
+extern "C" int sr_cuda_attn_form(int v) { return sr_cuda_setting_use(attn_form_setting, v); }
 
 /* The form of a launch of `blocks` blocks: wide from more than one block a multiprocessor up to
  * the four a multiprocessor it keeps resident, narrow below and above. Measured (H200, srkit

@@ -347,25 +347,10 @@ static void cuda_weight_free(sr_kweight *w)
 
 /* ---- recording (graph_begin / graph_end, see the top of the file) -------------------------- */
 
-static std::atomic<int> graphs_set{-1};
+static sr_cuda_setting graphs_setting = {"SRKIT_CUDA_GRAPH", {"0", "1", NULL}, 0, {-1}, {-2}};
 static std::atomic<unsigned long long> graphs_updated{0}, graphs_built{0};
 
-static int graphs_env(void)
-{
-    static const int v = [] {
-        const char *e = getenv("SRKIT_CUDA_GRAPH");
-        return e && !strcmp(e, "1") ? 1 : 0;
-    }();
-    return v;
-}
-
-extern "C" int sr_cuda_graphs(int v)
-{
-    int old = graphs_set.load();
-    int prev = old >= 0 ? old : graphs_env();
-    if (v == 0 || v == 1) graphs_set.store(v);
-    return prev;
-}
+extern "C" int sr_cuda_graphs(int v) { return sr_cuda_setting_use(graphs_setting, v); }
 
 extern "C" void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built)
 {

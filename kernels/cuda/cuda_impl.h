@@ -12,6 +12,8 @@
 
 #include <cuda_runtime.h>
 
+#include "setting.h" /* sr_cuda_setting: the table's process-wide switches */
+
 extern "C" {
 #include "../kernels.h"
 /* core/internal.h's reporter, declared here so that nvcc needs none of the C-only headers. */

@@ -78,7 +78,6 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
-#include <atomic>
 #include <cfloat>
 #include <cstdint>
 #include <cstdlib>
@@ -643,25 +642,11 @@ static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int 
 }
 
 /* The bf16-product kernel in use: 0 the wmma form, 1 the mma form (the default: 1.1-1.8x the
- * wmma form's speed at M 1-512 on an H200, docs/benchmarks.md). The environment's choice
- * (SRKIT_CUDA_GEMM=wmma) is read once; sr_cuda_gemm_kernel overrides it (tests, bench). */
-static std::atomic<int> gemm_kernel_set{-1};
-static int gemm_kernel_env(void)
-{
-    static const int v = [] {
-        const char *e = getenv("SRKIT_CUDA_GEMM");
-        return e && !strcmp(e, "wmma") ? 0 : 1;
-    }();
-    return v;
-}
+ * wmma form's speed at M 1-512 on an H200, docs/benchmarks.md). SRKIT_CUDA_GEMM=wmma selects the
+ * first; sr_cuda_gemm_kernel overrides it (tests, bench). */
+static sr_cuda_setting gemm_kernel_setting = {"SRKIT_CUDA_GEMM", {"wmma", "mma", NULL}, 1, {-1}, {-2}};
 
-extern "C" int sr_cuda_gemm_kernel(int v)
-{
-    int old = gemm_kernel_set.load();
-    int prev = old >= 0 ? old : gemm_kernel_env();
-    if (v == 0 || v == 1) gemm_kernel_set.store(v);
-    return prev;
-}
+extern "C" int sr_cuda_gemm_kernel(int v) { return sr_cuda_setting_use(gemm_kernel_setting, v); }
 
 /* x staged as bf16 operands in a block of the table's pool (freed after the launch, in order), then
  * the tile shape by M (speed only: every shape gives the same bits). */

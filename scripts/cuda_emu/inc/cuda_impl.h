@@ -8,6 +8,7 @@
  * CPU table on a machine without a GPU. Not the device: no timing, no occupancy, no limits.
  */
 #pragma once
+#include "cuda/setting.h" /* kernels/cuda/setting.h, as the table's own cuda_impl.h includes it */
 #include <algorithm>
 #include <barrier>
 #include <cmath>
