@@ -108,9 +108,9 @@ sr_status sr_model_kweight(sr_model *m, const char *name, const void *host, sr_d
                            const float *scale, int n, int k, sr_kweight **out)
 {
     *out = NULL;
-    int bf = m->bf16_products && dt != SR_I8;
+    int bf = m->bf16_products; /* i8 weights too: their values are exact in bf16 */
     uint16_t *b = NULL;
-    if (bf && dt != SR_BF16) { /* precision bf16: f32 / f16 rounded to nearest even */
+    if (bf && dt != SR_BF16 && dt != SR_I8) { /* precision bf16: f32 / f16 rounded to nearest even */
         size_t cnt = (size_t)n * (size_t)k;
         if (!(b = sr_malloc(cnt * sizeof *b, "bf16 weight"))) return SR_ERR_NOMEM;
         for (size_t i = 0; i < cnt; i++) {

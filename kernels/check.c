@@ -412,7 +412,8 @@ static int valid_weight(const sr_kweight *W)
     return W->n >= 1 && W->k >= 1 && W->data &&
            (W->dtype == SR_F32 || W->dtype == SR_BF16 || W->dtype == SR_F16 ||
             (W->dtype == SR_I8 && W->scale)) &&
-           (W->mul == SR_KMUL_EXACT || (W->mul == SR_KMUL_BF16 && W->dtype == SR_BF16));
+           (W->mul == SR_KMUL_EXACT ||
+            (W->mul == SR_KMUL_BF16 && (W->dtype == SR_BF16 || W->dtype == SR_I8)));
 }
 
 sr_status sr_kernels_check_weight_create(const void *host, sr_dtype dt, int n, int k,
@@ -428,9 +429,9 @@ sr_status sr_kernels_check_weight_create(const void *host, sr_dtype dt, int n, i
     if (dt == SR_I8 && !scale) return sr_error(SR_ERR_ARG, "weight_create: i8 weight without scale");
     if (mul != SR_KMUL_EXACT && mul != SR_KMUL_BF16)
         return sr_error(SR_ERR_ARG, "weight_create: mul %d is not exact or bf16", (int)mul);
-    if (mul == SR_KMUL_BF16 && dt != SR_BF16)
-        return sr_error(SR_ERR_ARG, "weight_create: bf16 products need a bf16 weight (dtype %s)",
-                        sr_dtype_name(dt));
+    if (mul == SR_KMUL_BF16 && dt != SR_BF16 && dt != SR_I8)
+        return sr_error(SR_ERR_ARG, "weight_create: bf16 products need a bf16 or i8 weight "
+                        "(dtype %s)", sr_dtype_name(dt));
     return SR_OK;
 }
 

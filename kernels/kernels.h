@@ -31,13 +31,17 @@ typedef enum { SR_NORM_LAYER = 0, SR_NORM_RMS = 1 } sr_norm_kind;
 /* How a weight's products multiply (chosen at weight_create, fixed for the weight):
  *   SR_KMUL_EXACT  the weight is widened exactly to f32 and multiplies the f32 activations
  *                  (every dtype; the parity mode).
- *   SR_KMUL_BF16   SR_BF16 weights only: each activation is rounded to bf16 (nearest even,
+ *   SR_KMUL_BF16   SR_BF16 and SR_I8 weights: each activation is rounded to bf16 (nearest even,
  *                  subnormals to zero) and the exact products of bf16 pairs accumulate in f32,
  *                  as torch's bf16 inference, bf16 tensor cores and the AVX512_BF16
  *                  dot-product instruction compute: half the arithmetic per weight of the exact
  *                  path, the few-row products of batched streams then run at the weight-read
- *                  bound. The sum's order and roundings are fixed (gemm below), so rows stay
- *                  independent and every path of a table computes the same bits. */
+ *                  bound. An SR_I8 weight's values q are integers of at most 8 bits, exact in
+ *                  bf16: the sum is over q x bf16(x) and its row's scale multiplies the sum in
+ *                  the epilogue, as in the exact path (a table may keep q in one byte: half a
+ *                  bf16 weight's bytes to read). The sum's order and roundings are fixed (gemm
+ *                  below), so rows stay independent and every path of a table computes the
+ *                  same bits. */
 typedef enum { SR_KMUL_EXACT = 0, SR_KMUL_BF16 = 1 } sr_kmul;
 
 /* A table's record of one recorded call site (graph_begin / graph_end below); opaque. */

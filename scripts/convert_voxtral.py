@@ -383,15 +383,24 @@ def stored(dt, a, want):
 def write(out, config, plan, tok, dtype, source, license_, checksum, log):
     """Write the srkit file (srkit_h5's layout: docs/model-format.md) tensor by tensor from plan
     [(srkit name, reader() -> (dtype, array))] in sorted name order (srkit_h5.creating: temporary
-    name, digest, rename)."""
+    name, digest, rename). dtype "int8" (scripts/make_synthetic.py only): the matrices quantized
+    per output row as scripts/recast_model.py does (q and its "<name>_scale" sibling), the rest
+    f32."""
     try:
         with srkit_h5.creating(out, ARCH, config, source, license_) as f:
             w = srkit_h5._group(f, "weights")
             for i, (name, reader) in enumerate(plan):
                 dt, a = reader()
-                data, attrs = stored(dt, a, dtype)
-                srkit_h5._dataset(w, name.replace(".", "/"), data, attrs, checksum)
-                del a, data
+                if dtype == "int8" and a.ndim >= 2:
+                    q, scale = srkit_h5.quantize_int8_rows(
+                        srkit_h5.bf16_bits_to_f32(a) if dt == "BF16" else a.astype(np.float32))
+                    items = [(name, q, None), (name + "_scale", scale, None)]
+                else:
+                    data, attrs = stored(dt, a, "f32" if dtype == "int8" else dtype)
+                    items = [(name, data, attrs)]
+                for nm, data, attrs in items:
+                    srkit_h5._dataset(w, nm.replace(".", "/"), data, attrs, checksum)
+                del a, items
                 log("  [%d/%d] %s" % (i + 1, len(plan), name))
             srkit_h5.write_tokenizer(f, tok, checksum)
     except OSError as e:

@@ -39,6 +39,9 @@ exec > >(tee "$OUT/log.txt") 2>&1
 J1=$!
 ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype bf16 --no-checksum /tmp/m/vx.h5 \
     && touch /tmp/m/vx.done ) > "$OUT/synthvx.log" 2>&1 &
+# the same shape in int8 (4.4 GB: bf16 products over one byte a weight), made alongside
+( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype int8 --no-checksum /tmp/m/vx8.h5 \
+    && touch /tmp/m/vx8.done ) > "$OUT/synthvx8.log" 2>&1 &
 
 # fits LIMIT: 0 when a step of LIMIT seconds still ends within the budget, else says so
 fits() {
@@ -89,6 +92,7 @@ if [ "${WMMA:-0}" = 1 ]; then
     S 60 wmma-parity.log SRKIT_CUDA_GEMM=wmma SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity \
         fastconformer_parity voxtral_parity
 fi
+# (voxtral_parity/int8_bf16_products: the i8 weights' bf16 products, the mma kernel's i8 form)
 echo "== golden parity on the device (the CPU's tolerances)"
 S 60 parity.log SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity fastconformer_parity voxtral_parity
 # the suites that reach the backends through their ops and the public API (others read host
@@ -144,6 +148,13 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_ATTN=wide srkit bench $C --model $V --audio $A --max-ms 10000
+    # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
+    if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
+        B 40 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
+        B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
+    else
+        echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
+    fi
     # max_seconds: each stream's decoder ring for 30 s of audio instead of 8,192 positions
     # (64 whole-window streams need 82 GB of state: more than an H100 holds)
     VS='{"cache_dtype": "bf16", "max_seconds": 30}'

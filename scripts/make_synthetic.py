@@ -4,7 +4,7 @@ measurements at sizes whose real weights are not at hand.
 
   make_synthetic.py --arch whisper --preset tiny|base [--multilingual] [--dtype f32|f16|bf16|int8]
                     [--seed N] OUT.h5
-  make_synthetic.py --arch voxtral_realtime --preset mini-4b|tiny [--dtype f32|bf16]
+  make_synthetic.py --arch voxtral_realtime --preset mini-4b|tiny [--dtype f32|bf16|int8]
                     [--dec-layers N] [--enc-layers N] [--no-checksum] OUT.h5
 
 The file has the same layout, config, tokenizer and front end as a converted checkpoint of that
@@ -21,7 +21,9 @@ folder or --tiktoken) plus its special tokens.
 
 voxtral_realtime (mini-4b: 4.4 B parameters, 8.8 GB in bf16) is written tensor by tensor
 (STREAMING_WRITERS), so generating it needs about 1 GB of memory; --dec-layers / --enc-layers
-give the real widths at a smaller depth.
+give the real widths at a smaller depth. --dtype int8 quantizes each matrix per output row as it
+is written (scripts/recast_model.py's rule: 4.4 GB at mini-4b; the largest tensor, the 131072 x
+3072 embedding, takes about 5 GB of memory while it is quantized).
 
 New architectures plug in through BUILDERS: arch -> (presets, builder(preset, args) returning
 (config, tensors, tokenizer, frontend, license)).
@@ -95,8 +97,8 @@ VOXTRAL_PRESETS = {
 def voxtral_builder(preset, args):
     """Config, tokenizer and {name: shape} of a random voxtral_realtime model (no weights yet:
     voxtral_write makes them one tensor at a time)."""
-    if args.dtype not in ("f32", "bf16"):
-        raise cw.ConvertError("voxtral_realtime files are f32 or bf16, not %s" % args.dtype)
+    if args.dtype not in ("f32", "bf16", "int8"):
+        raise cw.ConvertError("voxtral_realtime files are f32, bf16 or int8, not %s" % args.dtype)
     p = VOXTRAL_PRESETS[preset]
     E, el, eh, ehd, eff, ew = p["enc"]
     D, dl, dh, dkv, dhd, dff, dw = p["dec"]
@@ -132,7 +134,9 @@ def voxtral_builder(preset, args):
         "norm_eps": 1e-5, "vocab": V, "sliding_window": dw, "ada_dim": 32, "time_theta": 10000.0,
         "bos_id": 1, "eos_id": 2, "pad_id": 32, "n_left_pad_tokens": 32, "n_right_pad_tokens": 17,
         "delay_tokens": 6, "min_delay_tokens": 1, "max_delay_tokens": 30, "flush_tokens": 32,
-        "dtype": args.dtype,
+        # the converter's precision; an int8 file is what scripts/recast_model.py makes of a
+        # bf16 one (its config unchanged)
+        "dtype": "bf16" if args.dtype == "int8" else args.dtype,
     }
     return config, cv.expected_shapes(config), tok
 

@@ -119,11 +119,13 @@ static int attn_form(int v)
 }
 
 /* bf16 products run on the tensor cores in their own order of f32 sums: y within the bound of
- * kernels_gemm_bf16 (the CPU AMX path's) of the double reference over the bf16 operands:
+ * kernels_gemm_bf16 (the CPU AMX path's) of the double reference over the bf16 operands (an i8
+ * weight's q, exact in bf16, times its row's scale):
  * |alpha| e_act + 2 eps (|alpha act| + |beta y0|), e_pre = (K + 3) eps sum |x w| + |bias|, the
  * activation's slope on e_pre, and 5e-7 (1 + |pre|) more for GELU / SiLU (erf / exp). */
 static int agree_bf16(const float *yg, int M, int N, int K, const float *x, int ldx, const void *hw,
-                      const float *bias, sr_act act, float alpha, float beta, const float *y0, int ldy)
+                      sr_dtype dt, const float *scale, const float *bias, sr_act act, float alpha,
+                      float beta, const float *y0, int ldy)
 {
     size_t no = (size_t)M * N;
     double *w = malloc((size_t)N * K * sizeof(double)), *ref = malloc(no * sizeof(double));
@@ -132,7 +134,7 @@ static int agree_bf16(const float *yg, int M, int N, int K, const float *x, int 
     float *xb = malloc((size_t)M * ldx * sizeof(float));
     int ok = w && ref && pre && mag && av && xb;
     if (ok) {
-        ref_weight_widen(hw, SR_BF16, N, K, NULL, w);
+        ref_weight_widen(hw, dt, N, K, scale, w); /* i8: q times its scale, exact in double */
         ref_daz(w, (size_t)N * K);
         memcpy(xb, x, (size_t)M * ldx * sizeof(float));
         ref_x_bf16(M, K, xb, ldx);
@@ -172,14 +174,15 @@ static void test_gemm(void)
                                     {33, 40, 600},   {70, 100, 1100}, {200, 48, 520}};
     enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
     int bad = 0;
-    /* the 4 dtypes exact, then bf16 products by the wmma kernel and by the mma kernel */
+    /* the 4 dtypes exact, then bf16 products by the wmma kernel and by the mma kernel, then an
+     * i8 weight's bf16 products (the mma kernel, whichever is selected: asked with wmma) */
     const int prev_kernel = gemm_kernel(-1);
-    for (int d = 0; d < 6; d++)
+    for (int d = 0; d < 7; d++)
         for (int s = 0; s < NSHAPES; s++) {
             int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldx = K + 3, ldy = N + 2;
-            sr_dtype dt = d < 4 ? dts[d] : SR_BF16;
+            sr_dtype dt = d < 4 ? dts[d] : d < 6 ? SR_BF16 : SR_I8;
             sr_kmul mul = d < 4 ? SR_KMUL_EXACT : SR_KMUL_BF16;
-            if (d >= 4) gemm_kernel(d - 4);
+            if (d >= 4) gemm_kernel(d == 5 ? 1 : 0);
             size_t nw = (size_t)N * K;
             void *hw = malloc(nw * 4);
             float *scale = rand_host((size_t)N, 0.01f), *bias = rand_host((size_t)N, 1.0f);
@@ -205,8 +208,8 @@ static void test_gemm(void)
                 float *yg = back(g, dy, (size_t)M * ldy);
                 int exact = act == SR_ACT_NONE || act == SR_ACT_RELU;
                 if (mul == SR_KMUL_BF16)
-                    bad += !agree_bf16(yg, M, N, K, x, ldx, hw, act % 2 ? bias : NULL, (sr_act)act,
-                                       alpha, beta, y0, ldy);
+                    bad += !agree_bf16(yg, M, N, K, x, ldx, hw, dt, scale, act % 2 ? bias : NULL,
+                                       (sr_act)act, alpha, beta, y0, ldy);
                 else
                     bad += !agree(yg, yc, (size_t)M * ldy, exact ? -1.0 : 2e-6, "gemm");
                 /* row M - 1 alone: the same bits as in the batch */

@@ -463,7 +463,7 @@ static void test_bad_args(void)
     TEST_ASSERT_ERR(kt->weight_create(host, SR_I8, 3, 4, NULL, SR_KMUL_EXACT, &W), SR_ERR_ARG, "weight_create: i8 weight without scale");
     TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 4, NULL, SR_KMUL_EXACT, NULL), SR_ERR_ARG, "weight_create: out");
     TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 4, NULL, SR_KMUL_BF16, &W), SR_ERR_ARG,
-                    "weight_create: bf16 products need a bf16 weight (dtype f32)");
+                    "weight_create: bf16 products need a bf16 or i8 weight (dtype f32)");
     TEST_ASSERT_ERR(kt->weight_create(host, SR_F32, 3, 4, NULL, (sr_kmul)7, &W), SR_ERR_ARG,
                     "weight_create: mul 7 is not exact or bf16");
     CU_ASSERT_EQUAL_FATAL(kt->weight_create(host, SR_I8, 3, 4, scale, SR_KMUL_EXACT, &W), SR_OK);
@@ -495,7 +495,8 @@ static void test_bad_args(void)
 static const char *const bf_paths[] = {"amx", "avx512_bf16", "portable"};
 
 /* Against the double reference over the bf16-rounded activations (tolerance as above: f32
- * accumulation of exact products), on every path this CPU has: shapes with k tails (K not a
+ * accumulation of exact products), on every path this CPU has, for bf16 weights and for i8
+ * ones (q exact in bf16, the row's scale after the sum): shapes with k tails (K not a
  * multiple of the 32-k AMX step nor of 2), k blocked (K = 1100, 777), several row blocks
  * (M = 150), 16- and 32-row AMX tiles and their remainders, 1 and 2 threads. */
 static void test_bf16_vs_ref(void)
@@ -510,10 +511,12 @@ static void test_bf16_vs_ref(void)
         if (sr_cpu_gemm_force_bf16(bf_paths[p])) continue; /* this CPU lacks it */
         paths++;
         seed(11);
-        for (int s = 0; s < LEN(shapes); s++) {
+        for (int s2 = 0; s2 < 2 * LEN(shapes); s2++) {
+            const int s = s2 % LEN(shapes);
             kt->set_threads(s >= 5 ? 2 : 1);
             tweight tw;
-            if (!tw_make_mul(&tw, SR_BF16, shapes[s][1], shapes[s][2], SR_KMUL_BF16)) {
+            if (!tw_make_mul(&tw, s2 < LEN(shapes) ? SR_BF16 : SR_I8, shapes[s][1], shapes[s][2],
+                             SR_KMUL_BF16)) {
                 tw_free(&tw);
                 continue;
             }
@@ -537,18 +540,19 @@ static void test_bf16_vs_ref(void)
 }
 
 /* On each path: a row alone, in batches of 5 at odd offsets and in the whole M, on 1, 2, 3
- * threads, all the same bits; the AVX512_BF16 path and the portable one the same bits. */
+ * threads, all the same bits; the AVX512_BF16 path and the portable one the same bits. bf16
+ * weights, and an i8 one (the last shape). */
 static void test_bf16_bit_identity(void)
 {
     const sr_kernels *kt = sr_kernels_cpu();
     int saved = sr_cpu_threads();
     seed(12);
-    static const int shapes[][3] = {{64, 75, 301}, {150, 70, 1100}, {37, 40, 64}};
+    static const int shapes[][3] = {{64, 75, 301}, {150, 70, 1100}, {37, 40, 64}, {45, 70, 333}};
     int diffs = 0, paths = 0, cross = 0;
     for (int s = 0; s < LEN(shapes); s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ldx = K + 3, ldy = N + 1;
         tweight tw;
-        if (!tw_make_mul(&tw, SR_BF16, N, K, SR_KMUL_BF16)) {
+        if (!tw_make_mul(&tw, s == 3 ? SR_I8 : SR_BF16, N, K, SR_KMUL_BF16)) {
             tw_free(&tw);
             continue;
         }
@@ -651,22 +655,25 @@ static void test_bf16_subnormal_nan(void)
     free(wh); free(wz); free(x); free(xz); free(y1); free(y2);
 }
 
-/* gather from a weight of bf16 products: its rows as stored (subnormals as zero). */
+/* gather from a weight of bf16 products: its rows as stored (subnormals as zero); an i8
+ * weight's q times its row's scale, one rounding, as the exact path's. */
 static void test_bf16_gather(void)
 {
     const sr_kernels *kt = sr_kernels_cpu();
     seed(14);
-    tweight tw;
     int n = 70, k = 77, bad = 0;
-    if (tw_make_mul(&tw, SR_BF16, n, k, SR_KMUL_BF16)) {
-        int32_t ids[5] = {69, 0, 33, 31, 32};
-        float y[5 * 77];
-        double ref[5 * 77];
-        CU_ASSERT_EQUAL(kt->gather(tw.W, ids, 5, y, k), SR_OK);
-        ref_gather(tw.w, k, ids, 5, ref);
-        for (int i = 0; i < 5 * k; i++) bad += y[i] != (float)ref[i];
+    for (int d = 0; d < 2; d++) {
+        tweight tw;
+        if (tw_make_mul(&tw, d ? SR_I8 : SR_BF16, n, k, SR_KMUL_BF16)) {
+            int32_t ids[5] = {69, 0, 33, 31, 32};
+            float y[5 * 77];
+            double ref[5 * 77];
+            CU_ASSERT_EQUAL(kt->gather(tw.W, ids, 5, y, k), SR_OK);
+            ref_gather(tw.w, k, ids, 5, ref);
+            for (int i = 0; i < 5 * k; i++) bad += y[i] != (float)ref[i];
+        }
+        tw_free(&tw);
     }
-    tw_free(&tw);
     CU_ASSERT_EQUAL(bad, 0);
 }
 

@@ -218,21 +218,27 @@ static void test_parity_small_prec_bf16(void) { parity_prec("voxtral/model.h5", 
 static void test_parity_full_prec_bf16(void) { parity_prec("voxtral/model_full.h5", "full", NULL, "bf16"); }
 
 /* An int8 file (scripts/recast_model.py model.h5 --dtype int8: per-row scales) keeps its
- * matrices int8 in memory (one byte a weight read per product; the f32 products of the exact
- * path), and streams as its own dequantized f32 copy (recast again --dtype f32) does: every
- * step the same token, the first steps' logits within 1e-4 (only where the scale multiplies:
- * once after the sum, or into each weight). */
-static void test_int8_as_stored(void)
+ * matrices int8 (the i8 weight of the table: its q and scales), and streams as its own
+ * dequantized f32 copy (recast again --dtype f32) does. prec NULL (f32): the exact path, one
+ * byte a weight read per product: every step the same token, the first steps' logits within
+ * 1e-4 (only where the scale multiplies: once after the sum, or into each weight). prec "bf16":
+ * bf16 products over the int8 values (exact in bf16, the scale after the sum): the same
+ * tokens, the logits within test_bf16_tol of the f32 copy's exact ones. */
+static void int8_vs_f32(const char *prec)
 {
-    sr_model *m8 = test_load_model("voxtral/model_i8.h5"), *mf = test_load_model("voxtral/model_i8_f32.h5");
+    sr_model *m8 = test_load_prec(test_fixture("voxtral/model_i8.h5"), prec),
+             *mf = test_load_model("voxtral/model_i8_f32.h5");
     CU_ASSERT_FATAL(m8 && mf);
     const vx_model *w8 = m8->impl, *wf = mf->impl;
     CU_ASSERT_EQUAL(w8->dec[0].qkv.w->dtype, SR_I8);
     CU_ASSERT_EQUAL(w8->enc[1].gu.w->dtype, SR_I8);
     CU_ASSERT_EQUAL(w8->dec[1].down.w->dtype, SR_I8);
     CU_ASSERT_EQUAL(w8->embed->dtype, SR_I8);
+    const sr_kmul mul = prec ? SR_KMUL_BF16 : SR_KMUL_EXACT;
+    CU_ASSERT_EQUAL(w8->dec[0].qkv.w->mul, mul);
+    CU_ASSERT_EQUAL(w8->embed->mul, mul);
     CU_ASSERT_EQUAL(wf->dec[0].qkv.w->dtype, SR_F32);
-    CU_ASSERT(w8->embed->bytes * 3 < wf->embed->bytes);
+    CU_ASSERT(w8->embed->bytes * (prec ? 1 : 3) < wf->embed->bytes);
     sr_h5 *g = open_golden();
     size_t n = 0;
     float *audio = test_golden_audio(g, &n);
@@ -259,7 +265,10 @@ static void test_int8_as_stored(void)
     }
     CU_ASSERT(ns[0] > K && ns[0] == ns[1]);
     CU_ASSERT_EQUAL(memcmp(steps[0], steps[1], sizeof(int32_t) * (size_t)SR_MIN(ns[0], MAXS)), 0);
-    check_close("int8 vs its f32 copy: decoder logits", rec[0], rec[1], (size_t)K * w8->vocab, 1e-4);
+    size_t nl = (size_t)K * w8->vocab;
+    check_close(prec ? "int8 with bf16 products vs its f32 copy: decoder logits"
+                     : "int8 vs its f32 copy: decoder logits",
+                rec[0], rec[1], nl, prec ? test_bf16_tol(rec[1], nl) : 1e-4);
     printf("\n      %d steps, the same tokens", ns[0]);
     for (int i = 0; i < 2; i++) {
         free(steps[i]);
@@ -269,6 +278,9 @@ static void test_int8_as_stored(void)
     sr_model_free(m8);
     sr_model_free(mf);
 }
+
+static void test_int8_as_stored(void) { int8_vs_f32(NULL); }
+static void test_int8_bf16_products(void) { int8_vs_f32("bf16"); }
 
 /* ---- public stream API ---- */
 
@@ -1519,7 +1531,8 @@ void test_register_voxtral(void)
                {"full_windows_kv_bf16", test_parity_full_bf16},
                {"small_windows_wrap_precision_bf16", test_parity_small_prec_bf16},
                {"full_windows_precision_bf16", test_parity_full_prec_bf16},
-               {"int8_as_stored", test_int8_as_stored});
+               {"int8_as_stored", test_int8_as_stored},
+               {"int8_bf16_products", test_int8_bf16_products});
     TEST_SUITE("voxtral_stream", {"feed_splits", test_stream_splits}, {"sync_token", test_sync_token},
                {"memory_short_audio", test_stream_memory}, {"kv_bf16_bytes", test_stream_kv_bytes},
                {"max_seconds", test_max_seconds}, {"final_steps", test_final_steps},

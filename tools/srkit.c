@@ -917,7 +917,7 @@ static void bench_tc_kernel(int v)
  * 0, or -1 when a call failed. */
 static int bench_gemm_medians(const bench_gemm_case *c, int n, int reps, double *med)
 {
-    enum { MAXR = 64, MAXC = 4 };
+    enum { MAXR = 64, MAXC = 5 };
     double t[MAXC][MAXR];
     reps = reps < 1 ? 1 : reps > MAXR ? MAXR : reps;
     if (n > MAXC) return -1;
@@ -1034,26 +1034,49 @@ static int bench_gemm_op(const sr_kernels *k, int N, int K, const char *threads_
         }
         for (size_t i = 0; i < (size_t)512 * K; i++) hxt[i] = (float)((i * 131) % 997) / 997.0f - 0.5f;
         k->upload(xt, hxt, (size_t)512 * K * sizeof(float));
-        printf("\nbf16 x bf16 on the tensor cores: the wmma kernel (SRKIT_CUDA_GEMM=wmma) against the "
-               "mma kernel (default), each call timed alone (launch to wait); then the mma kernel\n"
-               "in runs of %d calls back to back (one wait: the launches hidden, as in a step)\n"
-               "%4s | %10s %8s %9s | %10s %8s %9s | %6s | %10s %8s\n", TC_BURST, "M", "wmma ms",
-               "GB/s", "TFLOP/s", "mma ms", "GB/s", "TFLOP/s", "ratio", "mma run ms", "GB/s");
-        int bad = 0;
+        /* the weight as i8 (q = 254 w, scale 1 / 254; one byte a weight: twice the copies) */
+        int copies8 = (int)((llc_plus + nw - 1) / nw);
+        copies8 = copies8 < 1 ? 1 : copies8 > 32 ? 32 : copies8;
+        sr_kweight *Wi[32] = {0};
+        int8_t *hq = malloc(nw);
+        float *hs = malloc((size_t)N * sizeof(float));
+        int bad = !hq || !hs;
+        for (size_t i = 0; !bad && i < nw; i++) hq[i] = (int8_t)(hw[i] * 254.0f);
+        for (int n = 0; !bad && n < N; n++) hs[n] = 1.0f / 254.0f;
+        for (int c = 0; !bad && c < copies8; c++)
+            if ((st = k->weight_create(hq, SR_I8, N, K, hs, SR_KMUL_BF16, &Wi[c]))) {
+                fail(st, "weight_create (i8)");
+                bad = 1;
+            }
+        if (!bad)
+            printf("\nbf16 x bf16 on the tensor cores: the wmma kernel (SRKIT_CUDA_GEMM=wmma) against the "
+                   "mma kernel (default), each call timed alone (launch to wait); then the mma kernel\n"
+                   "in runs of %d calls back to back (one wait: the launches hidden, as in a step); then the "
+                   "same weight as i8 (one byte a weight, widened to bf16 in the mma kernel,\n%d copies), "
+                   "alone and in runs; GB/s of the bytes each form reads\n"
+                   "%4s | %10s %8s %9s | %10s %8s %9s | %6s | %10s %8s | %10s %8s | %10s %8s\n", TC_BURST,
+                   copies8, "M", "wmma ms", "GB/s", "TFLOP/s", "mma ms", "GB/s", "TFLOP/s", "ratio",
+                   "mma run ms", "GB/s", "i8 ms", "GB/s", "i8 run ms", "GB/s");
         for (size_t i = 0; i < sizeof Mt / sizeof Mt[0] && !bad; i++) {
             int M = Mt[i];
-            bench_gemm_case c[3] = {{k, M, N, K, copies, Wd, NULL, xt, yt, 0, 1},
+            bench_gemm_case c[5] = {{k, M, N, K, copies, Wd, NULL, xt, yt, 0, 1},
                                     {k, M, N, K, copies, Wd, NULL, xt, yt, 1, 1},
-                                    {k, M, N, K, copies, Wd, NULL, xt, yt, 1, TC_BURST}};
-            double med[3];
-            if (bench_gemm_medians(c, 3, REPS, med)) { bad = 1; break; }
+                                    {k, M, N, K, copies, Wd, NULL, xt, yt, 1, TC_BURST},
+                                    {k, M, N, K, copies8, Wi, NULL, xt, yt, 1, 1},
+                                    {k, M, N, K, copies8, Wi, NULL, xt, yt, 1, TC_BURST}};
+            double med[5];
+            if (bench_gemm_medians(c, 5, REPS, med)) { bad = 1; break; }
             double fl = 2.0 * M * (double)nw;
-            printf("%4d | %10.3f %8.2f %9.2f | %10.3f %8.2f %9.2f | %6.2f | %10.3f %8.2f\n", M,
+            printf("%4d | %10.3f %8.2f %9.2f | %10.3f %8.2f %9.2f | %6.2f | %10.3f %8.2f | %10.3f %8.2f | "
+                   "%10.3f %8.2f\n", M,
                    med[0] * 1e3, nw * 2.0 / med[0] / 1e9, fl / med[0] / 1e12, med[1] * 1e3,
                    nw * 2.0 / med[1] / 1e9, fl / med[1] / 1e12, med[0] / med[1], med[2] * 1e3,
-                   nw * 2.0 / med[2] / 1e9);
+                   nw * 2.0 / med[2] / 1e9, med[3] * 1e3, nw / med[3] / 1e9, med[4] * 1e3, nw / med[4] / 1e9);
         }
         sr_cuda_gemm_kernel(prev);
+        for (int c = 0; c < 32; c++)
+            if (Wi[c]) k->weight_free(Wi[c]);
+        free(hq), free(hs);
         k->free(xt), k->free(yt), free(hxt);
         if (bad) goto out;
     }

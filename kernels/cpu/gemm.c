@@ -40,7 +40,9 @@
  * bf16 products (SR_KMUL_BF16, kernels.h). The panel is [k / 2][32 columns][2]: the 32-bit
  * lane of column c holds w[c, 2i] low and w[c, 2i + 1] high, the operand of VDPBF16PS and the
  * rows of an AMX B tile, so one k pair of the panel is two 64-byte vectors (K is padded with
- * zero k rows to a multiple of 32, AMX's step; subnormal weights are stored as zero). x is
+ * zero k rows to a multiple of 32, AMX's step; subnormal weights are stored as zero). An i8
+ * weight's values q are stored there as the bf16 numbers they are (exact: |q| <= 128), its
+ * scale applied in the epilogue as in the exact path. x is
  * rounded to bf16 (subnormals to zero first) as it is packed. Three paths, picked at run time:
  *   AMX (TDPBF16PS; Linux asks the kernel for the tile state once): tiles of up to 32 rows
  *     (two 16-row A tiles) x 32 columns (two B tiles), 32 k per instruction, x packed as
@@ -132,6 +134,13 @@ static size_t elt_size(sr_dtype dt)
     return dt == SR_F32 ? 4 : dt == SR_I8 ? 1 : 2;
 }
 
+/* Bytes of a panel element: the dtype's, or bf16's for bf16 products (an i8 weight's values
+ * are stored as the bf16 numbers they are, so every bf16-product path reads one layout). */
+static size_t w_elt(const sr_kweight *W)
+{
+    return W->mul == SR_KMUL_BF16 ? 2 : elt_size(W->dtype);
+}
+
 /* k rows a panel holds: K, or K rounded up to KAMX for bf16 products (zero rows). */
 static size_t k_rows(const sr_kweight *W)
 {
@@ -140,7 +149,7 @@ static size_t k_rows(const sr_kweight *W)
 
 static size_t panel_bytes(const sr_kweight *W)
 {
-    size_t b = k_rows(W) * NR * elt_size(W->dtype);
+    size_t b = k_rows(W) * NR * w_elt(W);
     return (b + 63) & ~(size_t)63;
 }
 
@@ -187,7 +196,11 @@ static void repack_panel(void *ctx, int p)
         if (n >= W->n) break;
         size_t pos = (size_t)panel_pos(W->dtype, c);
         const unsigned char *src = (const unsigned char *)j->host + (size_t)n * K * es;
-        if (W->mul == SR_KMUL_BF16) {
+        if (W->mul == SR_KMUL_BF16 && W->dtype == SR_I8) { /* q exactly, |q| <= 128 */
+            uint16_t *d = (uint16_t *)(void *)dst;
+            for (size_t k = 0; k < K; k++)
+                d[panel_at(W, c, k)] = sr_f32_to_bf16((float)((const int8_t *)(const void *)src)[k]);
+        } else if (W->mul == SR_KMUL_BF16) {
             const uint16_t *s = (const uint16_t *)(const void *)src;
             uint16_t *d = (uint16_t *)(void *)dst;
             for (size_t k = 0; k < K; k++) d[panel_at(W, c, k)] = bf16_daz(s[k]);
@@ -858,7 +871,7 @@ static void gemm_part(void *ctx, int part)
 {
     const gemm_job *j = ctx;
     const sr_kweight *W = j->W;
-    const size_t pb = panel_bytes(W), rb = NR_BYTES(W->dtype);
+    const size_t pb = panel_bytes(W), rb = (size_t)NR * w_elt(W);
     const tile_fn tile = pick_tile(j->isa, W->dtype, j->bf ? 1 + j->bfpath : 0);
     int g = part / j->n_blocks, b = part % j->n_blocks;
     int p0 = g * j->group, p1 = SR_MIN(p0 + j->group, n_panels(W));
@@ -1002,7 +1015,7 @@ static void plan(gemm_job *j, int threads)
             j->n_kb = (K + j->kc - 1) / j->kc;
         }
         /* a k block of the group's weights in L2; the accumulators of a part in acc */
-        group = (int)SR_MAX((size_t)1, PART_BYTES / ((size_t)j->kc * NR_BYTES(W->dtype)));
+        group = (int)SR_MAX((size_t)1, PART_BYTES / ((size_t)j->kc * NR * w_elt(W)));
         group = SR_MIN(group, ACC_FLOATS / (NR * mr_max));
         mc = ACC_FLOATS / (group * NR);
     } else {
@@ -1071,9 +1084,12 @@ sr_status sr_cpu_gather(const sr_kweight *E, const int32_t *ids, int n, float *y
         const unsigned char *panel = (const unsigned char *)E->data + (size_t)(r / NR) * pb;
         size_t pos = (size_t)panel_pos(E->dtype, r % NR);
         float *yr = y + (size_t)i * ldy;
-        if (E->mul == SR_KMUL_BF16) { /* pair layout */
-            for (size_t k = 0; k < K; k++)
-                yr[k] = sr_bf16_to_f32(((const uint16_t *)(const void *)panel)[panel_at(E, r % NR, k)]);
+        if (E->mul == SR_KMUL_BF16) { /* pair layout; an i8 weight's q times its scale */
+            const float s = E->dtype == SR_I8 ? E->scale[r] : 1.0f;
+            for (size_t k = 0; k < K; k++) {
+                float v = sr_bf16_to_f32(((const uint16_t *)(const void *)panel)[panel_at(E, r % NR, k)]);
+                yr[k] = E->dtype == SR_I8 ? v * s : v;
+            }
             continue;
         }
         switch (E->dtype) {

@@ -41,7 +41,10 @@
  * warps' partial sums are added in warp order 0, 1, ..., TC_WARPS - 1. So an output depends
  * only on its row of x and column of w (a mma output element reads nothing else), and a row
  * alone gives the bits it has in any batch: batched == solo holds on the device as on the CPU.
- * The epilogue is the one below.
+ * The epilogue is the one below. An SR_I8 weight with bf16 products keeps its q in one byte
+ * each ([tc_rows(n)][kpad] int8: half a bf16 weight's bytes to stream) and runs on the mma
+ * form only (below), which widens each 8-byte load of q to the bf16 numbers they are (exact)
+ * in registers; the row's scale multiplies the sum in the epilogue, as in the exact path.
  *
  * Kernel. One templated tiled kernel, two shapes. A block computes a BM x BN tile of y (rows m,
  * columns n) with THREADS = (BM / TM) (BN / TN) threads, each owning a contiguous TM x TN block
@@ -336,6 +339,7 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
  * the scalar kernel's sequence into y, THREADS threads (tid) striding over the tile. */
 template <int BM, int BN, int THREADS>
 __device__ __forceinline__ void tile_epilogue(const float *red, int tid, int m0, int n0, int M, int N,
+                                              const float *__restrict__ scale,
                                               const float *__restrict__ bias, sr_act act, float alpha,
                                               float beta, float *__restrict__ y, int ldy)
 {
@@ -343,6 +347,7 @@ __device__ __forceinline__ void tile_epilogue(const float *red, int tid, int m0,
         const int m = m0 + e / BN, n = n0 + e % BN;
         if (m >= M || n >= N) continue;
         float v = red[e];
+        if (scale) v = __fmul_rn(v, scale[n]); /* an i8 weight's row scale, after the sum */
         if (bias) v = __fadd_rn(v, bias[n]);
         v = apply_act(act, v);
         float *yp = y + (size_t)m * (size_t)ldy + n;
@@ -458,7 +463,7 @@ gemm_tc_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
             }
             __syncthreads();
         }
-        tile_epilogue<BM, BN, 32 * TC_WARPS>(red, tid, m0, n0, M, N, bias, act, alpha, beta, y, ldy);
+        tile_epilogue<BM, BN, 32 * TC_WARPS>(red, tid, m0, n0, M, N, NULL, bias, act, alpha, beta, y, ldy);
         __syncthreads(); /* red is reused by the next row tile */
     }
 }
@@ -522,16 +527,35 @@ __device__ __forceinline__ uint4 x_bf16x8(const float *__restrict__ xr, int k0, 
     return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
 }
 
-/* y[M, N] from the bf16 weight w [tc_rows(N)][kpad] and x's operands: the staged xb [Mp][kpad]
+/* 8 weights from element e of a weight's rows: bf16 as stored (one 16-byte load), or (WI8) i8
+ * values q widened to the bf16 numbers they are (one 8-byte load; exact, |q| <= 128: at most 8
+ * significant bits, so the f32's low half is zero), packed as a bf16 load is (lower k in the
+ * low half). */
+template <bool WI8>
+__device__ __forceinline__ uint4 w_bf16x8(const void *__restrict__ w, size_t e)
+{
+    if (!WI8) return __ldg(reinterpret_cast<const uint4 *>(static_cast<const __nv_bfloat16 *>(w) + e));
+    const uint2 v = __ldg(reinterpret_cast<const uint2 *>(static_cast<const int8_t *>(w) + e));
+    uint32_t h[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const int8_t b = (int8_t)(((j < 4 ? v.x : v.y) >> (8 * (j % 4))) & 0xffu);
+        h[j] = __float_as_uint((float)b) >> 16;
+    }
+    return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+}
+
+/* y[M, N] from the weight w [tc_rows(N)][kpad] (bf16, or WI8: i8 with its row scales, applied
+ * after the sum) and x's operands: the staged xb [Mp][kpad]
  * (XF false), or for few rows (XF true, MT 1) x [M, K] itself (row stride ldx), rounded as it
  * is read: the same operand bits, so the same results, without the staging launch and its
  * buffer. A block computes (16 MT) rows x 16 columns (two 8-column mma tiles), DEPTH k blocks
  * of a warp loaded before they are multiplied (speed only). */
-template <int MT, int DEPTH, bool XF>
+template <int MT, int DEPTH, bool XF, bool WI8>
 __global__ void __launch_bounds__(32 * MMA_WARPS)
 gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
-                const float *__restrict__ xf, int ldx, int K,
-                const __nv_bfloat16 *__restrict__ w, const float *__restrict__ bias, sr_act act,
+                const float *__restrict__ xf, int ldx, int K, const void *__restrict__ w,
+                const float *__restrict__ scale, const float *__restrict__ bias, sr_act act,
                 float alpha, float beta, float *__restrict__ y, int ldy)
 {
     static_assert(!XF || MT == 1, "direct activations only for one row tile");
@@ -545,9 +569,10 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     const int rounds = (kb_all + MMA_G * MMA_WARPS - 1) / (MMA_G * MMA_WARPS);
     const int mine = rounds * MMA_G;
     const int m_tiles = (M + BM - 1) / BM;
-    /* this lane's two weight rows (n0 + g, n0 + 8 + g: inside tc_rows(N), a multiple of 16) */
-    const __nv_bfloat16 *w0 = w + (size_t)(n0 + g) * (size_t)kpad + 8 * q;
-    const __nv_bfloat16 *w1 = w0 + (size_t)8 * (size_t)kpad;
+    /* this lane's two weight rows (n0 + g, n0 + 8 + g: inside tc_rows(N), a multiple of 16),
+     * as element offsets of their first vector */
+    const size_t w0 = (size_t)(n0 + g) * (size_t)kpad + 8 * q;
+    const size_t w1 = w0 + (size_t)8 * (size_t)kpad;
 
     for (int mb = (int)blockIdx.y; mb < m_tiles; mb += (int)gridDim.y) {
         const int m0 = mb * BM;
@@ -582,8 +607,8 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 /* the vector at k + 8 q is wholly inside kpad or wholly past it */
                 const bool in = live[d] && k + 8 * (size_t)q < (size_t)kpad;
                 const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-                bv[d][0] = in ? __ldg(reinterpret_cast<const uint4 *>(w0 + k)) : z;
-                bv[d][1] = in ? __ldg(reinterpret_cast<const uint4 *>(w1 + k)) : z;
+                bv[d][0] = in ? w_bf16x8<WI8>(w, w0 + k) : z;
+                bv[d][1] = in ? w_bf16x8<WI8>(w, w1 + k) : z;
 #pragma unroll
                 for (int mi = 0; mi < MT; mi++)
 #pragma unroll
@@ -624,7 +649,8 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
             }
             __syncthreads();
         }
-        tile_epilogue<BM, BN, 32 * MMA_WARPS>(red, tid, m0, n0, M, N, bias, act, alpha, beta, y, ldy);
+        tile_epilogue<BM, BN, 32 * MMA_WARPS>(red, tid, m0, n0, M, N, WI8 ? scale : NULL, bias, act,
+                                              alpha, beta, y, ldy);
         __syncthreads(); /* red is reused by the next row tile */
     }
 }
@@ -636,9 +662,13 @@ static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int 
 {
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
     dim3 grid((unsigned)(tc_rows(W->n) / 16), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    gemm_mma_kernel<MT, DEPTH, XF><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(M, W->n, (int)k_pad(W->k), xb, x, ldx,
-                                                            W->k, (const __nv_bfloat16 *)W->data,
-                                                            bias, act, alpha, beta, y, ldy);
+    const int kpad = (int)k_pad(W->k);
+    if (W->dtype == SR_I8)
+        gemm_mma_kernel<MT, DEPTH, XF, true><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(
+            M, W->n, kpad, xb, x, ldx, W->k, W->data, W->scale, bias, act, alpha, beta, y, ldy);
+    else
+        gemm_mma_kernel<MT, DEPTH, XF, false><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(
+            M, W->n, kpad, xb, x, ldx, W->k, W->data, NULL, bias, act, alpha, beta, y, ldy);
 }
 
 /* The bf16-product kernel in use: 0 the wmma form, 1 the mma form (the default: 1.1-1.8x the
@@ -655,8 +685,10 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
 {
     /* the mma kernel reads up to 16 rows of x itself: no staging launch, no buffer. Two k blocks
      * loaded ahead (DEPTH): 4 and 8 were no faster on an H200 (registers bound the bytes in
-     * flight; Voxtral mini-4b batch 1 RTF 0.145 / 0.152 / 0.188 at 2 / 4 / 8) */
-    if (M <= 16 && sr_cuda_gemm_kernel(-1) == 1) {
+     * flight; Voxtral mini-4b batch 1 RTF 0.145 / 0.152 / 0.188 at 2 / 4 / 8). An i8 weight has
+     * only the mma form (its bytes widened in registers), whichever form is selected. */
+    const int mma = sr_cuda_gemm_kernel(-1) == 1 || W->dtype == SR_I8;
+    if (M <= 16 && mma) {
         gemm_mma_launch<1, 2, true>(M, NULL, x, ldx, W, bias, act, alpha, beta, y, ldy);
         return sr_cuda_launched("gemm (bf16 products)");
     }
@@ -668,7 +700,7 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     __nv_bfloat16 *xb = (__nv_bfloat16 *)xbv;
     size_t blocks = (n + 255) / 256;
     tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, sr_cuda_stream()>>>(M, W->k, kpad, Mp, x, ldx, xb);
-    if (sr_cuda_gemm_kernel(-1) == 1) {
+    if (mma) {
         if (M <= 32) gemm_mma_launch<2, 2, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
         else gemm_mma_launch<4, 1, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
     } else if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
@@ -794,7 +826,7 @@ sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, con
         sr_cuda_weight_free(W);
         return sr_cuda_fail("weight_create upload", e);
     }
-    if (mul == SR_KMUL_BF16) {
+    if (mul == SR_KMUL_BF16 && dt == SR_BF16) { /* i8 values are integers: nothing to flush */
         size_t cnt = (size_t)n * kp;
         size_t blocks = (cnt + 255) / 256;
         bf16_daz_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256>>>(

@@ -2,9 +2,11 @@
  * tensor-core forms: wmma and the register-direct mma, run by scripts/cuda_emu/run.sh) against the
  * double reference over the bf16 operands, within the f32 summation bound of kernels_gemm_bf16,
  * and a row alone against the same row in the batch, bit for bit; the CPU table's bf16
- * products alongside. Shapes cover the direct-x path (M <= 16), the staged one, several row
- * tiles, k blocks cut at kpad (half a 32-wide block), N not a multiple of 16, bias, GELU,
- * alpha / beta. Exit status 0 when every check holds. */
+ * products alongside. Weights bf16, and i8 (q exact in bf16, the row's scale after the sum;
+ * the mma form whichever is selected, so both selections give the same bits). Shapes cover
+ * the direct-x path (M <= 16), the staged one, several row tiles, k blocks cut at kpad (half a
+ * 32-wide block), N not a multiple of 16, bias, GELU, alpha / beta. Exit status 0 when every
+ * check holds. */
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -41,20 +43,32 @@ int main()
         {17, 40, 130, 0, 0, 1.0f, 1.0f},  {40, 24, 256, 0, 1, 1.0f, 0.0f}, {70, 33, 1100, 1, 1, 1.0f, 0.0f},
         {3, 8, 16, 0, 0, 1.0f, 0.0f}};
     int bad = 0;
+    for (int wi8 = 0; wi8 < 2; wi8++)
     for (auto &t : cs) {
         const int M = t.M, N = t.N, K = t.K, ldx = K + 3, ldy = N + 2;
+        const sr_dtype dt = wi8 ? SR_I8 : SR_BF16;
         std::vector<uint16_t> w((size_t)N * K);
-        for (auto &v : w) v = sr_f32_to_bf16(0.5f * rnd());
+        std::vector<int8_t> w8((size_t)N * K);
+        std::vector<float> wv((size_t)N * K), scale(N); /* the weights' values; i8: q */
+        for (size_t i = 0; i < w.size(); i++) {
+            w[i] = sr_f32_to_bf16(0.5f * rnd());
+            w8[i] = (int8_t)(127.0f * rnd());
+            wv[i] = wi8 ? (float)w8[i] : sr_bf16_to_f32(w[i]);
+        }
+        for (auto &v : scale) v = 0.01f * rnd();
         std::vector<float> x((size_t)M * ldx), bias(N), y0((size_t)M * ldy);
         for (auto &v : x) v = rnd();
         for (auto &v : bias) v = rnd();
         for (auto &v : y0) v = rnd();
         sr_kweight *Wg = nullptr, *Wc = nullptr;
-        if (sr_cuda_weight_create(w.data(), SR_BF16, N, K, nullptr, SR_KMUL_BF16, &Wg) ||
-            c->weight_create(w.data(), SR_BF16, N, K, nullptr, SR_KMUL_BF16, &Wc)) {
+        const void *host = wi8 ? (const void *)w8.data() : (const void *)w.data();
+        const float *sc = wi8 ? scale.data() : nullptr;
+        if (sr_cuda_weight_create(host, dt, N, K, sc, SR_KMUL_BF16, &Wg) ||
+            c->weight_create(host, dt, N, K, sc, SR_KMUL_BF16, &Wc)) {
             printf("weight_create failed: %s\n", sr_last_error());
             return 1;
         }
+        std::vector<float> first; /* i8: the first selection's results, which the second repeats */
         const sr_act act = t.act ? SR_ACT_GELU : SR_ACT_NONE;
         const float *bp = t.bias ? bias.data() : nullptr;
         std::vector<float> yc = y0;
@@ -73,11 +87,13 @@ int main()
                 for (int n = 0; n < N; n++) {
                     double s = 0, a = 0;
                     for (int k = 0; k < K; k++) {
-                        double p = (double)xb(x[(size_t)m * ldx + k]) * sr_bf16_to_f32(w[(size_t)n * K + k]);
+                        double p = (double)xb(x[(size_t)m * ldx + k]) * wv[(size_t)n * K + k];
                         s += p;
                         a += fabs(p);
                     }
-                    double pre = s + (bp ? bp[n] : 0.0), e_pre = (K + 3) * ldexp(1.0, -24) * a + ldexp(1.0, -24) * fabs(pre);
+                    const double f = wi8 ? fabs((double)scale[n]) : 1.0;
+                    if (wi8) s *= scale[n];
+                    double pre = s + (bp ? bp[n] : 0.0), e_pre = (K + 3) * ldexp(1.0, -24) * a * f + ldexp(1.0, -24) * fabs(pre);
                     double v = pre, slope = 1;
                     if (act == SR_ACT_GELU) {
                         v = 0.5 * pre * (1 + erf(pre / sqrt(2.0)));
@@ -91,10 +107,14 @@ int main()
                     wd = fmax(wd, dg / tol);
                 }
             }
-            printf("M %3d N %3d K %4d act %d bias %d alpha %.1f beta %.1f, %s: %s, %d outside the bound "
-                   "(worst %.2f of it), %d rows differ alone\n", M, N, K, t.act, t.bias, t.alpha, t.beta,
-                   kern ? "mma " : "wmma", st ? sr_last_error() : "ok", worst, wd, alone);
-            bad += (st != SR_OK) + worst + alone;
+            int again = 0; /* i8: the same bits under either selection (the mma form both times) */
+            if (wi8 && kern == 0) first = yg;
+            if (wi8 && kern == 1) again = memcmp(first.data(), yg.data(), yg.size() * sizeof(float)) != 0;
+            printf("%s M %3d N %3d K %4d act %d bias %d alpha %.1f beta %.1f, %s: %s, %d outside the bound "
+                   "(worst %.2f of it), %d rows differ alone%s\n", wi8 ? "i8  " : "bf16", M, N, K, t.act,
+                   t.bias, t.alpha, t.beta, kern ? "mma " : "wmma", st ? sr_last_error() : "ok", worst, wd,
+                   alone, again ? ", NOT the bits of the other selection" : "");
+            bad += (st != SR_OK) + worst + alone + again;
         }
         c->weight_free(Wc);
     }

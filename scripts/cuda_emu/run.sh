@@ -4,8 +4,8 @@
 # pools, GQA, rel-pos, wrapped rings, a range longer than shared memory keeps, a call of two
 # launches, in both kernel forms; driver_attn.cpp), rowops.cu's rope, kv_write and conv_dw over
 # batches of 1,000 sequences (driver_rowops.cpp), and gemm.cu's two tensor-core forms of bf16 products, wmma
-# and the register-direct mma, within the f32 bound of the double reference and a row alone
-# equal to the row in a batch (driver_gemm.cpp; about 2 minutes). The files' own text
+# and the register-direct mma, for bf16 and i8 weights, within the f32 bound of the double
+# reference and a row alone equal to the row in a batch (driver_gemm.cpp; about 4 minutes). The files' own text
 # (extract.py) with CUDA's threads, barriers, shared memory, warp shuffles, wmma and mma.sync
 # emulated on host threads (inc/, emu.cpp). mma.sync follows the PTX ISA's m16n8k16 fragment
 # layout as written there: the kernel is checked against that reading of it, not against the

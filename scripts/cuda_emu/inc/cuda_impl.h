@@ -96,6 +96,9 @@ inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 struct uint4 {
     unsigned x, y, z, w;
 };
+struct uint2 {
+    unsigned x, y;
+};
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
 template <class T> inline T __ldg(const T *p) { return *p; }
 struct float4 {
