@@ -11,7 +11,9 @@
 #                     ../shared/data/whisper-assets/gpt2.tiktoken /tmp/whisperrt-tiny.en-i8.h5 \
 #                     /tmp/srkit-base
 # Device call:    command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 580 (the fourth
-#                 session's H100 ran it in 299 s)
+#                 session's H100 ran it in 299 s). PART=check runs only the correctness half
+#                 (suites, parity, API suites, recording, memchecks; no model is made) and
+#                 PART=figures only the benches: two calls when one would not fit.
 # Switches for what earlier sessions measured (off by default, to keep the call short):
 #   PEERS=1 transformers on the same weights; WMMA=1 batched == solo and the goldens with the
 #   wmma kernel; FORMS=1 bench attn per attention form (and the base build); GEMMALL=1 the whole
@@ -26,6 +28,8 @@ set -u
 source .gpu/env.sh
 OUT=${OUT:-/tmp/gpu-out}
 BUDGET=${BUDGET:-560}
+PART=${PART:-all} # check (suites, parity, memchecks), figures (benches on synthetic models), all
+want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 mkdir -p "$OUT" /tmp/m
 export OPENBLAS_NUM_THREADS=8 SRKIT_HOME=/tmp/srk
 X=$SRKIT_GPU_EXTRA
@@ -33,14 +37,14 @@ A=$X/1089-134686-0000.flac
 BASE=$X/srkit-base
 [ -x "$BASE" ] || BASE=
 exec > >(tee "$OUT/log.txt") 2>&1
-( python3 scripts/make_synthetic.py --arch fastconformer_rnnt --preset nemotron-0.6b --dtype bf16 /tmp/m/nemo.h5
+want figures && ( python3 scripts/make_synthetic.py --arch fastconformer_rnnt --preset nemotron-0.6b --dtype bf16 /tmp/m/nemo.h5
   python3 scripts/make_synthetic.py --arch whisper --preset tiny --tiktoken "$X/gpt2.tiktoken" /tmp/m/wt.h5 ) \
     > "$OUT/synth.log" 2>&1 &
 J1=$!
-( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype bf16 --no-checksum /tmp/m/vx.h5 \
+want figures && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype bf16 --no-checksum /tmp/m/vx.h5 \
     && touch /tmp/m/vx.done ) > "$OUT/synthvx.log" 2>&1 &
 # the same shape in int8 (4.4 GB: bf16 products over one byte a weight), made alongside
-( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype int8 --no-checksum /tmp/m/vx8.h5 \
+want figures && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype int8 --no-checksum /tmp/m/vx8.h5 \
     && touch /tmp/m/vx8.done ) > "$OUT/synthvx8.log" 2>&1 &
 
 # fits LIMIT: 0 when a step of LIMIT seconds still ends within the budget, else says so
@@ -73,6 +77,7 @@ ks = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50", 
 print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
 }
 
+if want check; then
 echo "== suites (every CUDA op against the CPU op, both attention forms; batched == solo on the device)"
 S 60 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
 # engine_equals_solo's larger batches pick the narrow attention form by size: here every launch wide
@@ -106,6 +111,8 @@ for s in whisper_batch fastconformer_batch voxtral_batch voxtral_stream whisper_
     echo "$s rc=$r $(grep -E '^ +tests ' /tmp/s-$s.log | tr -s ' ')"; grep -E "Test:.*FAIL|^ *[0-9]+\. " "/tmp/s-$s.log" | cut -c1-200 | head -6
 done
 
+fi
+if want figures; then
 echo "== bench attn (fused vs unfused): the form by size (FORMS=1: also wide, narrow, the base build)"
 forms=auto; [ "${FORMS:-0}" = 1 ] && forms="auto wide narrow"
 for f in $forms; do
@@ -197,6 +204,8 @@ else
     echo "== voxtral model not ready: $(tail -n 1 "$OUT/synthvx.log")"
 fi
 
+fi
+if want check; then
 echo "== memcheck (kernels_cuda)"
 if fits 90; then
     timeout 90 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
@@ -204,21 +213,26 @@ if fits 90; then
     echo "rc=$?"; grep -E "ERROR SUMMARY|tests " "$OUT/memcheck.log"
 fi
 
+fi
+if want figures; then
 W=/tmp/m/wt.h5
 echo "== SRKIT_PROFILE=sync, Whisper tiny shape whisperrt 100 ms, 64 streams (WPROF=1)"
 if [ "${WPROF:-0}" = 1 ] && fits 30; then
     SRKIT_PROFILE=sync timeout 30 srkit bench --device cuda --streams 64 --model $W --audio $A \
         --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 2000 2>&1 | tail -n 28
 fi
+fi
+if want check; then
 echo "== memcheck (engine_equals_solo/cuda, 1 and 8 streams)"
 if fits 120; then
     SRKIT_TEST_CUDA_MAX_STREAMS=8 timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck \
         --print-limit 10 test_srkit engine_equals_solo/cuda > "$OUT/memcheck-engine.log" 2>&1
     echo "rc=$?"; grep -E "ERROR SUMMARY|tests |asserts" "$OUT/memcheck-engine.log"
 fi
+fi
 # the peer on the same weights and GPU: transformers (docs/benchmarks.md; measured in the second
 # device session, so only with PEERS=1: the rest of the script fills most of a call)
-[ "${PEERS:-0}" = 1 ] || { nvidia-smi --query-gpu=name,memory.used --format=csv,noheader; exit 0; }
+{ [ "${PEERS:-0}" = 1 ] && want figures; } || { nvidia-smi --query-gpu=name,memory.used --format=csv,noheader; exit 0; }
 echo "== transformers Whisper (f32, then bf16), streams 1 and 64"
 [ -f "$R" ] && WP=$R || WP=$W
 for dt in f32 bf16; do
