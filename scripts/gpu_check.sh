@@ -129,6 +129,14 @@ for nk in "4096 4096" "6144 3072" "3072 4096" "18432 3072" "3072 9216" "131072 3
     echo "-- N $1 K $2"
     fits 20 && timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
 done
+# above 16 rows: 16 against 32 columns a block (the default picks 32 where N / 32 >= 2 SMs)
+for nk in "6144 3072" "18432 3072" "131072 3072"; do
+    set -- $nk
+    for cols in 16 32; do
+        echo "-- N $1 K $2, SRKIT_CUDA_GEMM_COLS=$cols"
+        fits 20 && SRKIT_CUDA_GEMM_COLS=$cols timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(32|64|256) \|"
+    done
+done
 
 C='--device cuda --precision bf16'
 wait $J1; tail -n 2 "$OUT/synth.log"

@@ -106,6 +106,18 @@ static int gemm_kernel(int v)
 #endif
 }
 
+/* The mma kernel's columns a block above 16 rows (kernels.h sr_cuda_gemm_cols: 0 16, 1 32, 2 by
+ * size; other v asks). */
+static int gemm_cols(int v)
+{
+#ifdef SR_WITH_CUDA
+    return sr_cuda_gemm_cols(v);
+#else
+    (void)v;
+    return 0;
+#endif
+}
+
 /* The CUDA table's attention form (kernels.h sr_cuda_attn_form: 0 narrow, 1 wide, 2 by size;
  * other v asks). */
 static int attn_form(int v)
@@ -212,6 +224,23 @@ static void test_gemm(void)
                                        (sr_act)act, alpha, beta, y0, ldy);
                 else
                     bad += !agree(yg, yc, (size_t)M * ldy, exact ? -1.0 : 2e-6, "gemm");
+                /* the mma form with 16 and with 32 columns a block: the same bits */
+                if (mul == SR_KMUL_BF16 && (gemm_kernel(-1) == 1 || dt == SR_I8) && M > 16) {
+                    float *d2 = dev(g, y0, (size_t)M * ldy);
+                    const int pc = gemm_cols(-1);
+                    for (int cols = 0; cols < 2; cols++) {
+                        gemm_cols(cols);
+                        CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wg, act % 2 ? dbias : NULL, (sr_act)act, alpha,
+                                                beta, d2, ldy), SR_OK);
+                        float *y2 = back(g, d2, (size_t)M * ldy);
+                        CU_ASSERT_EQUAL(g->upload(d2, y0, (size_t)M * ldy * sizeof(float)), SR_OK);
+                        bad += !agree(y2, yg, (size_t)M * ldy, -1.0, cols ? "gemm, 32 columns a block"
+                                                                          : "gemm, 16 columns a block");
+                        free(y2);
+                    }
+                    gemm_cols(pc);
+                    g->free(d2);
+                }
                 /* row M - 1 alone: the same bits as in the batch */
                 CU_ASSERT_EQUAL(g->gemm(1, dx + (size_t)(M - 1) * ldx, ldx, Wg, act % 2 ? dbias : NULL,
                                         (sr_act)act, alpha, 0.0f, dy, ldy), SR_OK);

@@ -549,9 +549,11 @@ __device__ __forceinline__ uint4 w_bf16x8(const void *__restrict__ w, size_t e)
  * after the sum) and x's operands: the staged xb [Mp][kpad]
  * (XF false), or for few rows (XF true, MT 1) x [M, K] itself (row stride ldx), rounded as it
  * is read: the same operand bits, so the same results, without the staging launch and its
- * buffer. A block computes (16 MT) rows x 16 columns (two 8-column mma tiles), DEPTH k blocks
- * of a warp loaded before they are multiplied (speed only). */
-template <int MT, int DEPTH, bool XF, bool WI8>
+ * buffer. A block computes (16 MT) rows x (16 NP) columns (2 NP 8-column mma tiles: each x
+ * fragment loaded once serves them all, so NP 2 halves the x bytes read per weight byte at
+ * many rows), DEPTH k blocks of a warp loaded before they are multiplied. MT, NP and DEPTH are
+ * speed only: each output's products, their order and the warps' sum are the same. */
+template <int MT, int DEPTH, bool XF, bool WI8, int NP = 1>
 __global__ void __launch_bounds__(32 * MMA_WARPS)
 gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 const float *__restrict__ xf, int ldx, int K, const void *__restrict__ w,
@@ -559,7 +561,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 float alpha, float beta, float *__restrict__ y, int ldy)
 {
     static_assert(!XF || MT == 1, "direct activations only for one row tile");
-    constexpr int BM = 16 * MT, BN = 16;
+    constexpr int BM = 16 * MT, BN = 16 * NP, NJ = 2 * NP;
     __shared__ float red[BM * BN]; /* the warps' sum, [m][n] */
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -569,18 +571,22 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     const int rounds = (kb_all + MMA_G * MMA_WARPS - 1) / (MMA_G * MMA_WARPS);
     const int mine = rounds * MMA_G;
     const int m_tiles = (M + BM - 1) / BM;
-    /* this lane's two weight rows (n0 + g, n0 + 8 + g: inside tc_rows(N), a multiple of 16),
-     * as element offsets of their first vector */
+    /* this lane's weight rows n0 + 8 j + g, j < NJ, as element offsets of their first vector;
+     * the rows past tc_rows(N) (a multiple of 16: the last block's second pair, NP 2) are not
+     * read (zero operands, their outputs discarded) */
+    const int nrows = (N + 15) / 16 * 16;
     const size_t w0 = (size_t)(n0 + g) * (size_t)kpad + 8 * q;
-    const size_t w1 = w0 + (size_t)8 * (size_t)kpad;
+    bool jlive[NJ];
+#pragma unroll
+    for (int j = 0; j < NJ; j++) jlive[j] = n0 + 8 * j < nrows;
 
     for (int mb = (int)blockIdx.y; mb < m_tiles; mb += (int)gridDim.y) {
         const int m0 = mb * BM;
-        float acc[MT][2][4];
+        float acc[MT][NJ][4];
 #pragma unroll
         for (int i = 0; i < MT; i++)
 #pragma unroll
-            for (int j = 0; j < 2; j++)
+            for (int j = 0; j < NJ; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
         /* this lane's x rows m0 + 16 i + g (h = 0) and + 8 (h = 1), or NULL past M */
@@ -596,7 +602,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
             }
 
         for (int i0 = 0; i0 < mine; i0 += DEPTH) {
-            uint4 bv[DEPTH][2], av[DEPTH][MT][2];
+            uint4 bv[DEPTH][NJ], av[DEPTH][MT][2];
             bool live[DEPTH];
 #pragma unroll
             for (int d = 0; d < DEPTH; d++) {
@@ -607,8 +613,9 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 /* the vector at k + 8 q is wholly inside kpad or wholly past it */
                 const bool in = live[d] && k + 8 * (size_t)q < (size_t)kpad;
                 const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-                bv[d][0] = in ? w_bf16x8<WI8>(w, w0 + k) : z;
-                bv[d][1] = in ? w_bf16x8<WI8>(w, w1 + k) : z;
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+                    bv[d][j] = in && jlive[j] ? w_bf16x8<WI8>(w, w0 + (size_t)(8 * j) * (size_t)kpad + k) : z;
 #pragma unroll
                 for (int mi = 0; mi < MT; mi++)
 #pragma unroll
@@ -625,7 +632,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
 #pragma unroll
                 for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-                    for (int j = 0; j < 2; j++) {
+                    for (int j = 0; j < NJ; j++) {
                         const uint4 &a0 = av[d][mi][0], &a1 = av[d][mi][1], &b = bv[d][j];
                         mma_16816(acc[mi][j], a0.x, a1.x, a0.y, a1.y, b.x, b.y); /* k +0..3 */
                         mma_16816(acc[mi][j], a0.z, a1.z, a0.w, a1.w, b.z, b.w); /* k +4..7 */
@@ -640,7 +647,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
 #pragma unroll
                 for (int i = 0; i < MT; i++)
 #pragma unroll
-                    for (int j = 0; j < 2; j++)
+                    for (int j = 0; j < NJ; j++)
 #pragma unroll
                         for (int e = 0; e < 4; e++) {
                             float *r = red + (16 * i + g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2;
@@ -655,20 +662,37 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     }
 }
 
-template <int MT, int DEPTH, bool XF>
+template <int MT, int DEPTH, bool XF, int NP = 1>
 static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int ldx,
                             const sr_kweight *W, const float *bias, sr_act act, float alpha,
                             float beta, float *y, int ldy)
 {
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
-    dim3 grid((unsigned)(tc_rows(W->n) / 16), (unsigned)SR_CUDA_GRID_Y(m_tiles));
+    dim3 grid((unsigned)((tc_rows(W->n) / 16 + NP - 1) / NP), (unsigned)SR_CUDA_GRID_Y(m_tiles));
     const int kpad = (int)k_pad(W->k);
     if (W->dtype == SR_I8)
-        gemm_mma_kernel<MT, DEPTH, XF, true><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(
+        gemm_mma_kernel<MT, DEPTH, XF, true, NP><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(
             M, W->n, kpad, xb, x, ldx, W->k, W->data, W->scale, bias, act, alpha, beta, y, ldy);
     else
-        gemm_mma_kernel<MT, DEPTH, XF, false><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(
+        gemm_mma_kernel<MT, DEPTH, XF, false, NP><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(
             M, W->n, kpad, xb, x, ldx, W->k, W->data, NULL, bias, act, alpha, beta, y, ldy);
+}
+
+/* The mma kernel's columns a block at more than 16 rows (staged x): 0 always 16, 1 always 32,
+ * 2 (the default) 32 where that still gives two blocks a multiprocessor, else 16. At many rows
+ * each block reads its rows of x once for all its columns: 32 columns read half the x bytes per
+ * weight byte of 16, but make half the blocks. Speed only: the same bits (gemm_mma_kernel).
+ * SRKIT_CUDA_GEMM_COLS=16 / 32 / auto; sr_cuda_gemm_cols overrides it (tests, bench). */
+static sr_cuda_setting gemm_cols_setting = {"SRKIT_CUDA_GEMM_COLS", {"16", "32", "auto"}, 2, {-1}, {-2}};
+
+extern "C" int sr_cuda_gemm_cols(int v) { return sr_cuda_setting_use(gemm_cols_setting, v); }
+
+static bool gemm_wide_cols(const sr_kweight *W)
+{
+    const int v = sr_cuda_gemm_cols(-1);
+    if (v != 2) return v == 1;
+    const long sms = sr_cuda_sm_count() > 0 ? sr_cuda_sm_count() : 132; /* unknown: an H100's */
+    return (long)(tc_rows(W->n) / 32) >= 2 * sms;
 }
 
 /* The bf16-product kernel in use: 0 the wmma form, 1 the mma form (the default: 1.1-1.8x the
@@ -700,7 +724,10 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     __nv_bfloat16 *xb = (__nv_bfloat16 *)xbv;
     size_t blocks = (n + 255) / 256;
     tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, sr_cuda_stream()>>>(M, W->k, kpad, Mp, x, ldx, xb);
-    if (mma) {
+    if (mma && gemm_wide_cols(W)) {
+        if (M <= 32) gemm_mma_launch<2, 2, false, 2>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
+        else gemm_mma_launch<4, 1, false, 2>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
+    } else if (mma) {
         if (M <= 32) gemm_mma_launch<2, 2, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
         else gemm_mma_launch<4, 1, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
     } else if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);

@@ -22,6 +22,7 @@ sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, con
 sr_status sr_cuda_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                        sr_act act, float alpha, float beta, float *y, int ldy);
 extern "C" int sr_cuda_gemm_kernel(int v);
+extern "C" int sr_cuda_gemm_cols(int v);
 
 static uint64_t rng = 5;
 static float rnd()
@@ -69,6 +70,7 @@ int main()
             return 1;
         }
         std::vector<float> first; /* i8: the first selection's results, which the second repeats */
+        std::vector<float> mma16; /* the mma form's results with 16 columns a block */
         const sr_act act = t.act ? SR_ACT_GELU : SR_ACT_NONE;
         const float *bp = t.bias ? bias.data() : nullptr;
         std::vector<float> yc = y0;
@@ -110,12 +112,24 @@ int main()
             int again = 0; /* i8: the same bits under either selection (the mma form both times) */
             if (wi8 && kern == 0) first = yg;
             if (wi8 && kern == 1) again = memcmp(first.data(), yg.data(), yg.size() * sizeof(float)) != 0;
+            if (kern == 1) mma16 = yg;
             printf("%s M %3d N %3d K %4d act %d bias %d alpha %.1f beta %.1f, %s: %s, %d outside the bound "
                    "(worst %.2f of it), %d rows differ alone%s\n", wi8 ? "i8  " : "bf16", M, N, K, t.act,
                    t.bias, t.alpha, t.beta, kern ? "mma " : "wmma", st ? sr_last_error() : "ok", worst, wd,
                    alone, again ? ", NOT the bits of the other selection" : "");
             bad += (st != SR_OK) + worst + alone + again;
         }
+        /* the mma form with 32 columns a block (staged x, M > 16): the 16-column bits */
+        sr_cuda_gemm_kernel(1);
+        sr_cuda_gemm_cols(1);
+        std::vector<float> y32 = y0;
+        sr_status st32 = sr_cuda_gemm(M, x.data(), ldx, Wg, t.bias ? bias.data() : nullptr,
+                                      t.act ? SR_ACT_GELU : SR_ACT_NONE, t.alpha, t.beta, y32.data(), ldy);
+        sr_cuda_gemm_cols(2);
+        int d32 = st32 != SR_OK || memcmp(y32.data(), mma16.data(), y32.size() * sizeof(float)) != 0;
+        printf("%s M %3d N %3d K %4d, mma with 32 columns a block: %s\n", wi8 ? "i8  " : "bf16", M, N, K,
+               st32 ? sr_last_error() : d32 ? "NOT the bits of 16 columns" : "the bits of 16 columns");
+        bad += d32;
         c->weight_free(Wc);
     }
     printf(bad ? "FAILED\n" : "all within the bound, rows alone bit for bit\n");
