@@ -891,8 +891,9 @@ static sr_status rec_run(const sr_kernels *g, const rec_layer *L, int M, int64_t
  * recorded (instantiated), again at other positions (patched into the executable graph: an
  * update, no new instantiation), with 3 rows, with 39 rows (the product's operands staged in a
  * pool block, allocated outside the graph and freed after its launch: one more kernel, a new
- * graph) and again (patched), and with recording off (begin / end do nothing, the ops run).
- * Inside a recording the calls a graph cannot hold are refused by name. */
+ * graph) and again (patched), then 1 row again (its graph kept: patched), and with recording
+ * off (begin / end do nothing, the ops run). Inside a recording the calls a graph cannot hold
+ * are refused by name. */
 static void test_graph(void)
 {
     const sr_kernels *g = gpu();
@@ -929,7 +930,7 @@ static void test_graph(void)
     built_prev = built0;
     /* M, first position, graphs: first recording, the same shape again (patched), more rows */
     static const struct { int M; int64_t p0; } runs[] = {{1, 5}, {1, 6}, {1, 40}, {3, 7}, {MMAX - 1, 2},
-                                                         {MMAX - 1, 9}};
+                                                         {MMAX - 1, 9}, {1, 11}};
     int bad = 0;
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         int M = runs[r].M;
@@ -942,8 +943,9 @@ static void test_graph(void)
         sr_cuda_graph_counts(&up, &built);
         if (r == 0 || r == 4) /* a first recording, and 39 rows: one more kernel (the staging) */
             CU_ASSERT(built == built_prev + 1);
-        if (r == 1 || r == 2 || r == 5) /* the previous run's shape: patched, no new graph (the
-                                         * staging block is no node of it) */
+        if (r == 1 || r == 2 || r == 5 || r == 6) /* a shape recorded before (r 6: the 1-row one,
+                                                   * kept beside the 39-row one): patched, no new
+                                                   * graph (the staging block is no node of it) */
             CU_ASSERT(up == up_prev + 1 && built == built_prev);
         up_prev = up;
         built_prev = built;

@@ -15,8 +15,8 @@
  * legacy stream at recording time and freed there after the launch, so a recording has only
  * kernel and copy nodes. The kernel arguments of a recording are its own (every
  * op passes its control arrays by value), so each step is recorded anew and, where its graph
- * has the previous one's shape, patched into the existing executable graph with
- * cudaGraphExecUpdate (cheap) instead of instantiated again (a different batch, more launches).
+ * has the shape (node count) of one of the call site's last REC_SHAPES, patched into that
+ * executable graph with cudaGraphExecUpdate (cheap) instead of instantiated again.
  * A step then costs the host its op calls (recorded, not launched) plus one update and one
  * launch, and the device runs the kernels back to back without a launch between them.
  *
@@ -46,12 +46,19 @@
 
 /* ---- the stream of this thread's ops ---------------------------------------------------------- */
 
-/* A call site's record: the stream its recordings capture and the executable graph of the last
- * one. */
+/* A call site's record: the stream its recordings capture and the executable graphs of its last
+ * shapes (a shape: the recording's node count; a batched step alternates between a few, e.g.
+ * 16 rows or fewer and more), each reused for the next recording of its node count. */
+#define REC_SHAPES 4
 struct sr_kgraph {
-    cudaStream_t cap = NULL;     /* non-blocking: legacy-stream work of other threads never joins it */
-    cudaGraphExec_t exec = NULL; /* NULL until the first recording ran */
-    std::vector<void *> later;   /* pool blocks freed while recording: freed after the launch */
+    cudaStream_t cap = NULL; /* non-blocking: legacy-stream work of other threads never joins it */
+    struct {
+        size_t nodes = 0;
+        cudaGraphExec_t exec = NULL;
+        unsigned long long used = 0; /* the record's clock at its last launch */
+    } shape[REC_SHAPES];
+    unsigned long long clock = 0;
+    std::vector<void *> later; /* pool blocks freed while recording: freed after the launch */
 };
 
 /* The record this thread is recording into (NULL: none), and what it was refused meanwhile
@@ -411,24 +418,41 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
         return sr_cuda_fail("graph_end: cudaStreamEndCapture (an op called the runtime in a way "
                             "a capture cannot record)", e);
     }
-    if (r->exec) { /* the same shape as last time: patch the arguments in */
-        cudaGraphExecUpdateResultInfo info;
-        if (cudaGraphExecUpdate(r->exec, graph, &info) == cudaSuccess) {
-            graphs_updated.fetch_add(1);
-        } else {
-            (void)cudaGetLastError();
-            (void)cudaGraphExecDestroy(r->exec);
-            r->exec = NULL;
-        }
+    /* the executable graph of this node count, else the least recently launched one's place */
+    size_t nodes = 0;
+    if ((e = cudaGraphGetNodes(graph, NULL, &nodes)) != cudaSuccess) {
+        (void)cudaGraphDestroy(graph);
+        return sr_cuda_fail("graph_end: cudaGraphGetNodes", e);
     }
-    if (!r->exec) {
-        e = cudaGraphInstantiate(&r->exec, graph, 0);
-        if (e != cudaSuccess) r->exec = NULL;
+    int at = -1, lru = 0;
+    for (int i = 0; i < REC_SHAPES; i++) {
+        if (r->shape[i].exec && r->shape[i].nodes == nodes) at = i;
+        if (r->shape[i].used < r->shape[lru].used) lru = i; /* unused places have 0 */
+    }
+    if (at >= 0) { /* a shape seen before: patch the arguments in */
+        cudaGraphExecUpdateResultInfo info;
+        if (cudaGraphExecUpdate(r->shape[at].exec, graph, &info) == cudaSuccess) {
+            graphs_updated.fetch_add(1);
+        } else { /* the same count, another topology */
+            (void)cudaGetLastError();
+            (void)cudaGraphExecDestroy(r->shape[at].exec);
+            r->shape[at].exec = NULL;
+        }
+    } else {
+        at = lru;
+        if (r->shape[at].exec) (void)cudaGraphExecDestroy(r->shape[at].exec);
+        r->shape[at].exec = NULL;
+    }
+    if (!r->shape[at].exec) {
+        e = cudaGraphInstantiate(&r->shape[at].exec, graph, 0);
+        if (e != cudaSuccess) r->shape[at].exec = NULL;
         else graphs_built.fetch_add(1);
+        r->shape[at].nodes = nodes;
     }
     (void)cudaGraphDestroy(graph);
     if (e != cudaSuccess) return sr_cuda_fail("graph_end: cudaGraphInstantiate", e);
-    e = cudaGraphLaunch(r->exec, 0);
+    r->shape[at].used = ++r->clock;
+    e = cudaGraphLaunch(r->shape[at].exec, 0);
     if (e != cudaSuccess) return sr_cuda_fail("graph_end: cudaGraphLaunch", e);
     return SR_OK;
 }
@@ -438,7 +462,8 @@ static void cuda_graph_free(sr_kgraph *g)
     if (!g) return;
     /* its last launch may still run on the legacy stream */
     (void)cudaStreamSynchronize(0);
-    if (g->exec) (void)cudaGraphExecDestroy(g->exec);
+    for (int i = 0; i < REC_SHAPES; i++)
+        if (g->shape[i].exec) (void)cudaGraphExecDestroy(g->shape[i].exec);
     if (g->cap) (void)cudaStreamDestroy(g->cap);
     (void)cudaGetLastError();
     delete g;
