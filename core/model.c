@@ -108,7 +108,9 @@ sr_status sr_model_kweight(sr_model *m, const char *name, const void *host, sr_d
                            const float *scale, int n, int k, sr_kweight **out)
 {
     *out = NULL;
-    int bf = m->bf16_products; /* i8 weights too: their values are exact in bf16 */
+    /* precision bf16: bf16 products; i8 weights as the table prefers (their values are exact in
+     * bf16, so either way the products are of the stored values) */
+    int bf = m->bf16_products && (dt != SR_I8 || m->k->i8_fast_mul == SR_KMUL_BF16);
     uint16_t *b = NULL;
     if (bf && dt != SR_BF16 && dt != SR_I8) { /* precision bf16: f32 / f16 rounded to nearest even */
         size_t cnt = (size_t)n * (size_t)k;

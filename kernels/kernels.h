@@ -219,6 +219,12 @@ typedef struct sr_kernels {
      * backend may then skip a download / upload round trip for host-side work on a buffer.
      * Results must be the same either way. */
     int host_visible;
+    /* The products an SR_I8 weight gets in the fast mode (precision bf16, sr_model_kweight):
+     * SR_KMUL_BF16 where the table keeps its bytes and multiplies them on bf16 units (CUDA: half
+     * a bf16 weight's bytes a product), SR_KMUL_EXACT (0) where the exact int8 path is the faster
+     * (the CPU's bf16 products would read the values as bf16 panels, twice the bytes: a decoder
+     * step of Voxtral mini-4b's widths took 15.8 ms that way against 10.2 exact, no AMX). */
+    sr_kmul i8_fast_mul;
 
     /* memory of this table's device */
     void *(*alloc)(size_t bytes);                       /* NULL on failure */

@@ -222,7 +222,8 @@ static void test_parity_full_prec_bf16(void) { parity_prec("voxtral/model_full.h
  * dequantized f32 copy (recast again --dtype f32) does. prec NULL (f32): the exact path, one
  * byte a weight read per product: every step the same token, the first steps' logits within
  * 1e-4 (only where the scale multiplies: once after the sum, or into each weight). prec "bf16":
- * bf16 products over the int8 values (exact in bf16, the scale after the sum): the same
+ * the table's fast products for i8 (sr_kernels.i8_fast_mul: on a GPU bf16 products over the
+ * int8 values, exact in bf16, the scale after the sum; on the CPU the exact ones): the same
  * tokens, the logits within test_bf16_tol of the f32 copy's exact ones. */
 static void int8_vs_f32(const char *prec)
 {
@@ -234,7 +235,7 @@ static void int8_vs_f32(const char *prec)
     CU_ASSERT_EQUAL(w8->enc[1].gu.w->dtype, SR_I8);
     CU_ASSERT_EQUAL(w8->dec[1].down.w->dtype, SR_I8);
     CU_ASSERT_EQUAL(w8->embed->dtype, SR_I8);
-    const sr_kmul mul = prec ? SR_KMUL_BF16 : SR_KMUL_EXACT;
+    const sr_kmul mul = prec ? m8->k->i8_fast_mul : SR_KMUL_EXACT;
     CU_ASSERT_EQUAL(w8->dec[0].qkv.w->mul, mul);
     CU_ASSERT_EQUAL(w8->embed->mul, mul);
     CU_ASSERT_EQUAL(wf->dec[0].qkv.w->dtype, SR_F32);
@@ -266,7 +267,7 @@ static void int8_vs_f32(const char *prec)
     CU_ASSERT(ns[0] > K && ns[0] == ns[1]);
     CU_ASSERT_EQUAL(memcmp(steps[0], steps[1], sizeof(int32_t) * (size_t)SR_MIN(ns[0], MAXS)), 0);
     size_t nl = (size_t)K * w8->vocab;
-    check_close(prec ? "int8 with bf16 products vs its f32 copy: decoder logits"
+    check_close(prec ? "int8 in precision bf16 vs its f32 copy: decoder logits"
                      : "int8 vs its f32 copy: decoder logits",
                 rec[0], rec[1], nl, prec ? test_bf16_tol(rec[1], nl) : 1e-4);
     printf("\n      %d steps, the same tokens", ns[0]);

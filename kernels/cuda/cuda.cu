@@ -476,6 +476,7 @@ static sr_kernels make_table(void)
     sr_kernels t;
     memset(&t, 0, sizeof t);
     t.name = "cuda";
+    t.i8_fast_mul = SR_KMUL_BF16; /* one byte a weight into the mma kernel */
     t.alloc = cuda_alloc;
     t.free = cuda_free;
     t.upload = cuda_upload;
