@@ -15,7 +15,10 @@
  * its own slot); sync_step_batch runs the decoder steps of several streams as ONE decoder
  * pass. Every op is row-independent (kernels/kernels.h), and how a stream's work is cut into
  * calls depends only on that stream, so each stream computes bit for bit what it computes
- * alone. process and sync_step are the batched forms with one stream.
+ * alone. process and sync_step are the batched forms with one stream. The encoder round (stem
+ * to the embedding ring's write) and the decoder step's pass are each marked as one recording
+ * (sr_kgraph_begin / end, records g_enc / g_dec): a table that records (CUDA with
+ * SRKIT_CUDA_GRAPH=1) submits each as one graph; nothing between begin and end reads a result.
  *
  * Signal: n_left_pad_tokens * 1280 zero samples, the audio, and at finish zeros up to a whole
  * 80 ms step plus n_right_pad_tokens * 1280 zeros. Mel frame f (centre f * 160) is complete
