@@ -59,6 +59,7 @@ struct sr_kgraph {
     } shape[REC_SHAPES];
     unsigned long long clock = 0;
     std::vector<void *> later; /* pool blocks freed while recording: freed after the launch */
+    bool lost = false;         /* one of them could not be kept in later (no host memory) */
 };
 
 /* The record this thread is recording into (NULL: none), and what it was refused meanwhile
@@ -173,7 +174,9 @@ void sr_cuda_free(void *p)
         try {
             tls_rec->later.push_back(p);
         } catch (const std::bad_alloc &) {
-            if (!tls_refused) tls_refused = "free (out of host memory for the deferred free)";
+            /* freed now, so graph_end must drop the recording (whose ops would still use it) */
+            tls_rec->lost = true;
+            (void)cudaFreeAsync(p, 0);
         }
         return;
     }
@@ -408,10 +411,15 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
             r->later.clear();
         }
     } fl{r};
-    if (!run || g != r || refused || e != cudaSuccess) {
+    const bool lost = r->lost;
+    r->lost = false;
+    if (!run || g != r || refused || lost || e != cudaSuccess) {
         if (graph) (void)cudaGraphDestroy(graph);
         (void)cudaGetLastError();
         if (!run) return SR_OK;
+        if (lost) return sr_error(SR_ERR_NOMEM, "cuda graph_end: no host memory to keep a pool "
+                                  "block's free until the recording has run (the recording is "
+                                  "dropped)");
         if (g != r) return sr_error(SR_ERR_ARG, "cuda graph_end: g is not the record this "
                                     "thread's graph_begin started (the recording is dropped)");
         if (refused) return refuse_recording(refused);
