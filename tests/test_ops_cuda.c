@@ -94,41 +94,19 @@ static int agree(const float *a, const float *b, size_t n, double tol, const cha
     return 1;
 }
 
-/* The CUDA table's bf16-product kernel (kernels.h sr_cuda_gemm_kernel: 0 wmma, 1 mma; v < 0
- * asks); without CUDA=1 the suite skips before any call. */
-static int gemm_kernel(int v)
-{
+/* The CUDA table's process-wide settings (kernels.h; v < 0 asks, a value sets it and the
+ * previous one comes back): without CUDA=1 the suite skips before any call. */
 #ifdef SR_WITH_CUDA
-    return sr_cuda_gemm_kernel(v);
+#define CUDA_SETTING(f, v) f(v)
 #else
-    (void)v;
-    return 0;
+#define CUDA_SETTING(f, v) ((void)(v), 0)
 #endif
-}
-
-/* The mma kernel's columns a block above 16 rows (kernels.h sr_cuda_gemm_cols: 0 16, 1 32, 2 by
- * size; other v asks). */
-static int gemm_cols(int v)
-{
-#ifdef SR_WITH_CUDA
-    return sr_cuda_gemm_cols(v);
-#else
-    (void)v;
-    return 0;
-#endif
-}
-
-/* The CUDA table's attention form (kernels.h sr_cuda_attn_form: 0 narrow, 1 wide, 2 by size;
- * other v asks). */
-static int attn_form(int v)
-{
-#ifdef SR_WITH_CUDA
-    return sr_cuda_attn_form(v);
-#else
-    (void)v;
-    return 0;
-#endif
-}
+/* the bf16-product kernel: 0 wmma, 1 mma */
+static int gemm_kernel(int v) { return CUDA_SETTING(sr_cuda_gemm_kernel, v); }
+/* the mma kernel's columns a block above 16 rows: 0 16, 1 32, 2 by size */
+static int gemm_cols(int v) { return CUDA_SETTING(sr_cuda_gemm_cols, v); }
+/* the attention form: 0 narrow, 1 wide, 2 by size */
+static int attn_form(int v) { return CUDA_SETTING(sr_cuda_attn_form, v); }
 
 /* bf16 products run on the tensor cores in their own order of f32 sums: y within the bound of
  * kernels_gemm_bf16 (the CPU AMX path's) of the double reference over the bf16 operands (an i8
