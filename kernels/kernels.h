@@ -469,7 +469,7 @@ sr_status sr_cuda_kernels(const sr_kernels **out);
  * while no gemm runs (a gemm reads it once per call). */
 int sr_cuda_gemm_kernel(int v);
 /* kernels/cuda/gemm.cu: the mma kernel's columns a block above 16 rows, process-wide: 0 always
- * 16, 1 always 32, 2 by the weight's size (the default); v = 0, 1 or 2 sets it, any other v only
+ * 16 (the default), 1 always 32, 2 by the weight's size; v = 0, 1 or 2 sets it, any other v only
  * asks. Returns the setting before the call. SRKIT_CUDA_GEMM_COLS=16 / 32 / auto selects it until
  * a call sets it. Speed only: every choice gives the same bits. */
 int sr_cuda_gemm_cols(int v);

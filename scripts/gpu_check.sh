@@ -203,7 +203,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
 else
     echo "== voxtral model not ready: $(tail -n 1 "$OUT/synthvx.log")"
 fi
-# above 16 rows: 16 against 32 columns a block (the default picks 32 where N / 32 >= 2 SMs)
+# above 16 rows: 16 (the default) against 32 columns a block (auto would pick 32 here)
 for nk in "6144 3072" "18432 3072" "131072 3072"; do
     set -- $nk
     for cols in 16 32; do

@@ -678,12 +678,13 @@ static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int 
             M, W->n, kpad, xb, x, ldx, W->k, W->data, NULL, bias, act, alpha, beta, y, ldy);
 }
 
-/* The mma kernel's columns a block at more than 16 rows (staged x): 0 always 16, 1 always 32,
- * 2 (the default) 32 where that still gives two blocks a multiprocessor, else 16. At many rows
- * each block reads its rows of x once for all its columns: 32 columns read half the x bytes per
- * weight byte of 16, but make half the blocks. Speed only: the same bits (gemm_mma_kernel).
- * SRKIT_CUDA_GEMM_COLS=16 / 32 / auto; sr_cuda_gemm_cols overrides it (tests, bench). */
-static sr_cuda_setting gemm_cols_setting = {"SRKIT_CUDA_GEMM_COLS", {"16", "32", "auto"}, 2, {-1}, {-2}};
+/* The mma kernel's columns a block at more than 16 rows (staged x): 0 always 16 (the default
+ * until the others are timed on a device), 1 always 32, 2 32 where that still gives two blocks
+ * a multiprocessor, else 16. At many rows each block reads its rows of x once for all its
+ * columns: 32 columns read half the x bytes per weight byte of 16, but make half the blocks.
+ * Speed only: the same bits (gemm_mma_kernel). SRKIT_CUDA_GEMM_COLS=16 / 32 / auto;
+ * sr_cuda_gemm_cols overrides it (tests, bench). */
+static sr_cuda_setting gemm_cols_setting = {"SRKIT_CUDA_GEMM_COLS", {"16", "32", "auto"}, 0, {-1}, {-2}};
 
 extern "C" int sr_cuda_gemm_cols(int v) { return sr_cuda_setting_use(gemm_cols_setting, v); }
 

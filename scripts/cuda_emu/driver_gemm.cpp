@@ -121,11 +121,11 @@ int main()
         }
         /* the mma form with 32 columns a block (staged x, M > 16): the 16-column bits */
         sr_cuda_gemm_kernel(1);
-        sr_cuda_gemm_cols(1);
+        const int prev_cols = sr_cuda_gemm_cols(1);
         std::vector<float> y32 = y0;
         sr_status st32 = sr_cuda_gemm(M, x.data(), ldx, Wg, t.bias ? bias.data() : nullptr,
                                       t.act ? SR_ACT_GELU : SR_ACT_NONE, t.alpha, t.beta, y32.data(), ldy);
-        sr_cuda_gemm_cols(2);
+        sr_cuda_gemm_cols(prev_cols);
         int d32 = st32 != SR_OK || memcmp(y32.data(), mma16.data(), y32.size() * sizeof(float)) != 0;
         printf("%s M %3d N %3d K %4d, mma with 32 columns a block: %s\n", wi8 ? "i8  " : "bf16", M, N, K,
                st32 ? sr_last_error() : d32 ? "NOT the bits of 16 columns" : "the bits of 16 columns");
