@@ -83,6 +83,8 @@ echo "== suites (every CUDA op against the CPU op, both attention forms; batched
 S 60 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
 # engine_equals_solo's larger batches pick the narrow attention form by size: here every launch wide
 S 60 wide.log SRKIT_CUDA_ATTN=wide test_srkit engine_equals_solo/cuda
+# and the grouped form wherever it applies (GQA: Voxtral's decoder; the rest falls back to narrow)
+S 60 grouped.log SRKIT_CUDA_ATTN=grouped test_srkit engine_equals_solo/cuda
 # recording (SRKIT_CUDA_GRAPH=1: Voxtral's encoder round and decoder pass each submitted as one
 # CUDA graph, patched with each step's arguments): kernels_cuda/recording above checks the
 # recorded ops' bits; here batched == solo, Voxtral's goldens and its stream suites with it
@@ -114,8 +116,8 @@ done
 
 fi
 if want figures; then
-echo "== bench attn (fused vs unfused): the form by size (FORMS=1: also wide, narrow, the base build)"
-forms=auto; [ "${FORMS:-0}" = 1 ] && forms="auto wide narrow"
+echo "== bench attn (fused vs unfused): the form by size, the grouped form (FORMS=1: also wide, narrow, the base build)"
+forms="auto grouped"; [ "${FORMS:-0}" = 1 ] && forms="auto grouped wide narrow"
 for f in $forms; do
     fits 40 || break
     echo "-- SRKIT_CUDA_ATTN=$f"
@@ -170,6 +172,8 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     VF='{"cache_dtype": "bf16", "max_seconds": 30, "final_steps": 4}'
     B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
     B 60 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
+    # the decoder's attention in the grouped form (K and V read once for the 4 query heads of each)
+    B 60 SRKIT_CUDA_GRAPH=1 SRKIT_CUDA_ATTN=grouped srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
     B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
     # where a batch-1 step goes without waiting after each op: the GPU's kernel time against the
     # wall, and the host's launch calls (Nsight Systems, where the image has it)

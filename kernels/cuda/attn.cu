@@ -24,7 +24,9 @@
  * into an fma by default, which the CPU (-std=c11, no contraction) never does. Denormals are
  * kept (no -ftz), as on the CPU.
  *
- * Launch layout: grid (n_head, rows) with one block of NT = 128 threads per (query row, head);
+ * Launch layout (the narrow and wide forms; the grouped form, SRKIT_CUDA_ATTN=grouped, takes a
+ * K/V head's query heads in one block: attn_grouped_kernel):
+ * grid (n_head, rows) with one block of NT = 128 threads per (query row, head);
  * the row index loops past the grid's y limit. A block reads its row's control record (its
  * key count, slot, ring rows of the first key, first rel row), so sequences of any length and
  * any slot mix freely in one launch, and the query heads of a K/V head (GQA, consecutive in x)
@@ -372,6 +374,153 @@ __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args 
     }
 }
 
+/* The grouped form (SRKIT_CUDA_ATTN=grouped; GQA without rel-pos, when every row's scores of the
+ * group fit in shared memory; not measured on a device yet, so never picked by default): one
+ * block per (query row, K/V head g) computes the G = grp query heads h = g G .. g G + G - 1
+ * that read head g. Each 32-column sub-tile of keys is staged once for all G heads, each
+ * thread runs its key's G dot-product chains over it, and each value column's thread its G
+ * value chains (and, in its first column pass, the G normalizers) over one read of the V
+ * element: K and V are read once a row instead of G times. Every chain, the maxima's
+ * reduction (per thread in tile order, the warp's shuffles, the warps in order) and the
+ * epilogue are attn_kernel's, in its order, per head: the same bits as the other two forms.
+ * Dynamic shared memory: kt [TD][TK + 1], qt [G][TD], red [G][NT / 32], sc [G][cap]. */
+template <int KD, int VD, int G>
+__global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, const attn_ctl C)
+{
+    extern __shared__ float smem[];
+    float *kt = smem;
+    float *qt = kt + TD * KT_LD;
+    float *red = qt + G * TD;
+    float *sc = red + G * (NT / 32);
+    const int tid = threadIdx.x, g = blockIdx.x, hd = A.hd, cap = A.cap;
+    const int lane_d = tid % TD; /* the column this thread stages */
+
+    for (int r = blockIdx.y; r < A.M; r += gridDim.y) {
+        const attn_row R = C.rows[r];
+        float *o = A.out + (size_t)r * A.ldo + (size_t)g * G * hd; /* head g G + j at o + j hd */
+        if (R.n == 0) { /* empty range: zero rows (uniform over the block: no barrier) */
+            for (int i = tid; i < G * hd; i += NT) o[i] = 0.0f;
+            continue;
+        }
+        const float *q = A.q + (size_t)r * A.ldq + (size_t)g * G * hd;
+        const pool_t<KD> *kb = (const pool_t<KD> *)A.K + A.k_base + (size_t)R.slot * A.k_slot +
+                               (size_t)g * hd;
+        const pool_t<VD> *vb = (const pool_t<VD> *)A.V + A.v_base + (size_t)R.slot * A.v_slot +
+                               (size_t)g * hd;
+        const int n = R.n;
+
+        /* pass 1: every head's scores (kept) and maxima */
+        float m[G];
+#pragma unroll
+        for (int j = 0; j < G; j++) m[j] = -INFINITY;
+        for (int t0 = 0; t0 < n; t0 += TK) {
+            const bool own = t0 + tid < n;
+            float acc[G];
+#pragma unroll
+            for (int j = 0; j < G; j++) acc[j] = 0.0f;
+            for (int d0 = 0; d0 < hd; d0 += TD) {
+                const int dn = min(TD, hd - d0);
+                __syncthreads(); /* every thread is done with the previous sub-tile */
+                for (int i = tid; i < G * TD; i += NT)
+                    if (i % TD < dn) qt[i] = q[(size_t)(i / TD) * hd + d0 + i % TD];
+                if (lane_d < dn)
+                    stage<float, LD_NARROW>(
+                        min(TK, n - t0) * TD,
+                        [&](int i) {
+                            long long rr = (long long)R.krow0 + t0 + i / TD; /* < 2 rows */
+                            if (rr >= A.k_rows) rr -= A.k_rows;
+                            return pool_widen<KD>(kb[rr * A.k_ld + d0 + lane_d]);
+                        },
+                        [&](int i, float v) { kt[lane_d * KT_LD + i / TD] = v; });
+                __syncthreads();
+                if (own)
+#pragma unroll
+                    for (int j = 0; j < G; j++) acc[j] = dot_staged(qt + j * TD, kt, dn, acc[j]);
+            }
+            if (own)
+#pragma unroll
+                for (int j = 0; j < G; j++) {
+                    const float sj = __fmul_rn(A.scale, acc[j]);
+                    m[j] = fmaxf(m[j], sj); /* NaN skipped, as the CPU's s > m ? s : m */
+                    sc[j * cap + t0 + tid] = sj;
+                }
+        }
+#pragma unroll
+        for (int j = 0; j < G; j++) {
+            for (int off = 16; off > 0; off >>= 1) m[j] = fmaxf(m[j], __shfl_xor_sync(0xffffffffu, m[j], off));
+            if (tid % 32 == 0) red[j * (NT / 32) + tid / 32] = m[j];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < G; j++) {
+            m[j] = red[j * (NT / 32)];
+            for (int w = 1; w < NT / 32; w++) m[j] = fmaxf(m[j], red[j * (NT / 32) + w]);
+        }
+
+        /* pass 2: the weights, then each column's G value chains over one read of V */
+#pragma unroll
+        for (int j = 0; j < G; j++)
+            for (int i = tid; i < n; i += NT) sc[j * cap + i] = sr_exp_poly(__fsub_rn(sc[j * cap + i], m[j]));
+        __syncthreads(); /* the weights complete */
+        float inv[G];
+        for (int d = tid; d < hd; d += NT) {
+            float acc[G];
+            double sum[G];
+#pragma unroll
+            for (int j = 0; j < G; j++) {
+                acc[j] = 0.0f;
+                sum[j] = 0.0;
+            }
+            const bool first = d == tid; /* the first column pass carries the normalizers */
+            long long rr = (long long)R.vrow0; /* walk the ring in runs between wraps */
+            for (int i = 0; i < n;) {
+                const int run = (int)min((long long)(n - i), (long long)A.v_rows - rr);
+                const pool_t<VD> *vp = vb + (size_t)rr * A.v_ld + d;
+                for (int k = 0; k < run; k++) {
+                    const float v = pool_widen<VD>(vp[(size_t)k * A.v_ld]);
+#pragma unroll
+                    for (int j = 0; j < G; j++) {
+                        const float e = sc[j * cap + i + k];
+                        acc[j] = fmaf(e, v, acc[j]);
+                        if (first) sum[j] = __dadd_rn(sum[j], (double)e);
+                    }
+                }
+                i += run;
+                rr = 0;
+            }
+#pragma unroll
+            for (int j = 0; j < G; j++) {
+                if (first) inv[j] = __double2float_rn(__ddiv_rn(1.0, sum[j]));
+                o[(size_t)j * hd + d] = __fmul_rn(acc[j], inv[j]);
+            }
+        }
+        __syncthreads(); /* sc, qt and red free for the next row */
+    }
+}
+
+/* Dynamic shared memory of the grouped form for G heads and cap scores a head, in floats. */
+constexpr int grouped_smem_floats(int G, int cap) { return TD * KT_LD + G * TD + G * (NT / 32) + G * cap; }
+
+template <int KD, int VD>
+void launch_grouped_v(int G, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
+{
+    switch (G) {
+    case 2: attn_grouped_kernel<KD, VD, 2><<<grid, NT, smem, sr_cuda_stream()>>>(A, C); break;
+    case 4: attn_grouped_kernel<KD, VD, 4><<<grid, NT, smem, sr_cuda_stream()>>>(A, C); break;
+    default: attn_grouped_kernel<KD, VD, 8><<<grid, NT, smem, sr_cuda_stream()>>>(A, C); break;
+    }
+}
+
+/* The grouped form's launch, K and V pools of one element type (what every backend makes). */
+void launch_grouped(sr_dtype dt, int G, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
+{
+    switch (dt) {
+    case SR_F16: launch_grouped_v<SR_F16, SR_F16>(G, grid, smem, A, C); break;
+    case SR_BF16: launch_grouped_v<SR_BF16, SR_BF16>(G, grid, smem, A, C); break;
+    default: launch_grouped_v<SR_F32, SR_F32>(G, grid, smem, A, C); break;
+    }
+}
+
 template <int KD, int VD, bool REL>
 void launch_form(bool wide, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
 {
@@ -413,9 +562,10 @@ void launch(sr_dtype kd, sr_dtype vd, bool rel, bool wide, dim3 grid, size_t sme
 
 } /* namespace */
 
-/* The forms in use: 0 narrow, 1 wide, 2 by launch size; the environment's SRKIT_CUDA_ATTN=narrow
- * / wide is read once, a call overrides it. */
-static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN", {"narrow", "wide", "auto"}, 2, {-1}, {-2}};
+/* The forms in use: 0 narrow, 1 wide, 2 by launch size, 3 grouped where it applies (else
+ * narrow); the environment's SRKIT_CUDA_ATTN=narrow / wide / auto / grouped is read once, a call
+ * overrides it. */
+static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN", {"narrow", "wide", "auto", "grouped"}, 2, {-1}, {-2}};
 
 extern "C" int sr_cuda_attn_form(int v) { return sr_cuda_setting_use(attn_form_setting, v); }
 
@@ -478,6 +628,13 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
     /* shared memory for the longest range's scores, in whole tiles, up to CAP_MAX */
     A.cap = (int)min64(max64((maxlen + TK - 1) / TK * TK, TK), CAP_MAX);
     const size_t smem = (size_t)(SMEM_FIXED + A.cap) * sizeof(float);
+    /* the grouped form where asked and it applies: GQA of 2, 4 or 8 query heads a K/V head, no
+     * rel-pos, K and V of one type, every head's scores of the longest range in shared memory */
+    const int cap_g = (int)max64((maxlen + TK - 1) / TK * TK, TK);
+    const size_t smem_g = (size_t)grouped_smem_floats(grp, cap_g) * sizeof(float);
+    const bool grouped = sr_cuda_attn_form(-1) == 3 && !rel && (grp == 2 || grp == 4 || grp == 8) &&
+                         K->dtype == V->dtype && smem_g <= (size_t)SMEM_LIMIT;
+    if (grouped) A.cap = cap_g;
 
     /* ---- ATTN_ROWS rows per launch, their control records as parameters ---- */
     attn_ctl C;
@@ -499,8 +656,13 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
         A.q = q + (size_t)r0 * (size_t)ldq;
         A.out = out + (size_t)r0 * (size_t)ldo;
         A.M = m;
-        dim3 grid((unsigned)H, (unsigned)m); /* m <= ATTN_ROWS: within the grid's y limit */
-        launch(K->dtype, V->dtype, rel, attn_wide((long long)H * m), grid, smem, A, C);
+        if (grouped) {
+            dim3 grid((unsigned)(H / grp), (unsigned)m);
+            launch_grouped(K->dtype, grp, grid, smem_g, A, C);
+        } else {
+            dim3 grid((unsigned)H, (unsigned)m); /* m <= ATTN_ROWS: within the grid's y limit */
+            launch(K->dtype, V->dtype, rel, attn_wide((long long)H * m), grid, smem, A, C);
+        }
         if ((st = sr_cuda_launched("attn"))) return st;
     }
     return st;

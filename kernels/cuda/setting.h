@@ -13,7 +13,7 @@
 
 struct sr_cuda_setting {
     const char *env;           /* the environment variable */
-    const char *names[3];      /* its spelling of values 0, 1, 2 (NULL: not a value) */
+    const char *names[4];      /* its spelling of values 0, 1, 2, 3 (NULL: not a value) */
     int def;                   /* the value when it is unset or spelled otherwise */
     std::atomic<int> set;      /* a call's value; -1: none */
     std::atomic<int> from_env; /* -2 until the environment is read */
@@ -27,12 +27,12 @@ static inline int sr_cuda_setting_use(sr_cuda_setting &s, int v)
     if (e == -2) {
         const char *x = getenv(s.env);
         e = s.def;
-        for (int i = 0; x && i < 3; i++)
+        for (int i = 0; x && i < 4; i++)
             if (s.names[i] && !strcmp(x, s.names[i])) e = i;
         s.from_env.store(e);
     }
     const int old = s.set.load(), prev = old >= 0 ? old : e;
-    if (v >= 0 && v < 3 && s.names[v]) s.set.store(v);
+    if (v >= 0 && v < 4 && s.names[v]) s.set.store(v);
     return prev;
 }
 

@@ -2,7 +2,8 @@
  * scripts/cuda_emu/run.sh) against the CPU table's attn, bit for bit: two slots of different
  * history in one pool pair, a sequence of one row over its whole ring and one of nq rows over
  * random ranges, per case (dtype, heads, K/V heads, head_dim, ring rows, positions, rel-pos,
- * nq). Exit status 0 when every output element has the CPU's bits. */
+ * nq), in each form: narrow, wide and grouped (GQA without rel-pos whose scores fit; the others
+ * fall back to narrow). Exit status 0 when every output element has the CPU's bits. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +29,11 @@ int main()
         {SR_F16, 2, 1, 200, 300, 350, 0, 3},   {SR_F32, 2, 2, 300, 200, 250, 0, 3},
         {SR_BF16, 2, 1, 64, 8200, 8300, 0, 3}, {SR_F32, 4, 4, 16, 20, 31, 1, 3},
         {SR_BF16, 4, 4, 128, 80, 100, 1, 3},   {SR_F16, 4, 2, 16, 20, 31, 0, 3},
-        {SR_F32, 2, 1, 64, 600, 640, 0, 300} /* 301 rows: two launches of ATTN_ROWS */};
+        {SR_F32, 2, 1, 64, 600, 640, 0, 300} /* 301 rows: two launches of ATTN_ROWS */,
+        /* the grouped form's shapes: 4 query heads a K/V head (Voxtral's decoder) over a wrapped
+         * ring, 8 a head, 2 a head of head_dim 200 (a second column pass) */
+        {SR_BF16, 8, 2, 128, 200, 260, 0, 5}, {SR_F32, 8, 1, 32, 100, 130, 0, 4},
+        {SR_F16, 4, 2, 200, 150, 170, 0, 3}};
     int total_bad = 0;
     for (auto &k : cs) {
         int w = k.H * k.hd, kw = k.G * k.hd, slots = 2;
@@ -76,7 +81,8 @@ int main()
         std::vector<float> q((size_t)M * ld), oc((size_t)M * ld, 1.0f), oe((size_t)M * ld, 2.0f);
         for (auto &x : q) x = rnd();
         sr_status s1 = c->attn(&a, &b, q.data(), ld, K, V, 0, oc.data(), ld);
-        for (int form = 0; form < 2; form++) { /* narrow, wide: the same bits */
+        static const int forms[] = {0, 1, 3};
+        for (int form : forms) { /* narrow, wide, grouped (where it applies): the same bits */
             sr_cuda_attn_form(form);
             std::fill(oe.begin(), oe.end(), 2.0f);
             sr_status s2 = sr_cuda_attn(&a, &b, q.data(), ld, K, V, 0, oe.data(), ld);
@@ -88,7 +94,7 @@ int main()
                     if (memcmp(&x, &y, 4)) { bad++; md = fmax(md, fabs((double)x - y)); }
                 }
             printf("%-6s dtype %-4s heads %d/%d head_dim %3d ring %4d rel %d rows %3d: %d of %d differ (max %.3g)%s\n",
-                   form ? "wide" : "narrow", sr_dtype_name(k.dt), k.H, k.G, k.hd, k.rows, k.rel, M, bad,
+                   form == 3 ? "groupd" : form ? "wide" : "narrow", sr_dtype_name(k.dt), k.H, k.G, k.hd, k.rows, k.rel, M, bad,
                    M * w, md, s1 || s2 ? " (an error)" : "");
             total_bad += bad + (s1 != 0) + (s2 != 0);
         }
