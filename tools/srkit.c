@@ -1346,6 +1346,16 @@ static int64_t bench_pct(const int64_t *sorted, size_t n, double q)
     return sorted[(r ? r : 1) - 1];
 }
 
+/* p50 and p99 of n latencies in ns (sorted here), in ms; 0 and 0 when there are none. */
+static void bench_p50_p99(int64_t *lat, size_t n, double *p50, double *p99)
+{
+    *p50 = *p99 = 0;
+    if (!n) return;
+    qsort(lat, n, sizeof *lat, cmp_i64);
+    *p50 = bench_pct(lat, n, 0.5) / 1e6;
+    *p99 = bench_pct(lat, n, 0.99) / 1e6;
+}
+
 typedef struct {
     run_opts o;
     const char *model;
@@ -1872,18 +1882,10 @@ static int bench_multi(const bench_args *b)
         else if (tl->n >= 1) chunk_ms = (int)tl->entries[0].audio_ms;
     }
     int rt_ok = b->o.realtime && p99 <= (double)chunk_ms;
-    double pp50 = 0, pp99 = 0; /* --realtime: over the chunks before the final ones */
-    if (n_plat) {
-        qsort(plat, n_plat, sizeof *plat, cmp_i64);
-        pp50 = bench_pct(plat, n_plat, 0.5) / 1e6;
-        pp99 = bench_pct(plat, n_plat, 0.99) / 1e6;
-    }
-    double sp50 = 0, sp99 = 0; /* --realtime: over the chunks 1 s past the start and before the end */
-    if (n_slat) {
-        qsort(slat, n_slat, sizeof *slat, cmp_i64);
-        sp50 = bench_pct(slat, n_slat, 0.5) / 1e6;
-        sp99 = bench_pct(slat, n_slat, 0.99) / 1e6;
-    }
+    double pp50, pp99, sp50, sp99; /* --realtime: the chunks before the final ones; those 1 s
+                                    * or more from their stream's start and end */
+    bench_p50_p99(plat, n_plat, &pp50, &pp99);
+    bench_p50_p99(slat, n_slat, &sp50, &sp99);
     sr_memstats ms;
     if (e) sr_engine_memory(e, &ms);
     else {

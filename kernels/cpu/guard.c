@@ -130,6 +130,12 @@ static _Thread_local sr_kgraph *rec;          /* this thread's recording, NULL w
 static _Thread_local const char *rec_refused; /* a status-less call refused meanwhile */
 static atomic_ullong rec_runs;
 
+/* A status-less call refused while recording: graph_end reports the first one, by name. */
+static void refuse_later(const char *what)
+{
+    if (!rec_refused) rec_refused = what;
+}
+
 static sr_status refused(const char *what)
 {
     return sr_error(SR_ERR_ARG, "cpu-guard %s: called while recording a graph (between "
@@ -172,7 +178,7 @@ unsigned long long sr_kernels_cpu_guard_recordings(void) { return atomic_load(&r
 static void *g_alloc(size_t bytes)
 {
     if (rec) {
-        if (!rec_refused) rec_refused = "alloc"; /* the first one named */
+        refuse_later("alloc");
         return NULL;
     }
     pthread_mutex_lock(&mu);
@@ -185,7 +191,7 @@ static void g_free(void *p)
 {
     if (!p) return;
     if (rec) {
-        if (!rec_refused) rec_refused = "free"; /* the first one named */
+        refuse_later("free");
         return;
     }
     pthread_mutex_lock(&mu);
@@ -262,7 +268,7 @@ static void g_weight_free(sr_kweight *W)
 {
     if (!W) return;
     if (rec) {
-        if (!rec_refused) rec_refused = "weight_free"; /* the first one named */
+        refuse_later("weight_free");
         return;
     }
     g_free(W->data);

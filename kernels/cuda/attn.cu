@@ -66,7 +66,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <type_traits>
 
 namespace {
@@ -167,6 +166,41 @@ __device__ __forceinline__ float dot_staged(const float *qt, const float *kt, in
     return acc;
 }
 
+/* The K sub-tile of keys [t0, min(t0 + TK, tend)) of the row's range at columns [d0, d0 + dn)
+ * of the slot's rows kb (ring rows from R.krow0), widened and transposed into kt [TD][KT_LD]:
+ * element i is key t0 + i / TD, column i % TD (= the staging thread's lane_d: NT is a multiple
+ * of TD); LD loads in flight a thread. No barrier: the caller's come before and after. */
+template <int KD, int LD>
+__device__ __forceinline__ void stage_k(const attn_args &A, const attn_row &R, const pool_t<KD> *kb,
+                                        int t0, int tend, int d0, int dn, float *kt)
+{
+    const int lane_d = threadIdx.x % TD;
+    if (lane_d < dn)
+        stage<float, LD>(
+            min(TK, tend - t0) * TD,
+            [&](int i) {
+                long long rr = (long long)R.krow0 + t0 + i / TD; /* < 2 rows: range <= rows */
+                if (rr >= A.k_rows) rr -= A.k_rows;
+                return pool_widen<KD>(kb[rr * A.k_ld + d0 + lane_d]);
+            },
+            [&](int i, float v) { kt[lane_d * KT_LD + i / TD] = v; });
+}
+
+/* The block's maximum of every thread's m, in two halves around the caller's barrier: each
+ * warp's by shuffles into red[warp] (warp_max_store), then red[0], red[1], ... in order
+ * (red_max). Every form reduces this way, so its maxima are the same bits. */
+__device__ __forceinline__ void warp_max_store(float m, float *red)
+{
+    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = m;
+}
+__device__ __forceinline__ float red_max(const float *red)
+{
+    float m = red[0];
+    for (int w = 1; w < NT / 32; w++) m = fmaxf(m, red[w]);
+    return m;
+}
+
 /* Score of key t0 + threadIdx.x of the row's range (meaningful when below tend; every thread
  * of the block must call it, it synchronizes). qh: the row's q for head h, [head_dim]; kb: the
  * slot's K rows at head g's columns. */
@@ -186,16 +220,7 @@ __device__ __forceinline__ float tile_score(const attn_args &A, const attn_row &
             float x = qh[d0 + tid];
             qt[tid] = REL ? __fadd_rn(x, A.pos_u[(size_t)h * hd + d0 + tid]) : x;
         }
-        /* element i: key t = i / TD, column i % TD (= lane_d: NT is a multiple of TD) */
-        if (lane_d < dn)
-            stage<float, LD>(
-                min(TK, tend - t0) * TD,
-                [&](int i) {
-                    long long rr = (long long)R.krow0 + t0 + i / TD; /* < 2 rows: range <= rows */
-                    if (rr >= A.k_rows) rr -= A.k_rows;
-                    return pool_widen<KD>(kb[rr * A.k_ld + d0 + lane_d]);
-                },
-                [&](int i, float v) { kt[lane_d * KT_LD + i / TD] = v; });
+        stage_k<KD, LD>(A, R, kb, t0, tend, d0, dn, kt);
         __syncthreads();
         if (own) acc = dot_staged(qt, kt, dn, acc);
     }
@@ -328,11 +353,9 @@ __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args 
                 if (keep) sc[t0 + tid] = s;
             }
         }
-        for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-        if (tid % 32 == 0) red[tid / 32] = m;
+        warp_max_store(m, red);
         __syncthreads();
-        m = red[0];
-        for (int w = 1; w < NT / 32; w++) m = fmaxf(m, red[w]);
+        m = red_max(red);
 
         /* pass 2, chunks of cap keys (one chunk when the scores were kept) */
         double sum = 0.0;
@@ -393,7 +416,6 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
     float *red = qt + G * TD;
     float *sc = red + G * (NT / 32);
     const int tid = threadIdx.x, g = blockIdx.x, hd = A.hd, cap = A.cap;
-    const int lane_d = tid % TD; /* the column this thread stages */
 
     for (int r = blockIdx.y; r < A.M; r += gridDim.y) {
         const attn_row R = C.rows[r];
@@ -423,15 +445,7 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
                 __syncthreads(); /* every thread is done with the previous sub-tile */
                 for (int i = tid; i < G * TD; i += NT)
                     if (i % TD < dn) qt[i] = q[(size_t)(i / TD) * hd + d0 + i % TD];
-                if (lane_d < dn)
-                    stage<float, LD_NARROW>(
-                        min(TK, n - t0) * TD,
-                        [&](int i) {
-                            long long rr = (long long)R.krow0 + t0 + i / TD; /* < 2 rows */
-                            if (rr >= A.k_rows) rr -= A.k_rows;
-                            return pool_widen<KD>(kb[rr * A.k_ld + d0 + lane_d]);
-                        },
-                        [&](int i, float v) { kt[lane_d * KT_LD + i / TD] = v; });
+                stage_k<KD, LD_NARROW>(A, R, kb, t0, n, d0, dn, kt);
                 __syncthreads();
                 if (own)
 #pragma unroll
@@ -446,16 +460,10 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
                 }
         }
 #pragma unroll
-        for (int j = 0; j < G; j++) {
-            for (int off = 16; off > 0; off >>= 1) m[j] = fmaxf(m[j], __shfl_xor_sync(0xffffffffu, m[j], off));
-            if (tid % 32 == 0) red[j * (NT / 32) + tid / 32] = m[j];
-        }
+        for (int j = 0; j < G; j++) warp_max_store(m[j], red + j * (NT / 32));
         __syncthreads();
 #pragma unroll
-        for (int j = 0; j < G; j++) {
-            m[j] = red[j * (NT / 32)];
-            for (int w = 1; w < NT / 32; w++) m[j] = fmaxf(m[j], red[j * (NT / 32) + w]);
-        }
+        for (int j = 0; j < G; j++) m[j] = red_max(red + j * (NT / 32));
 
         /* pass 2: the weights, then each column's G value chains over one read of V */
 #pragma unroll
@@ -626,11 +634,12 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
     A.hd = hd;
     A.scale = a->scale;
     /* shared memory for the longest range's scores, in whole tiles, up to CAP_MAX */
-    A.cap = (int)min64(max64((maxlen + TK - 1) / TK * TK, TK), CAP_MAX);
+    const int64_t tiles = max64((maxlen + TK - 1) / TK * TK, TK);
+    A.cap = (int)min64(tiles, CAP_MAX);
     const size_t smem = (size_t)(SMEM_FIXED + A.cap) * sizeof(float);
     /* the grouped form where asked and it applies: GQA of 2, 4 or 8 query heads a K/V head, no
      * rel-pos, K and V of one type, every head's scores of the longest range in shared memory */
-    const int cap_g = (int)max64((maxlen + TK - 1) / TK * TK, TK);
+    const int cap_g = (int)tiles;
     const size_t smem_g = (size_t)grouped_smem_floats(grp, cap_g) * sizeof(float);
     const bool grouped = sr_cuda_attn_form(-1) == 3 && !rel && (grp == 2 || grp == 4 || grp == 8) &&
                          K->dtype == V->dtype && smem_g <= (size_t)SMEM_LIMIT;

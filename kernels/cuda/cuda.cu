@@ -69,6 +69,12 @@ static thread_local const char *tls_refused;
 
 cudaStream_t sr_cuda_stream(void) { return tls_rec ? tls_rec->cap : (cudaStream_t)0; }
 
+/* A status-less call refused while recording: graph_end reports the first one, by name. */
+static void refuse_later(const char *what)
+{
+    if (!tls_refused) tls_refused = what;
+}
+
 static sr_status refuse_recording(const char *what)
 {
     return sr_error(SR_ERR_ARG, "cuda %s: called while recording a graph (between graph_begin "
@@ -222,7 +228,7 @@ sr_status sr_cuda_launched(const char *what)
 static void *cuda_alloc(size_t bytes)
 {
     if (tls_rec) {
-        if (!tls_refused) tls_refused = "alloc"; /* the first one named */
+        refuse_later("alloc");
         return NULL;
     }
     void *p = NULL;
@@ -233,7 +239,7 @@ static void *cuda_alloc(size_t bytes)
 static void cuda_free(void *p)
 {
     if (tls_rec && p) {
-        if (!tls_refused) tls_refused = "free"; /* the first one named */
+        refuse_later("free");
         return;
     }
     sr_cuda_free(p);
@@ -349,7 +355,7 @@ static sr_status cuda_weight_create(const void *host, sr_dtype dt, int n, int k,
 static void cuda_weight_free(sr_kweight *w)
 {
     if (tls_rec && w) {
-        if (!tls_refused) tls_refused = "weight_free"; /* the first one named */
+        refuse_later("weight_free");
         return;
     }
     sr_cuda_weight_free(w);

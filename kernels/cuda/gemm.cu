@@ -574,11 +574,10 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     /* this lane's weight rows n0 + 8 j + g, j < NJ, as element offsets of their first vector;
      * the rows past tc_rows(N) (a multiple of 16: the last block's second pair, NP 2) are not
      * read (zero operands, their outputs discarded) */
-    const int nrows = (N + 15) / 16 * 16;
     const size_t w0 = (size_t)(n0 + g) * (size_t)kpad + 8 * q;
     bool jlive[NJ];
 #pragma unroll
-    for (int j = 0; j < NJ; j++) jlive[j] = n0 + 8 * j < nrows;
+    for (int j = 0; j < NJ; j++) jlive[j] = (size_t)(n0 + 8 * j) < tc_rows(N);
 
     for (int mb = (int)blockIdx.y; mb < m_tiles; mb += (int)gridDim.y) {
         const int m0 = mb * BM;
@@ -703,6 +702,16 @@ static sr_cuda_setting gemm_kernel_setting = {"SRKIT_CUDA_GEMM", {"wmma", "mma",
 
 extern "C" int sr_cuda_gemm_kernel(int v) { return sr_cuda_setting_use(gemm_kernel_setting, v); }
 
+/* The mma kernel over the staged operands xb, NP pairs of 8-column tiles a block: row tiles of
+ * 32 up to 32 rows, of 64 above (speed only). */
+template <int NP>
+static void gemm_mma_staged(int M, const __nv_bfloat16 *xb, const sr_kweight *W, const float *bias,
+                            sr_act act, float alpha, float beta, float *y, int ldy)
+{
+    if (M <= 32) gemm_mma_launch<2, 2, false, NP>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
+    else gemm_mma_launch<4, 1, false, NP>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
+}
+
 /* x staged as bf16 operands in a block of the table's pool (freed after the launch, in order), then
  * the tile shape by M (speed only: every shape gives the same bits). */
 static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
@@ -725,13 +734,9 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     __nv_bfloat16 *xb = (__nv_bfloat16 *)xbv;
     size_t blocks = (n + 255) / 256;
     tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, sr_cuda_stream()>>>(M, W->k, kpad, Mp, x, ldx, xb);
-    if (mma && gemm_wide_cols(W)) {
-        if (M <= 32) gemm_mma_launch<2, 2, false, 2>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
-        else gemm_mma_launch<4, 1, false, 2>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
-    } else if (mma) {
-        if (M <= 32) gemm_mma_launch<2, 2, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
-        else gemm_mma_launch<4, 1, false>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
-    } else if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    if (mma && gemm_wide_cols(W)) gemm_mma_staged<2>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    else if (mma) gemm_mma_staged<1>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    else if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else if (M <= 32) gemm_tc_launch<2, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else gemm_tc_launch<4, 2>(M, xb, W, bias, act, alpha, beta, y, ldy);
     sr_status st = sr_cuda_launched("gemm (bf16 products)");
