@@ -486,6 +486,14 @@ int sr_cuda_attn_form(int v);
  * the call. SRKIT_CUDA_GRAPH=1 turns it on until a call sets it (off by default). Speed only:
  * the results are the same. For tests and bench: set it while no recording runs. */
 int sr_cuda_graphs(int v);
+/* kernels/cuda/cuda.cu: whether the CUDA table's kernels overlap their neighbours
+ * (programmatic dependent launch, compute capability 9.0 or later; ignored before), process-wide:
+ * each kernel's blocks may start while the kernel queued ahead still runs and wait in place for
+ * its results, and a bf16-product GEMM asks the first part of its weight into L2 meanwhile.
+ * v = 0 / 1 sets it, any other v only asks; returns the setting before the call.
+ * SRKIT_CUDA_PDL=1 turns it on until a call sets it (off by default). Speed only: the results
+ * are the same. For tests and bench: set it while no op runs. */
+int sr_cuda_pdl(int v);
 /* Recordings run so far (process-wide): patched into the call site's executable graph
  * (updated) or instantiated anew (built: a first recording, or one of another shape). */
 void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built);

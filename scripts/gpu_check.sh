@@ -12,7 +12,8 @@
 #                     /tmp/srkit-base
 # Device call:    command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 580 (the fourth
 #                 session's H100 ran it in 299 s). PART=check runs only the correctness half
-#                 (suites, parity, API suites, recording, memchecks; no model is made) and
+#                 (suites, parity, API suites, recording, overlapping launches, memchecks; no
+#                 model is made) and
 #                 PART=figures only the benches: two calls when one would not fit.
 # Switches for what earlier sessions measured (off by default, to keep the call short):
 #   PEERS=1 transformers on the same weights; WMMA=1 batched == solo and the goldens with the
@@ -74,7 +75,7 @@ try: j = json.loads(t)
 except Exception: print("  (no result)", t[-300:]); sys.exit()
 ks = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50", "chunk_ms_p99", "model_ms_p50",
       "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "partial_latency_ms_p99", "end_lag_ms", "steady_latency_ms_p99",
-      "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes", "cuda_graphs"]
+      "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes", "cuda_graphs", "cuda_pdl"]
 print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
 }
 
@@ -91,6 +92,14 @@ S 60 grouped.log SRKIT_CUDA_ATTN=grouped test_srkit engine_equals_solo/cuda
 echo "== recording on (SRKIT_CUDA_GRAPH=1)"
 S 60 graph.log SRKIT_CUDA_GRAPH=1 test_srkit engine_equals_solo/cuda
 S 60 graph-vx.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
+# overlapping launches (SRKIT_CUDA_PDL=1: each kernel's blocks start while the one ahead runs and
+# wait for it in sr_pdl_enter; the mma GEMM prefetches its weight meanwhile): kernels_cuda/
+# overlapping_launches above checks a dependent chain's bits; here the engine and Voxtral with
+# it, alone and recorded
+echo "== overlapping launches on (SRKIT_CUDA_PDL=1)"
+S 60 pdl.log SRKIT_CUDA_PDL=1 test_srkit engine_equals_solo/cuda
+S 60 pdl-vx.log SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream \
+    engine_equals_solo/cuda
 # the first tensor-core kernel (SRKIT_CUDA_GEMM=wmma, unchanged since the third device session,
 # where batched == solo and the bf16 goldens passed with it): kernels_cuda above checks it
 # against the double reference; WMMA=1 runs those suites with it again
@@ -158,10 +167,14 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # form (the fourth session's H100 saw it faster end to end in one run) below
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
+    # overlapping launches, alone and recorded
+    B 40 SRKIT_CUDA_PDL=1 srkit bench $C --model $V --audio $A --max-ms 10000
+    B 40 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
         B 40 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
         B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
+        B 40 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
     fi
@@ -174,6 +187,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     B 60 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
     # the decoder's attention in the grouped form (K and V read once for the 4 query heads of each)
     B 60 SRKIT_CUDA_GRAPH=1 SRKIT_CUDA_ATTN=grouped srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
+    B 60 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 SRKIT_CUDA_ATTN=grouped srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
     B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
     # where a batch-1 step goes without waiting after each op: the GPU's kernel time against the
     # wall, and the host's launch calls (Nsight Systems, where the image has it)
@@ -201,6 +215,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # the second turn at one stream (default, recorded, wide form), the base build, 3 s streams
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
+    B 40 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_ATTN=wide srkit bench $C --model $V --audio $A --max-ms 10000
     [ -n "$BASE" ] && B 40 "$BASE" bench $C --model $V --audio $A --max-ms 10000
     B 45 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 3000
@@ -214,6 +229,13 @@ for nk in "6144 3072" "18432 3072" "131072 3072"; do
         echo "-- N $1 K $2, SRKIT_CUDA_GEMM_COLS=$cols"
         fits 20 && SRKIT_CUDA_GEMM_COLS=$cols timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(32|64|256) \|"
     done
+done
+# runs of 16 products with launches overlapping (each call's weight prefetched while the one
+# ahead runs) against the table above's plain runs
+for nk in "6144 3072" "3072 4096"; do
+    set -- $nk
+    echo "-- N $1 K $2, SRKIT_CUDA_PDL=1"
+    fits 20 && SRKIT_CUDA_PDL=1 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
 done
 
 fi

@@ -849,6 +849,50 @@ static sr_status rec_ops(const sr_kernels *k, const rec_layer *L, int M, int64_t
     return st;
 }
 
+static void rec_free(const sr_kernels *g, rec_layer *L)
+{
+    g->free(L->x); g->free(L->g); g->free(L->inv); g->free(L->h); g->free(L->qkv);
+    g->free(L->out); g->free(L->ids);
+    sr_kpool_free(g, L->K);
+    sr_kpool_free(g, L->V);
+    g->weight_free(L->W);
+    *L = (rec_layer){.H = L->H, .hd = L->hd};
+}
+
+/* L's weight, norm gains, RoPE frequencies, buffers for up to mmax rows and bf16 rings of 64
+ * rows, random; returns the host copy of x [mmax, H hd] (the caller frees it), or NULL with
+ * nothing left allocated. */
+static float *rec_make(const sr_kernels *g, rec_layer *L, int mmax)
+{
+    const int hd = L->hd, w = L->H * hd;
+    uint16_t *hw = malloc((size_t)3 * w * w * sizeof(uint16_t));
+    float *hx = rand_host((size_t)mmax * w, 1.0f), *hg = rand_host((size_t)w, 1.0f), inv[64];
+    if (!hw || !hx || !hg || hd > 128) goto fail;
+    for (int i = 0; i < 3 * w * w; i++) hw[i] = sr_f32_to_bf16(0.2f * rnd());
+    for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+    if (g->weight_create(hw, SR_BF16, 3 * w, w, NULL, SR_KMUL_BF16, &L->W)) goto fail;
+    L->x = dev(g, hx, (size_t)mmax * w);
+    L->g = dev(g, hg, (size_t)w);
+    L->inv = dev(g, inv, (size_t)hd / 2);
+    L->h = g->alloc((size_t)mmax * w * sizeof(float));
+    L->qkv = g->alloc((size_t)mmax * 3 * w * sizeof(float));
+    L->out = g->alloc((size_t)mmax * 2 * w * sizeof(float));
+    L->ids = g->alloc((size_t)mmax * sizeof(int32_t));
+    if (!L->x || !L->g || !L->inv || !L->h || !L->qkv || !L->out || !L->ids ||
+        sr_kpool_create(g, SR_BF16, 1, 2, 64, w, &L->K) ||
+        sr_kpool_create(g, SR_BF16, 1, 2, 64, w, &L->V))
+        goto fail;
+    free(hw);
+    free(hg);
+    return hx;
+fail:
+    rec_free(g, L);
+    free(hw);
+    free(hx);
+    free(hg);
+    return NULL;
+}
+
 /* The layer over M rows at p0 from cleared rings, eagerly or recorded into *rec; its outputs
  * downloaded into out / ids (host). */
 static sr_status rec_run(const sr_kernels *g, const rec_layer *L, int M, int64_t p0,
@@ -879,25 +923,10 @@ static void test_graph(void)
     const sr_kernels *g = gpu();
     if (!g) return;
 #ifdef SR_WITH_CUDA
-    const int H = 2, hd = 32, w = H * hd, MMAX = 40;
-    rec_layer L = {.H = H, .hd = hd};
-    uint16_t *hw = malloc((size_t)3 * w * w * sizeof(uint16_t));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(hw);
-    for (int i = 0; i < 3 * w * w; i++) hw[i] = sr_f32_to_bf16(0.2f * rnd());
-    CU_ASSERT_EQUAL_FATAL(g->weight_create(hw, SR_BF16, 3 * w, w, NULL, SR_KMUL_BF16, &L.W), SR_OK);
-    free(hw);
-    float *hx = rand_host((size_t)MMAX * w, 1.0f), *hg = rand_host((size_t)w, 1.0f), inv[16];
-    for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
-    L.x = dev(g, hx, (size_t)MMAX * w);
-    L.g = dev(g, hg, (size_t)w);
-    L.inv = dev(g, inv, (size_t)hd / 2);
-    L.h = g->alloc((size_t)MMAX * w * sizeof(float));
-    L.qkv = g->alloc((size_t)MMAX * 3 * w * sizeof(float));
-    L.out = g->alloc((size_t)MMAX * 2 * w * sizeof(float));
-    L.ids = g->alloc((size_t)MMAX * sizeof(int32_t));
-    CU_ASSERT_FATAL(L.h && L.qkv && L.out && L.ids);
-    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 1, 2, 64, w, &L.K), SR_OK);
-    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 1, 2, 64, w, &L.V), SR_OK);
+    const int w = 2 * 32, MMAX = 40;
+    rec_layer L = {.H = 2, .hd = 32};
+    float *hx = rec_make(g, &L, MMAX);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hx);
     float *oe = malloc((size_t)MMAX * 2 * w * sizeof(float)), *orc = malloc((size_t)MMAX * 2 * w * sizeof(float));
     int32_t ie[64], ir[64];
     CU_ASSERT_FATAL(oe && orc);
@@ -952,12 +981,75 @@ static void test_graph(void)
     sr_cuda_graphs(prev);
     g->graph_free(rec);
     g->graph_free(NULL);
-    free(hx); free(hg); free(oe); free(orc);
-    g->free(L.x); g->free(L.g); g->free(L.inv); g->free(L.h); g->free(L.qkv); g->free(L.out);
-    g->free(L.ids);
-    sr_kpool_free(g, L.K);
-    sr_kpool_free(g, L.V);
-    g->weight_free(L.W);
+    free(hx); free(oe); free(orc);
+    rec_free(g, &L);
+#endif
+}
+
+/* Overlapping launches (sr_cuda_pdl(1)) give the bits of plain ones: a chain of 8 layers, each
+ * the recording test's ops and then x += 0.5 (attention output), so every kernel reads what the
+ * one queued just before it wrote (a kernel reading its inputs before its sr_pdl_enter returned
+ * would read stale rows), over 1, 3 and 39 rows (the product's mma kernel reading x itself with
+ * its weight prefetch, and staged), run eagerly and recorded, against the chain with overlap
+ * off. On a device before compute capability 9.0 the setting is ignored (plain launches). */
+#ifdef SR_WITH_CUDA
+static sr_status pdl_chain(const sr_kernels *g, const rec_layer *L, const float *hx, int M,
+                           sr_kgraph **rec, float *out, int32_t *ids)
+{
+    const int w = L->H * L->hd;
+    int64_t lo[64], hi[64];
+    sr_status st = g->upload(L->x, hx, (size_t)M * w * sizeof(float));
+    for (int it = 0; it < 8 && !st; it++) {
+        if (!(st = sr_kpool_clear(g, L->K, 0)) && !(st = sr_kpool_clear(g, L->V, 0)) && rec)
+            st = sr_kgraph_begin(g, rec);
+        if (st) break;
+        st = rec_ops(g, L, M, 3 * it, lo, hi);
+        if (!st) st = g->add(M, w, L->out, 2 * w, 0.5f, L->x, w);
+        if (rec) st = sr_kgraph_end(g, *rec, st);
+    }
+    if (!st) st = g->download(out, L->out, (size_t)M * 2 * w * sizeof(float));
+    if (!st) st = g->download(ids, L->ids, (size_t)M * sizeof(int32_t));
+    return st;
+}
+#endif
+
+static void test_pdl(void)
+{
+    const sr_kernels *g = gpu();
+    if (!g) return;
+#ifdef SR_WITH_CUDA
+    const int w = 2 * 32, MMAX = 40;
+    rec_layer L = {.H = 2, .hd = 32};
+    float *hx = rec_make(g, &L, MMAX);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hx);
+    size_t n = (size_t)MMAX * 2 * w;
+    float *oe = malloc(n * sizeof(float)), *op = malloc(n * sizeof(float));
+    int32_t ie[64], ip[64];
+    CU_ASSERT_FATAL(oe && op);
+    const int prev = sr_cuda_pdl(-1), prev_graphs = sr_cuda_graphs(-1);
+    sr_kgraph *rec = NULL;
+    static const int rows[] = {1, 3, MMAX - 1};
+    int bad = 0;
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (int recorded = 0; recorded < 2; recorded++) {
+            const int M = rows[r];
+            sr_cuda_pdl(0);
+            sr_cuda_graphs(0);
+            CU_ASSERT_EQUAL(pdl_chain(g, &L, hx, M, NULL, oe, ie), SR_OK);
+            sr_cuda_pdl(1);
+            sr_cuda_graphs(recorded);
+            sr_status st = pdl_chain(g, &L, hx, M, recorded ? &rec : NULL, op, ip);
+            if (st) printf("\n      overlapping chain of %d rows: %s", M, sr_last_error());
+            CU_ASSERT_EQUAL(st, SR_OK);
+            bad += !agree(op, oe, (size_t)M * 2 * w, -1.0, recorded ? "recorded overlapping chain" : "overlapping chain");
+            bad += memcmp(ip, ie, (size_t)M * sizeof(int32_t)) != 0;
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    sr_cuda_pdl(prev);
+    sr_cuda_graphs(prev_graphs);
+    g->graph_free(rec);
+    free(hx); free(oe); free(op);
+    rec_free(g, &L);
 #endif
 }
 
@@ -966,5 +1058,6 @@ void test_register_ops_cuda(void)
     TEST_SUITE("kernels_cuda", {"gemm_gather", test_gemm}, {"gemm_stacked", test_gemm_stacked},
                {"row_ops", test_rows},
                {"conv_rope", test_conv_rope}, {"many_seqs", test_many_seqs}, {"kv_write_attn", test_attn}, {"attn_long", test_attn_long}, {"bad_args", test_bad_args},
-               {"memory", test_mem}, {"recording", test_graph}, {"backends_on_cuda", test_backends});
+               {"memory", test_mem}, {"recording", test_graph}, {"overlapping_launches", test_pdl},
+               {"backends_on_cuda", test_backends});
 }

@@ -1554,6 +1554,8 @@ static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
             cJSON_AddNumberToObject(g, "built", (double)built);
         }
     }
+    /* with SRKIT_CUDA_PDL=1: launches overlapping the kernel ahead (so a figure says which) */
+    if (ms->gpu_live_bytes) cJSON_AddBoolToObject(j, "cuda_pdl", sr_cuda_pdl(-1) == 1);
 #endif
 }
 

@@ -320,6 +320,7 @@ __device__ __forceinline__ void values_staged(const attn_args &A, const attn_row
 template <int KD, int VD, bool REL, bool WIDE>
 __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args A, const attn_ctl C)
 {
+    sr_pdl_enter();
     extern __shared__ float smem[];
     float *kt = smem;
     float *qt = kt + TD * KT_LD;
@@ -410,6 +411,7 @@ __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args 
 template <int KD, int VD, int G>
 __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, const attn_ctl C)
 {
+    sr_pdl_enter();
     extern __shared__ float smem[];
     float *kt = smem;
     float *qt = kt + TD * KT_LD;
@@ -513,9 +515,9 @@ template <int KD, int VD>
 void launch_grouped_v(int G, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
 {
     switch (G) {
-    case 2: attn_grouped_kernel<KD, VD, 2><<<grid, NT, smem, sr_cuda_stream()>>>(A, C); break;
-    case 4: attn_grouped_kernel<KD, VD, 4><<<grid, NT, smem, sr_cuda_stream()>>>(A, C); break;
-    default: attn_grouped_kernel<KD, VD, 8><<<grid, NT, smem, sr_cuda_stream()>>>(A, C); break;
+    case 2: sr_cuda_launch(attn_grouped_kernel<KD, VD, 2>, grid, NT, smem, A, C); break;
+    case 4: sr_cuda_launch(attn_grouped_kernel<KD, VD, 4>, grid, NT, smem, A, C); break;
+    default: sr_cuda_launch(attn_grouped_kernel<KD, VD, 8>, grid, NT, smem, A, C); break;
     }
 }
 
@@ -533,9 +535,9 @@ template <int KD, int VD, bool REL>
 void launch_form(bool wide, dim3 grid, size_t smem, const attn_args &A, const attn_ctl &C)
 {
     if (wide)
-        attn_kernel<KD, VD, REL, true><<<grid, NT, smem, sr_cuda_stream()>>>(A, C);
+        sr_cuda_launch(attn_kernel<KD, VD, REL, true>, grid, NT, smem, A, C);
     else
-        attn_kernel<KD, VD, REL, false><<<grid, NT, smem, sr_cuda_stream()>>>(A, C);
+        sr_cuda_launch(attn_kernel<KD, VD, REL, false>, grid, NT, smem, A, C);
 }
 
 template <int KD, int VD>

@@ -162,6 +162,27 @@ int sr_cuda_sm_count(void)
 }
 cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes) { return dev_malloc(p, bytes, true); }
 
+/* ---- overlapping launches (cuda_impl.h: sr_cuda_launch, sr_pdl_enter) ----------------------- */
+
+static sr_cuda_setting pdl_setting = {"SRKIT_CUDA_PDL", {"0", "1", NULL}, 0, {-1}, {-2}};
+
+extern "C" int sr_cuda_pdl(int v) { return sr_cuda_setting_use(pdl_setting, v); }
+
+bool sr_cuda_pdl_live(void)
+{
+    /* the attribute needs compute capability 9.0 (earlier devices: plain launches) */
+    static const bool able = [] {
+        int dev = 0, v = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return false;
+        }
+        return v >= 9;
+    }();
+    return able && sr_cuda_pdl(-1) == 1;
+}
+
 void sr_cuda_free(void *p)
 {
     if (!p) return;
@@ -288,6 +309,7 @@ static sr_status cuda_sync(void)
  * that NaN in an uninitialized C does not survive (BLAS semantics). */
 __global__ static void scale_rows(float *C, int M, int N, int ldc, float beta)
 {
+    sr_pdl_enter();
     int j = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (j >= N) return;
     for (int i = (int)(blockIdx.y * blockDim.y + threadIdx.y); i < M;
@@ -322,7 +344,7 @@ static sr_status cuda_sgemm(int trans_a, int trans_b, int M, int N, int K, float
          * relying on how a GEMM library treats k = 0. */
         dim3 block(32, 8);
         dim3 grid((unsigned)((N + 31) / 32), (unsigned)GRID_Y((M + 7) / 8));
-        scale_rows<<<grid, block>>>(C, M, N, ldc, beta);
+        sr_cuda_launch(scale_rows, grid, block, 0, C, M, N, ldc, beta);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return sr_cuda_fail("sgemm beta scaling", e);
         return SR_OK;

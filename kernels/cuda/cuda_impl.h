@@ -41,6 +41,59 @@ void sr_cuda_free(void *p);
  * sr_cuda_malloc_pooled.) */
 cudaStream_t sr_cuda_stream(void);
 
+/* ---- launches (every kernel of the table goes through sr_cuda_launch) ---- */
+
+/* Whether launches may overlap the kernel before them (programmatic dependent launch,
+ * SRKIT_CUDA_PDL=1 or sr_cuda_pdl(1) on a device of compute capability 9.0 or later; off by
+ * default). cuda.cu. */
+bool sr_cuda_pdl_live(void);
+
+/* kern<<<grid, block, smem, sr_cuda_stream()>>>(args...), with the programmatic-serialization
+ * attribute while sr_cuda_pdl_live(): the kernel's blocks may then start before the kernel
+ * queued ahead of it has finished, which is safe because every kernel of the table calls
+ * sr_pdl_enter() (below) before it touches memory another kernel writes or reads. Errors as
+ * after <<<>>>: sr_cuda_launched reads them. */
+template <typename... P, typename... A>
+static inline void sr_cuda_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, A &&...args)
+{
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t c = {};
+    c.gridDim = grid;
+    c.blockDim = block;
+    c.dynamicSmemBytes = smem;
+    c.stream = sr_cuda_stream();
+    c.attrs = at;
+    c.numAttrs = sr_cuda_pdl_live() ? 1 : 0;
+    (void)cudaLaunchKernelEx(&c, kern, static_cast<A &&>(args)...);
+}
+
+/* The first statement of every kernel of the table (before any read or write of memory that
+ * another kernel writes or reads: activations, pools, scratch): wait until the kernel queued
+ * ahead of this one has finished and its writes are visible (griddepcontrol.wait; immediate
+ * when this launch did not overlap it), then let the kernel queued after this one start its
+ * blocks (griddepcontrol.launch_dependents): they wait in their own sr_pdl_enter, and a GEMM
+ * prefetches its weights meanwhile (gemm.cu). So at most two kernels overlap, and a kernel's
+ * work still begins only after everything queued before it is done. Before compute capability
+ * 9.0 (and with overlap off) both instructions are no-ops. */
+__device__ __forceinline__ void sr_pdl_enter(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* A hint to bring the 128-byte line at p into L2: no value is read (and L2 is where every
+ * kernel's writes land), so it may name any memory at any time, before sr_pdl_enter too. */
+__device__ __forceinline__ void sr_prefetch_l2(const void *p)
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+#endif
+}
+
 /* Multiprocessors of the current device, queried once (0 if the query fails; its error is
  * cleared). For launch shapes only: speed, never results. */
 int sr_cuda_sm_count(void);

@@ -204,6 +204,7 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
             const float *__restrict__ bias, sr_act act, float alpha, float beta,
             float *__restrict__ y, int ldy)
 {
+    sr_pdl_enter();
     typedef WTraits<WK> WT;
     typedef typename WT::T T;
     constexpr int BM = TL::BM, BN = TL::BN, BK = TL::BK, TM = TL::TM, TN = TL::TN;
@@ -366,6 +367,7 @@ __host__ __device__ static inline size_t tc_rows(int n) { return ((size_t)n + 15
 __global__ static void tc_stage_x(int M, int K, int kpad, int Mp, const float *__restrict__ x,
                                   int ldx, __nv_bfloat16 *__restrict__ xb)
 {
+    sr_pdl_enter();
     size_t n = (size_t)Mp * (size_t)kpad;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
@@ -386,6 +388,7 @@ gemm_tc_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                const __nv_bfloat16 *__restrict__ w, const float *__restrict__ bias, sr_act act,
                float alpha, float beta, float *__restrict__ y, int ldy)
 {
+    sr_pdl_enter();
     using namespace nvcuda;
     constexpr int BM = 16 * MT, BN = 16 * NT;
     __shared__ __align__(32) float red[BM * BN]; /* the warps' sum, [m][n] */
@@ -474,7 +477,7 @@ static void gemm_tc_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, 
 {
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
     dim3 grid((unsigned)((W->n + 16 * NT - 1) / (16 * NT)), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    gemm_tc_kernel<MT, NT><<<grid, 32 * TC_WARPS, 0, sr_cuda_stream()>>>(M, W->n, (int)k_pad(W->k), xb,
+    sr_cuda_launch(gemm_tc_kernel<MT, NT>, grid, 32 * TC_WARPS, 0, M, W->n, (int)k_pad(W->k), xb,
                                                      (const __nv_bfloat16 *)W->data, bias, act,
                                                      alpha, beta, y, ldy);
 }
@@ -553,13 +556,34 @@ __device__ __forceinline__ uint4 w_bf16x8(const void *__restrict__ w, size_t e)
  * fragment loaded once serves them all, so NP 2 halves the x bytes read per weight byte at
  * many rows), DEPTH k blocks of a warp loaded before they are multiplied. MT, NP and DEPTH are
  * speed only: each output's products, their order and the warps' sum are the same. */
+/* Overlapping launches (sr_pdl_enter, cuda_impl.h): before its block waits for the kernel
+ * queued ahead, the first pf_k elements of each of its weight rows are asked into L2
+ * (weights are not what that kernel writes, and a prefetch reads no value), so the weight's
+ * stream from memory starts while the previous kernel still runs. k blocks are dealt to the
+ * warps a round at a time in increasing k, so that prefix is what the first rounds read. The
+ * blocks of the first row tile only (the others read the same rows); pf_k = 0: none. */
+template <int BN, bool WI8>
+__device__ __forceinline__ void mma_prefetch_w(const void *__restrict__ w, int N, int kpad, int pf_k)
+{
+    const int n0 = (int)blockIdx.x * BN;
+    if (pf_k <= 0 || blockIdx.y != 0) return;
+    const int rows = (int)min((size_t)BN, tc_rows(N) - (size_t)n0);
+    const size_t esz = WI8 ? 1 : 2, row_bytes = (size_t)kpad * esz;
+    const int lines = (int)(((size_t)pf_k * esz + 127) / 128);
+    for (int i = (int)threadIdx.x; i < rows * lines; i += (int)blockDim.x)
+        sr_prefetch_l2(static_cast<const char *>(w) + (size_t)(n0 + i / lines) * row_bytes +
+                       (size_t)(i % lines) * 128);
+}
+
 template <int MT, int DEPTH, bool XF, bool WI8, int NP = 1>
 __global__ void __launch_bounds__(32 * MMA_WARPS)
 gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 const float *__restrict__ xf, int ldx, int K, const void *__restrict__ w,
                 const float *__restrict__ scale, const float *__restrict__ bias, sr_act act,
-                float alpha, float beta, float *__restrict__ y, int ldy)
+                float alpha, float beta, float *__restrict__ y, int ldy, int pf_k)
 {
+    mma_prefetch_w<16 * NP, WI8>(w, N, kpad, pf_k);
+    sr_pdl_enter();
     static_assert(!XF || MT == 1, "direct activations only for one row tile");
     constexpr int BM = 16 * MT, BN = 16 * NP, NJ = 2 * NP;
     __shared__ float red[BM * BN]; /* the warps' sum, [m][n] */
@@ -669,12 +693,17 @@ static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int 
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
     dim3 grid((unsigned)((tc_rows(W->n) / 16 + NP - 1) / NP), (unsigned)SR_CUDA_GRID_Y(m_tiles));
     const int kpad = (int)k_pad(W->k);
+    /* the weight's prefix for its L2 (a third of an H100's 50 MB), only while launches overlap */
+    const size_t esz = W->dtype == SR_I8 ? 1 : 2, budget = (size_t)16 << 20;
+    const size_t per_row = budget / (tc_rows(W->n) * esz);
+    const int pf_k = !sr_cuda_pdl_live() ? 0 : per_row >= (size_t)kpad ? kpad : (int)per_row;
     if (W->dtype == SR_I8)
-        gemm_mma_kernel<MT, DEPTH, XF, true, NP><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(
-            M, W->n, kpad, xb, x, ldx, W->k, W->data, W->scale, bias, act, alpha, beta, y, ldy);
+        sr_cuda_launch(gemm_mma_kernel<MT, DEPTH, XF, true, NP>, grid, 32 * MMA_WARPS, 0, M, W->n,
+                       kpad, xb, x, ldx, W->k, W->data, W->scale, bias, act, alpha, beta, y, ldy,
+                       pf_k);
     else
-        gemm_mma_kernel<MT, DEPTH, XF, false, NP><<<grid, 32 * MMA_WARPS, 0, sr_cuda_stream()>>>(
-            M, W->n, kpad, xb, x, ldx, W->k, W->data, NULL, bias, act, alpha, beta, y, ldy);
+        sr_cuda_launch(gemm_mma_kernel<MT, DEPTH, XF, false, NP>, grid, 32 * MMA_WARPS, 0, M, W->n,
+                       kpad, xb, x, ldx, W->k, W->data, nullptr, bias, act, alpha, beta, y, ldy, pf_k);
 }
 
 /* The mma kernel's columns a block at more than 16 rows (staged x): 0 always 16 (the default
@@ -733,7 +762,7 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     if (e != cudaSuccess) return sr_cuda_fail("gemm: bf16 operands of x", e);
     __nv_bfloat16 *xb = (__nv_bfloat16 *)xbv;
     size_t blocks = (n + 255) / 256;
-    tc_stage_x<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, sr_cuda_stream()>>>(M, W->k, kpad, Mp, x, ldx, xb);
+    sr_cuda_launch(tc_stage_x, (unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, M, W->k, kpad, Mp, x, ldx, xb);
     if (mma && gemm_wide_cols(W)) gemm_mma_staged<2>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else if (mma) gemm_mma_staged<1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
@@ -764,7 +793,7 @@ static void gemm_launch(int M, const float *x, int ldx, const sr_kweight *W, con
     typedef typename WTraits<WK>::T T;
     unsigned m_tiles = (unsigned)((M + TL::BM - 1) / TL::BM);
     dim3 grid((unsigned)((W->n + TL::BN - 1) / TL::BN), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    gemm_kernel<TL, WK><<<grid, TL::THREADS, 0, sr_cuda_stream()>>>(M, W->n, W->k, (int)k_pad(W->k), x, ldx,
+    sr_cuda_launch(gemm_kernel<TL, WK>, grid, TL::THREADS, 0, M, W->n, W->k, (int)k_pad(W->k), x, ldx,
                                                (const T *)W->data, W->scale, bias, act, alpha,
                                                beta, y, ldy);
 }
@@ -801,6 +830,7 @@ sr_status sr_cuda_gemm(int M, const float *x, int ldx, const sr_kweight *W, cons
  * the stored form of a weight with bf16 products (the CPU's bf16_daz). */
 __global__ static void bf16_daz_kernel(uint16_t *w, size_t n)
 {
+    sr_pdl_enter();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         uint16_t b = w[i];
@@ -862,7 +892,7 @@ sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, con
     if (mul == SR_KMUL_BF16 && dt == SR_BF16) { /* i8 values are integers: nothing to flush */
         size_t cnt = (size_t)n * kp;
         size_t blocks = (cnt + 255) / 256;
-        bf16_daz_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256>>>(
+        sr_cuda_launch(bf16_daz_kernel, (unsigned)(blocks < 65535 ? blocks : 65535), 256, 0,
             (uint16_t *)W->data, cnt);
         sr_status st = sr_cuda_launched("weight_create");
         if (st) {
@@ -896,6 +926,7 @@ __global__ static void gather_kernel(const void *__restrict__ data, const float 
                                      sr_dtype dt, int K, size_t kpad, GatherIds ids, int count,
                                      float *__restrict__ y, int ldy)
 {
+    sr_pdl_enter();
     const int i = (int)blockIdx.y;
     if (i >= count) return;
     const int r = ids.v[i];
@@ -925,7 +956,7 @@ sr_status sr_cuda_gather(const sr_kweight *E, const int32_t *ids, int n, float *
         GatherIds g;
         memcpy(g.v, ids + i0, (size_t)count * sizeof(int32_t));
         dim3 grid(gx, (unsigned)count);
-        gather_kernel<<<grid, threads, 0, sr_cuda_stream()>>>(E->data, E->scale, E->dtype, E->k, k_pad(E->k), g, count,
+        sr_cuda_launch(gather_kernel, grid, threads, 0, E->data, E->scale, E->dtype, E->k, k_pad(E->k), g, count,
                                          y + (size_t)i0 * (size_t)ldy, ldy);
         sr_status st = sr_cuda_launched("gather");
         if (st) return st;

@@ -209,6 +209,7 @@ static unsigned flat_blocks(size_t n)
  * per thread. */
 template <class F> __global__ static void ew2d_kernel(int M, int d, int r0, const __grid_constant__ F f)
 {
+    sr_pdl_enter();
     int c = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (c >= d) return;
     int64_t step = (int64_t)gridDim.y * blockDim.y;
@@ -221,7 +222,7 @@ template <class F> static sr_status ew2d(const char *what, int M, int d, const F
     int bx = d >= 256 ? 256 : (d + 31) / 32 * 32, by = 256 / bx;
     int64_t gy = ((int64_t)M + by - 1) / by;
     dim3 grid((unsigned)(((int64_t)d + bx - 1) / bx), (unsigned)SR_CUDA_GRID_Y(gy));
-    ew2d_kernel<<<grid, dim3((unsigned)bx, (unsigned)by), 0, sr_cuda_stream()>>>(M, d, r0, f);
+    sr_cuda_launch(ew2d_kernel<F>, grid, dim3((unsigned)bx, (unsigned)by), 0, M, d, r0, f);
     return sr_cuda_launched(what);
 }
 
@@ -306,6 +307,7 @@ struct RowPtrs {
 
 __global__ static void copy_rows_kernel(int n, int d, RowPtrs src, float *__restrict__ y, int ldy)
 {
+    sr_pdl_enter();
     const int i = (int)blockIdx.y;
     if (i >= n) return;
     const float *s = src.p[i];
@@ -324,7 +326,7 @@ sr_status sr_cuda_copy_rows(int n, int d, const float *const *src, float *y, int
         const int m = n - i0 < ROWS_PER_LAUNCH ? n - i0 : ROWS_PER_LAUNCH;
         RowPtrs r;
         memcpy(r.p, src + i0, (size_t)m * sizeof r.p[0]);
-        copy_rows_kernel<<<dim3(gx, (unsigned)m), threads, 0, sr_cuda_stream()>>>(m, d, r, y + (size_t)i0 * ldy, ldy);
+        sr_cuda_launch(copy_rows_kernel, dim3(gx, (unsigned)m), threads, 0, m, d, r, y + (size_t)i0 * ldy, ldy);
         if ((st = sr_cuda_launched("copy_rows"))) return st;
     }
     return SR_OK;
@@ -336,6 +338,7 @@ sr_status sr_cuda_copy_rows(int n, int d, const float *const *src, float *y, int
 __global__ static void transpose_kernel(int M, int d, const float *__restrict__ x, int ldx,
                                         float *__restrict__ y, int ldy)
 {
+    sr_pdl_enter();
     __shared__ float t[32][33];
     x += (size_t)blockIdx.z * (size_t)M * (size_t)ldx;
     y += (size_t)blockIdx.z * (size_t)d * (size_t)ldy;
@@ -363,7 +366,7 @@ sr_status sr_cuda_transpose(int n, int M, int d, const float *x, int ldx, float 
     for (int b0 = 0; b0 < n; b0 += 65535) { /* the grid's z extent */
         int nb = n - b0 < 65535 ? n - b0 : 65535;
         dim3 grid((unsigned)((d + 31) / 32), (unsigned)SR_CUDA_GRID_Y((M + 31) / 32), (unsigned)nb);
-        transpose_kernel<<<grid, block, 0, sr_cuda_stream()>>>(M, d, x + (size_t)b0 * M * ldx, ldx,
+        sr_cuda_launch(transpose_kernel, grid, block, 0, M, d, x + (size_t)b0 * M * ldx, ldx,
                                           y + (size_t)b0 * d * ldy, ldy);
         if ((st = sr_cuda_launched("transpose"))) return st;
     }
@@ -378,6 +381,7 @@ __global__ static void norm_kernel(int kind, int M, int d, const float *x, int l
                                    const float *g, const float *b, float eps, const float *mul,
                                    int ld_mul, float *y, int ldy)
 {
+    sr_pdl_enter();
     for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
         const float *xr = x + (size_t)r * ldx;
         float *yr = y + (size_t)r * ldy;
@@ -417,7 +421,7 @@ sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx,
 {
     sr_status st = sr_kernels_check_norm(kind, M, d, x, ldx, g, b, mul, ld_mul, y, ldy);
     if (st || M == 0 || d == 0) return st;
-    norm_kernel<<<row_blocks(M), ROW_THREADS, 0, sr_cuda_stream()>>>((int)kind, M, d, x, ldx, g, b, eps, mul, ld_mul,
+    sr_cuda_launch(norm_kernel, row_blocks(M), ROW_THREADS, 0, (int)kind, M, d, x, ldx, g, b, eps, mul, ld_mul,
                                                 y, ldy);
     return sr_cuda_launched("norm");
 }
@@ -426,6 +430,7 @@ sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx,
 
 __global__ static void act_kernel(int act, size_t n, const float *x, float *y)
 {
+    sr_pdl_enter();
     size_t step = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
         float v = x[i];
@@ -443,7 +448,7 @@ sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y)
         if (e != cudaSuccess) return sr_cuda_fail("act", e);
         return SR_OK;
     }
-    act_kernel<<<flat_blocks(n), 256, 0, sr_cuda_stream()>>>((int)act, n, x, y);
+    sr_cuda_launch(act_kernel, flat_blocks(n), 256, 0, (int)act, n, x, y);
     return sr_cuda_launched("act");
 }
 
@@ -601,6 +606,7 @@ __global__ static void conv2d_kernel(size_t total, int C, int T, int F, int To, 
                                      const float *in, size_t img_stride, size_t in_stride,
                                      const float *w, const float *b, int relu, float *out)
 {
+    sr_pdl_enter();
     size_t step = (size_t)gridDim.x * blockDim.x;
     for (size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x; o < total; o += step) {
         int f = (int)(o % (size_t)Fo), t = (int)(o / (size_t)Fo % (size_t)To);
@@ -630,7 +636,7 @@ sr_status sr_cuda_conv2d_s2(int n, int C, int T, int F, const float *in, size_t 
     if (st || n == 0 || C == 0) return st;
     int To = T / 2 + 1, Fo = F / 2 + 1;
     size_t total = (size_t)n * (size_t)C * (size_t)To * (size_t)Fo;
-    conv2d_kernel<<<flat_blocks(total), 256, 0, sr_cuda_stream()>>>(total, C, T, F, To, Fo, in, in_img_stride,
+    sr_cuda_launch(conv2d_kernel, flat_blocks(total), 256, 0, total, C, T, F, To, Fo, in, in_img_stride,
                                                in_plane_stride, w, b, relu != 0, out);
     return sr_cuda_launched("conv2d_s2");
 }
@@ -712,6 +718,7 @@ sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int 
  * x = e * (float)(1 / sum) (sr_softmax). */
 __global__ static void softmax_kernel(int M, int N, float *x, int ldx)
 {
+    sr_pdl_enter();
     for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
         float *row = x + (size_t)r * ldx;
         float mx = -INFINITY;
@@ -733,6 +740,7 @@ __global__ static void softmax_kernel(int M, int N, float *x, int ldx)
  * lse = (float)(max + log(sum)), y = x - lse (rowops.c's logsoftmax_rows). */
 __global__ static void logsoftmax_kernel(int M, int N, const float *x, int ldx, float *y, int ldy)
 {
+    sr_pdl_enter();
     for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
         const float *xr = x + (size_t)r * ldx;
         float *yr = y + (size_t)r * ldy;
@@ -752,7 +760,7 @@ sr_status sr_cuda_softmax(int M, int N, float *x, int ldx)
 {
     sr_status st = sr_kernels_check_softmax(M, N, x, ldx);
     if (st || M == 0 || N == 0) return st;
-    softmax_kernel<<<row_blocks(M), ROW_THREADS, 0, sr_cuda_stream()>>>(M, N, x, ldx);
+    sr_cuda_launch(softmax_kernel, row_blocks(M), ROW_THREADS, 0, M, N, x, ldx);
     return sr_cuda_launched("softmax");
 }
 
@@ -760,7 +768,7 @@ sr_status sr_cuda_logsoftmax(int M, int N, const float *x, int ldx, float *y, in
 {
     sr_status st = sr_kernels_check_logsoftmax(M, N, x, ldx, y, ldy);
     if (st || M == 0 || N == 0) return st;
-    logsoftmax_kernel<<<row_blocks(M), ROW_THREADS, 0, sr_cuda_stream()>>>(M, N, x, ldx, y, ldy);
+    sr_cuda_launch(logsoftmax_kernel, row_blocks(M), ROW_THREADS, 0, M, N, x, ldx, y, ldy);
     return sr_cuda_launched("logsoftmax");
 }
 
@@ -794,6 +802,7 @@ __device__ static inline int topk_col(unsigned long long key) { return (int)~(un
 __global__ static void topk_iter_kernel(int M, int N, int k, const float *x, int ldx,
                                         int32_t *idx, float *val)
 {
+    sr_pdl_enter();
     for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
         const float *xr = x + (size_t)r * ldx;
         unsigned long long prev = ~0ull;
@@ -821,6 +830,7 @@ __global__ static void topk_sort_kernel(int M, int N, int k, const float *x, int
                                         int32_t *idx, float *val, unsigned long long *scratch,
                                         unsigned n2)
 {
+    sr_pdl_enter();
     extern __shared__ unsigned long long sh_keys[];
     unsigned long long *kk = scratch ? scratch + (size_t)blockIdx.x * n2 : sh_keys;
     for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
@@ -852,14 +862,14 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
     sr_status st = sr_kernels_check_topk(M, N, k, x, ldx, idx);
     if (st || M == 0) return st;
     if (k <= TOPK_ITER_MAX) {
-        topk_iter_kernel<<<row_blocks(M), ROW_THREADS, 0, sr_cuda_stream()>>>(M, N, k, x, ldx, idx, val);
+        sr_cuda_launch(topk_iter_kernel, row_blocks(M), ROW_THREADS, 0, M, N, k, x, ldx, idx, val);
         return sr_cuda_launched("topk");
     }
     unsigned n2 = 1;
     while (n2 < (unsigned)N) n2 <<= 1; /* N <= INT_MAX: n2 <= 2^31 */
     if (n2 <= TOPK_SMEM_KEYS) {
-        topk_sort_kernel<<<row_blocks(M), ROW_THREADS, n2 * sizeof(unsigned long long), sr_cuda_stream()>>>(
-            M, N, k, x, ldx, idx, val, NULL, n2);
+        sr_cuda_launch(topk_sort_kernel, row_blocks(M), ROW_THREADS, n2 * sizeof(unsigned long long),
+            M, N, k, x, ldx, idx, val, nullptr, n2);
         return sr_cuda_launched("topk");
     }
     size_t per_row = (size_t)n2 * sizeof(unsigned long long), fit = TOPK_SCRATCH / per_row;
@@ -869,7 +879,7 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
     dev_tmp t;
     st = tmp_alloc("topk scratch", (size_t)blocks * per_row, &t);
     if (st) return st;
-    topk_sort_kernel<<<blocks, ROW_THREADS, 0, sr_cuda_stream()>>>(M, N, k, x, ldx, idx, val,
+    sr_cuda_launch(topk_sort_kernel, blocks, ROW_THREADS, 0, M, N, k, x, ldx, idx, val,
                                               (unsigned long long *)t.p, n2);
     st = sr_cuda_launched("topk");
     tmp_free(&t);

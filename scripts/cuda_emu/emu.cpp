@@ -2,6 +2,12 @@
  * another, each as its threads on host threads meeting at one std::barrier. */
 #include "cuda_impl.h"
 
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -43,6 +49,42 @@ void emu_mma_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigne
     }
 }
 
+bool emu_pdl = true;
+static thread_local bool emu_entered;      /* this thread called sr_pdl_enter */
+static std::atomic<unsigned long long> emu_unentered{0};
+static std::mutex emu_mem_mu;
+static std::map<const char *, size_t> emu_mem; /* sr_cuda_malloc's blocks: start -> bytes */
+
+void sr_pdl_enter(void) { emu_entered = true; }
+
+cudaError_t sr_cuda_malloc(void **p, size_t n)
+{
+    *p = malloc(n ? n : 1);
+    std::lock_guard<std::mutex> l(emu_mem_mu);
+    if (*p) emu_mem[(const char *)*p] = n;
+    return cudaSuccess;
+}
+
+void sr_cuda_free(void *p)
+{
+    {
+        std::lock_guard<std::mutex> l(emu_mem_mu);
+        emu_mem.erase((const char *)p);
+    }
+    free(p);
+}
+
+void sr_prefetch_l2(const void *p)
+{
+    const char *c = (const char *)p;
+    std::lock_guard<std::mutex> l(emu_mem_mu);
+    auto it = emu_mem.upper_bound(c);
+    if (it == emu_mem.begin() || c >= std::prev(it)->first + std::prev(it)->second) {
+        fprintf(stderr, "emu: sr_prefetch_l2(%p) outside every weight block\n", p);
+        abort();
+    }
+}
+
 void emu_launch_blocks(dim3 grid, dim3 block, size_t smem_bytes, void (*body)(void *), void *ctx)
 {
     gridDim = {grid.x, grid.y, grid.z};
@@ -65,9 +107,16 @@ void emu_launch_blocks(dim3 grid, dim3 block, size_t smem_bytes, void (*body)(vo
                     threadIdx = {t % block.x, t / block.x, 0};
                     blockIdx = {bx, by, 0};
                     emu_smem = sm.data();
+                    emu_entered = false;
                     body(ctx);
+                    if (!emu_entered) emu_unentered++;
                 });
             for (auto &x : th) x.join();
             for (auto *b : wb) delete b;
         }
+    if (emu_unentered.load()) {
+        fprintf(stderr, "emu: %llu threads of a launch never called sr_pdl_enter\n",
+                emu_unentered.load());
+        abort();
+    }
 }

@@ -12,7 +12,9 @@
 # hardware. It checks the kernel's indexing and its order of
 # operations on a machine without a GPU, as llm.c's dev/cuda checks kernels against a CPU
 # reference; it says nothing of speed, occupancy or device limits (kernels_cuda on a device
-# does). A developer tool, not part of make test.
+# does). Every kernel must begin with sr_pdl_enter() (extract.py checks the text, emu.cpp that every
+# thread of every launched block called it), and a weight prefetch must name a weight's byte.
+# A developer tool, not part of make test.
 #   bash scripts/cuda_emu/run.sh          (from the repository root; builds build/libsr.a)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,6 +25,8 @@ mkdir -p "$out"
 libs="-L/usr/lib/x86_64-linux-gnu/openblas-pthread -lopenblas -L/usr/lib/x86_64-linux-gnu/hdf5/serial \
       -lhdf5 -lsndfile -lcjson -lfftw3f -lsamplerate -lxxhash -lunistring -lm"
 rc=0
+# the table's kernels outside the three units: only held to the rule of overlapping launches
+python3 scripts/cuda_emu/extract.py kernels/cuda/cuda.cu > /dev/null || rc=1
 for unit in attn rowops gemm; do
     python3 scripts/cuda_emu/extract.py kernels/cuda/$unit.cu > "$out/${unit}_emu.cpp"
     drv=scripts/cuda_emu/driver_$unit.cpp

@@ -132,9 +132,11 @@ inline cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t s
     for (size_t r = 0; r < h; r++) memcpy((char *)d + r * dp, (const char *)s + r * sp, w);
     return cudaSuccess;
 }
-inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+void sr_cuda_free(void *p);
+inline cudaError_t cudaFree(void *p) { sr_cuda_free(p); return cudaSuccess; }
 inline cudaError_t sr_cuda_malloc_pooled(void **p, size_t n) { *p = malloc(n ? n : 1); return cudaSuccess; }
-inline cudaError_t sr_cuda_malloc(void **p, size_t n) { *p = malloc(n ? n : 1); return cudaSuccess; }
+/* weights: their ranges kept, so that sr_prefetch_l2 can check what it names */
+cudaError_t sr_cuda_malloc(void **p, size_t n);
 inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int) { memcpy(d, s, n); return cudaSuccess; }
 inline cudaError_t cudaMemset(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
 inline cudaError_t cudaMemcpy2D(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int)
@@ -145,7 +147,6 @@ inline cudaError_t cudaMemcpy2D(void *d, size_t dp, const void *s, size_t sp, si
 inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
 enum { cudaDevAttrMultiProcessorCount = 16 };
 inline cudaError_t cudaDeviceGetAttribute(int *v, int, int) { *v = 132; return cudaSuccess; }
-inline void sr_cuda_free(void *p) { free(p); }
 inline int sr_cuda_sm_count(void) { int v = 0; cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0); return v; }
 inline sr_status sr_cuda_fail(const char *what, cudaError_t) { return sr_error(SR_ERR_DEVICE, "%s: emulated failure", what); }
 inline sr_status sr_cuda_launched(const char *) { return SR_OK; }
@@ -156,4 +157,20 @@ void emu_launch_blocks(dim3 grid, dim3 block, size_t smem_bytes, void (*body)(vo
 template <class F> void emu_launch(dim3 grid, dim3 block, size_t smem_bytes, F f)
 {
     emu_launch_blocks(grid, block, smem_bytes, [](void *c) { (*(F *)c)(); }, &f);
+}
+
+/* Overlapping launches (the table's cuda_impl.h): a launch is a launch here, in order. Every
+ * thread of every launched block must call sr_pdl_enter (emu_launch_blocks counts the threads
+ * that did not: the device would let such a kernel read its inputs before they are written);
+ * sr_prefetch_l2 must name a byte of a weight (sr_cuda_malloc's blocks; the run stops
+ * otherwise). sr_cuda_pdl_live is emu_pdl: on, so the prefetching paths run. */
+extern bool emu_pdl;
+inline bool sr_cuda_pdl_live(void) { return emu_pdl; }
+void sr_pdl_enter(void);
+void sr_prefetch_l2(const void *p);
+template <typename... P, typename... A>
+void sr_cuda_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, A &&...args)
+{
+    /* the arguments converted to the parameters' types, as cudaLaunchKernelEx does */
+    [&](P... c) { emu_launch(grid, block, smem, [&] { kern(c...); }); }(static_cast<A &&>(args)...);
 }
