@@ -86,6 +86,9 @@ S 60 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
 S 60 wide.log SRKIT_CUDA_ATTN=wide test_srkit engine_equals_solo/cuda
 # and the grouped form wherever it applies (GQA: Voxtral's decoder; the rest falls back to narrow)
 S 60 grouped.log SRKIT_CUDA_ATTN=grouped test_srkit engine_equals_solo/cuda
+# and the split form wherever it applies (ranges up to 2,048 keys), with Voxtral's goldens
+S 60 split.log SRKIT_CUDA_ATTN=split test_srkit engine_equals_solo/cuda
+S 60 split-vx.log SRKIT_CUDA_ATTN=split SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity fastconformer_parity
 # recording (SRKIT_CUDA_GRAPH=1: Voxtral's encoder round and decoder pass each submitted as one
 # CUDA graph, patched with each step's arguments): kernels_cuda/recording above checks the
 # recorded ops' bits; here batched == solo, Voxtral's goldens and its stream suites with it
@@ -125,8 +128,8 @@ done
 
 fi
 if want figures; then
-echo "== bench attn (fused vs unfused): the form by size, the grouped form (FORMS=1: also wide, narrow, the base build)"
-forms="auto grouped"; [ "${FORMS:-0}" = 1 ] && forms="auto grouped wide narrow"
+echo "== bench attn (fused vs unfused): the form by size, the grouped and split forms (FORMS=1: also wide, narrow, the base build)"
+forms="auto grouped split"; [ "${FORMS:-0}" = 1 ] && forms="auto grouped split wide narrow"
 for f in $forms; do
     fits 40 || break
     echo "-- SRKIT_CUDA_ATTN=$f"
@@ -167,14 +170,17 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # form (the fourth session's H100 saw it faster end to end in one run) below
     B 40 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
-    # overlapping launches, alone and recorded
+    # overlapping launches, alone and recorded; the split attention form, and all three
     B 40 SRKIT_CUDA_PDL=1 srkit bench $C --model $V --audio $A --max-ms 10000
     B 40 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
+    B 40 SRKIT_CUDA_ATTN=split srkit bench $C --model $V --audio $A --max-ms 10000
+    B 40 SRKIT_CUDA_ATTN=split SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
         B 40 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
         B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
         B 40 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
+        B 40 SRKIT_CUDA_ATTN=split SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
     fi

@@ -586,8 +586,8 @@ static void kv_fill_both(const sr_kernels *c, const sr_kernels *g, sr_kpool *con
 
 /* Attention of M query rows (random, stride ld = w + pad) through both tables (ag: the device
  * copy of a's pointer fields) over pools P at `layer`, the device's in each of its kernel
- * forms (narrow, wide, grouped: GQA without rel-pos whose scores fit, else narrow): 0 when every
- * output row of each has the CPU's bits. */
+ * forms (narrow, wide, grouped: GQA without rel-pos whose scores fit, split: ranges up to 2,048
+ * keys, each else narrow): 0 when every output row of each has the CPU's bits. */
 static int attn_both(const sr_kernels *c, const sr_kernels *g, const sr_kattn *a,
                      const sr_kattn *ag, const sr_kbatch *b, sr_kpool *const P[4], int layer,
                      int M, int w, int pad, float mag, const char *what)
@@ -599,8 +599,8 @@ static int attn_both(const sr_kernels *c, const sr_kernels *g, const sr_kattn *a
     CU_ASSERT_EQUAL(c->attn(a, b, q, ld, P[0], P[1], layer, oc, ld), SR_OK);
     int bad = 0;
     const int prev = attn_form(-1);
-    static const int forms[] = {0, 1, 3}; /* narrow, wide, grouped (where it applies) */
-    for (int fi = 0; fi < 3; fi++) {
+    static const int forms[] = {0, 1, 3, 4}; /* narrow, wide, grouped, split (where they apply) */
+    for (int fi = 0; fi < 4; fi++) {
         attn_form(forms[fi]);
         g->zero(dout, n * sizeof(float));
         CU_ASSERT_EQUAL(g->attn(ag, b, dq, ld, P[2], P[3], layer, dout, ld), SR_OK);

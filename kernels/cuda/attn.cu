@@ -25,7 +25,9 @@
  * kept (no -ftz), as on the CPU.
  *
  * Launch layout (the narrow and wide forms; the grouped form, SRKIT_CUDA_ATTN=grouped, takes a
- * K/V head's query heads in one block: attn_grouped_kernel):
+ * K/V head's query heads in one block: attn_grouped_kernel; the split form,
+ * SRKIT_CUDA_ATTN=split, cuts a few rows' work into key tiles and column groups:
+ * attn_split_scores / attn_split_values):
  * grid (n_head, rows) with one block of NT = 128 threads per (query row, head);
  * the row index loops past the grid's y limit. A block reads its row's control record (its
  * key count, slot, ring rows of the first key, first rel row), so sequences of any length and
@@ -508,6 +510,131 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
     }
 }
 
+/* The split form (SRKIT_CUDA_ATTN=split; ranges up to SPLIT_MAX keys; not measured on a device
+ * yet, so never picked by default): a launch of few rows (one stream's step: 32 blocks, one per
+ * head, each walking its range alone on one multiprocessor) cut into many blocks without
+ * changing a single operation. First kernel: block (head h, row r, tile t) computes the scores
+ * of the tile's TK keys by tile_score (the same chains) into a scratch row S [r][h][ld_s].
+ * Second kernel: block (h, r, column group c) reads the row's scores back, takes their maximum
+ * (warp_max_store / red_max, as every form), the weights e_j = exp(s_j - m) in place, and runs
+ * the value chains of its SPLIT_CW columns over all keys in order from V rows staged in shared
+ * memory (16 loads in flight a thread), while one other thread of the block runs the double
+ * normalizer's chain over the same weights in order; out = o * (float)(1 / sum). Each output
+ * is the sequence of operations attn_kernel performs for it: the same bits, from H x tiles and
+ * H x hd / SPLIT_CW blocks instead of H. */
+constexpr int SPLIT_MAX = 2048; /* keys of the longest range the split form takes */
+constexpr int SPLIT_CW = 8;     /* value columns a block of the second kernel */
+constexpr int SPLIT_VT = 1024;  /* V rows staged at a time ([SPLIT_VT][SPLIT_CW] elements) */
+
+template <int KD, bool REL>
+__global__ void __launch_bounds__(NT, 4) attn_split_scores(const attn_args A, const attn_ctl C,
+                                                           float *S, int ld_s)
+{
+    sr_pdl_enter();
+    extern __shared__ float smem[];
+    float *kt = smem;
+    float *qt = kt + TD * KT_LD;
+    const int h = blockIdx.x, r = blockIdx.y, t0 = (int)blockIdx.z * TK, hd = A.hd;
+    const attn_row R = C.rows[r];
+    if (t0 >= R.n) return; /* past the row's range (uniform over the block) */
+    const float *qh = A.q + (size_t)r * A.ldq + (size_t)h * hd;
+    const pool_t<KD> *kb = (const pool_t<KD> *)A.K + A.k_base + (size_t)R.slot * A.k_slot +
+                           (size_t)(h / A.grp) * hd;
+    const float s = tile_score<KD, REL, LD_UK>(A, R, h, qh, kb, t0, R.n, kt, qt);
+    if (t0 + (int)threadIdx.x < R.n)
+        S[((size_t)r * gridDim.x + h) * (size_t)ld_s + t0 + threadIdx.x] = s;
+}
+
+template <int VD>
+__global__ void __launch_bounds__(NT, 8) attn_split_values(const attn_args A, const attn_ctl C,
+                                                           const float *S, int ld_s)
+{
+    sr_pdl_enter();
+    extern __shared__ float smem[];
+    float *red = smem;                                  /* [NT / 32] */
+    float *sc = red + NT / 32;                          /* [ld_s] */
+    pool_t<VD> *vt = reinterpret_cast<pool_t<VD> *>(sc + ld_s); /* [SPLIT_VT][SPLIT_CW] */
+    const int tid = threadIdx.x, h = blockIdx.x, r = blockIdx.y, hd = A.hd;
+    const int d0 = (int)blockIdx.z * SPLIT_CW, dn = min(SPLIT_CW, hd - d0);
+    const attn_row R = C.rows[r];
+    float *o = A.out + (size_t)r * A.ldo + (size_t)h * hd + d0; /* [dn] */
+    const int n = R.n;
+    if (n == 0) { /* empty range: zeros (uniform over the block) */
+        if (tid < dn) o[tid] = 0.0f;
+        return;
+    }
+    const float *srow = S + ((size_t)r * gridDim.x + h) * (size_t)ld_s;
+    float m = -INFINITY;
+    for (int i = tid; i < n; i += NT) {
+        const float v = srow[i];
+        sc[i] = v;
+        m = fmaxf(m, v); /* NaN skipped, as the CPU's s > m ? s : m */
+    }
+    warp_max_store(m, red);
+    __syncthreads();
+    m = red_max(red);
+    for (int i = tid; i < n; i += NT) sc[i] = sr_exp_poly(__fsub_rn(sc[i], m));
+    const pool_t<VD> *vb = (const pool_t<VD> *)A.V + A.v_base + (size_t)R.slot * A.v_slot +
+                           (size_t)(h / A.grp) * hd + d0;
+    float acc = 0.0f;
+    double sum = 0.0;
+    for (int c0 = 0; c0 < n; c0 += SPLIT_VT) {
+        const int cn = min(SPLIT_VT, n - c0);
+        __syncthreads(); /* the weights complete; the previous V rows consumed */
+        stage<pool_t<VD>, LD_UV>(
+            cn * SPLIT_CW,
+            [&](int i) {
+                long long rr = (long long)R.vrow0 + c0 + i / SPLIT_CW; /* < 2 rows: n <= rows */
+                if (rr >= A.v_rows) rr -= A.v_rows;
+                return i % SPLIT_CW < dn ? vb[rr * A.v_ld + i % SPLIT_CW] : (pool_t<VD>)0;
+            },
+            [&](int i, pool_t<VD> v) { vt[i] = v; });
+        __syncthreads();
+        if (tid < dn)
+            for (int k = 0; k < cn; k++)
+                acc = fmaf(sc[c0 + k], pool_widen<VD>(vt[k * SPLIT_CW + tid]), acc);
+        else if (tid == SPLIT_CW)
+            for (int k = 0; k < cn; k++) sum = __dadd_rn(sum, (double)sc[c0 + k]);
+    }
+    if (tid == SPLIT_CW) red[0] = __double2float_rn(__ddiv_rn(1.0, sum));
+    __syncthreads();
+    if (tid < dn) o[tid] = __fmul_rn(acc, red[0]);
+}
+
+/* Dynamic shared memory of the split form's second kernel for ld_s scores, in bytes. */
+template <int VD>
+constexpr size_t split_values_smem(int ld_s)
+{
+    return (size_t)(NT / 32 + ld_s) * sizeof(float) + (size_t)SPLIT_VT * SPLIT_CW * sizeof(pool_t<VD>);
+}
+
+template <int KD, int VD, bool REL>
+void launch_split_t(int H, int m, int tiles, const attn_args &A, const attn_ctl &C, float *S)
+{
+    const int ld_s = tiles * TK;
+    sr_cuda_launch(attn_split_scores<KD, REL>, dim3((unsigned)H, (unsigned)m, (unsigned)tiles), NT,
+                   (size_t)SMEM_FIXED * sizeof(float), A, C, S, ld_s);
+    sr_cuda_launch(attn_split_values<VD>, dim3((unsigned)H, (unsigned)m, (unsigned)((A.hd + SPLIT_CW - 1) / SPLIT_CW)),
+                   NT, split_values_smem<VD>(ld_s), A, C, (const float *)S, ld_s);
+}
+
+/* The split form's two launches, K and V pools of one element type. */
+void launch_split(sr_dtype dt, bool rel, int H, int m, int tiles, const attn_args &A,
+                  const attn_ctl &C, float *S)
+{
+    switch (dt) {
+    case SR_F16:
+        rel ? launch_split_t<SR_F16, SR_F16, true>(H, m, tiles, A, C, S) : launch_split_t<SR_F16, SR_F16, false>(H, m, tiles, A, C, S);
+        break;
+    case SR_BF16:
+        rel ? launch_split_t<SR_BF16, SR_BF16, true>(H, m, tiles, A, C, S) : launch_split_t<SR_BF16, SR_BF16, false>(H, m, tiles, A, C, S);
+        break;
+    default:
+        rel ? launch_split_t<SR_F32, SR_F32, true>(H, m, tiles, A, C, S) : launch_split_t<SR_F32, SR_F32, false>(H, m, tiles, A, C, S);
+        break;
+    }
+}
+
 /* Dynamic shared memory of the grouped form for G heads and cap scores a head, in floats. */
 constexpr int grouped_smem_floats(int G, int cap) { return TD * KT_LD + G * TD + G * (NT / 32) + G * cap; }
 
@@ -573,9 +700,9 @@ void launch(sr_dtype kd, sr_dtype vd, bool rel, bool wide, dim3 grid, size_t sme
 } /* namespace */
 
 /* The forms in use: 0 narrow, 1 wide, 2 by launch size, 3 grouped where it applies (else
- * narrow); the environment's SRKIT_CUDA_ATTN=narrow / wide / auto / grouped is read once, a call
- * overrides it. */
-static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN", {"narrow", "wide", "auto", "grouped"}, 2, {-1}, {-2}};
+ * narrow), 4 split where it applies (else narrow); the environment's SRKIT_CUDA_ATTN=narrow /
+ * wide / auto / grouped / split is read once, a call overrides it. */
+static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN", {"narrow", "wide", "auto", "grouped", "split"}, 2, {-1}, {-2}};
 
 extern "C" int sr_cuda_attn_form(int v) { return sr_cuda_setting_use(attn_form_setting, v); }
 
@@ -646,6 +773,17 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
     const bool grouped = sr_cuda_attn_form(-1) == 3 && !rel && (grp == 2 || grp == 4 || grp == 8) &&
                          K->dtype == V->dtype && smem_g <= (size_t)SMEM_LIMIT;
     if (grouped) A.cap = cap_g;
+    /* the split form where asked and it applies: K and V of one type, ranges up to SPLIT_MAX
+     * keys (the second kernel keeps them all in shared memory); a scratch block of the call's
+     * scores from the table's pool, freed in order after the launches */
+    const bool split = sr_cuda_attn_form(-1) == 4 && K->dtype == V->dtype && maxlen <= SPLIT_MAX;
+    const int split_tiles = (int)(tiles / TK);
+    float *S = NULL;
+    if (split) {
+        const int rows = M < ATTN_ROWS ? M : ATTN_ROWS;
+        cudaError_t e = sr_cuda_malloc_pooled((void **)&S, (size_t)rows * H * tiles * sizeof(float));
+        if (e != cudaSuccess) return sr_cuda_fail("attn: the split form's scores", e);
+    }
 
     /* ---- ATTN_ROWS rows per launch, their control records as parameters ---- */
     attn_ctl C;
@@ -667,14 +805,17 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
         A.q = q + (size_t)r0 * (size_t)ldq;
         A.out = out + (size_t)r0 * (size_t)ldo;
         A.M = m;
-        if (grouped) {
+        if (split) {
+            launch_split(K->dtype, rel, H, m, split_tiles, A, C, S);
+        } else if (grouped) {
             dim3 grid((unsigned)(H / grp), (unsigned)m);
             launch_grouped(K->dtype, grp, grid, smem_g, A, C);
         } else {
             dim3 grid((unsigned)H, (unsigned)m); /* m <= ATTN_ROWS: within the grid's y limit */
             launch(K->dtype, V->dtype, rel, attn_wide((long long)H * m), grid, smem, A, C);
         }
-        if ((st = sr_cuda_launched("attn"))) return st;
+        if ((st = sr_cuda_launched("attn"))) break;
     }
+    sr_cuda_free(S);
     return st;
 }

@@ -530,15 +530,26 @@ __device__ __forceinline__ uint4 x_bf16x8(const float *__restrict__ xr, int k0, 
     return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
 }
 
-/* 8 weights from element e of a weight's rows: bf16 as stored (one 16-byte load), or (WI8) i8
- * values q widened to the bf16 numbers they are (one 8-byte load; exact, |q| <= 128: at most 8
- * significant bits, so the f32's low half is zero), packed as a bf16 load is (lower k in the
- * low half). */
+/* 8 weights from element e of a weight's rows as loaded: bf16 as stored (one 16-byte load), or
+ * (WI8) i8 (one 8-byte load), kept so until w_bf16x8 widens them where the mma takes them: a
+ * load in flight holds half the registers of its widened form, so the i8 kernel keeps twice the
+ * loads in flight (DEPTH) for the registers of the bf16 one. */
+template <bool WI8> struct WRaw { typedef uint4 T; };
+template <> struct WRaw<true> { typedef uint2 T; };
+
 template <bool WI8>
-__device__ __forceinline__ uint4 w_bf16x8(const void *__restrict__ w, size_t e)
+__device__ __forceinline__ typename WRaw<WI8>::T w_load8(const void *__restrict__ w, size_t e)
 {
-    if (!WI8) return __ldg(reinterpret_cast<const uint4 *>(static_cast<const __nv_bfloat16 *>(w) + e));
-    const uint2 v = __ldg(reinterpret_cast<const uint2 *>(static_cast<const int8_t *>(w) + e));
+    return __ldg(reinterpret_cast<const typename WRaw<WI8>::T *>(static_cast<const char *>(w) +
+                                                                   e * (WI8 ? 1 : 2)));
+}
+
+/* The 8 weights of a w_load8 as bf16 operands: bf16 as they are, i8 values q widened to the bf16
+ * numbers they are (exact, |q| <= 128: at most 8 significant bits, so the f32's low half is
+ * zero), packed as a bf16 load is (lower k in the low half). */
+__device__ __forceinline__ uint4 w_bf16x8(uint4 v) { return v; }
+__device__ __forceinline__ uint4 w_bf16x8(uint2 v)
+{
     uint32_t h[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) {
@@ -548,14 +559,6 @@ __device__ __forceinline__ uint4 w_bf16x8(const void *__restrict__ w, size_t e)
     return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
 }
 
-/* y[M, N] from the weight w [tc_rows(N)][kpad] (bf16, or WI8: i8 with its row scales, applied
- * after the sum) and x's operands: the staged xb [Mp][kpad]
- * (XF false), or for few rows (XF true, MT 1) x [M, K] itself (row stride ldx), rounded as it
- * is read: the same operand bits, so the same results, without the staging launch and its
- * buffer. A block computes (16 MT) rows x (16 NP) columns (2 NP 8-column mma tiles: each x
- * fragment loaded once serves them all, so NP 2 halves the x bytes read per weight byte at
- * many rows), DEPTH k blocks of a warp loaded before they are multiplied. MT, NP and DEPTH are
- * speed only: each output's products, their order and the warps' sum are the same. */
 /* Overlapping launches (sr_pdl_enter, cuda_impl.h): before its block waits for the kernel
  * queued ahead, the first pf_k elements of each of its weight rows are asked into L2
  * (weights are not what that kernel writes, and a prefetch reads no value), so the weight's
@@ -575,6 +578,14 @@ __device__ __forceinline__ void mma_prefetch_w(const void *__restrict__ w, int N
                        (size_t)(i % lines) * 128);
 }
 
+/* y[M, N] from the weight w [tc_rows(N)][kpad] (bf16, or WI8: i8 with its row scales, applied
+ * after the sum) and x's operands: the staged xb [Mp][kpad]
+ * (XF false), or for few rows (XF true, MT 1) x [M, K] itself (row stride ldx), rounded as it
+ * is read: the same operand bits, so the same results, without the staging launch and its
+ * buffer. A block computes (16 MT) rows x (16 NP) columns (2 NP 8-column mma tiles: each x
+ * fragment loaded once serves them all, so NP 2 halves the x bytes read per weight byte at
+ * many rows), DEPTH k blocks of a warp loaded before they are multiplied. MT, NP and DEPTH are
+ * speed only: each output's products, their order and the warps' sum are the same. */
 template <int MT, int DEPTH, bool XF, bool WI8, int NP = 1>
 __global__ void __launch_bounds__(32 * MMA_WARPS)
 gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
@@ -625,7 +636,8 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
             }
 
         for (int i0 = 0; i0 < mine; i0 += DEPTH) {
-            uint4 bv[DEPTH][NJ], av[DEPTH][MT][2];
+            typename WRaw<WI8>::T bv[DEPTH][NJ];
+            uint4 av[DEPTH][MT][2];
             bool live[DEPTH];
 #pragma unroll
             for (int d = 0; d < DEPTH; d++) {
@@ -636,9 +648,10 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 /* the vector at k + 8 q is wholly inside kpad or wholly past it */
                 const bool in = live[d] && k + 8 * (size_t)q < (size_t)kpad;
                 const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+                const typename WRaw<WI8>::T zw = {};
 #pragma unroll
                 for (int j = 0; j < NJ; j++)
-                    bv[d][j] = in && jlive[j] ? w_bf16x8<WI8>(w, w0 + (size_t)(8 * j) * (size_t)kpad + k) : z;
+                    bv[d][j] = in && jlive[j] ? w_load8<WI8>(w, w0 + (size_t)(8 * j) * (size_t)kpad + k) : zw;
 #pragma unroll
                 for (int mi = 0; mi < MT; mi++)
 #pragma unroll
@@ -656,7 +669,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 for (int mi = 0; mi < MT; mi++)
 #pragma unroll
                     for (int j = 0; j < NJ; j++) {
-                        const uint4 &a0 = av[d][mi][0], &a1 = av[d][mi][1], &b = bv[d][j];
+                        const uint4 &a0 = av[d][mi][0], &a1 = av[d][mi][1], b = w_bf16x8(bv[d][j]);
                         mma_16816(acc[mi][j], a0.x, a1.x, a0.y, a1.y, b.x, b.y); /* k +0..3 */
                         mma_16816(acc[mi][j], a0.z, a1.z, a0.w, a1.w, b.z, b.w); /* k +4..7 */
                     }
@@ -697,8 +710,13 @@ static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int 
     const size_t esz = W->dtype == SR_I8 ? 1 : 2, budget = (size_t)16 << 20;
     const size_t per_row = budget / (tc_rows(W->n) * esz);
     const int pf_k = !sr_cuda_pdl_live() ? 0 : per_row >= (size_t)kpad ? kpad : (int)per_row;
+    /* i8 reading x itself (up to 16 rows: one stream's step): twice the k blocks in flight, for
+     * the bytes in flight of bf16 (w_load8; 97 registers against bf16's 75 on sm_90, while such
+     * grids have about 2 blocks a multiprocessor); the staged shapes keep DEPTH (twice would
+     * take them from 96-128 to 142-192 registers) */
+    constexpr int DI8 = XF ? 2 * DEPTH : DEPTH;
     if (W->dtype == SR_I8)
-        sr_cuda_launch(gemm_mma_kernel<MT, DEPTH, XF, true, NP>, grid, 32 * MMA_WARPS, 0, M, W->n,
+        sr_cuda_launch(gemm_mma_kernel<MT, DI8, XF, true, NP>, grid, 32 * MMA_WARPS, 0, M, W->n,
                        kpad, xb, x, ldx, W->k, W->data, W->scale, bias, act, alpha, beta, y, ldy,
                        pf_k);
     else
@@ -748,8 +766,9 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
 {
     /* the mma kernel reads up to 16 rows of x itself: no staging launch, no buffer. Two k blocks
      * loaded ahead (DEPTH): 4 and 8 were no faster on an H200 (registers bound the bytes in
-     * flight; Voxtral mini-4b batch 1 RTF 0.145 / 0.152 / 0.188 at 2 / 4 / 8). An i8 weight has
-     * only the mma form (its bytes widened in registers), whichever form is selected. */
+     * flight; Voxtral mini-4b batch 1 RTF 0.145 / 0.152 / 0.188 at 2 / 4 / 8; an i8 weight 4,
+     * see gemm_mma_launch). An i8 weight has only the mma form (its bytes widened in
+     * registers), whichever form is selected. */
     const int mma = sr_cuda_gemm_kernel(-1) == 1 || W->dtype == SR_I8;
     if (M <= 16 && mma) {
         gemm_mma_launch<1, 2, true>(M, NULL, x, ldx, W, bias, act, alpha, beta, y, ldy);

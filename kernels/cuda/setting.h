@@ -11,9 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#define SR_CUDA_SETTING_VALUES 5
+
 struct sr_cuda_setting {
     const char *env;           /* the environment variable */
-    const char *names[4];      /* its spelling of values 0, 1, 2, 3 (NULL: not a value) */
+    const char *names[SR_CUDA_SETTING_VALUES]; /* its spelling of values 0, 1, ... (NULL: none) */
     int def;                   /* the value when it is unset or spelled otherwise */
     std::atomic<int> set;      /* a call's value; -1: none */
     std::atomic<int> from_env; /* -2 until the environment is read */
@@ -27,12 +29,12 @@ static inline int sr_cuda_setting_use(sr_cuda_setting &s, int v)
     if (e == -2) {
         const char *x = getenv(s.env);
         e = s.def;
-        for (int i = 0; x && i < 4; i++)
+        for (int i = 0; x && i < SR_CUDA_SETTING_VALUES; i++)
             if (s.names[i] && !strcmp(x, s.names[i])) e = i;
         s.from_env.store(e);
     }
     const int old = s.set.load(), prev = old >= 0 ? old : e;
-    if (v >= 0 && v < 4 && s.names[v]) s.set.store(v);
+    if (v >= 0 && v < SR_CUDA_SETTING_VALUES && s.names[v]) s.set.store(v);
     return prev;
 }
 

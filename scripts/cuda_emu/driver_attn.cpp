@@ -2,8 +2,8 @@
  * scripts/cuda_emu/run.sh) against the CPU table's attn, bit for bit: two slots of different
  * history in one pool pair, a sequence of one row over its whole ring and one of nq rows over
  * random ranges, per case (dtype, heads, K/V heads, head_dim, ring rows, positions, rel-pos,
- * nq), in each form: narrow, wide and grouped (GQA without rel-pos whose scores fit; the others
- * fall back to narrow). Exit status 0 when every output element has the CPU's bits. */
+ * nq), in each form: narrow, wide, grouped (GQA without rel-pos whose scores fit; the others
+ * fall back to narrow) and split (ranges up to 2,048 keys; the 8,200-key ring falls back). Exit status 0 when every output element has the CPU's bits. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -81,8 +81,8 @@ int main()
         std::vector<float> q((size_t)M * ld), oc((size_t)M * ld, 1.0f), oe((size_t)M * ld, 2.0f);
         for (auto &x : q) x = rnd();
         sr_status s1 = c->attn(&a, &b, q.data(), ld, K, V, 0, oc.data(), ld);
-        static const int forms[] = {0, 1, 3};
-        for (int form : forms) { /* narrow, wide, grouped (where it applies): the same bits */
+        static const int forms[] = {0, 1, 3, 4};
+        for (int form : forms) { /* narrow, wide, grouped, split (where they apply): the same bits */
             sr_cuda_attn_form(form);
             std::fill(oe.begin(), oe.end(), 2.0f);
             sr_status s2 = sr_cuda_attn(&a, &b, q.data(), ld, K, V, 0, oe.data(), ld);
@@ -94,7 +94,7 @@ int main()
                     if (memcmp(&x, &y, 4)) { bad++; md = fmax(md, fabs((double)x - y)); }
                 }
             printf("%-6s dtype %-4s heads %d/%d head_dim %3d ring %4d rel %d rows %3d: %d of %d differ (max %.3g)%s\n",
-                   form == 3 ? "groupd" : form ? "wide" : "narrow", sr_dtype_name(k.dt), k.H, k.G, k.hd, k.rows, k.rel, M, bad,
+                   form == 4 ? "split" : form == 3 ? "groupd" : form ? "wide" : "narrow", sr_dtype_name(k.dt), k.H, k.G, k.hd, k.rows, k.rel, M, bad,
                    M * w, md, s1 || s2 ? " (an error)" : "");
             total_bad += bad + (s1 != 0) + (s2 != 0);
         }

@@ -93,27 +93,29 @@ void emu_launch_blocks(dim3 grid, dim3 block, size_t smem_bytes, void (*body)(vo
     std::vector<float> sm(smem_bytes / sizeof(float) + 1);
     std::vector<unsigned long long> sh(threads);
     emu_shfl = sh.data();
-    for (unsigned by = 0; by < grid.y; by++)
-        for (unsigned bx = 0; bx < grid.x; bx++) {
-            std::barrier<> bar((std::ptrdiff_t)threads);
-            emu_bar = &bar;
-            std::vector<std::barrier<> *> wb;
-            for (unsigned i = 0; i < (threads + 31) / 32; i++)
-                wb.push_back(new std::barrier<>((std::ptrdiff_t)std::min(32u, threads - 32 * i)));
-            emu_wbar = wb;
-            std::vector<std::thread> th;
-            for (unsigned t = 0; t < threads; t++)
-                th.emplace_back([&, t] {
-                    threadIdx = {t % block.x, t / block.x, 0};
-                    blockIdx = {bx, by, 0};
-                    emu_smem = sm.data();
-                    emu_entered = false;
-                    body(ctx);
-                    if (!emu_entered) emu_unentered++;
-                });
-            for (auto &x : th) x.join();
-            for (auto *b : wb) delete b;
-        }
+    const size_t blocks = (size_t)grid.x * grid.y * grid.z;
+    for (size_t bi = 0; bi < blocks; bi++) { /* x fastest, then y, then z */
+        const unsigned bx = (unsigned)(bi % grid.x), by = (unsigned)(bi / grid.x % grid.y),
+                       bz = (unsigned)(bi / grid.x / grid.y);
+        std::barrier<> bar((std::ptrdiff_t)threads);
+        emu_bar = &bar;
+        std::vector<std::barrier<> *> wb;
+        for (unsigned i = 0; i < (threads + 31) / 32; i++)
+            wb.push_back(new std::barrier<>((std::ptrdiff_t)std::min(32u, threads - 32 * i)));
+        emu_wbar = wb;
+        std::vector<std::thread> th;
+        for (unsigned t = 0; t < threads; t++)
+            th.emplace_back([&, t] {
+                threadIdx = {t % block.x, t / block.x, 0};
+                blockIdx = {bx, by, bz};
+                emu_smem = sm.data();
+                emu_entered = false;
+                body(ctx);
+                if (!emu_entered) emu_unentered++;
+            });
+        for (auto &x : th) x.join();
+        for (auto *b : wb) delete b;
+    }
     if (emu_unentered.load()) {
         fprintf(stderr, "emu: %llu threads of a launch never called sr_pdl_enter\n",
                 emu_unentered.load());
