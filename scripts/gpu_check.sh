@@ -82,6 +82,13 @@ print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in k
 if want check; then
 echo "== suites (every CUDA op against the CPU op, both attention forms; batched == solo on the device)"
 S 60 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
+# memcheck of the op suite first: the split attention form, overlapping launches, i8 products
+echo "== memcheck (kernels_cuda)"
+if fits 90; then
+    timeout 90 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
+        test_srkit kernels_cuda > "$OUT/memcheck.log" 2>&1
+    echo "rc=$?"; grep -E "ERROR SUMMARY|tests " "$OUT/memcheck.log"
+fi
 # engine_equals_solo's larger batches pick the narrow attention form by size: here every launch wide
 S 60 wide.log SRKIT_CUDA_ATTN=wide test_srkit engine_equals_solo/cuda
 # and the grouped form wherever it applies (GQA: Voxtral's decoder; the rest falls back to narrow)
@@ -243,15 +250,6 @@ for nk in "6144 3072" "3072 4096"; do
     echo "-- N $1 K $2, SRKIT_CUDA_PDL=1"
     fits 20 && SRKIT_CUDA_PDL=1 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
 done
-
-fi
-if want check; then
-echo "== memcheck (kernels_cuda)"
-if fits 90; then
-    timeout 90 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
-        test_srkit kernels_cuda > "$OUT/memcheck.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|tests " "$OUT/memcheck.log"
-fi
 
 fi
 if want figures; then

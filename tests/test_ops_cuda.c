@@ -859,12 +859,18 @@ static void rec_free(const sr_kernels *g, rec_layer *L)
     *L = (rec_layer){.H = L->H, .hd = L->hd};
 }
 
-/* L's weight, norm gains, RoPE frequencies, buffers for up to mmax rows and bf16 rings of 64
- * rows, random; returns the host copy of x [mmax, H hd] (the caller frees it), or NULL with
+/* The layer the recording tests run: 2 heads of 32, up to REC_MMAX rows. */
+#define REC_H 2
+#define REC_HD 32
+#define REC_MMAX 40
+
+/* L's weight, norm gains, RoPE frequencies, buffers for up to REC_MMAX rows and bf16 rings of 64
+ * rows, random; returns the host copy of x [REC_MMAX, H hd] (the caller frees it), or NULL with
  * nothing left allocated. */
-static float *rec_make(const sr_kernels *g, rec_layer *L, int mmax)
+static float *rec_make(const sr_kernels *g, rec_layer *L)
 {
-    const int hd = L->hd, w = L->H * hd;
+    *L = (rec_layer){.H = REC_H, .hd = REC_HD};
+    const int hd = REC_HD, w = REC_H * REC_HD, mmax = REC_MMAX;
     uint16_t *hw = malloc((size_t)3 * w * w * sizeof(uint16_t));
     float *hx = rand_host((size_t)mmax * w, 1.0f), *hg = rand_host((size_t)w, 1.0f), inv[64];
     if (!hw || !hx || !hg || hd > 128) goto fail;
@@ -893,19 +899,25 @@ fail:
     return NULL;
 }
 
-/* The layer over M rows at p0 from cleared rings, eagerly or recorded into *rec; its outputs
- * downloaded into out / ids (host). */
-static sr_status rec_run(const sr_kernels *g, const rec_layer *L, int M, int64_t p0,
-                         sr_kgraph **rec, float *out, int32_t *ids)
+/* iters layers over M rows at positions p0, p0 + 3, ..., each from cleared rings, eagerly or
+ * each recorded into *rec; with hx, x is uploaded from it first and each layer ends with
+ * x += 0.5 (its attention output), so every layer reads what the one before wrote; the last
+ * layer's outputs downloaded into out / ids (host). */
+static sr_status rec_chain(const sr_kernels *g, const rec_layer *L, const float *hx, int M,
+                           int64_t p0, int iters, sr_kgraph **rec, float *out, int32_t *ids)
 {
+    const int w = L->H * L->hd;
     int64_t lo[64], hi[64];
-    sr_status st = sr_kpool_clear(g, L->K, 0);
-    if (!st) st = sr_kpool_clear(g, L->V, 0);
-    if (st) return st;
-    if (rec && (st = sr_kgraph_begin(g, rec))) return st;
-    st = rec_ops(g, L, M, p0, lo, hi);
-    if (rec) st = sr_kgraph_end(g, *rec, st);
-    if (!st) st = g->download(out, L->out, (size_t)M * 2 * L->H * L->hd * sizeof(float));
+    sr_status st = hx ? g->upload(L->x, hx, (size_t)M * w * sizeof(float)) : SR_OK;
+    for (int it = 0; it < iters && !st; it++) {
+        if (!(st = sr_kpool_clear(g, L->K, 0)) && !(st = sr_kpool_clear(g, L->V, 0)) && rec)
+            st = sr_kgraph_begin(g, rec);
+        if (st) break;
+        st = rec_ops(g, L, M, p0 + 3 * it, lo, hi);
+        if (!st && hx) st = g->add(M, w, L->out, 2 * w, 0.5f, L->x, w);
+        if (rec) st = sr_kgraph_end(g, *rec, st);
+    }
+    if (!st) st = g->download(out, L->out, (size_t)M * 2 * w * sizeof(float));
     if (!st) st = g->download(ids, L->ids, (size_t)M * sizeof(int32_t));
     return st;
 }
@@ -923,11 +935,11 @@ static void test_graph(void)
     const sr_kernels *g = gpu();
     if (!g) return;
 #ifdef SR_WITH_CUDA
-    const int w = 2 * 32, MMAX = 40;
-    rec_layer L = {.H = 2, .hd = 32};
-    float *hx = rec_make(g, &L, MMAX);
+    const int w = REC_H * REC_HD, MMAX = REC_MMAX;
+    rec_layer L;
+    float *hx = rec_make(g, &L), *oe = malloc((size_t)MMAX * 2 * w * sizeof(float)),
+          *orc = malloc((size_t)MMAX * 2 * w * sizeof(float));
     CU_ASSERT_PTR_NOT_NULL_FATAL(hx);
-    float *oe = malloc((size_t)MMAX * 2 * w * sizeof(float)), *orc = malloc((size_t)MMAX * 2 * w * sizeof(float));
     int32_t ie[64], ir[64];
     CU_ASSERT_FATAL(oe && orc);
 
@@ -943,8 +955,8 @@ static void test_graph(void)
     int bad = 0;
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         int M = runs[r].M;
-        CU_ASSERT_EQUAL(rec_run(g, &L, M, runs[r].p0, NULL, oe, ie), SR_OK);
-        sr_status st = rec_run(g, &L, M, runs[r].p0, &rec, orc, ir);
+        CU_ASSERT_EQUAL(rec_chain(g, &L, NULL, M, runs[r].p0, 1, NULL, oe, ie), SR_OK);
+        sr_status st = rec_chain(g, &L, NULL, M, runs[r].p0, 1, &rec, orc, ir);
         if (st) printf("\n      recorded run %zu: %s", r, sr_last_error());
         CU_ASSERT_EQUAL(st, SR_OK);
         bad += !agree(orc, oe, (size_t)M * 2 * w, -1.0, "recorded layer");
@@ -974,8 +986,8 @@ static void test_graph(void)
     /* recording off: begin and end pass, the ops run as called */
     sr_cuda_graphs(0);
     sr_kgraph *off = NULL;
-    CU_ASSERT_EQUAL(rec_run(g, &L, 3, 9, NULL, oe, ie), SR_OK);
-    CU_ASSERT_EQUAL(rec_run(g, &L, 3, 9, &off, orc, ir), SR_OK);
+    CU_ASSERT_EQUAL(rec_chain(g, &L, NULL, 3, 9, 1, NULL, oe, ie), SR_OK);
+    CU_ASSERT_EQUAL(rec_chain(g, &L, NULL, 3, 9, 1, &off, orc, ir), SR_OK);
     CU_ASSERT_PTR_NULL(off);
     CU_ASSERT(agree(orc, oe, (size_t)3 * 2 * w, -1.0, "unrecorded layer"));
     sr_cuda_graphs(prev);
@@ -992,59 +1004,39 @@ static void test_graph(void)
  * would read stale rows), over 1, 3 and 39 rows (the product's mma kernel reading x itself with
  * its weight prefetch, and staged), run eagerly and recorded, against the chain with overlap
  * off. On a device before compute capability 9.0 the setting is ignored (plain launches). */
-#ifdef SR_WITH_CUDA
-static sr_status pdl_chain(const sr_kernels *g, const rec_layer *L, const float *hx, int M,
-                           sr_kgraph **rec, float *out, int32_t *ids)
-{
-    const int w = L->H * L->hd;
-    int64_t lo[64], hi[64];
-    sr_status st = g->upload(L->x, hx, (size_t)M * w * sizeof(float));
-    for (int it = 0; it < 8 && !st; it++) {
-        if (!(st = sr_kpool_clear(g, L->K, 0)) && !(st = sr_kpool_clear(g, L->V, 0)) && rec)
-            st = sr_kgraph_begin(g, rec);
-        if (st) break;
-        st = rec_ops(g, L, M, 3 * it, lo, hi);
-        if (!st) st = g->add(M, w, L->out, 2 * w, 0.5f, L->x, w);
-        if (rec) st = sr_kgraph_end(g, *rec, st);
-    }
-    if (!st) st = g->download(out, L->out, (size_t)M * 2 * w * sizeof(float));
-    if (!st) st = g->download(ids, L->ids, (size_t)M * sizeof(int32_t));
-    return st;
-}
-#endif
-
 static void test_pdl(void)
 {
     const sr_kernels *g = gpu();
     if (!g) return;
 #ifdef SR_WITH_CUDA
-    const int w = 2 * 32, MMAX = 40;
-    rec_layer L = {.H = 2, .hd = 32};
-    float *hx = rec_make(g, &L, MMAX);
+    const size_t n = (size_t)REC_MMAX * 2 * REC_H * REC_HD;
+    rec_layer L;
+    float *hx = rec_make(g, &L), *oe = malloc(n * sizeof(float)), *op = malloc(n * sizeof(float));
     CU_ASSERT_PTR_NOT_NULL_FATAL(hx);
-    size_t n = (size_t)MMAX * 2 * w;
-    float *oe = malloc(n * sizeof(float)), *op = malloc(n * sizeof(float));
     int32_t ie[64], ip[64];
     CU_ASSERT_FATAL(oe && op);
     const int prev = sr_cuda_pdl(-1), prev_graphs = sr_cuda_graphs(-1);
     sr_kgraph *rec = NULL;
-    static const int rows[] = {1, 3, MMAX - 1};
+    static const int rows[] = {1, 3, REC_MMAX - 1};
     int bad = 0;
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
         for (int recorded = 0; recorded < 2; recorded++) {
             const int M = rows[r];
             sr_cuda_pdl(0);
             sr_cuda_graphs(0);
-            CU_ASSERT_EQUAL(pdl_chain(g, &L, hx, M, NULL, oe, ie), SR_OK);
+            CU_ASSERT_EQUAL(rec_chain(g, &L, hx, M, 0, 8, NULL, oe, ie), SR_OK);
             sr_cuda_pdl(1);
             sr_cuda_graphs(recorded);
-            sr_status st = pdl_chain(g, &L, hx, M, recorded ? &rec : NULL, op, ip);
+            sr_status st = rec_chain(g, &L, hx, M, 0, 8, recorded ? &rec : NULL, op, ip);
             if (st) printf("\n      overlapping chain of %d rows: %s", M, sr_last_error());
             CU_ASSERT_EQUAL(st, SR_OK);
-            bad += !agree(op, oe, (size_t)M * 2 * w, -1.0, recorded ? "recorded overlapping chain" : "overlapping chain");
+            bad += !agree(op, oe, (size_t)M * 2 * REC_H * REC_HD, -1.0,
+                          recorded ? "recorded overlapping chain" : "overlapping chain");
             bad += memcmp(ip, ie, (size_t)M * sizeof(int32_t)) != 0;
         }
     CU_ASSERT_EQUAL(bad, 0);
+    /* still on: the runtime took the attribute (a refusal turns the setting off) */
+    CU_ASSERT_EQUAL(sr_cuda_pdl(-1), 1);
     sr_cuda_pdl(prev);
     sr_cuda_graphs(prev_graphs);
     g->graph_free(rec);

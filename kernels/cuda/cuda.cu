@@ -147,17 +147,20 @@ static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
 
 cudaError_t sr_cuda_malloc(void **p, size_t bytes) { return dev_malloc(p, bytes, false); }
 
+/* An attribute of the current device, or 0 if the query fails (its error cleared). */
+static int dev_attr(cudaDeviceAttr a)
+{
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return v;
+}
+
 int sr_cuda_sm_count(void)
 {
-    static const int count = [] {
-        int dev = 0, v = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return 0;
-        }
-        return v;
-    }();
+    static const int count = dev_attr(cudaDevAttrMultiProcessorCount);
     return count;
 }
 cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes) { return dev_malloc(p, bytes, true); }
@@ -168,18 +171,12 @@ static sr_cuda_setting pdl_setting = {"SRKIT_CUDA_PDL", {"0", "1", NULL}, 0, {-1
 
 extern "C" int sr_cuda_pdl(int v) { return sr_cuda_setting_use(pdl_setting, v); }
 
+void sr_cuda_pdl_refused(void) { sr_cuda_pdl(0); }
+
 bool sr_cuda_pdl_live(void)
 {
     /* the attribute needs compute capability 9.0 (earlier devices: plain launches) */
-    static const bool able = [] {
-        int dev = 0, v = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
-        return v >= 9;
-    }();
+    static const bool able = dev_attr(cudaDevAttrComputeCapabilityMajor) >= 9;
     return able && sr_cuda_pdl(-1) == 1;
 }
 

@@ -47,6 +47,9 @@ cudaStream_t sr_cuda_stream(void);
  * SRKIT_CUDA_PDL=1 or sr_cuda_pdl(1) on a device of compute capability 9.0 or later; off by
  * default). cuda.cu. */
 bool sr_cuda_pdl_live(void);
+/* The runtime refused a launch with the attribute that it took without: the setting goes off
+ * (sr_cuda_pdl(-1) then says 0, and so does srkit bench's cuda_pdl). cuda.cu. */
+void sr_cuda_pdl_refused(void);
 
 /* kern<<<grid, block, smem, sr_cuda_stream()>>>(args...), with the programmatic-serialization
  * attribute while sr_cuda_pdl_live(): the kernel's blocks may then start before the kernel
@@ -66,7 +69,12 @@ static inline void sr_cuda_launch(void (*kern)(P...), dim3 grid, dim3 block, siz
     c.stream = sr_cuda_stream();
     c.attrs = at;
     c.numAttrs = sr_cuda_pdl_live() ? 1 : 0;
-    (void)cudaLaunchKernelEx(&c, kern, static_cast<A &&>(args)...);
+    if (cudaLaunchKernelEx(&c, kern, args...) == cudaSuccess || !c.numAttrs) return;
+    /* refused with the attribute: once more without it (its error, if any, stays for
+     * sr_cuda_launched); taken so, the setting goes off rather than fail every launch */
+    (void)cudaGetLastError();
+    c.numAttrs = 0;
+    if (cudaLaunchKernelEx(&c, kern, args...) == cudaSuccess) sr_cuda_pdl_refused();
 }
 
 /* The first statement of every kernel of the table (before any read or write of memory that

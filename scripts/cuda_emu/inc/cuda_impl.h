@@ -168,6 +168,7 @@ extern bool emu_pdl;
 inline bool sr_cuda_pdl_live(void) { return emu_pdl; }
 void sr_pdl_enter(void);
 void sr_prefetch_l2(const void *p);
+inline void sr_cuda_pdl_refused(void) {}
 template <typename... P, typename... A>
 void sr_cuda_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, A &&...args)
 {
