@@ -64,6 +64,21 @@ S() {
     grep -E "Test:.*FAIL|^ *[0-9]+\. |bf16.*max abs diff|tests |asserts" "$OUT/$log" | cut -c1-200
 }
 # one bench run: LIMIT [ENV=...] srkit bench ARGS; its JSON line to bench.jsonl, a summary here
+# a benchmark with --cuda-variants: one summary line per variant
+BV() {
+    local t=$1; shift
+    echo "== $*"
+    fits "$t" || return 0
+    timeout "$t" env "$@" --json 2>&1 | grep "^{" | tee -a "$OUT/bench.jsonl" | python3 -c '
+import json, sys
+ks = ["variant", "rtf", "chunk_ms_p50", "model_ms_p50", "decoder_ms_p50", "final_chunk_compute_ms",
+      "cuda_graphs", "cuda_pdl", "text"]
+for t in sys.stdin:
+    j = json.loads(t)
+    if "text" in j: j["text"] = j["text"][:24]
+    print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
+}
+
 B() {
     local t=$1; shift
     echo "== $*"
@@ -173,21 +188,16 @@ fi
 # had not finished it after 200 s of suites and benches)
 if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
     V=/tmp/m/vx.h5
-    # batch 1, then recorded (SRKIT_CUDA_GRAPH=1); a second turn of both and the wide attention
-    # form (the fourth session's H100 saw it faster end to end in one run) below
-    B 40 srkit bench $C --model $V --audio $A --max-ms 10000
-    B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
-    # overlapping launches, alone and recorded; the split attention form, and all three
-    B 40 SRKIT_CUDA_PDL=1 srkit bench $C --model $V --audio $A --max-ms 10000
-    B 40 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
-    B 40 SRKIT_CUDA_ATTN=split srkit bench $C --model $V --audio $A --max-ms 10000
-    B 40 SRKIT_CUDA_ATTN=split SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
+    # batch 1 under the CUDA table's settings, on one load of the model, runs interleaved (two
+    # of each): plain, recorded (graph), overlapping launches (pdl), both, the split attention
+    # form alone and with both, the grouped and wide forms with both (the fourth session's H100
+    # saw wide faster end to end in one run)
+    BV 120 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
+        plain,graph,pdl,pdl+graph,split,split+pdl+graph,grouped+pdl+graph,wide+pdl+graph
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
-        B 40 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
-        B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
-        B 40 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
-        B 40 SRKIT_CUDA_ATTN=split SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
+        BV 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
+            --cuda-variants plain,graph,pdl+graph,split+pdl+graph
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
     fi
@@ -225,11 +235,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
             SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%g} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 26
         fi
     done
-    # the second turn at one stream (default, recorded, wide form), the base build, 3 s streams
-    B 40 srkit bench $C --model $V --audio $A --max-ms 10000
-    B 40 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
-    B 40 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 srkit bench $C --model $V --audio $A --max-ms 10000
-    B 40 SRKIT_CUDA_ATTN=wide srkit bench $C --model $V --audio $A --max-ms 10000
+    # the base build at one stream, 3 s streams
     [ -n "$BASE" ] && B 40 "$BASE" bench $C --model $V --audio $A --max-ms 10000
     B 45 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 3000
 else

@@ -312,6 +312,15 @@ static void test_bench_streams(void)
     expect(runf(a), 2, "drop --separate", "--separate with --realtime");
     snprintf(a, sizeof a, "bench --streams 0 --model %s --audio %s", mdl, wav);
     expect(runf(a), 2, "1..4096", "--streams 0");
+    /* --cuda-variants: a term it does not know, a stream not on the CUDA table, with --streams */
+    snprintf(a, sizeof a, "bench --cuda-variants plain,pdl+fast --device cuda --model %s --audio %s", mdl, wav);
+    expect(runf(a), 2, "\"fast\" unknown (known: plain, pdl, graph", "--cuda-variants fast");
+    snprintf(a, sizeof a, "bench --cuda-variants plain,,pdl --device cuda --model %s --audio %s", mdl, wav);
+    expect(runf(a), 2, "an empty or over-long variant", "--cuda-variants with an empty variant");
+    snprintf(a, sizeof a, "bench --cuda-variants plain,pdl --model %s --audio %s", mdl, wav);
+    expect(runf(a), 2, "times one stream on --device cuda", "--cuda-variants on the CPU");
+    snprintf(a, sizeof a, "bench --cuda-variants split --streams 2 --device cuda --model %s --audio %s", mdl, wav);
+    expect(runf(a), 2, "(not with --streams)", "--cuda-variants with --streams");
 }
 
 /* The defaults each command documents, and what they are for real tiny.en (vanilla weights):

@@ -1368,7 +1368,71 @@ typedef struct {
     int streams;        /* > 0: that many concurrent streams (bench_multi) */
     int separate;       /* with streams: solo streams on threads instead of one engine */
     sr_config *stream_cfg; /* owns the strings of o.sc when --stream was given */
+    const char *variants; /* --cuda-variants: the list as given (bench_variants_parse) */
 } bench_args;
+
+/* --cuda-variants: settings of the CUDA table (kernels.h) a one-stream run is repeated under,
+ * on the one loaded model, interleaved (run r of every variant before run r + 1 of any). Each
+ * variant starts from the defaults (no overlap, no recording, the attention form by size) and
+ * turns on its '+'-joined terms. */
+#define BENCH_VARIANTS 8
+typedef struct {
+    char name[48];
+    int pdl, graph, attn; /* sr_cuda_pdl, sr_cuda_graphs, sr_cuda_attn_form values */
+} bench_variant;
+
+/* "plain,pdl+graph,..." into v[] (at most BENCH_VARIANTS); the count, or -1 after a message
+ * naming the unknown term. */
+static int bench_variants_parse(const char *list, bench_variant *v)
+{
+    static const struct { const char *term; int pdl, graph, attn; } terms[] = {
+        {"plain", -1, -1, -1}, {"pdl", 1, -1, -1},    {"graph", -1, 1, -1}, {"narrow", -1, -1, 0},
+        {"wide", -1, -1, 1},   {"grouped", -1, -1, 3}, {"split", -1, -1, 4}};
+    int n = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (n == BENCH_VARIANTS || !len || len >= sizeof v[0].name) {
+            fprintf(stderr, "srkit bench: --cuda-variants: %s\n", n == BENCH_VARIANTS ?
+                    "at most 8 variants" : "an empty or over-long variant");
+            return -1;
+        }
+        bench_variant *x = &v[n++];
+        memcpy(x->name, p, len);
+        x->name[len] = 0;
+        x->pdl = x->graph = 0;
+        x->attn = 2;
+        for (const char *t = x->name; *t;) {
+            size_t tl = strcspn(t, "+");
+            size_t k = 0;
+            while (k < sizeof terms / sizeof terms[0] &&
+                   (strlen(terms[k].term) != tl || strncmp(terms[k].term, t, tl)))
+                k++;
+            if (k == sizeof terms / sizeof terms[0]) {
+                fprintf(stderr, "srkit bench: --cuda-variants: \"%.*s\" unknown (known: plain, pdl, "
+                        "graph, narrow, wide, grouped, split, joined by +)\n", (int)tl, t);
+                return -1;
+            }
+            if (terms[k].pdl >= 0) x->pdl = terms[k].pdl;
+            if (terms[k].graph >= 0) x->graph = terms[k].graph;
+            if (terms[k].attn >= 0) x->attn = terms[k].attn;
+            t += tl + (t[tl] == '+');
+        }
+        p += len + (p[len] == ',');
+    }
+    return n;
+}
+
+/* The CUDA table's settings of variant v (no model op runs meanwhile). */
+static void bench_variant_apply(const bench_variant *v)
+{
+#ifdef SR_WITH_CUDA
+    sr_cuda_pdl(v->pdl);
+    sr_cuda_graphs(v->graph);
+    sr_cuda_attn_form(v->attn);
+#else
+    (void)v;
+#endif
+}
 
 /* --stream '{"strategy": "whisperrt", "chunk_ms": 100, ...}': the "stream" object of an
  * experiment config (docs/config.md), checked by the config parser itself by wrapping it in a
@@ -1559,68 +1623,63 @@ static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
 #endif
 }
 
-static int bench_run(const bench_args *b)
+/* A one-stream run's fastest pass (bench_run): every chunk's compute, audio and model time. */
+typedef struct {
+    double best;          /* seconds; INFINITY before the first pass */
+    int64_t *c, *at, *mod; /* [n] */
+    size_t n;
+    char *text;           /* the pass's hypothesis */
+    cJSON *runs;          /* every pass's seconds */
+} bench_best;
+
+static void bench_best_free(bench_best *r)
+{
+    free(r->c);
+    free(r->at);
+    free(r->mod);
+    free(r->text);
+    cJSON_Delete(r->runs);
+}
+
+/* Keep stream s's just-finished pass of dt seconds in r if it is the fastest; -1 out of memory. */
+static int bench_best_take(bench_best *r, const sr_stream *s, double dt)
+{
+    cJSON_AddItemToArray(r->runs, cJSON_CreateNumber(dt));
+    if (dt >= r->best) return 0;
+    const sr_timeline *tl = sr_stream_timeline(s);
+    size_t n = tl->n ? tl->n : 1;
+    free(r->c);
+    free(r->at);
+    free(r->mod);
+    free(r->text);
+    r->c = malloc(n * sizeof *r->c);
+    r->at = malloc(n * sizeof *r->at);
+    r->mod = malloc(n * sizeof *r->mod);
+    r->text = strdup(sr_stream_hypothesis(s)->text);
+    r->n = 0;
+    if (!r->c || !r->at || !r->mod || !r->text) return -1;
+    for (size_t i = 0; i < tl->n; i++) {
+        r->c[i] = tl->entries[i].compute_ns;
+        r->at[i] = tl->entries[i].audio_ms;
+        r->mod[i] = tl->entries[i].model_ns;
+    }
+    r->n = tl->n;
+    r->best = dt;
+    return 0;
+}
+
+/* The report of one variant's fastest pass (vname NULL: no --cuda-variants): JSON or text. */
+static int bench_report(const bench_args *b, sr_model *m, sr_stream *s, bench_best *r,
+                        double audio_s, double load_s, const char *vname)
 {
     const run_opts *o = &b->o;
-    sr_audio a;
-    if (bench_load_audio(b, &a)) return 1;
-    if (b->loop && !a.n) {
-        fprintf(stderr, "srkit bench: --loop over empty audio\n");
-        sr_audio_free(&a);
-        return 1;
-    }
-    sr_model *m = NULL;
-    double tl0 = now_s();
-    if (open_model(b->model, o, &m)) { sr_audio_free(&a); return 1; }
-    double load_s = now_s() - tl0;
-    sr_stream *s = NULL;
-    int rc = 0;
-    int64_t *c = NULL, *best_c = NULL, *best_at = NULL, *best_mod = NULL;
-    /* --loop: max_ms of audio fed as successive copies of the (once loaded) files */
-    size_t total = b->loop ? (size_t)b->max_ms * 16 : a.n;
-    double best = INFINITY, audio_s = (double)total / 16000.0;
-    size_t n_best = 0;
-    char *text = NULL;
-    cJSON *runs = cJSON_CreateArray();
-    sr_status st = sr_stream_open(m, &o->sc, &s);
-    if (st) { rc = fail(st, "stream"); goto out; }
-    sr_kernels_profile_reset(); /* SRKIT_PROFILE: only the timed runs */
-    for (int r = 0; r < b->repeat; r++) {
-        sr_stream_reset(s);
-        double t0 = now_s();
-        for (size_t fed = 0; !st && fed < total; fed += SR_MIN(a.n, total - fed))
-            st = sr_stream_feed(s, a.samples, SR_MIN(a.n, total - fed));
-        if (st || (st = sr_stream_finish(s))) {
-            rc = fail(st, b->audio[0]);
-            goto out;
-        }
-        double dt = now_s() - t0;
-        cJSON_AddItemToArray(runs, cJSON_CreateNumber(dt));
-        if (dt >= best) continue;
-        best = dt;
-        const sr_timeline *tl = sr_stream_timeline(s);
-        free(best_c);
-        free(best_at);
-        free(best_mod);
-        best_c = malloc((tl->n ? tl->n : 1) * sizeof *best_c);
-        best_at = malloc((tl->n ? tl->n : 1) * sizeof *best_at);
-        best_mod = malloc((tl->n ? tl->n : 1) * sizeof *best_mod);
-        if (!best_c || !best_at || !best_mod) { fprintf(stderr, "srkit bench: out of memory\n"); rc = 1; goto out; }
-        for (size_t i = 0; i < tl->n; i++) {
-            best_c[i] = tl->entries[i].compute_ns;
-            best_at[i] = tl->entries[i].audio_ms;
-            best_mod[i] = tl->entries[i].model_ns;
-        }
-        n_best = tl->n;
-        free(text);
-        text = strdup(sr_stream_hypothesis(s)->text);
-    }
-    if (!n_best) { fprintf(stderr, "srkit bench: the stream wrote no timeline entry\n"); rc = 1; goto out; }
-    c = malloc(n_best * sizeof *c);
-    if (!c) { fprintf(stderr, "srkit bench: out of memory\n"); rc = 1; goto out; }
-    memcpy(c, best_c, n_best * sizeof *c);
+    const size_t n_best = r->n;
+    if (!n_best) { fprintf(stderr, "srkit bench: the stream wrote no timeline entry\n"); return 1; }
+    int64_t *c = malloc(n_best * sizeof *c);
+    if (!c) { fprintf(stderr, "srkit bench: out of memory\n"); return 1; }
+    memcpy(c, r->c, n_best * sizeof *c);
     qsort(c, n_best, sizeof *c, cmp_i64);
-    double sum = 0;
+    double sum = 0, best = r->best;
     for (size_t i = 0; i < n_best; i++) sum += (double)c[i];
     sr_memstats ms;
     sr_memory(m, s, &ms);
@@ -1633,16 +1692,18 @@ static int bench_run(const bench_args *b)
         size_t lo = n_best >= 3 ? 1 : 0, hi = n_best >= 3 ? n_best - 1 : n_best, ns = hi - lo;
         for (int part = 0; part < 2; part++) {
             for (size_t i = 0; i < ns; i++)
-                c[i] = part ? best_c[lo + i] - best_mod[lo + i] : best_mod[lo + i];
+                c[i] = part ? r->c[lo + i] - r->mod[lo + i] : r->mod[lo + i];
             qsort(c, ns, sizeof *c, cmp_i64);
             split[part][0] = bench_pct(c, ns, 0.5) / 1e6;
             split[part][1] = bench_pct(c, ns, 0.9) / 1e6;
             split[part][2] = c[ns - 1] / 1e6;
         }
     }
+    free(c);
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
         bench_json_run(j, b, m);
+        if (vname) cJSON_AddStringToObject(j, "variant", vname);
         cJSON_AddNumberToObject(j, "audio_s", audio_s);
         cJSON_AddNumberToObject(j, "compute_s", best);
         cJSON_AddNumberToObject(j, "rtf", best / audio_s);
@@ -1659,29 +1720,30 @@ static int bench_run(const bench_args *b)
         cJSON_AddNumberToObject(j, "decoder_ms_p50", split[1][0]);
         cJSON_AddNumberToObject(j, "decoder_ms_p90", split[1][1]);
         cJSON_AddNumberToObject(j, "decoder_ms_max", split[1][2]);
-        cJSON_AddNumberToObject(j, "first_chunk_compute_ms", best_c[0] / 1e6);
-        cJSON_AddNumberToObject(j, "final_chunk_compute_ms", best_c[n_best - 1] / 1e6);
+        cJSON_AddNumberToObject(j, "first_chunk_compute_ms", r->c[0] / 1e6);
+        cJSON_AddNumberToObject(j, "final_chunk_compute_ms", r->c[n_best - 1] / 1e6);
         cJSON_AddNumberToObject(j, "load_s", load_s);
         cJSON_AddNumberToObject(j, "repeat", b->repeat);
-        cJSON_AddItemToObject(j, "compute_s_runs", runs);
-        runs = NULL;
+        cJSON_AddItemToObject(j, "compute_s_runs", r->runs);
+        r->runs = NULL;
         cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
         cJSON_AddNumberToObject(j, "stream_state_bytes", (double)ms.stream_bytes);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
         bench_json_gpu_mem(j, &ms);
-        cJSON_AddStringToObject(j, "text", text ? text : "");
+        cJSON_AddStringToObject(j, "text", r->text ? r->text : "");
         if (b->per_chunk) {
             cJSON *at = cJSON_AddArrayToObject(j, "chunk_audio_ms");
             cJSON *ct = cJSON_AddArrayToObject(j, "chunk_compute_ms");
             cJSON *cm = cJSON_AddArrayToObject(j, "chunk_model_ms");
             for (size_t i = 0; i < n_best; i++) {
-                cJSON_AddItemToArray(at, cJSON_CreateNumber((double)best_at[i]));
-                cJSON_AddItemToArray(ct, cJSON_CreateNumber(best_c[i] / 1e6));
-                cJSON_AddItemToArray(cm, cJSON_CreateNumber(best_mod[i] / 1e6));
+                cJSON_AddItemToArray(at, cJSON_CreateNumber((double)r->at[i]));
+                cJSON_AddItemToArray(ct, cJSON_CreateNumber(r->c[i] / 1e6));
+                cJSON_AddItemToArray(cm, cJSON_CreateNumber(r->mod[i] / 1e6));
             }
         }
         bench_print_json(j);
     } else {
+        if (vname) printf("== variant %s\n", vname);
         bench_print_run(b, m);
         printf("audio %.2f s (%d file(s)), %zu chunks, best of %d run(s)\n", audio_s, b->n_audio,
                n_best, b->repeat);
@@ -1693,14 +1755,67 @@ static int bench_run(const bench_args *b)
         printf("memory: weights %zu B, stream state %zu B, peak RSS %zu B, GPU peak %zu B\n",
                ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
-    bench_print_profile((double)n_best * b->repeat);
+    return 0;
+}
+
+static int bench_run(const bench_args *b)
+{
+    const run_opts *o = &b->o;
+    bench_variant var[BENCH_VARIANTS];
+    const int nv = b->variants ? bench_variants_parse(b->variants, var) : 1;
+    if (nv < 0) return EXIT_USAGE;
+    sr_audio a;
+    if (bench_load_audio(b, &a)) return 1;
+    if (b->loop && !a.n) {
+        fprintf(stderr, "srkit bench: --loop over empty audio\n");
+        sr_audio_free(&a);
+        return 1;
+    }
+    sr_model *m = NULL;
+    double tl0 = now_s();
+    if (open_model(b->model, o, &m)) { sr_audio_free(&a); return 1; }
+    double load_s = now_s() - tl0;
+    sr_stream *s = NULL;
+    int rc = 0;
+    /* --loop: max_ms of audio fed as successive copies of the (once loaded) files */
+    size_t total = b->loop ? (size_t)b->max_ms * 16 : a.n;
+    double audio_s = (double)total / 16000.0;
+    bench_best res[BENCH_VARIANTS];
+    for (int v = 0; v < nv; v++) res[v] = (bench_best){.best = INFINITY, .runs = cJSON_CreateArray()};
+    sr_status st = sr_stream_open(m, &o->sc, &s);
+    if (st) { rc = fail(st, "stream"); goto out; }
+    sr_kernels_profile_reset(); /* SRKIT_PROFILE: only the timed runs */
+    for (int r = 0; r < b->repeat; r++)
+        for (int v = 0; v < nv; v++) {
+            if (b->variants) bench_variant_apply(&var[v]);
+            sr_stream_reset(s);
+            double t0 = now_s();
+            for (size_t fed = 0; !st && fed < total; fed += SR_MIN(a.n, total - fed))
+                st = sr_stream_feed(s, a.samples, SR_MIN(a.n, total - fed));
+            if (st || (st = sr_stream_finish(s))) {
+                rc = fail(st, b->audio[0]);
+                goto out;
+            }
+            if (bench_best_take(&res[v], s, now_s() - t0)) {
+                fprintf(stderr, "srkit bench: out of memory\n");
+                rc = 1;
+                goto out;
+            }
+        }
+    for (int v = 0; v < nv && !rc; v++) {
+        if (b->variants) bench_variant_apply(&var[v]); /* what the report's cuda_* fields say */
+        rc = bench_report(b, m, s, &res[v], audio_s, load_s, b->variants ? var[v].name : NULL);
+    }
+    /* every setting is speed only (the same bits): the texts must agree */
+    for (int v = 1; v < nv && !rc; v++)
+        if (strcmp(res[v].text ? res[v].text : "", res[0].text ? res[0].text : "")) {
+            fprintf(stderr, "srkit bench: variant %s's text differs from %s's (the settings "
+                    "promise the same results)\n", var[v].name, var[0].name);
+            rc = 1;
+        }
+    if (!rc) bench_print_profile((double)res[0].n * b->repeat * nv);
 out:
-    free(text);
-    cJSON_Delete(runs);
-    free(c);
-    free(best_c);
-    free(best_at);
-    free(best_mod);
+    for (int v = 0; v < nv; v++) bench_best_free(&res[v]);
     sr_stream_close(s);
     sr_model_free(m);
     sr_audio_free(&a);
@@ -2092,6 +2207,14 @@ static const char BENCH_USAGE[] =
     "  --loop                  with --max-ms: feed the concatenated audio again and again\n"
     "                          until N ms (held in memory once: long-stream memory runs)\n"
     "  --per-chunk             --json also lists every chunk's audio_ms, compute and model ms\n"
+    "  --cuda-variants LIST    one stream on --device cuda under each of up to 8 settings of the\n"
+    "                          CUDA table, on the one loaded model, runs interleaved (run r of\n"
+    "                          each before run r + 1 of any; --repeat N runs each): variants\n"
+    "                          split by ',', each terms joined by '+' from plain, pdl (overlapping\n"
+    "                          launches), graph (recorded steps), narrow, wide, grouped, split\n"
+    "                          (attention forms), on top of the defaults (no overlap, no recording,\n"
+    "                          the form by size); a report (--json: an object with \"variant\")\n"
+    "                          each\n"
     "  --streams N             N concurrent streams (stream i hears the audio rotated by i/N of\n"
     "                          its length) on one batched engine: RTFx over all streams and\n"
     "                          per-chunk compute ms (each chunk's step)\n"
@@ -2120,10 +2243,16 @@ static int bench_parse(int argc, char **argv, bench_args *b)
         if (!strcmp(a, "--loop")) { b->loop = 1; continue; }
         if (!strcmp(a, "--separate")) { b->separate = 1; continue; }
         if (!strcmp(a, "--model") || !strcmp(a, "--audio") || !strcmp(a, "--stream") ||
-            !strcmp(a, "--repeat") || !strcmp(a, "--max-ms") || !strcmp(a, "--streams")) {
+            !strcmp(a, "--repeat") || !strcmp(a, "--max-ms") || !strcmp(a, "--streams") ||
+            !strcmp(a, "--cuda-variants")) {
             if (!v) { fprintf(stderr, "srkit bench: %s needs a value\n", a); return -1; }
             i++;
             if (!strcmp(a, "--model")) b->model = v;
+            else if (!strcmp(a, "--cuda-variants")) {
+                bench_variant tmp[BENCH_VARIANTS];
+                if (bench_variants_parse(v, tmp) < 0) return -1;
+                b->variants = v;
+            }
             else if (!strcmp(a, "--audio")) b->audio[b->n_audio++] = v;
             else if (!strcmp(a, "--stream")) { if (bench_parse_stream(v, b)) return -1; }
             else if (!strcmp(a, "--max-ms")) {
@@ -2185,6 +2314,17 @@ static int bench_stream(int argc, char **argv)
         fprintf(stderr, "srkit bench: --loop is for one stream; use --max-ms with --streams\n");
         r = -1;
     }
+    if (!r && b.variants && (b.streams || !b.o.mo.device || strcmp(b.o.mo.device, "cuda"))) {
+        fprintf(stderr, "srkit bench: --cuda-variants times one stream on --device cuda%s\n",
+                b.streams ? " (not with --streams)" : "");
+        r = -1;
+    }
+#ifndef SR_WITH_CUDA
+    if (!r && b.variants) {
+        fprintf(stderr, "srkit bench: --cuda-variants needs a build with make CUDA=1\n");
+        r = -1;
+    }
+#endif
     int rc = r < 0 ? EXIT_USAGE : r > 0 ? 0 : b.streams ? bench_multi(&b) : bench_run(&b);
     bench_args_free(&b);
     return rc;
