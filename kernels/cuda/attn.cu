@@ -611,11 +611,20 @@ constexpr size_t split_values_smem(int ld_s)
 template <int KD, int VD, bool REL>
 void launch_split_t(int H, int m, int tiles, const attn_args &A, const attn_ctl &C, float *S)
 {
-    const int ld_s = tiles * TK;
+    const int ld_s = tiles * TK, groups = (A.hd + SPLIT_CW - 1) / SPLIT_CW;
     sr_cuda_launch(attn_split_scores<KD, REL>, dim3((unsigned)H, (unsigned)m, (unsigned)tiles), NT,
                    (size_t)SMEM_FIXED * sizeof(float), A, C, S, ld_s);
-    sr_cuda_launch(attn_split_values<VD>, dim3((unsigned)H, (unsigned)m, (unsigned)((A.hd + SPLIT_CW - 1) / SPLIT_CW)),
-                   NT, split_values_smem<VD>(ld_s), A, C, (const float *)S, ld_s);
+    sr_cuda_launch(attn_split_values<VD>, dim3((unsigned)H, (unsigned)m, (unsigned)groups), NT,
+                   split_values_smem<VD>(ld_s), A, C, (const float *)S, ld_s);
+}
+
+template <int D>
+void launch_split_d(bool rel, int H, int m, int tiles, const attn_args &A, const attn_ctl &C, float *S)
+{
+    if (rel)
+        launch_split_t<D, D, true>(H, m, tiles, A, C, S);
+    else
+        launch_split_t<D, D, false>(H, m, tiles, A, C, S);
 }
 
 /* The split form's two launches, K and V pools of one element type. */
@@ -623,15 +632,9 @@ void launch_split(sr_dtype dt, bool rel, int H, int m, int tiles, const attn_arg
                   const attn_ctl &C, float *S)
 {
     switch (dt) {
-    case SR_F16:
-        rel ? launch_split_t<SR_F16, SR_F16, true>(H, m, tiles, A, C, S) : launch_split_t<SR_F16, SR_F16, false>(H, m, tiles, A, C, S);
-        break;
-    case SR_BF16:
-        rel ? launch_split_t<SR_BF16, SR_BF16, true>(H, m, tiles, A, C, S) : launch_split_t<SR_BF16, SR_BF16, false>(H, m, tiles, A, C, S);
-        break;
-    default:
-        rel ? launch_split_t<SR_F32, SR_F32, true>(H, m, tiles, A, C, S) : launch_split_t<SR_F32, SR_F32, false>(H, m, tiles, A, C, S);
-        break;
+    case SR_F16: launch_split_d<SR_F16>(rel, H, m, tiles, A, C, S); break;
+    case SR_BF16: launch_split_d<SR_BF16>(rel, H, m, tiles, A, C, S); break;
+    default: launch_split_d<SR_F32>(rel, H, m, tiles, A, C, S); break;
     }
 }
 
@@ -702,7 +705,8 @@ void launch(sr_dtype kd, sr_dtype vd, bool rel, bool wide, dim3 grid, size_t sme
 /* The forms in use: 0 narrow, 1 wide, 2 by launch size, 3 grouped where it applies (else
  * narrow), 4 split where it applies (else narrow); the environment's SRKIT_CUDA_ATTN=narrow /
  * wide / auto / grouped / split is read once, a call overrides it. */
-static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN", {"narrow", "wide", "auto", "grouped", "split"}, 2, {-1}, {-2}};
+static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN",
+                                            {"narrow", "wide", "auto", "grouped", "split"}, 2, {-1}, {-2}};
 
 extern "C" int sr_cuda_attn_form(int v) { return sr_cuda_setting_use(attn_form_setting, v); }
 

@@ -94,7 +94,8 @@ __device__ __forceinline__ void sr_pdl_enter(void)
 }
 
 /* A hint to bring the 128-byte line at p into L2: no value is read (and L2 is where every
- * kernel's writes land), so it may name any memory at any time, before sr_pdl_enter too. */
+ * kernel's writes land), so it may run before sr_pdl_enter whatever wrote the line; p must
+ * still lie in allocated memory (scripts/cuda_emu checks each names a weight's byte). */
 __device__ __forceinline__ void sr_prefetch_l2(const void *p)
 {
 #if defined(__CUDA_ARCH__)

@@ -478,8 +478,8 @@ static void gemm_tc_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W, 
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
     dim3 grid((unsigned)((W->n + 16 * NT - 1) / (16 * NT)), (unsigned)SR_CUDA_GRID_Y(m_tiles));
     sr_cuda_launch(gemm_tc_kernel<MT, NT>, grid, 32 * TC_WARPS, 0, M, W->n, (int)k_pad(W->k), xb,
-                                                     (const __nv_bfloat16 *)W->data, bias, act,
-                                                     alpha, beta, y, ldy);
+                   (const __nv_bfloat16 *)W->data, bias, act,
+                   alpha, beta, y, ldy);
 }
 
 /* ---- register-direct mma kernel (bf16 products, second form) -------------------------------- */
@@ -813,8 +813,8 @@ static void gemm_launch(int M, const float *x, int ldx, const sr_kweight *W, con
     unsigned m_tiles = (unsigned)((M + TL::BM - 1) / TL::BM);
     dim3 grid((unsigned)((W->n + TL::BN - 1) / TL::BN), (unsigned)SR_CUDA_GRID_Y(m_tiles));
     sr_cuda_launch(gemm_kernel<TL, WK>, grid, TL::THREADS, 0, M, W->n, W->k, (int)k_pad(W->k), x, ldx,
-                                               (const T *)W->data, W->scale, bias, act, alpha,
-                                               beta, y, ldy);
+                   (const T *)W->data, W->scale, bias, act, alpha,
+                   beta, y, ldy);
 }
 
 template <class TL>
@@ -912,7 +912,7 @@ sr_status sr_cuda_weight_create(const void *host, sr_dtype dt, int n, int k, con
         size_t cnt = (size_t)n * kp;
         size_t blocks = (cnt + 255) / 256;
         sr_cuda_launch(bf16_daz_kernel, (unsigned)(blocks < 65535 ? blocks : 65535), 256, 0,
-            (uint16_t *)W->data, cnt);
+                       (uint16_t *)W->data, cnt);
         sr_status st = sr_cuda_launched("weight_create");
         if (st) {
             sr_cuda_weight_free(W);
@@ -976,7 +976,7 @@ sr_status sr_cuda_gather(const sr_kweight *E, const int32_t *ids, int n, float *
         memcpy(g.v, ids + i0, (size_t)count * sizeof(int32_t));
         dim3 grid(gx, (unsigned)count);
         sr_cuda_launch(gather_kernel, grid, threads, 0, E->data, E->scale, E->dtype, E->k, k_pad(E->k), g, count,
-                                         y + (size_t)i0 * (size_t)ldy, ldy);
+                       y + (size_t)i0 * (size_t)ldy, ldy);
         sr_status st = sr_cuda_launched("gather");
         if (st) return st;
     }

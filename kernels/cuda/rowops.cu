@@ -326,7 +326,8 @@ sr_status sr_cuda_copy_rows(int n, int d, const float *const *src, float *y, int
         const int m = n - i0 < ROWS_PER_LAUNCH ? n - i0 : ROWS_PER_LAUNCH;
         RowPtrs r;
         memcpy(r.p, src + i0, (size_t)m * sizeof r.p[0]);
-        sr_cuda_launch(copy_rows_kernel, dim3(gx, (unsigned)m), threads, 0, m, d, r, y + (size_t)i0 * ldy, ldy);
+        sr_cuda_launch(copy_rows_kernel, dim3(gx, (unsigned)m), threads, 0, m, d, r,
+                       y + (size_t)i0 * ldy, ldy);
         if ((st = sr_cuda_launched("copy_rows"))) return st;
     }
     return SR_OK;
@@ -367,7 +368,7 @@ sr_status sr_cuda_transpose(int n, int M, int d, const float *x, int ldx, float 
         int nb = n - b0 < 65535 ? n - b0 : 65535;
         dim3 grid((unsigned)((d + 31) / 32), (unsigned)SR_CUDA_GRID_Y((M + 31) / 32), (unsigned)nb);
         sr_cuda_launch(transpose_kernel, grid, block, 0, M, d, x + (size_t)b0 * M * ldx, ldx,
-                                          y + (size_t)b0 * d * ldy, ldy);
+                       y + (size_t)b0 * d * ldy, ldy);
         if ((st = sr_cuda_launched("transpose"))) return st;
     }
     return SR_OK;
@@ -422,7 +423,7 @@ sr_status sr_cuda_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx,
     sr_status st = sr_kernels_check_norm(kind, M, d, x, ldx, g, b, mul, ld_mul, y, ldy);
     if (st || M == 0 || d == 0) return st;
     sr_cuda_launch(norm_kernel, row_blocks(M), ROW_THREADS, 0, (int)kind, M, d, x, ldx, g, b, eps, mul, ld_mul,
-                                                y, ldy);
+                   y, ldy);
     return sr_cuda_launched("norm");
 }
 
@@ -637,7 +638,7 @@ sr_status sr_cuda_conv2d_s2(int n, int C, int T, int F, const float *in, size_t 
     int To = T / 2 + 1, Fo = F / 2 + 1;
     size_t total = (size_t)n * (size_t)C * (size_t)To * (size_t)Fo;
     sr_cuda_launch(conv2d_kernel, flat_blocks(total), 256, 0, total, C, T, F, To, Fo, in, in_img_stride,
-                                               in_plane_stride, w, b, relu != 0, out);
+                   in_plane_stride, w, b, relu != 0, out);
     return sr_cuda_launched("conv2d_s2");
 }
 
@@ -869,7 +870,7 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
     while (n2 < (unsigned)N) n2 <<= 1; /* N <= INT_MAX: n2 <= 2^31 */
     if (n2 <= TOPK_SMEM_KEYS) {
         sr_cuda_launch(topk_sort_kernel, row_blocks(M), ROW_THREADS, n2 * sizeof(unsigned long long),
-            M, N, k, x, ldx, idx, val, nullptr, n2);
+                       M, N, k, x, ldx, idx, val, nullptr, n2);
         return sr_cuda_launched("topk");
     }
     size_t per_row = (size_t)n2 * sizeof(unsigned long long), fit = TOPK_SCRATCH / per_row;
@@ -880,7 +881,7 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
     st = tmp_alloc("topk scratch", (size_t)blocks * per_row, &t);
     if (st) return st;
     sr_cuda_launch(topk_sort_kernel, blocks, ROW_THREADS, 0, M, N, k, x, ldx, idx, val,
-                                              (unsigned long long *)t.p, n2);
+                   (unsigned long long *)t.p, n2);
     st = sr_cuda_launched("topk");
     tmp_free(&t);
     return st;
