@@ -1,7 +1,7 @@
 /* driver_attn.cpp — the emulated CUDA attention (sr_cuda_attn from kernels/cuda/attn.cu, run by
  * scripts/cuda_emu/run.sh) against the CPU table's attn, bit for bit: two slots of different
  * history in one pool pair, a sequence of one row over its whole ring and one of nq rows over
- * random ranges, per case (dtype, heads, K/V heads, head_dim, ring rows, positions, rel-pos,
+ * random ranges (its second row's empty), per case (dtype, heads, K/V heads, head_dim, ring rows, positions, rel-pos,
  * nq), in each form: narrow, wide, grouped (GQA without rel-pos whose scores fit; the others
  * fall back to narrow) and split (ranges up to 2,048 keys; the 8,200-key ring falls back). Exit status 0 when every output element has the CPU's bits. */
 #include <cstdio>
@@ -64,6 +64,7 @@ int main()
                 lo[r] = s == 0 ? oldest : hi[r] - 1 - rndi(k.rows - 1);
                 if (lo[r] < oldest) lo[r] = oldest;
                 if (k.rel && lo[r] < hi[r] - k.rows) lo[r] = hi[r] - k.rows;
+                if (s == 1 && i == 1) lo[r] = hi[r]; /* an empty range: a zero row */
             }
         sr_kbatch b = {2, row0, slot, pos};
         sr_kattn a = {};
