@@ -69,11 +69,12 @@ BV() {
     local t=$1; shift
     echo "== $*"
     fits "$t" || return 0
-    timeout "$t" env "$@" --json 2>&1 | grep "^{" | tee -a "$OUT/bench.jsonl" | python3 -c '
+    timeout "$t" env "$@" --json 2>&1 | grep -E "^[{]|^srkit" | tee -a "$OUT/bench.jsonl" | python3 -c '
 import json, sys
 ks = ["variant", "rtf", "chunk_ms_p50", "model_ms_p50", "decoder_ms_p50", "final_chunk_compute_ms",
       "cuda_graphs", "cuda_pdl", "text"]
 for t in sys.stdin:
+    if not t.startswith("{"): print("  ", t.strip()); continue
     j = json.loads(t)
     if "text" in j: j["text"] = j["text"][:24]
     print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
