@@ -290,6 +290,11 @@ typedef struct sr_memstats {
     size_t gpu_live_bytes, gpu_pool_bytes;
 } sr_memstats;
 
+/* The device bytes of ms (held at its measurement) by what holds them: the model's weights
+ * (weight_bytes when anything is on a device, else 0), the cache pools, and the rest (scratch:
+ * batch buffers, stream state; never below 0). Thread-safe; any pointer may be NULL. */
+void sr_memory_gpu_split(const sr_memstats *ms, size_t *weights, size_t *pools, size_t *scratch);
+
 /* Memory figures for a model and optionally one of its streams (s may be NULL). A stream's
  * stream_bytes include its share of the pools it uses: all of them for a solo stream, 1 /
  * max_streams of its engine's for an engine stream. */

@@ -780,6 +780,15 @@ void sr_memory(const sr_model *m, const sr_stream *s, sr_memstats *out)
     out->peak_rss_bytes = sr_peak_rss_bytes();
 }
 
+void sr_memory_gpu_split(const sr_memstats *ms, size_t *weights, size_t *pools, size_t *scratch)
+{
+    size_t w = ms && ms->gpu_live_bytes ? ms->weight_bytes : 0, p = ms ? ms->gpu_pool_bytes : 0;
+    size_t live = ms ? ms->gpu_live_bytes : 0;
+    if (weights) *weights = w;
+    if (pools) *pools = p;
+    if (scratch) *scratch = live > w + p ? live - w - p : 0;
+}
+
 void sr_engine_memory(const sr_engine *e, sr_memstats *out)
 {
     memset(out, 0, sizeof *out);

@@ -58,6 +58,8 @@ sr_status sr_record_to_jsonl(const sr_record *r, sr_strbuf *out)
         cJSON_AddNumberToObject(mem, "stream_bytes", (double)r->mem.stream_bytes);
         cJSON_AddNumberToObject(mem, "peak_rss_bytes", (double)r->mem.peak_rss_bytes);
         cJSON_AddNumberToObject(mem, "gpu_peak_bytes", (double)r->mem.gpu_peak_bytes);
+        cJSON_AddNumberToObject(mem, "gpu_live_bytes", (double)r->mem.gpu_live_bytes);
+        cJSON_AddNumberToObject(mem, "gpu_pool_bytes", (double)r->mem.gpu_pool_bytes);
     }
     if (r->error) cJSON_AddStringToObject(j, "error", r->error);
     cJSON_AddNumberToObject(j, "repetition_cuts", r->repetition_cuts);
@@ -121,6 +123,8 @@ sr_status sr_record_from_json(const cJSON *j, const char *where, sr_record *r)
     if (jnum(mem, "stream_bytes", &v)) r->mem.stream_bytes = (size_t)v;
     if (jnum(mem, "peak_rss_bytes", &v)) r->mem.peak_rss_bytes = (size_t)v;
     if (jnum(mem, "gpu_peak_bytes", &v)) r->mem.gpu_peak_bytes = (size_t)v;
+    if (jnum(mem, "gpu_live_bytes", &v)) r->mem.gpu_live_bytes = (size_t)v;
+    if (jnum(mem, "gpu_pool_bytes", &v)) r->mem.gpu_pool_bytes = (size_t)v;
     if (jnum(j, "repetition_cuts", &v) && v >= 0 && v <= 1e9) r->repetition_cuts = (int)v;
     return SR_OK;
 fail:
@@ -422,6 +426,13 @@ cJSON *sr_corpus_to_json(const sr_corpus_metrics *m, size_t n_failed)
     add_rate(mem, "stream_bytes", known ? (double)ms->stream_bytes : NAN);
     add_rate(mem, "peak_rss_bytes", known ? (double)ms->peak_rss_bytes : NAN);
     add_rate(mem, "gpu_peak_bytes", known ? (double)ms->gpu_peak_bytes : NAN);
+    /* the device bytes held by weights, cache pools and scratch (each the most over the run's
+     * utterances; 0 on the CPU) */
+    size_t gw, gp, gs;
+    sr_memory_gpu_split(ms, &gw, &gp, &gs);
+    add_rate(mem, "gpu_weight_bytes", known ? (double)gw : NAN);
+    add_rate(mem, "gpu_pool_bytes", known ? (double)gp : NAN);
+    add_rate(mem, "gpu_scratch_bytes", known ? (double)gs : NAN);
     return o;
 }
 

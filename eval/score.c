@@ -263,6 +263,8 @@ static void mem_max(sr_memstats *d, const sr_memstats *s)
     d->stream_bytes = SR_MAX(d->stream_bytes, s->stream_bytes);
     d->peak_rss_bytes = SR_MAX(d->peak_rss_bytes, s->peak_rss_bytes);
     d->gpu_peak_bytes = SR_MAX(d->gpu_peak_bytes, s->gpu_peak_bytes);
+    d->gpu_live_bytes = SR_MAX(d->gpu_live_bytes, s->gpu_live_bytes);
+    d->gpu_pool_bytes = SR_MAX(d->gpu_pool_bytes, s->gpu_pool_bytes);
 }
 
 sr_status sr_corpus_merge(sr_corpus *dst, const sr_corpus *src)

@@ -582,8 +582,9 @@ static void test_score_external(void)
     /* what a trn cannot tell is unknown (null), not 0 */
     const char *unknown[] = {"audio_s", "compute_s", "rtf", "rtfx"};
     for (int i = 0; i < 4; i++) CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(j, unknown[i])));
-    const char *memk[] = {"weight_bytes", "stream_bytes", "peak_rss_bytes", "gpu_peak_bytes"};
-    for (int i = 0; i < 4; i++)
+    const char *memk[] = {"weight_bytes", "stream_bytes", "peak_rss_bytes", "gpu_peak_bytes",
+                          "gpu_weight_bytes", "gpu_pool_bytes", "gpu_scratch_bytes"};
+    for (int i = 0; i < 7; i++)
         CU_ASSERT(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "memory"), memk[i])));
     cJSON_Delete(j);
     /* a timeline: RWER worked by hand. ref "a b c d"; entries "a" (0 err / 1), "a x" (1 / 2),
@@ -633,6 +634,38 @@ static void test_records_bad_input(void)
     TEST_ASSERT_ERR(sr_records_read(p, &r, &n, &d), SR_ERR_FORMAT, "bad-utts.jsonl:1");
 }
 
+/* A record's memory figures survive utts.jsonl (resume, merge): the device bytes included;
+ * the run's aggregate splits them into weights, pools and scratch (sr_memory_gpu_split). */
+static void test_record_memory(void)
+{
+    sr_record r = {.id = "u", .ref = "a", .hyp = "a", .audio_ms = 1000,
+                   .mem = {.weight_bytes = 70, .stream_bytes = 10, .peak_rss_bytes = 900,
+                           .gpu_peak_bytes = 1200, .gpu_live_bytes = 1000, .gpu_pool_bytes = 300}};
+    sr_strbuf b = {0};
+    CU_ASSERT_EQUAL_FATAL(sr_record_to_jsonl(&r, &b), SR_OK);
+    cJSON *j = cJSON_Parse(b.data);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    sr_record back = {0};
+    CU_ASSERT_EQUAL(sr_record_from_json(j, "test", &back), SR_OK);
+    CU_ASSERT(memcmp(&back.mem, &r.mem, sizeof r.mem) == 0);
+    size_t w = 1, p = 1, sc = 1;
+    sr_memory_gpu_split(&back.mem, &w, &p, &sc);
+    CU_ASSERT(w == 70 && p == 300 && sc == 630);
+    /* on the CPU nothing is on a device: no device weights whatever weight_bytes says */
+    sr_memstats cpu = {.weight_bytes = 70};
+    sr_memory_gpu_split(&cpu, &w, &p, &sc);
+    CU_ASSERT(w == 0 && p == 0 && sc == 0);
+    sr_memory_gpu_split(NULL, &w, NULL, &sc);
+    CU_ASSERT(w == 0 && sc == 0);
+    /* pools and weights above what is held (figures of different moments): no negative scratch */
+    sr_memstats odd = {.weight_bytes = 70, .gpu_live_bytes = 100, .gpu_pool_bytes = 300};
+    sr_memory_gpu_split(&odd, NULL, NULL, &sc);
+    CU_ASSERT_EQUAL(sc, 0);
+    sr_record_clear(&back);
+    cJSON_Delete(j);
+    free(b.data);
+}
+
 void test_register_eval_run(void)
 {
     TEST_SUITE("eval_run",
@@ -646,5 +679,6 @@ void test_register_eval_run(void)
                {"missing audio is counted, named", test_missing_audio_counted},
                {"word times map onto normalized words", test_word_time_mapping},
                {"srkit score on external trn and timeline files", test_score_external},
-               {"malformed record logs name the line", test_records_bad_input});
+               {"malformed record logs name the line", test_records_bad_input},
+               {"a record's memory figures survive utts.jsonl", test_record_memory});
 }

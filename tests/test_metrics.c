@@ -962,13 +962,17 @@ static void test_scorer_corpus(void)
     CU_ASSERT_EQUAL_FATAL(sr_corpus_result(sc, &c), SR_OK);
     CU_ASSERT(c.n_utts == 0 && isnan(c.wer_rate) && isnan(c.rwer_rate) && isnan(c.rtf));
     add_two(sc, sc);
-    sr_memstats m1 = {.weight_bytes = 70, .stream_bytes = 10, .peak_rss_bytes = 900},
-                m2 = {.weight_bytes = 50, .stream_bytes = 20, .peak_rss_bytes = 300};
+    sr_memstats m1 = {.weight_bytes = 70, .stream_bytes = 10, .peak_rss_bytes = 900,
+                      .gpu_live_bytes = 1000, .gpu_pool_bytes = 300},
+                m2 = {.weight_bytes = 50, .stream_bytes = 20, .peak_rss_bytes = 300,
+                      .gpu_live_bytes = 500, .gpu_pool_bytes = 400};
     sr_corpus_add_memory(sc, &m1);
     sr_corpus_add_memory(sc, &m2);
     CU_ASSERT_EQUAL_FATAL(sr_corpus_result(sc, &c), SR_OK);
     check_corpus(&c);
     CU_ASSERT_EQUAL(c.memory.stream_bytes, 20);
+    /* each figure the most over the utterances, the device bytes too */
+    CU_ASSERT(c.memory.gpu_live_bytes == 1000 && c.memory.gpu_pool_bytes == 400);
     /* a failing utterance leaves the corpus unchanged */
     sr_tl_entry bad[2] = {{500, "a", 0, 1}, {100, "a", 0, 1}};
     sr_utt_input ub = {.id = "u3", .ref = "a", .entries = bad, .n_entries = 2};

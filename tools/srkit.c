@@ -1601,11 +1601,11 @@ static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
 {
     cJSON_AddNumberToObject(j, "gpu_peak_bytes", (double)ms->gpu_peak_bytes);
     cJSON_AddNumberToObject(j, "gpu_live_bytes", (double)ms->gpu_live_bytes);
-    size_t w = ms->gpu_live_bytes ? ms->weight_bytes : 0, p = ms->gpu_pool_bytes;
+    size_t w, p, scratch;
+    sr_memory_gpu_split(ms, &w, &p, &scratch);
     cJSON_AddNumberToObject(j, "gpu_weight_bytes", (double)w);
     cJSON_AddNumberToObject(j, "gpu_pool_bytes", (double)p);
-    cJSON_AddNumberToObject(j, "gpu_scratch_bytes",
-                            ms->gpu_live_bytes > w + p ? (double)(ms->gpu_live_bytes - w - p) : 0.0);
+    cJSON_AddNumberToObject(j, "gpu_scratch_bytes", (double)scratch);
 #ifdef SR_WITH_CUDA
     /* with SRKIT_CUDA_GRAPH=1: the recorded steps (whole process) patched into their graph or
      * instantiated anew; many of the latter mean the recorded shapes keep changing */
