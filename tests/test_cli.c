@@ -306,21 +306,23 @@ static void test_bench_streams(void)
     CU_ASSERT(pp99 > 0.0);
     CU_ASSERT(pp99 <= cJSON_GetNumberValue(cJSON_GetObjectItem(j, "latency_ms_max")));
     cJSON_Delete(j);
-    snprintf(a, sizeof a, "bench --separate --model %s --audio %s", mdl, wav);
-    expect(runf(a), 2, "--streams", "--separate without --streams");
-    snprintf(a, sizeof a, "bench --streams 2 --separate --realtime --model %s --audio %s", mdl, wav);
-    expect(runf(a), 2, "drop --separate", "--separate with --realtime");
-    snprintf(a, sizeof a, "bench --streams 0 --model %s --audio %s", mdl, wav);
-    expect(runf(a), 2, "1..4096", "--streams 0");
-    /* --cuda-variants: a term it does not know, a stream not on the CUDA table, with --streams */
-    snprintf(a, sizeof a, "bench --cuda-variants plain,pdl+fast --device cuda --model %s --audio %s", mdl, wav);
-    expect(runf(a), 2, "\"fast\" unknown (known: plain, pdl, graph", "--cuda-variants fast");
-    snprintf(a, sizeof a, "bench --cuda-variants plain,,pdl --device cuda --model %s --audio %s", mdl, wav);
-    expect(runf(a), 2, "an empty or over-long variant", "--cuda-variants with an empty variant");
-    snprintf(a, sizeof a, "bench --cuda-variants plain,pdl --model %s --audio %s", mdl, wav);
-    expect(runf(a), 2, "times one stream on --device cuda", "--cuda-variants on the CPU");
-    snprintf(a, sizeof a, "bench --cuda-variants split --streams 2 --device cuda --model %s --audio %s", mdl, wav);
-    expect(runf(a), 2, "(not with --streams)", "--cuda-variants with --streams");
+    /* usage errors, each named (--cuda-variants: a term it does not know, an empty variant, a
+     * stream not on the CUDA table, with --streams) */
+    static const struct { const char *opts, *said, *what; } bad[] = {
+        {"--separate", "--streams", "--separate without --streams"},
+        {"--streams 2 --separate --realtime", "drop --separate", "--separate with --realtime"},
+        {"--streams 0", "1..4096", "--streams 0"},
+        {"--cuda-variants plain,pdl+fast --device cuda", "\"fast\" unknown (known: plain, pdl, graph",
+         "--cuda-variants fast"},
+        {"--cuda-variants plain,,pdl --device cuda", "an empty or over-long variant",
+         "--cuda-variants with an empty variant"},
+        {"--cuda-variants plain,pdl", "times one stream on --device cuda", "--cuda-variants on the CPU"},
+        {"--cuda-variants split --streams 2 --device cuda", "(not with --streams)",
+         "--cuda-variants with --streams"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(a, sizeof a, "bench %s --model %s --audio %s", bad[i].opts, mdl, wav);
+        expect(runf(a), 2, bad[i].said, bad[i].what);
+    }
 }
 
 /* The defaults each command documents, and what they are for real tiny.en (vanilla weights):
