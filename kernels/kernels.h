@@ -468,10 +468,11 @@ sr_status sr_cuda_kernels(const sr_kernels **out);
  * SRKIT_CUDA_GEMM=wmma selects 0 until a call sets it. For tests and `srkit bench gemm`: set it
  * while no gemm runs (a gemm reads it once per call). */
 int sr_cuda_gemm_kernel(int v);
-/* kernels/cuda/gemm.cu: the mma kernel's columns a block above 16 rows, process-wide: 0 always
- * 16 (the default), 1 always 32, 2 by the weight's size; v = 0, 1 or 2 sets it, any other v only
- * asks. Returns the setting before the call. SRKIT_CUDA_GEMM_COLS=16 / 32 / auto selects it until
- * a call sets it. Speed only: every choice gives the same bits. */
+/* kernels/cuda/gemm.cu: the mma kernel's columns a block, process-wide: 0 always 16 (the
+ * default); above 16 rows 1 always 32, 2 by the weight's size; 3 8 at up to 16 rows (16 above);
+ * v = 0 .. 3 sets it, any other v only asks. Returns the setting before the call.
+ * SRKIT_CUDA_GEMM_COLS=16 / 32 / auto / 8 selects it until a call sets it. Speed only: every
+ * choice gives the same bits. */
 int sr_cuda_gemm_cols(int v);
 /* kernels/cuda/attn.cu: the attention kernel's form, process-wide: 0 narrow (8 blocks a
  * multiprocessor), 1 wide (16 loads in flight a thread, 4 blocks), 2 by each launch's size (the

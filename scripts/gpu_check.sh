@@ -191,14 +191,14 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     V=/tmp/m/vx.h5
     # batch 1 under the CUDA table's settings, on one load of the model, runs interleaved (two
     # of each): plain, recorded (graph), overlapping launches (pdl), both, the split attention
-    # form alone and with both, the grouped and wide forms with both (the fourth session's H100
-    # saw wide faster end to end in one run)
-    BV 120 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
-        plain,graph,pdl,pdl+graph,split,split+pdl+graph,grouped+pdl+graph,wide+pdl+graph
+    # form alone and with both, 8 GEMM columns a block with both (and with split), the grouped
+    # and wide forms with both (the fourth session's H100 saw wide faster end to end in one run)
+    BV 150 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
+        plain,graph,pdl,pdl+graph,split,split+pdl+graph,cols8+pdl+graph,split+cols8+pdl+graph,grouped+pdl+graph,wide+pdl+graph
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
         BV 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
-            --cuda-variants plain,graph,pdl+graph,split+pdl+graph
+            --cuda-variants plain,graph,pdl+graph,split+pdl+graph,split+cols8+pdl+graph
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
     fi
@@ -249,6 +249,13 @@ for nk in "6144 3072" "18432 3072" "131072 3072"; do
         echo "-- N $1 K $2, SRKIT_CUDA_GEMM_COLS=$cols"
         fits 20 && SRKIT_CUDA_GEMM_COLS=$cols timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(32|64|256) \|"
     done
+done
+# up to 16 rows: 8 columns a block against the table above's 16 (the weights of 192 and 256
+# blocks of 16: o, down, 4096 x 4096)
+for nk in "3072 4096" "3072 9216" "4096 4096"; do
+    set -- $nk
+    echo "-- N $1 K $2, SRKIT_CUDA_GEMM_COLS=8"
+    fits 20 && SRKIT_CUDA_GEMM_COLS=8 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|16) \|"
 done
 # runs of 16 products with launches overlapping (each call's weight prefetched while the one
 # ahead runs) against the table above's plain runs

@@ -202,18 +202,19 @@ static void test_gemm(void)
                                        (sr_act)act, alpha, beta, y0, ldy);
                 else
                     bad += !agree(yg, yc, (size_t)M * ldy, exact ? -1.0 : 2e-6, "gemm");
-                /* the mma form with 16 and with 32 columns a block: the same bits */
-                if (mul == SR_KMUL_BF16 && (gemm_kernel(-1) == 1 || dt == SR_I8) && M > 16) {
+                /* the mma form with 16 columns a block and with 32 (above 16 rows) or 8 (up to
+                 * 16): the same bits */
+                if (mul == SR_KMUL_BF16 && (gemm_kernel(-1) == 1 || dt == SR_I8)) {
                     float *d2 = dev(g, y0, (size_t)M * ldy);
-                    const int pc = gemm_cols(-1);
-                    for (int cols = 0; cols < 2; cols++) {
+                    const int pc = gemm_cols(-1), other = M > 16 ? 1 : 3;
+                    for (int cols = 0; cols <= other; cols += other) {
                         gemm_cols(cols);
                         CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wg, act % 2 ? dbias : NULL, (sr_act)act, alpha,
                                                 beta, d2, ldy), SR_OK);
                         float *y2 = back(g, d2, (size_t)M * ldy);
                         CU_ASSERT_EQUAL(g->upload(d2, y0, (size_t)M * ldy * sizeof(float)), SR_OK);
-                        bad += !agree(y2, yg, (size_t)M * ldy, -1.0, cols ? "gemm, 32 columns a block"
-                                                                          : "gemm, 16 columns a block");
+                        bad += !agree(y2, yg, (size_t)M * ldy, -1.0, !cols ? "gemm, 16 columns a block" :
+                                      cols == 1 ? "gemm, 32 columns a block" : "gemm, 8 columns a block");
                         free(y2);
                     }
                     gemm_cols(pc);

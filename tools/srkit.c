@@ -1373,33 +1373,34 @@ typedef struct {
 
 /* --cuda-variants: settings of the CUDA table (kernels.h) a one-stream run is repeated under,
  * on the one loaded model, interleaved (run r of every variant before run r + 1 of any). Each
- * variant starts from the defaults (no overlap, no recording, the attention form by size) and
- * turns on its '+'-joined terms. */
-#define BENCH_VARIANTS 8
+ * variant starts from the defaults (no overlap, no recording, the attention form by size, 16
+ * GEMM columns a block) and turns on its '+'-joined terms. */
+#define BENCH_VARIANTS 12
 typedef struct {
     char name[48];
-    int pdl, graph, attn; /* sr_cuda_pdl, sr_cuda_graphs, sr_cuda_attn_form values */
+    int pdl, graph, attn, cols; /* sr_cuda_pdl, _graphs, _attn_form, _gemm_cols values */
 } bench_variant;
 
 /* "plain,pdl+graph,..." into v[] (at most BENCH_VARIANTS); the count, or -1 after a message
  * naming the unknown term. */
 static int bench_variants_parse(const char *list, bench_variant *v)
 {
-    static const struct { const char *term; int pdl, graph, attn; } terms[] = {
-        {"plain", -1, -1, -1}, {"pdl", 1, -1, -1},    {"graph", -1, 1, -1}, {"narrow", -1, -1, 0},
-        {"wide", -1, -1, 1},   {"grouped", -1, -1, 3}, {"split", -1, -1, 4}};
+    static const struct { const char *term; int pdl, graph, attn, cols; } terms[] = {
+        {"plain", -1, -1, -1, -1},  {"pdl", 1, -1, -1, -1},    {"graph", -1, 1, -1, -1},
+        {"narrow", -1, -1, 0, -1},  {"wide", -1, -1, 1, -1},   {"grouped", -1, -1, 3, -1},
+        {"split", -1, -1, 4, -1},   {"cols8", -1, -1, -1, 3}};
     int n = 0;
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ",");
         if (n == BENCH_VARIANTS || !len || len >= sizeof v[0].name) {
             fprintf(stderr, "srkit bench: --cuda-variants: %s\n", n == BENCH_VARIANTS ?
-                    "at most 8 variants" : "an empty or over-long variant");
+                    "at most 12 variants" : "an empty or over-long variant");
             return -1;
         }
         bench_variant *x = &v[n++];
         memcpy(x->name, p, len);
         x->name[len] = 0;
-        x->pdl = x->graph = 0;
+        x->pdl = x->graph = x->cols = 0;
         x->attn = 2;
         for (const char *t = x->name; *t;) {
             size_t tl = strcspn(t, "+");
@@ -1409,12 +1410,13 @@ static int bench_variants_parse(const char *list, bench_variant *v)
                 k++;
             if (k == sizeof terms / sizeof terms[0]) {
                 fprintf(stderr, "srkit bench: --cuda-variants: \"%.*s\" unknown (known: plain, pdl, "
-                        "graph, narrow, wide, grouped, split, joined by +)\n", (int)tl, t);
+                        "graph, narrow, wide, grouped, split, cols8, joined by +)\n", (int)tl, t);
                 return -1;
             }
             if (terms[k].pdl >= 0) x->pdl = terms[k].pdl;
             if (terms[k].graph >= 0) x->graph = terms[k].graph;
             if (terms[k].attn >= 0) x->attn = terms[k].attn;
+            if (terms[k].cols >= 0) x->cols = terms[k].cols;
             t += tl + (t[tl] == '+');
         }
         p += len + (p[len] == ',');
@@ -1429,6 +1431,7 @@ static void bench_variant_apply(const bench_variant *v)
     sr_cuda_pdl(v->pdl);
     sr_cuda_graphs(v->graph);
     sr_cuda_attn_form(v->attn);
+    sr_cuda_gemm_cols(v->cols);
 #else
     (void)v;
 #endif
@@ -2207,14 +2210,14 @@ static const char BENCH_USAGE[] =
     "  --loop                  with --max-ms: feed the concatenated audio again and again\n"
     "                          until N ms (held in memory once: long-stream memory runs)\n"
     "  --per-chunk             --json also lists every chunk's audio_ms, compute and model ms\n"
-    "  --cuda-variants LIST    one stream on --device cuda under each of up to 8 settings of the\n"
+    "  --cuda-variants LIST    one stream on --device cuda under each of up to 12 settings of the\n"
     "                          CUDA table, on the one loaded model, runs interleaved (run r of\n"
     "                          each before run r + 1 of any; --repeat N runs each): variants\n"
     "                          split by ',', each terms joined by '+' from plain, pdl (overlapping\n"
     "                          launches), graph (recorded steps), narrow, wide, grouped, split\n"
-    "                          (attention forms), on top of the defaults (no overlap, no recording,\n"
-    "                          the form by size); a report (--json: an object with \"variant\")\n"
-    "                          each\n"
+    "                          (attention forms), cols8 (8 GEMM columns a block at up to 16 rows),\n"
+    "                          on top of the defaults (no overlap, no recording, the form by size,\n"
+    "                          16 columns); a report (--json: an object with \"variant\") each\n"
     "  --streams N             N concurrent streams (stream i hears the audio rotated by i/N of\n"
     "                          its length) on one batched engine: RTFx over all streams and\n"
     "                          per-chunk compute ms (each chunk's step)\n"

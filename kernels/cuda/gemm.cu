@@ -582,21 +582,22 @@ __device__ __forceinline__ void mma_prefetch_w(const void *__restrict__ w, int N
  * after the sum) and x's operands: the staged xb [Mp][kpad]
  * (XF false), or for few rows (XF true, MT 1) x [M, K] itself (row stride ldx), rounded as it
  * is read: the same operand bits, so the same results, without the staging launch and its
- * buffer. A block computes (16 MT) rows x (16 NP) columns (2 NP 8-column mma tiles: each x
- * fragment loaded once serves them all, so NP 2 halves the x bytes read per weight byte at
- * many rows), DEPTH k blocks of a warp loaded before they are multiplied. MT, NP and DEPTH are
+ * buffer. A block computes (16 MT) rows x (8 NJ) columns (NJ 8-column mma tiles: each x
+ * fragment loaded once serves them all, so NJ 4 halves the x bytes read per weight byte of NJ
+ * 2 at many rows, and NJ 1 makes twice the blocks of NJ 2 for a few rows' small grids), DEPTH
+ * k blocks of a warp loaded before they are multiplied. MT, NJ and DEPTH are
  * speed only: each output's products, their order and the warps' sum are the same. */
-template <int MT, int DEPTH, bool XF, bool WI8, int NP = 1>
+template <int MT, int DEPTH, bool XF, bool WI8, int NJ = 2>
 __global__ void __launch_bounds__(32 * MMA_WARPS)
 gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
                 const float *__restrict__ xf, int ldx, int K, const void *__restrict__ w,
                 const float *__restrict__ scale, const float *__restrict__ bias, sr_act act,
                 float alpha, float beta, float *__restrict__ y, int ldy, int pf_k)
 {
-    mma_prefetch_w<16 * NP, WI8>(w, N, kpad, pf_k);
+    mma_prefetch_w<8 * NJ, WI8>(w, N, kpad, pf_k);
     sr_pdl_enter();
     static_assert(!XF || MT == 1, "direct activations only for one row tile");
-    constexpr int BM = 16 * MT, BN = 16 * NP, NJ = 2 * NP;
+    constexpr int BM = 16 * MT, BN = 8 * NJ;
     __shared__ float red[BM * BN]; /* the warps' sum, [m][n] */
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -607,7 +608,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     const int mine = rounds * MMA_G;
     const int m_tiles = (M + BM - 1) / BM;
     /* this lane's weight rows n0 + 8 j + g, j < NJ, as element offsets of their first vector;
-     * the rows past tc_rows(N) (a multiple of 16: the last block's second pair, NP 2) are not
+     * the rows past tc_rows(N) (a multiple of 16: the last block's second pair, NJ 4) are not
      * read (zero operands, their outputs discarded) */
     const size_t w0 = (size_t)(n0 + g) * (size_t)kpad + 8 * q;
     bool jlive[NJ];
@@ -698,13 +699,13 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     }
 }
 
-template <int MT, int DEPTH, bool XF, int NP = 1>
+template <int MT, int DEPTH, bool XF, int NJ = 2>
 static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int ldx,
                             const sr_kweight *W, const float *bias, sr_act act, float alpha,
                             float beta, float *y, int ldy)
 {
     unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
-    dim3 grid((unsigned)((tc_rows(W->n) / 16 + NP - 1) / NP), (unsigned)SR_CUDA_GRID_Y(m_tiles));
+    dim3 grid((unsigned)((tc_rows(W->n) / 8 + NJ - 1) / NJ), (unsigned)SR_CUDA_GRID_Y(m_tiles));
     const int kpad = (int)k_pad(W->k);
     /* the weight's prefix for its L2 (a third of an H100's 50 MB), only while launches overlap */
     const size_t esz = W->dtype == SR_I8 ? 1 : 2, budget = (size_t)16 << 20;
@@ -716,21 +717,24 @@ static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int 
      * take them from 96-128 to 142-192 registers) */
     constexpr int DI8 = XF ? 2 * DEPTH : DEPTH;
     if (W->dtype == SR_I8)
-        sr_cuda_launch(gemm_mma_kernel<MT, DI8, XF, true, NP>, grid, 32 * MMA_WARPS, 0, M, W->n,
+        sr_cuda_launch(gemm_mma_kernel<MT, DI8, XF, true, NJ>, grid, 32 * MMA_WARPS, 0, M, W->n,
                        kpad, xb, x, ldx, W->k, W->data, W->scale, bias, act, alpha, beta, y, ldy,
                        pf_k);
     else
-        sr_cuda_launch(gemm_mma_kernel<MT, DEPTH, XF, false, NP>, grid, 32 * MMA_WARPS, 0, M, W->n,
+        sr_cuda_launch(gemm_mma_kernel<MT, DEPTH, XF, false, NJ>, grid, 32 * MMA_WARPS, 0, M, W->n,
                        kpad, xb, x, ldx, W->k, W->data, nullptr, bias, act, alpha, beta, y, ldy, pf_k);
 }
 
-/* The mma kernel's columns a block at more than 16 rows (staged x): 0 always 16 (the default
- * until the others are timed on a device), 1 always 32, 2 32 where that still gives two blocks
- * a multiprocessor, else 16. At many rows each block reads its rows of x once for all its
- * columns: 32 columns read half the x bytes per weight byte of 16, but make half the blocks.
- * Speed only: the same bits (gemm_mma_kernel). SRKIT_CUDA_GEMM_COLS=16 / 32 / auto;
- * sr_cuda_gemm_cols overrides it (tests, bench). */
-static sr_cuda_setting gemm_cols_setting = {"SRKIT_CUDA_GEMM_COLS", {"16", "32", "auto"}, 0, {-1}, {-2}};
+/* The mma kernel's columns a block: 0 always 16 (the default until the others are timed on a
+ * device); above 16 rows (staged x) 1 always 32, 2 32 where that still gives two blocks a
+ * multiprocessor, else 16; 3 8 at up to 16 rows (x read by the kernel: one stream's step), 16
+ * above. At many rows each block reads its rows of x once for all its columns: 32 columns read
+ * half the x bytes per weight byte of 16, but make half the blocks. At a few rows a weight of
+ * 3,072 or 4,096 rows makes 192-256 blocks of 16 on 132 multiprocessors (one or two each: the
+ * twos finish last); 8 columns make twice the blocks, spread more evenly. Speed only: the same
+ * bits (gemm_mma_kernel). SRKIT_CUDA_GEMM_COLS=16 / 32 / auto / 8; sr_cuda_gemm_cols overrides
+ * it (tests, bench). */
+static sr_cuda_setting gemm_cols_setting = {"SRKIT_CUDA_GEMM_COLS", {"16", "32", "auto", "8"}, 0, {-1}, {-2}};
 
 extern "C" int sr_cuda_gemm_cols(int v) { return sr_cuda_setting_use(gemm_cols_setting, v); }
 
@@ -749,14 +753,14 @@ static sr_cuda_setting gemm_kernel_setting = {"SRKIT_CUDA_GEMM", {"wmma", "mma",
 
 extern "C" int sr_cuda_gemm_kernel(int v) { return sr_cuda_setting_use(gemm_kernel_setting, v); }
 
-/* The mma kernel over the staged operands xb, NP pairs of 8-column tiles a block: row tiles of
- * 32 up to 32 rows, of 64 above (speed only). */
-template <int NP>
+/* The mma kernel over the staged operands xb, NJ 8-column tiles a block: row tiles of 32 up to
+ * 32 rows, of 64 above (speed only). */
+template <int NJ>
 static void gemm_mma_staged(int M, const __nv_bfloat16 *xb, const sr_kweight *W, const float *bias,
                             sr_act act, float alpha, float beta, float *y, int ldy)
 {
-    if (M <= 32) gemm_mma_launch<2, 2, false, NP>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
-    else gemm_mma_launch<4, 1, false, NP>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
+    if (M <= 32) gemm_mma_launch<2, 2, false, NJ>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
+    else gemm_mma_launch<4, 1, false, NJ>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
 }
 
 /* x staged as bf16 operands in a block of the table's pool (freed after the launch, in order), then
@@ -771,7 +775,10 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
      * registers), whichever form is selected. */
     const int mma = sr_cuda_gemm_kernel(-1) == 1 || W->dtype == SR_I8;
     if (M <= 16 && mma) {
-        gemm_mma_launch<1, 2, true>(M, NULL, x, ldx, W, bias, act, alpha, beta, y, ldy);
+        if (sr_cuda_gemm_cols(-1) == 3)
+            gemm_mma_launch<1, 2, true, 1>(M, NULL, x, ldx, W, bias, act, alpha, beta, y, ldy);
+        else
+            gemm_mma_launch<1, 2, true>(M, NULL, x, ldx, W, bias, act, alpha, beta, y, ldy);
         return sr_cuda_launched("gemm (bf16 products)");
     }
     const int kpad = (int)k_pad(W->k), Mp = (M + 15) / 16 * 16;
@@ -782,8 +789,8 @@ static sr_status gemm_tc(int M, const float *x, int ldx, const sr_kweight *W, co
     __nv_bfloat16 *xb = (__nv_bfloat16 *)xbv;
     size_t blocks = (n + 255) / 256;
     sr_cuda_launch(tc_stage_x, (unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, M, W->k, kpad, Mp, x, ldx, xb);
-    if (mma && gemm_wide_cols(W)) gemm_mma_staged<2>(M, xb, W, bias, act, alpha, beta, y, ldy);
-    else if (mma) gemm_mma_staged<1>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    if (mma && gemm_wide_cols(W)) gemm_mma_staged<4>(M, xb, W, bias, act, alpha, beta, y, ldy);
+    else if (mma) gemm_mma_staged<2>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else if (M <= 16) gemm_tc_launch<1, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else if (M <= 32) gemm_tc_launch<2, 1>(M, xb, W, bias, act, alpha, beta, y, ldy);
     else gemm_tc_launch<4, 2>(M, xb, W, bias, act, alpha, beta, y, ldy);
