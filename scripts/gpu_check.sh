@@ -109,7 +109,7 @@ fi
 S 60 wide.log SRKIT_CUDA_ATTN=wide test_srkit engine_equals_solo/cuda
 # and the grouped form wherever it applies (GQA: Voxtral's decoder; the rest falls back to narrow)
 S 60 grouped.log SRKIT_CUDA_ATTN=grouped test_srkit engine_equals_solo/cuda
-# and the split form wherever it applies (ranges up to 2,048 keys), with Voxtral's goldens
+# and the split form (K and V pools of one type: all of them), with the three goldens
 S 60 split.log SRKIT_CUDA_ATTN=split test_srkit engine_equals_solo/cuda
 S 60 split-vx.log SRKIT_CUDA_ATTN=split SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity fastconformer_parity
 # recording (SRKIT_CUDA_GRAPH=1: Voxtral's encoder round and decoder pass each submitted as one

@@ -587,8 +587,8 @@ static void kv_fill_both(const sr_kernels *c, const sr_kernels *g, sr_kpool *con
 
 /* Attention of M query rows (random, stride ld = w + pad) through both tables (ag: the device
  * copy of a's pointer fields) over pools P at `layer`, the device's in each of its kernel
- * forms (narrow, wide, grouped: GQA without rel-pos whose scores fit, split: ranges up to 2,048
- * keys, each else narrow): 0 when every output row of each has the CPU's bits. */
+ * forms (narrow, wide, grouped: GQA without rel-pos whose scores fit, else narrow; split): 0
+ * when every output row of each has the CPU's bits. */
 static int attn_both(const sr_kernels *c, const sr_kernels *g, const sr_kattn *a,
                      const sr_kattn *ag, const sr_kbatch *b, sr_kpool *const P[4], int layer,
                      int M, int w, int pad, float mag, const char *what)

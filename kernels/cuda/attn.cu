@@ -510,21 +510,21 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
     }
 }
 
-/* The split form (SRKIT_CUDA_ATTN=split; ranges up to SPLIT_MAX keys; not measured on a device
- * yet, so never picked by default): a launch of few rows (one stream's step: 32 blocks, one per
- * head, each walking its range alone on one multiprocessor) cut into many blocks without
- * changing a single operation. First kernel: block (head h, row r, tile t) computes the scores
- * of the tile's TK keys by tile_score (the same chains) into a scratch row S [r][h][ld_s].
- * Second kernel: block (h, r, column group c) reads the row's scores back, takes their maximum
- * (warp_max_store / red_max, as every form), the weights e_j = exp(s_j - m) in place, and runs
- * the value chains of its SPLIT_CW columns over all keys in order from V rows staged in shared
+/* The split form (SRKIT_CUDA_ATTN=split; not measured on a device yet, so never picked by
+ * default): a launch of few rows (one stream's step: 32 blocks, one per head, each walking its
+ * range alone on one multiprocessor) cut into many blocks without changing a single operation.
+ * First kernel: block (head h, row r, tile t) computes the scores of the tile's TK keys by
+ * tile_score (the same chains) into a scratch row S [r][h][ld_s]. Second kernel: block (h, r,
+ * column group c) takes the maximum of the row's scores (warp_max_store / red_max, as every
+ * form), then, SPLIT_SC keys at a time, their weights e_j = exp(s_j - m) into shared memory and
+ * the value chains of its SPLIT_CW columns over them in order from V rows staged in shared
  * memory (16 loads in flight a thread), while one other thread of the block runs the double
  * normalizer's chain over the same weights in order; out = o * (float)(1 / sum). Each output
  * is the sequence of operations attn_kernel performs for it: the same bits, from H x tiles and
  * H x hd / SPLIT_CW blocks instead of H. */
-constexpr int SPLIT_MAX = 2048; /* keys of the longest range the split form takes */
-constexpr int SPLIT_CW = 8;     /* value columns a block of the second kernel */
-constexpr int SPLIT_VT = 1024;  /* V rows staged at a time ([SPLIT_VT][SPLIT_CW] elements) */
+constexpr int SPLIT_SC = 2048; /* weights held in shared memory at a time */
+constexpr int SPLIT_CW = 8;    /* value columns a block of the second kernel */
+constexpr int SPLIT_VT = 1024; /* V rows staged at a time ([SPLIT_VT][SPLIT_CW] elements) */
 
 template <int KD, bool REL>
 __global__ void __launch_bounds__(NT, 4) attn_split_scores(const attn_args A, const attn_ctl C,
@@ -552,8 +552,8 @@ __global__ void __launch_bounds__(NT, 8) attn_split_values(const attn_args A, co
     sr_pdl_enter();
     extern __shared__ float smem[];
     float *red = smem;                                  /* [NT / 32] */
-    float *sc = red + NT / 32;                          /* [ld_s] */
-    pool_t<VD> *vt = reinterpret_cast<pool_t<VD> *>(sc + ld_s); /* [SPLIT_VT][SPLIT_CW] */
+    float *sc = red + NT / 32;                          /* [SPLIT_SC] */
+    pool_t<VD> *vt = reinterpret_cast<pool_t<VD> *>(sc + SPLIT_SC); /* [SPLIT_VT][SPLIT_CW] */
     const int tid = threadIdx.x, h = blockIdx.x, r = blockIdx.y, hd = A.hd;
     const int d0 = (int)blockIdx.z * SPLIT_CW, dn = min(SPLIT_CW, hd - d0);
     const attn_row R = C.rows[r];
@@ -565,48 +565,50 @@ __global__ void __launch_bounds__(NT, 8) attn_split_values(const attn_args A, co
     }
     const float *srow = S + ((size_t)r * gridDim.x + h) * (size_t)ld_s;
     float m = -INFINITY;
-    for (int i = tid; i < n; i += NT) {
-        const float v = srow[i];
-        sc[i] = v;
-        m = fmaxf(m, v); /* NaN skipped, as the CPU's s > m ? s : m */
-    }
+    for (int i = tid; i < n; i += NT) m = fmaxf(m, srow[i]); /* NaN skipped, as the CPU's */
     warp_max_store(m, red);
     __syncthreads();
     m = red_max(red);
-    for (int i = tid; i < n; i += NT) sc[i] = sr_exp_poly(__fsub_rn(sc[i], m));
     const pool_t<VD> *vb = (const pool_t<VD> *)A.V + A.v_base + (size_t)R.slot * A.v_slot +
                            (size_t)(h / A.grp) * hd + d0;
     float acc = 0.0f;
     double sum = 0.0;
-    for (int c0 = 0; c0 < n; c0 += SPLIT_VT) {
-        const int cn = min(SPLIT_VT, n - c0);
-        __syncthreads(); /* the weights complete; the previous V rows consumed */
-        stage<pool_t<VD>, LD_UV>(
-            cn * SPLIT_CW,
-            [&](int i) {
-                long long rr = (long long)R.vrow0 + c0 + i / SPLIT_CW; /* < 2 rows: n <= rows */
-                if (rr >= A.v_rows) rr -= A.v_rows;
-                return i % SPLIT_CW < dn ? vb[rr * A.v_ld + i % SPLIT_CW] : (pool_t<VD>)0;
-            },
-            [&](int i, pool_t<VD> v) { vt[i] = v; });
-        __syncthreads();
-        if (tid < dn)
-            for (int k = 0; k < cn; k++)
-                acc = fmaf(sc[c0 + k], pool_widen<VD>(vt[k * SPLIT_CW + tid]), acc);
-        else if (tid == SPLIT_CW)
-            for (int k = 0; k < cn; k++) sum = __dadd_rn(sum, (double)sc[c0 + k]);
+    for (int s0 = 0; s0 < n; s0 += SPLIT_SC) {
+        const int sn = min(SPLIT_SC, n - s0);
+        __syncthreads(); /* the previous weights consumed (and red read) */
+        for (int i = tid; i < sn; i += NT) sc[i] = sr_exp_poly(__fsub_rn(srow[s0 + i], m));
+        for (int c0 = 0; c0 < sn; c0 += SPLIT_VT) {
+            const int cn = min(SPLIT_VT, sn - c0);
+            __syncthreads(); /* the weights complete; the previous V rows consumed */
+            stage<pool_t<VD>, LD_UV>(
+                cn * SPLIT_CW,
+                [&](int i) {
+                    long long rr = (long long)R.vrow0 + s0 + c0 + i / SPLIT_CW; /* < 2 rows: n <= rows */
+                    if (rr >= A.v_rows) rr -= A.v_rows;
+                    return i % SPLIT_CW < dn ? vb[rr * A.v_ld + i % SPLIT_CW] : (pool_t<VD>)0;
+                },
+                [&](int i, pool_t<VD> v) { vt[i] = v; });
+            __syncthreads();
+            if (tid < dn)
+                for (int k = 0; k < cn; k++)
+                    acc = fmaf(sc[c0 + k], pool_widen<VD>(vt[k * SPLIT_CW + tid]), acc);
+            else if (tid == SPLIT_CW)
+                for (int k = 0; k < cn; k++) sum = __dadd_rn(sum, (double)sc[c0 + k]);
+        }
     }
+    __syncthreads(); /* red free */
     if (tid == SPLIT_CW) red[0] = __double2float_rn(__ddiv_rn(1.0, sum));
     __syncthreads();
     if (tid < dn) o[tid] = __fmul_rn(acc, red[0]);
 }
 
-/* Dynamic shared memory of the split form's second kernel for ld_s scores, in bytes. */
+/* Dynamic shared memory of the split form's second kernel, in bytes (under 48 KB). */
 template <int VD>
-constexpr size_t split_values_smem(int ld_s)
+constexpr size_t split_values_smem()
 {
-    return (size_t)(NT / 32 + ld_s) * sizeof(float) + (size_t)SPLIT_VT * SPLIT_CW * sizeof(pool_t<VD>);
+    return (size_t)(NT / 32 + SPLIT_SC) * sizeof(float) + (size_t)SPLIT_VT * SPLIT_CW * sizeof(pool_t<VD>);
 }
+static_assert(split_values_smem<SR_F32>() <= (size_t)SMEM_LIMIT, "the split form's shared memory");
 
 template <int KD, int VD, bool REL>
 void launch_split_t(int H, int m, int tiles, const attn_args &A, const attn_ctl &C, float *S)
@@ -615,7 +617,7 @@ void launch_split_t(int H, int m, int tiles, const attn_args &A, const attn_ctl 
     sr_cuda_launch(attn_split_scores<KD, REL>, dim3((unsigned)H, (unsigned)m, (unsigned)tiles), NT,
                    (size_t)SMEM_FIXED * sizeof(float), A, C, S, ld_s);
     sr_cuda_launch(attn_split_values<VD>, dim3((unsigned)H, (unsigned)m, (unsigned)groups), NT,
-                   split_values_smem<VD>(ld_s), A, C, (const float *)S, ld_s);
+                   split_values_smem<VD>(), A, C, (const float *)S, ld_s);
 }
 
 template <int D>
@@ -777,10 +779,9 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
     const bool grouped = sr_cuda_attn_form(-1) == 3 && !rel && (grp == 2 || grp == 4 || grp == 8) &&
                          K->dtype == V->dtype && smem_g <= (size_t)SMEM_LIMIT;
     if (grouped) A.cap = cap_g;
-    /* the split form where asked and it applies: K and V of one type, ranges up to SPLIT_MAX
-     * keys (the second kernel keeps them all in shared memory); a scratch block of the call's
-     * scores from the table's pool, freed in order after the launches */
-    const bool split = sr_cuda_attn_form(-1) == 4 && K->dtype == V->dtype && maxlen <= SPLIT_MAX;
+    /* the split form where asked and it applies (K and V of one type); a scratch block of the
+     * call's scores from the table's pool, freed in order after the launches */
+    const bool split = sr_cuda_attn_form(-1) == 4 && K->dtype == V->dtype && tiles / TK <= 65535;
     const int split_tiles = (int)(tiles / TK);
     float *S = NULL;
     if (split) {

@@ -3,7 +3,7 @@
  * history in one pool pair, a sequence of one row over its whole ring and one of nq rows over
  * random ranges (its second row's empty), per case (dtype, heads, K/V heads, head_dim, ring rows, positions, rel-pos,
  * nq), in each form: narrow, wide, grouped (GQA without rel-pos whose scores fit; the others
- * fall back to narrow) and split (ranges up to 2,048 keys; the 8,200-key ring falls back). Exit status 0 when every output element has the CPU's bits. */
+ * fall back to narrow) and split (the 8,200-key ring's weights in five rounds of shared memory). Exit status 0 when every output element has the CPU's bits. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
