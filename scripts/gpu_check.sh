@@ -151,13 +151,9 @@ done
 
 fi
 if want figures; then
-echo "== bench attn (fused vs unfused): the form by size, the grouped and split forms (FORMS=1: also wide, narrow, the base build)"
-forms="auto grouped split"; [ "${FORMS:-0}" = 1 ] && forms="auto grouped split wide narrow"
-for f in $forms; do
-    fits 40 || break
-    echo "-- SRKIT_CUDA_ATTN=$f"
-    SRKIT_CUDA_ATTN=$f timeout 40 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256 | grep -E "^ +[0-9]"
-done
+echo "== bench attn (fused vs unfused): the form by size, the grouped and split forms interleaved (FORMS=1: all five, and the base build)"
+forms="auto,grouped,split"; [ "${FORMS:-0}" = 1 ] && forms="auto,grouped,split,wide,narrow"
+fits 60 && timeout 60 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256 --forms $forms | grep -E "^ +[0-9]"
 if [ "${FORMS:-0}" = 1 ] && [ -n "$BASE" ] && fits 40; then timeout 40 "$BASE" bench attn --device cuda --streams 1 --streams 64 --streams 256 | grep -E "^ +[0-9]"; fi
 echo "== bench gemm (wmma against mma; GEMMALL=1: the whole table with the f32 products)"
 if [ "${GEMMALL:-0}" = 1 ] && fits 45; then timeout 45 srkit bench gemm --device cuda | tail -n 36; fi

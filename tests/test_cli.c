@@ -248,6 +248,12 @@ static void test_bench_gemm(void)
     }
     CU_ASSERT_EQUAL(rows, 3);
     expect(runf("bench attn --streams 0"), 2, "--streams 0 out of 1..4096", "bench attn bad --streams");
+    /* --forms: the CUDA kernel's forms, each once, on the CUDA table only */
+    expect(runf("bench attn --device cuda --forms auto,fast"), 2, "\"fast\" unknown (forms: narrow",
+           "bench attn --forms fast");
+    expect(runf("bench attn --device cuda --forms split,auto,split"), 2, "\"split\" twice",
+           "bench attn --forms twice");
+    expect(runf("bench attn --forms auto,split"), 2, "needs --device cuda", "bench attn --forms on the CPU");
 }
 
 /* bench --streams: the batched engine's figures as JSON, and its usage errors. */

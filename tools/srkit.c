@@ -1208,7 +1208,24 @@ static sr_status attn_unfused(const bench_attn_case *c)
     return st;
 }
 
-static int bench_attn_one(const sr_kernels *k, int N, int R, int L, int H, int G, int D, int reps)
+/* The attention forms --forms may name: SRKIT_CUDA_ATTN's values (sr_cuda_attn_form). */
+static const char *const attn_form_names[] = {"narrow", "wide", "auto", "grouped", "split"};
+#define ATTN_FORMS 5
+
+/* Set the CUDA attention form f (-1: leave it as it is). */
+static void bench_attn_form(int f)
+{
+#ifdef SR_WITH_CUDA
+    if (f >= 0) sr_cuda_attn_form(f);
+#else
+    (void)f;
+#endif
+}
+
+/* One shape at N streams: the fused op in each of the nf forms (forms NULL: nf 1, the form in
+ * use) and the unfused path, every rep of each interleaved; a line per form. */
+static int bench_attn_one(const sr_kernels *k, int N, int R, int L, int H, int G, int D, int reps,
+                          const int *forms, int nf)
 {
     bench_attn_case c = {.k = k, .N = N, .R = R, .L = L, .H = H, .G = G, .D = D};
     size_t nq = (size_t)N * R * H * D;
@@ -1250,31 +1267,42 @@ static int bench_attn_one(const sr_kernels *k, int N, int R, int L, int H, int G
     }
     if ((st = k->upload(c.q, hq, nq * sizeof(float)))) { fail(st, "bench attn"); goto out; }
     enum { MAXR = 64 };
-    double t[2][MAXR];
+    const int nv = (forms ? nf : 1) + 1; /* the fused op in each form, then unfused */
+    double t[ATTN_FORMS + 1][MAXR], med[ATTN_FORMS + 1];
     reps = reps < 1 ? 1 : reps > MAXR ? MAXR : reps;
     for (int rr = -1; rr < reps; rr++)
-        for (int v = 0; v < 2; v++) {
+        for (int v = 0; v < nv; v++) {
+            const int unf = v == nv - 1;
+            if (!unf) bench_attn_form(forms ? forms[v] : -1);
             double t0 = now_s();
-            st = v ? attn_unfused(&c) : attn_fused(&c);
+            st = unf ? attn_unfused(&c) : attn_fused(&c);
             if (!st) st = k->sync();
-            if (st) { fail(st, v ? "bench attn (unfused)" : "bench attn (fused)"); goto out; }
+            if (st) { fail(st, unf ? "bench attn (unfused)" : "bench attn (fused)"); goto out; }
             if (rr >= 0) t[v][rr] = now_s() - t0;
         }
-    double med[2];
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < nv; v++) {
         qsort(t[v], (size_t)reps, sizeof t[v][0], cmp_double);
         med[v] = reps % 2 ? t[v][reps / 2] : 0.5 * (t[v][reps / 2 - 1] + t[v][reps / 2]);
     }
-    if ((st = k->download(ho, c.out, nq * sizeof(float))) || (st = k->download(ho2, c.out2, nq * sizeof(float)))) {
+    if ((st = k->download(ho2, c.out2, nq * sizeof(float)))) {
         fail(st, "bench attn");
         goto out;
     }
-    double diff = 0;
-    for (size_t i = 0; i < nq; i++) diff = fmax(diff, fabs((double)ho[i] - (double)ho2[i]));
-    /* the keys and values the fused call must read at least once (f32 pools) */
-    double gbs = 2.0 * (double)N * L * G * D * sizeof(float) / med[0] / 1e9;
-    printf("%7d %5d %6d %3d/%-3d %4d | %10.3f %10.3f | %7.2fx | %8.1f | %.2e\n", N, R, L, H, G, D,
-           med[0] * 1e3, med[1] * 1e3, med[1] / med[0], gbs, diff);
+    for (int v = 0; v < nv - 1; v++) {
+        /* each form's output once more, against the unfused one */
+        bench_attn_form(forms ? forms[v] : -1);
+        if ((st = attn_fused(&c)) || (st = k->download(ho, c.out, nq * sizeof(float)))) {
+            fail(st, "bench attn");
+            goto out;
+        }
+        double diff = 0;
+        for (size_t i = 0; i < nq; i++) diff = fmax(diff, fabs((double)ho[i] - (double)ho2[i]));
+        /* the keys and values the fused call must read at least once (f32 pools) */
+        double gbs = 2.0 * (double)N * L * G * D * sizeof(float) / med[v] / 1e9;
+        printf("%7d %5d %6d %3d/%-3d %4d | %10.3f %10.3f | %7.2fx | %8.1f | %.2e", N, R, L, H, G, D,
+               med[v] * 1e3, med[nv - 1] * 1e3, med[nv - 1] / med[v], gbs, diff);
+        printf(forms ? " | %s\n" : "\n", forms ? attn_form_names[forms[v]] : "");
+    }
     rc = 0;
 out:
     sr_kpool_free(k, c.K);
@@ -1290,7 +1318,8 @@ out:
 
 /* keys > 0: every shape attends over that many keys instead of its own (the forms of the CUDA
  * kernel compared over range lengths) */
-static int bench_attn(const char *device, int threads, const int *streams, int n_streams, int keys)
+static int bench_attn(const char *device, int threads, const int *streams, int n_streams, int keys,
+                      const int *forms, int nf)
 {
     const sr_kernels *k = NULL;
     sr_status st = sr_kernels_select(device, &k);
@@ -1308,11 +1337,12 @@ static int bench_attn(const char *device, int threads, const int *streams, int n
     int rc = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !rc; i++) {
         printf("\n%s\nstreams  rows   keys heads  dim |  fused ms  unfused ms | unfused/fused | "
-               "fused GB/s | max |diff|\n", shapes[i].what);
+               "fused GB/s | max |diff|%s\n", shapes[i].what, forms ? " | form" : "");
         for (int j = 0; j < n_streams && !rc; j++)
             rc = bench_attn_one(k, streams[j], shapes[i].R, keys > 0 ? keys : shapes[i].L, shapes[i].H,
-                                shapes[i].G, shapes[i].D, 7);
+                                shapes[i].G, shapes[i].D, 7, forms, nf);
     }
+    bench_attn_form(forms ? 2 : -1); /* back to the form by size */
     return rc;
 }
 
@@ -2182,6 +2212,7 @@ static int bench_align(int argc, char **argv)
 static const char BENCH_USAGE[] =
     "usage: srkit bench gemm [--device cpu|cuda] [--threads N] [--n N] [--k K] [--tensor-cores]\n"
     "       srkit bench attn [--device cpu|cuda] [--threads N] [--streams N ...] [--keys L]\n"
+    "                        [--forms narrow,wide,auto,grouped,split]   (CUDA: a line per form)\n"
     "       srkit bench --model MODEL.h5 --audio A [--audio B ...] [--stream JSON] [options]\n"
     "       srkit bench stream MODEL.h5 AUDIO... [options]\n"
     "       srkit bench --streams N [--separate] [--realtime] --model MODEL.h5 --audio A [options]\n"
@@ -2394,10 +2425,28 @@ static int cmd_bench(int argc, char **argv)
     }
     if (!strcmp(argv[0], "attn")) {
         const char *device = "cpu";
-        int threads = 0, ns = 0, streams[16], keys = 0;
+        int threads = 0, ns = 0, streams[16], keys = 0, forms[ATTN_FORMS], nf = 0;
         for (int i = 1; i < argc; i++) {
             if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
             else if (!strcmp(argv[i], "--threads") && i + 1 < argc) { if (parse_int("--threads", argv[++i], &threads)) return EXIT_USAGE; }
+            else if (!strcmp(argv[i], "--forms") && i + 1 < argc) {
+                /* comma-separated names of attn_form_names, each at most once */
+                for (const char *p = argv[++i]; *p;) {
+                    size_t len = strcspn(p, ","), f = 0;
+                    while (f < ATTN_FORMS && (strlen(attn_form_names[f]) != len ||
+                                              strncmp(attn_form_names[f], p, len)))
+                        f++;
+                    int dup = 0;
+                    for (int j = 0; j < nf; j++) dup |= forms[j] == (int)f;
+                    if (f == ATTN_FORMS || dup) {
+                        fprintf(stderr, "srkit bench attn: --forms: \"%.*s\" %s (forms: narrow, wide, "
+                                "auto, grouped, split)\n", (int)len, p, dup ? "twice" : "unknown");
+                        return EXIT_USAGE;
+                    }
+                    forms[nf++] = (int)f;
+                    p += len + (p[len] == ',');
+                }
+            }
             else if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
                 if (parse_int("--keys", argv[++i], &keys)) return EXIT_USAGE;
                 if (keys < 1 || keys > 8192) {
@@ -2422,7 +2471,17 @@ static int cmd_bench(int argc, char **argv)
             streams[ns++] = 8;
             streams[ns++] = 64;
         }
-        return bench_attn(device, threads, streams, ns, keys);
+        if (nf && strcmp(device, "cuda")) {
+            fprintf(stderr, "srkit bench attn: --forms are the CUDA kernel's: needs --device cuda\n");
+            return EXIT_USAGE;
+        }
+#ifndef SR_WITH_CUDA
+        if (nf) {
+            fprintf(stderr, "srkit bench attn: --forms needs a build with make CUDA=1\n");
+            return EXIT_USAGE;
+        }
+#endif
+        return bench_attn(device, threads, streams, ns, keys, nf ? forms : NULL, nf);
     }
     if (argv[0][0] == '-') return bench_stream(argc, argv); /* --model M --audio A ... */
     fprintf(stderr, "srkit bench: unknown benchmark %s\n%s", argv[0], BENCH_USAGE);
