@@ -478,10 +478,10 @@ int sr_cuda_gemm_cols(int v);
  * multiprocessor), 1 wide (16 loads in flight a thread, 4 blocks), 2 by each launch's size (the
  * default), 3 grouped (a K/V head's 2, 4 or 8 query heads in one block where GQA without
  * rel-pos allows, else narrow), 4 split (scores by key tile, values by column group: two
- * launches of many blocks); v = 0 .. 4 sets it, any
- * other v only asks. Returns the form in use before the call. SRKIT_CUDA_ATTN=narrow / wide /
- * auto / grouped / split selects it until a call sets it. Speed only: every form gives the CPU's bits. For tests and bench: set it while no
- * attention runs. */
+ * launches of many blocks); v = 0 .. 4 sets it, any other v only asks. Returns the form in use
+ * before the call. SRKIT_CUDA_ATTN=narrow / wide / auto / grouped / split selects it until a
+ * call sets it. Speed only: every form gives the CPU's bits. For tests and bench: set it while
+ * no attention runs. */
 int sr_cuda_attn_form(int v);
 /* kernels/cuda/cuda.cu: whether the CUDA table records steps (graph_begin / graph_end as CUDA
  * graphs), process-wide: v = 0 / 1 sets it, any other v only asks; returns the setting before

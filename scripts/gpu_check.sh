@@ -63,36 +63,29 @@ S() {
     echo "rc=$? ($log, ${SECONDS} s)"
     grep -E "Test:.*FAIL|^ *[0-9]+\. |bf16.*max abs diff|tests |asserts" "$OUT/$log" | cut -c1-200
 }
-# one bench run: LIMIT [ENV=...] srkit bench ARGS; its JSON line to bench.jsonl, a summary here
-# a benchmark with --cuda-variants: one summary line per variant
-BV() {
-    local t=$1; shift
-    echo "== $*"
-    fits "$t" || return 0
-    timeout "$t" env "$@" --json 2>&1 | grep -E "^[{]|^srkit" | tee -a "$OUT/bench.jsonl" | python3 -c '
-import json, sys
-ks = ["variant", "rtf", "chunk_ms_p50", "model_ms_p50", "decoder_ms_p50", "final_chunk_compute_ms",
-      "cuda_graphs", "cuda_pdl", "text"]
-for t in sys.stdin:
-    if not t.startswith("{"): print("  ", t.strip()); continue
-    j = json.loads(t)
-    if "text" in j: j["text"] = j["text"][:24]
-    print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
-}
-
+# one bench run: LIMIT [ENV=...] srkit bench ARGS; its JSON lines (one, or one per
+# --cuda-variants variant) to bench.jsonl, a summary of each here, and srkit's own error lines
 B() {
     local t=$1; shift
     echo "== $*"
     fits "$t" || return 0
-    timeout "$t" env "$@" --json 2>&1 | tail -n 1 | tee -a "$OUT/bench.jsonl" | python3 -c '
+    timeout "$t" env "$@" --json 2>&1 | tee /tmp/b.out | grep -E "^[{]|^srkit" | tee -a "$OUT/bench.jsonl" | python3 -c '
 import json, sys
-t = sys.stdin.read()
-try: j = json.loads(t)
-except Exception: print("  (no result)", t[-300:]); sys.exit()
-ks = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50", "chunk_ms_p99", "model_ms_p50",
-      "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "partial_latency_ms_p99", "end_lag_ms", "steady_latency_ms_p99",
-      "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes", "cuda_graphs", "cuda_pdl"]
-print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})'
+run = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50", "chunk_ms_p99", "model_ms_p50",
+       "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "partial_latency_ms_p99", "end_lag_ms",
+       "steady_latency_ms_p99", "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes", "cuda_graphs",
+       "cuda_pdl"]
+variant = ["variant", "rtf", "chunk_ms_p50", "model_ms_p50", "decoder_ms_p50", "final_chunk_compute_ms",
+           "cuda_graphs", "cuda_pdl", "text"]
+seen = 0
+for t in sys.stdin:
+    if not t.startswith("{"): print("  ", t.strip()); continue
+    j = json.loads(t)
+    seen += 1
+    if "text" in j: j["text"] = j["text"][:24]
+    ks = variant if "variant" in j else run
+    print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})
+if not seen: print("  (no result)", open("/tmp/b.out").read()[-300:])'
 }
 
 if want check; then
@@ -189,11 +182,11 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # of each): plain, recorded (graph), overlapping launches (pdl), both, the split attention
     # form alone and with both, 8 GEMM columns a block with both (and with split), the grouped
     # and wide forms with both (the fourth session's H100 saw wide faster end to end in one run)
-    BV 150 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
+    B 150 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
         plain,graph,pdl,pdl+graph,split,split+pdl+graph,cols8+pdl+graph,split+cols8+pdl+graph,grouped+pdl+graph,wide+pdl+graph
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
-        BV 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
+        B 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
             --cuda-variants plain,graph,pdl+graph,split+pdl+graph,split+cols8+pdl+graph
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"

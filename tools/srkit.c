@@ -1212,6 +1212,14 @@ static sr_status attn_unfused(const bench_attn_case *c)
 static const char *const attn_form_names[] = {"narrow", "wide", "auto", "grouped", "split"};
 #define ATTN_FORMS 5
 
+/* The index of the len-byte word p among names[n], or -1. */
+static int word_index(const char *const *names, int n, const char *p, size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(names[i]) == len && !strncmp(names[i], p, len)) return i;
+    return -1;
+}
+
 /* Set the CUDA attention form f (-1: leave it as it is). */
 static void bench_attn_form(int f)
 {
@@ -1415,10 +1423,8 @@ typedef struct {
  * naming the unknown term. */
 static int bench_variants_parse(const char *list, bench_variant *v)
 {
-    static const struct { const char *term; int pdl, graph, attn, cols; } terms[] = {
-        {"plain", -1, -1, -1, -1},  {"pdl", 1, -1, -1, -1},    {"graph", -1, 1, -1, -1},
-        {"narrow", -1, -1, 0, -1},  {"wide", -1, -1, 1, -1},   {"grouped", -1, -1, 3, -1},
-        {"split", -1, -1, 4, -1},   {"cols8", -1, -1, -1, 3}};
+    /* besides the attention forms (attn_form_names, each its sr_cuda_attn_form value) */
+    static const char *const terms[] = {"plain", "pdl", "graph", "cols8"};
     int n = 0;
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ",");
@@ -1433,20 +1439,19 @@ static int bench_variants_parse(const char *list, bench_variant *v)
         x->pdl = x->graph = x->cols = 0;
         x->attn = 2;
         for (const char *t = x->name; *t;) {
-            size_t tl = strcspn(t, "+");
-            size_t k = 0;
-            while (k < sizeof terms / sizeof terms[0] &&
-                   (strlen(terms[k].term) != tl || strncmp(terms[k].term, t, tl)))
-                k++;
-            if (k == sizeof terms / sizeof terms[0]) {
+            const size_t tl = strcspn(t, "+");
+            const int form = word_index(attn_form_names, ATTN_FORMS, t, tl),
+                      k = word_index(terms, (int)(sizeof terms / sizeof terms[0]), t, tl);
+            if (form < 0 && k < 0) {
                 fprintf(stderr, "srkit bench: --cuda-variants: \"%.*s\" unknown (known: plain, pdl, "
-                        "graph, narrow, wide, grouped, split, cols8, joined by +)\n", (int)tl, t);
+                        "graph, cols8 and the attention forms narrow, wide, auto, grouped, split, "
+                        "joined by +)\n", (int)tl, t);
                 return -1;
             }
-            if (terms[k].pdl >= 0) x->pdl = terms[k].pdl;
-            if (terms[k].graph >= 0) x->graph = terms[k].graph;
-            if (terms[k].attn >= 0) x->attn = terms[k].attn;
-            if (terms[k].cols >= 0) x->cols = terms[k].cols;
+            if (form >= 0) x->attn = form;
+            x->pdl |= k == 1;
+            x->graph |= k == 2;
+            if (k == 3) x->cols = 3; /* sr_cuda_gemm_cols: 8 columns at up to 16 rows */
             t += tl + (t[tl] == '+');
         }
         p += len + (p[len] == ',');
@@ -1457,13 +1462,11 @@ static int bench_variants_parse(const char *list, bench_variant *v)
 /* The CUDA table's settings of variant v (no model op runs meanwhile). */
 static void bench_variant_apply(const bench_variant *v)
 {
+    bench_attn_form(v->attn);
 #ifdef SR_WITH_CUDA
     sr_cuda_pdl(v->pdl);
     sr_cuda_graphs(v->graph);
-    sr_cuda_attn_form(v->attn);
     sr_cuda_gemm_cols(v->cols);
-#else
-    (void)v;
 #endif
 }
 
@@ -2245,7 +2248,7 @@ static const char BENCH_USAGE[] =
     "                          CUDA table, on the one loaded model, runs interleaved (run r of\n"
     "                          each before run r + 1 of any; --repeat N runs each): variants\n"
     "                          split by ',', each terms joined by '+' from plain, pdl (overlapping\n"
-    "                          launches), graph (recorded steps), narrow, wide, grouped, split\n"
+    "                          launches), graph (recorded steps), narrow, wide, auto, grouped, split\n"
     "                          (attention forms), cols8 (8 GEMM columns a block at up to 16 rows),\n"
     "                          on top of the defaults (no overlap, no recording, the form by size,\n"
     "                          16 columns); a report (--json: an object with \"variant\") each\n"
@@ -2432,18 +2435,16 @@ static int cmd_bench(int argc, char **argv)
             else if (!strcmp(argv[i], "--forms") && i + 1 < argc) {
                 /* comma-separated names of attn_form_names, each at most once */
                 for (const char *p = argv[++i]; *p;) {
-                    size_t len = strcspn(p, ","), f = 0;
-                    while (f < ATTN_FORMS && (strlen(attn_form_names[f]) != len ||
-                                              strncmp(attn_form_names[f], p, len)))
-                        f++;
+                    const size_t len = strcspn(p, ",");
+                    const int f = word_index(attn_form_names, ATTN_FORMS, p, len);
                     int dup = 0;
-                    for (int j = 0; j < nf; j++) dup |= forms[j] == (int)f;
-                    if (f == ATTN_FORMS || dup) {
+                    for (int j = 0; j < nf; j++) dup |= forms[j] == f;
+                    if (f < 0 || dup) {
                         fprintf(stderr, "srkit bench attn: --forms: \"%.*s\" %s (forms: narrow, wide, "
                                 "auto, grouped, split)\n", (int)len, p, dup ? "twice" : "unknown");
                         return EXIT_USAGE;
                     }
-                    forms[nf++] = (int)f;
+                    forms[nf++] = f;
                     p += len + (p[len] == ',');
                 }
             }

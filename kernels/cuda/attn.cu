@@ -135,6 +135,19 @@ __device__ __forceinline__ float pool_widen(pool_t<DT> x)
         return __uint_as_float((unsigned)x << 16);
 }
 
+/* The slot's K and V rows of a row's sequence at K/V head g's columns: element [ring row][d]
+ * at [ring row * k_ld / v_ld + d]. */
+template <int KD>
+__device__ __forceinline__ const pool_t<KD> *k_head(const attn_args &A, const attn_row &R, int g)
+{
+    return (const pool_t<KD> *)A.K + A.k_base + (size_t)R.slot * A.k_slot + (size_t)g * A.hd;
+}
+template <int VD>
+__device__ __forceinline__ const pool_t<VD> *v_head(const attn_args &A, const attn_row &R, int g)
+{
+    return (const pool_t<VD> *)A.V + A.v_base + (size_t)R.slot * A.v_slot + (size_t)g * A.hd;
+}
+
 /* Staging from global into shared memory: st(i, ld(i)) for i = tid, tid + NT, ... < n, in
  * rounds of U loads issued before any of their stores, so that a thread has U loads in flight.
  * A plain load-store loop keeps one (each store waits for its load before the next load
@@ -340,10 +353,8 @@ __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args 
             continue;
         }
         const float *qh = A.q + (size_t)r * A.ldq + (size_t)h * hd; /* [head_dim] */
-        const pool_t<KD> *kb = (const pool_t<KD> *)A.K + A.k_base + (size_t)R.slot * A.k_slot +
-                               (size_t)g * hd;
-        const pool_t<VD> *vb = (const pool_t<VD> *)A.V + A.v_base + (size_t)R.slot * A.v_slot +
-                               (size_t)g * hd;
+        const pool_t<KD> *kb = k_head<KD>(A, R, g);
+        const pool_t<VD> *vb = v_head<VD>(A, R, g);
         const int n = R.n;
         const bool keep = n <= A.cap; /* scores stay in sc between the passes */
 
@@ -429,10 +440,8 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
             continue;
         }
         const float *q = A.q + (size_t)r * A.ldq + (size_t)g * G * hd;
-        const pool_t<KD> *kb = (const pool_t<KD> *)A.K + A.k_base + (size_t)R.slot * A.k_slot +
-                               (size_t)g * hd;
-        const pool_t<VD> *vb = (const pool_t<VD> *)A.V + A.v_base + (size_t)R.slot * A.v_slot +
-                               (size_t)g * hd;
+        const pool_t<KD> *kb = k_head<KD>(A, R, g);
+        const pool_t<VD> *vb = v_head<VD>(A, R, g);
         const int n = R.n;
 
         /* pass 1: every head's scores (kept) and maxima */
@@ -538,8 +547,7 @@ __global__ void __launch_bounds__(NT, 4) attn_split_scores(const attn_args A, co
     const attn_row R = C.rows[r];
     if (t0 >= R.n) return; /* past the row's range (uniform over the block) */
     const float *qh = A.q + (size_t)r * A.ldq + (size_t)h * hd;
-    const pool_t<KD> *kb = (const pool_t<KD> *)A.K + A.k_base + (size_t)R.slot * A.k_slot +
-                           (size_t)(h / A.grp) * hd;
+    const pool_t<KD> *kb = k_head<KD>(A, R, h / A.grp);
     const float s = tile_score<KD, REL, LD_UK>(A, R, h, qh, kb, t0, R.n, kt, qt);
     if (t0 + (int)threadIdx.x < R.n)
         S[((size_t)r * gridDim.x + h) * (size_t)ld_s + t0 + threadIdx.x] = s;
@@ -569,8 +577,7 @@ __global__ void __launch_bounds__(NT, 8) attn_split_values(const attn_args A, co
     warp_max_store(m, red);
     __syncthreads();
     m = red_max(red);
-    const pool_t<VD> *vb = (const pool_t<VD> *)A.V + A.v_base + (size_t)R.slot * A.v_slot +
-                           (size_t)(h / A.grp) * hd + d0;
+    const pool_t<VD> *vb = v_head<VD>(A, R, h / A.grp) + d0;
     float acc = 0.0f;
     double sum = 0.0;
     for (int s0 = 0; s0 < n; s0 += SPLIT_SC) {
@@ -776,13 +783,13 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
      * rel-pos, K and V of one type, every head's scores of the longest range in shared memory */
     const int cap_g = (int)tiles;
     const size_t smem_g = (size_t)grouped_smem_floats(grp, cap_g) * sizeof(float);
-    const bool grouped = sr_cuda_attn_form(-1) == 3 && !rel && (grp == 2 || grp == 4 || grp == 8) &&
+    const int form = sr_cuda_attn_form(-1);
+    const bool grouped = form == 3 && !rel && (grp == 2 || grp == 4 || grp == 8) &&
                          K->dtype == V->dtype && smem_g <= (size_t)SMEM_LIMIT;
     if (grouped) A.cap = cap_g;
     /* the split form where asked and it applies (K and V of one type); a scratch block of the
      * call's scores from the table's pool, freed in order after the launches */
-    const bool split = sr_cuda_attn_form(-1) == 4 && K->dtype == V->dtype && tiles / TK <= 65535;
-    const int split_tiles = (int)(tiles / TK);
+    const bool split = form == 4 && K->dtype == V->dtype && tiles / TK <= 65535;
     float *S = NULL;
     if (split) {
         const int rows = M < ATTN_ROWS ? M : ATTN_ROWS;
@@ -811,7 +818,7 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
         A.out = out + (size_t)r0 * (size_t)ldo;
         A.M = m;
         if (split) {
-            launch_split(K->dtype, rel, H, m, split_tiles, A, C, S);
+            launch_split(K->dtype, rel, H, m, (int)(tiles / TK), A, C, S);
         } else if (grouped) {
             dim3 grid((unsigned)(H / grp), (unsigned)m);
             launch_grouped(K->dtype, grp, grid, smem_g, A, C);
