@@ -66,6 +66,12 @@ sr_status sr_cpu_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const floa
 /* Tests only (process-wide, not thread-safe): force the row ops' instruction set, 0 auto,
  * 1 portable, 2 AVX2, 3 AVX-512; returns the path's name, NULL when this CPU lacks it. */
 const char *sr_cpu_rowops_force(int isa);
+/* Test hook: logsoftmax's exp of one d <= 0 (rowops.c ls_exp_1, the formula every path's
+ * lanes compute). */
+double sr_cpu_logsoftmax_exp(double d);
+/* Test hook: logsoftmax of one row of n > 0 on the forced path (y [n]), returning the double sum
+ * of its terms, which every path must compute bit for bit. */
+double sr_cpu_logsoftmax_sum(int n, const float *x, float *y);
 
 /* ---- attn.c ------------------------------------------------------------------------------- */
 sr_status sr_cpu_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,

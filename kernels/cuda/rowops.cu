@@ -23,7 +23,8 @@
  *   - the device's expf / erff / tanhf / cosf / sinf differ from libm (and from ops.c's AVX2
  *     exp / erf) by a few ulp (act GELU / SiLU, glu, lstm_cell, rope, softmax);
  *   - the double sums of norm / softmax / logsoftmax add in a tree, not left to right, so a
- *     statistic may differ in its last double bits (and rarely its float rounding).
+ *     statistic may differ in its last double bits (and rarely its float rounding);
+ *     logsoftmax's terms take the device's double exp (rowops.c has its own, within 1.2 ulp).
  *
  * Pools (kv_write, the conv_dw state): f16 / bf16 writes use the hardware conversions
  * (__float2half_rn / __float2bfloat16_rn, round to nearest even, overflow to Inf, subnormals
@@ -738,7 +739,7 @@ __global__ static void softmax_kernel(int M, int N, float *x, int ldx)
 }
 
 /* One block per row: max in f32, sum of exp((double)x - max) in double (-Inf terms skipped),
- * lse = (float)(max + log(sum)), y = x - lse (rowops.c's logsoftmax_rows). */
+ * lse = (float)(max + log(sum)), y = x - lse (rowops.c's logsoftmax_1, with the device's exp). */
 __global__ static void logsoftmax_kernel(int M, int N, const float *x, int ldx, float *y, int ldy)
 {
     sr_pdl_enter();
