@@ -70,6 +70,10 @@ typedef struct sr_strbuf {
 } sr_strbuf;
 
 sr_status sr_strbuf_append(sr_strbuf *b, const char *s, size_t n);
+/* Make b's bytes from `from` on well-formed UTF-8: each maximal subpart of an ill-formed
+ * sequence (Unicode 15, section 3.9, "U+FFFD substitution of maximal subparts") becomes
+ * U+FFFD, as Python's bytes.decode("utf-8", "replace") does. Valid text is left as it is. */
+sr_status sr_strbuf_utf8_repair(sr_strbuf *b, size_t from);
 sr_status sr_strbuf_printf(sr_strbuf *b, const char *fmt, ...) SR_PRINTF(2, 3);
 void sr_strbuf_clear(sr_strbuf *b); /* keeps the allocation */
 void sr_strbuf_free(sr_strbuf *b);

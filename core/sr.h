@@ -167,8 +167,10 @@ const char *sr_model_config(const sr_model *m); /* the config JSON text from the
  * verified" (docs/model-format.md, "Digest"). Static text; callers print it. */
 const char *sr_model_warning(const sr_model *m);
 
-/* Text of tokens[0..n) as the model's tokenizer prints it (special tokens skipped); *out is
- * malloc'ed (free with free()). Used to map a committed token prefix to words. Thread-safe. */
+/* Text of tokens[0..n) as the model's tokenizer prints it (special tokens skipped), always
+ * well-formed UTF-8 (bytes forming no character, such as a prefix ending inside one, print as
+ * U+FFFD, as the references' decoders do); *out is malloc'ed (free with free()). Used to map a
+ * committed token prefix to words. Thread-safe. */
 sr_status sr_model_detokenize(const sr_model *m, const int32_t *tokens, int n, char **out);
 
 /* Describe an srkit HDF5 file without loading it into a backend: arch, config, tensor count,

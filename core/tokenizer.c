@@ -11,10 +11,13 @@
  *                  single byte 0xXX (byte fallback); everything else is UTF-8 as stored.
  *   tekken         pieces are raw bytes already.
  *   pieces         pieces are UTF-8 text already.
- * Decoding then concatenates the texts of the non-special ids. It works on bytes throughout, so
- * a multi-byte UTF-8 character split over several byte-level tokens comes out whole once all
- * its tokens are decoded together; a sequence that ends inside a character (a partial
- * streaming hypothesis) appends the bytes it has, unchanged.
+ * Decoding then concatenates the texts of the non-special ids as bytes, so a multi-byte UTF-8
+ * character split over several byte-level tokens comes out whole once all its tokens are
+ * decoded together, and then makes the result well-formed UTF-8: bytes that form no character
+ * (a partial streaming hypothesis ending inside one, a model's stray byte tokens) become
+ * U+FFFD, one per maximal ill-formed subpart (sr_strbuf_utf8_repair), which is what the
+ * references' decoders print (tiktoken's decode, errors="replace", for Whisper) and what JSON
+ * output and the scorer's normalizer need.
  *
  * sr_tokenizer_find uses an open-addressing hash table (FNV-1a, linear probing, load <= 1/2)
  * built at load, so Whisper's 51864 pieces are indexed in one pass.
@@ -314,7 +317,17 @@ int32_t sr_tokenizer_find(const sr_tokenizer *t, const char *piece)
     }
 }
 
-sr_status sr_tokenizer_decode(const sr_tokenizer *t, const int32_t *ids, int n, sr_strbuf *out)
+/* A failed decode leaves out as it was. */
+static sr_status decode_undo(sr_strbuf *out, size_t start, sr_status st)
+{
+    if (out->data) {
+        out->len = start;
+        out->data[start] = '\0';
+    }
+    return st;
+}
+
+sr_status sr_tokenizer_decode_bytes(const sr_tokenizer *t, const int32_t *ids, int n, sr_strbuf *out)
 {
     if (!t) return sr_error(SR_ERR_ARG, "sr_tokenizer_decode: tokenizer is NULL");
     if (!out) return sr_error(SR_ERR_ARG, "sr_tokenizer_decode: out is NULL");
@@ -341,13 +354,16 @@ sr_status sr_tokenizer_decode(const sr_tokenizer *t, const int32_t *ids, int n, 
         }
         first = 0;
         sr_status st = sr_strbuf_append(out, s, len);
-        if (st) {
-            if (out->data) {
-                out->len = start;
-                out->data[start] = '\0';
-            }
-            return st;
-        }
+        if (st) return decode_undo(out, start, st);
     }
     return SR_OK;
+}
+
+sr_status sr_tokenizer_decode(const sr_tokenizer *t, const int32_t *ids, int n, sr_strbuf *out)
+{
+    size_t start = out ? out->len : 0;
+    sr_status st = sr_tokenizer_decode_bytes(t, ids, n, out); /* a failure left out as it was */
+    if (st) return st;
+    st = sr_strbuf_utf8_repair(out, start);
+    return st ? decode_undo(out, start, st) : SR_OK;
 }

@@ -30,7 +30,12 @@ const char *sr_tokenizer_piece(const sr_tokenizer *t, int32_t id, size_t *len);
 int32_t sr_tokenizer_find(const sr_tokenizer *t, const char *piece);
 
 /* Append the text of ids[0..n) to out (special tokens skipped, type rules applied; a leading
- * word-mark space of sentencepiece text is dropped). Ids out of range: SR_ERR_ARG. */
+ * word-mark space of sentencepiece text is dropped), always well-formed UTF-8: bytes forming
+ * no character become U+FFFD (sr_strbuf_utf8_repair). Ids out of range: SR_ERR_ARG; on any
+ * error out is left as it was. */
 sr_status sr_tokenizer_decode(const sr_tokenizer *t, const int32_t *ids, int n, sr_strbuf *out);
+/* The same bytes before that repair (what the pieces spell, byte-level pieces one raw byte
+ * each): for tests of the byte maps. */
+sr_status sr_tokenizer_decode_bytes(const sr_tokenizer *t, const int32_t *ids, int n, sr_strbuf *out);
 
 #endif /* SR_TOKENIZER_H */

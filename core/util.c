@@ -65,6 +65,50 @@ sr_status sr_strbuf_append(sr_strbuf *b, const char *s, size_t n)
     return SR_OK;
 }
 
+/* Length of the well-formed UTF-8 character at p[0 .. n) (n >= 1), or minus the length of the
+ * maximal subpart of an ill-formed one (1 .. 3): Unicode's table 3-7 of well-formed byte
+ * sequences, the second byte's range set by the first. */
+static int utf8_char(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    int need;
+    unsigned lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (c >= 0xc2 && c <= 0xdf) need = 1;
+    else if (c >= 0xe0 && c <= 0xef) need = 2, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4) need = 3, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else return -1; /* 80-C1, F5-FF: never a first byte */
+    for (int i = 1; i <= need; i++) {
+        if ((size_t)i >= n || p[i] < lo || p[i] > hi) return -i;
+        lo = 0x80, hi = 0xbf;
+    }
+    return need + 1;
+}
+
+sr_status sr_strbuf_utf8_repair(sr_strbuf *b, size_t from)
+{
+    if (!b->data || from >= b->len) return SR_OK;
+    const unsigned char *p = (const unsigned char *)b->data + from;
+    size_t n = b->len - from, i = 0;
+    for (int k; i < n && (k = utf8_char(p + i, n - i)) > 0;) i += (size_t)k;
+    if (i == n) return SR_OK; /* well-formed: nothing to do */
+    size_t tail = n - i;      /* rebuild from the first ill-formed byte on */
+    char *copy = malloc(tail);
+    if (!copy) return sr_error(SR_ERR_NOMEM, "out of memory repairing %zu bytes of text", tail);
+    memcpy(copy, b->data + from + i, tail);
+    b->len = from + i;
+    b->data[b->len] = '\0';
+    sr_status st = SR_OK;
+    for (size_t j = 0; j < tail && !st;) {
+        int k = utf8_char((const unsigned char *)copy + j, tail - j);
+        if (k > 0) st = sr_strbuf_append(b, copy + j, (size_t)k);
+        else st = sr_strbuf_append(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+        j += (size_t)(k > 0 ? k : -k);
+    }
+    free(copy);
+    return st;
+}
+
 sr_status sr_strbuf_printf(sr_strbuf *b, const char *fmt, ...)
 {
     va_list ap;

@@ -146,6 +146,31 @@ def main():
     # No /tokenizer group at all.
     with h5py.File(out("tokenizer_bad_nogroup.h5"), "w") as f:
         f.create_group("frontend")
+    write_utf8_cases(out("utf8_replace.txt"))
+
+
+def write_utf8_cases(path):
+    """tests/fixtures/utf8_replace.txt: byte strings and CPython's bytes.decode("utf-8",
+    "replace") of them, re-encoded (what tiktoken's decode prints for Whisper's byte tokens):
+    one "IN OUT" line of hex each; '-' for an empty OUT. Unicode's own example (table 3-8),
+    every byte alone, every possible first byte before the edges of the second byte's ranges
+    (cut there, and followed by 80 BF 41), and 1000 random strings over those edge bytes."""
+    import random
+    rng = random.Random(2026)
+    cases = [bytes.fromhex("61F18080E180C2628063 80BF64".replace(" ", ""))]
+    cases += [bytes([b]) for b in range(256)]
+    edges = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF,
+             0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+    for lead in range(0xC0, 0x100):
+        for second in edges:
+            for tail in (b"", b"\x80\xbf\x41"):
+                cases.append(bytes([lead, second]) + tail)
+    for _ in range(1000):
+        cases.append(bytes(rng.choice(edges) for _ in range(rng.randint(1, 10))))
+    with open(path, "w") as f:
+        for c in cases:
+            out = c.decode("utf-8", "replace").encode("utf-8")
+            f.write("%s %s\n" % (c.hex(), out.hex() or "-"))
 
 
 if __name__ == "__main__":

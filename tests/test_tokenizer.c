@@ -2,11 +2,14 @@
  * test_tokenizer.c — token id -> text for every tokenizer type (suite core_tokenizer).
  *
  * The fixtures come from scripts/gen_tokenizer_fixtures.py; every expected string below is
- * worked out by hand from the piece lists written there (ids are positions in those lists).
+ * worked out by hand from the piece lists written there (ids are positions in those lists),
+ * except utf8_replace.txt's, which CPython's UTF-8 decoder wrote.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/internal.h"
 #include "../core/tokenizer.h"
 #include "test.h"
 
@@ -21,12 +24,13 @@ static sr_tokenizer *load(const char *fixture)
     return t;
 }
 
-/* Decode ids and compare with the expected bytes (which may hold NUL or partial UTF-8). */
-static void expect(const sr_tokenizer *t, const int32_t *ids, int n, const char *want,
-                   size_t want_len, int line)
+/* Decode ids (raw: sr_tokenizer_decode_bytes) and compare with the expected bytes (which may
+ * hold NUL or, raw, partial UTF-8). */
+static void expect_as(int raw, const sr_tokenizer *t, const int32_t *ids, int n, const char *want,
+                      size_t want_len, int line)
 {
     sr_strbuf b = {0};
-    sr_status st = sr_tokenizer_decode(t, ids, n, &b);
+    sr_status st = raw ? sr_tokenizer_decode_bytes(t, ids, n, &b) : sr_tokenizer_decode(t, ids, n, &b);
     int ok = st == SR_OK && b.len == want_len && (want_len == 0 || !memcmp(b.data, want, want_len));
     if (!ok)
         printf("\n      line %d: status %d, got %zu bytes \"%.*s\", want %zu bytes \"%s\"", line,
@@ -35,12 +39,15 @@ static void expect(const sr_tokenizer *t, const int32_t *ids, int n, const char 
     sr_strbuf_free(&b);
 }
 
-#define EXPECT(t, want, ...)                                                               \
+#define expect(...) expect_as(0, __VA_ARGS__)
+#define EXPECT_AS(raw, t, want, ...)                                                       \
     do {                                                                                   \
         static const int32_t ids_[] = {__VA_ARGS__};                                       \
-        expect((t), ids_, (int)(sizeof ids_ / sizeof ids_[0]), (want), sizeof(want) - 1,   \
-               __LINE__);                                                                  \
+        expect_as((raw), (t), ids_, (int)(sizeof ids_ / sizeof ids_[0]), (want),           \
+                  sizeof(want) - 1, __LINE__);                                             \
     } while (0)
+#define EXPECT(t, want, ...) EXPECT_AS(0, t, want, __VA_ARGS__)
+#define EXPECT_RAW(t, want, ...) EXPECT_AS(1, t, want, __VA_ARGS__)
 
 static void test_pieces(void)
 {
@@ -84,9 +91,55 @@ static void test_tekken(void)
     CU_ASSERT_STRING_EQUAL(sr_tokenizer_type(t), "tekken");
     EXPECT(t, "Hi there", 1, 2, 3);
     EXPECT(t, " there\xe2\x82\xac", 3, 4, 5);        /* "€" split over two tokens */
-    EXPECT(t, "Hi\xe2\x82", 2, 4);                   /* a partial character stays as bytes */
-    EXPECT(t, "\xff", 6);
+    EXPECT(t, "Hi\xef\xbf\xbd", 2, 4);           /* a partial character: one U+FFFD */
+    EXPECT_RAW(t, "Hi\xe2\x82", 2, 4);              /* its bytes, before the repair */
+    EXPECT(t, "\xef\xbf\xbd", 6);                  /* FF is never UTF-8 */
+    EXPECT(t, "\xef\xbf\xbd\xef\xbf\xbdHi", 6, 5, 2); /* two ill-formed parts, then text */
+    EXPECT(t, "\xe2\x82\xac", 4, 5);              /* whole again: nothing replaced */
     sr_tokenizer_free(t);
+}
+
+/* sr_strbuf_utf8_repair against CPython's bytes.decode("utf-8", "replace") (the decode that
+ * tiktoken prints), tests/fixtures/utf8_replace.txt: each "IN OUT" pair of hex strings, the
+ * input appended after a well-formed prefix that must stay as it is. */
+static int unhex(const char *h, char *out)
+{
+    int n = 0;
+    if (!strcmp(h, "-")) return 0;
+    for (; h[0] && h[1]; h += 2) {
+        unsigned v;
+        if (sscanf(h, "%2x", &v) != 1) return -1;
+        out[n++] = (char)v;
+    }
+    return n;
+}
+
+static void test_utf8_repair(void)
+{
+    FILE *f = fopen(test_fixture("utf8_replace.txt"), "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char a[128], b[128], in[64], want[256];
+    int n = 0, bad = 0;
+    while (fscanf(f, "%127s %127s", a, b) == 2) {
+        int ni = unhex(a, in), nw = unhex(b, want);
+        CU_ASSERT_FATAL(ni > 0 && nw >= 0);
+        sr_strbuf s = {0};
+        CU_ASSERT_EQUAL(sr_strbuf_append(&s, "\xc3\xa9", 2), SR_OK); /* "é" before */
+        CU_ASSERT_EQUAL(sr_strbuf_append(&s, in, (size_t)ni), SR_OK);
+        CU_ASSERT_EQUAL(sr_strbuf_utf8_repair(&s, 2), SR_OK);
+        int ok = s.len == (size_t)nw + 2 && !memcmp(s.data, "\xc3\xa9", 2) &&
+                 !memcmp(s.data + 2, want, (size_t)nw) && s.data[s.len] == '\0';
+        if (!ok && bad++ < 5) printf("\n      %s: got %zu bytes, want %s", a, s.len - 2, b);
+        sr_strbuf_free(&s);
+        n++;
+    }
+    fclose(f);
+    printf("%d byte strings as CPython replaces them\n      ", n - bad);
+    CU_ASSERT(n > 4000);
+    CU_ASSERT_EQUAL(bad, 0);
+    sr_strbuf e = {0}; /* nothing to repair: no allocation made */
+    CU_ASSERT_EQUAL(sr_strbuf_utf8_repair(&e, 0), SR_OK);
+    CU_ASSERT_PTR_NULL(e.data);
 }
 
 static void test_bytebpe(void)
@@ -98,8 +151,10 @@ static void test_bytebpe(void)
     EXPECT(t, "Hello world!\n", 1, 2, 7, 3);
     EXPECT(t, "Hello", 0, 1, 0);
     EXPECT(t, "Hello\xc3\xa9", 1, 4, 5);             /* C3 + A9 = "é" */
-    EXPECT(t, "\xad", 6);                            /* U+0143 is byte 0xAD, the last remapped */
-    EXPECT(t, "\xc3", 4);                            /* half of "é" alone: raw byte */
+    EXPECT_RAW(t, "\xad", 6);                        /* U+0143 is byte 0xAD, the last remapped */
+    EXPECT(t, "\xef\xbf\xbd", 6);                  /* ... which alone is no character */
+    EXPECT(t, "\xef\xbf\xbd", 4);                  /* half of "é" alone: U+FFFD */
+    EXPECT_RAW(t, "\xc3", 4);                        /* its byte, before the repair */
     EXPECT(t, " world", 2);                          /* no leading-space rule for bytebpe */
     /* Raw stored piece: the GPT-2 form, not the decoded bytes. */
     size_t len = 0;
@@ -115,11 +170,11 @@ static void test_gpt2_tiktoken(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_EQUAL(sr_tokenizer_size(t), 307);
     /* Ranks 0-255 are the 256 single bytes: each decodes to one byte, all distinct, in GPT-2's
-     * order (33-126, 161-172, 174-255, then 0-32, 127-160, 173). */
+     * order (33-126, 161-172, 174-255, then 0-32, 127-160, 173), before the UTF-8 repair. */
     int seen[256] = {0}, bad = 0;
     for (int32_t id = 0; id < 256; id++) {
         sr_strbuf b = {0};
-        CU_ASSERT_EQUAL(sr_tokenizer_decode(t, &id, 1, &b), SR_OK);
+        CU_ASSERT_EQUAL(sr_tokenizer_decode_bytes(t, &id, 1, &b), SR_OK);
         if (b.len != 1) bad++;
         else seen[(unsigned char)b.data[0]]++;
         int want = id < 94 ? 33 + id : id < 106 ? 161 + id - 94 : id < 188 ? 174 + id - 106
@@ -252,7 +307,8 @@ static void test_bad_files(void)
 void test_register_core_tokenizer(void)
 {
     TEST_SUITE("core_tokenizer", {"pieces", test_pieces}, {"sentencepiece", test_sentencepiece},
-               {"tekken", test_tekken}, {"bytebpe", test_bytebpe},
+               {"tekken", test_tekken}, {"utf8_repair", test_utf8_repair},
+               {"bytebpe", test_bytebpe},
                {"gpt2_tiktoken", test_gpt2_tiktoken},
                {"find_and_accessors", test_find_and_accessors},
                {"out_of_range", test_out_of_range}, {"bad_files", test_bad_files});
