@@ -23,6 +23,7 @@
 #include "fuzz_srkit.h"
 
 #include <hdf5.h>
+#include <unistr.h>
 
 #include "../../core/weights.h"
 
@@ -130,7 +131,8 @@ static void write_model(const char *path, const uint8_t *part[N_PARTS], const si
 }
 
 /* Each id alone up to the first one out of range (at most 512), then all together (must give
- * text), then a negative id (must not crash). */
+ * text), then a negative id (must not crash). Every text is well-formed UTF-8, whatever bytes
+ * the pieces hold (sr_model_detokenize's contract: ill-formed bytes print as U+FFFD). */
 static void detokenize_all(sr_model *m)
 {
     int32_t ids[512];
@@ -139,12 +141,14 @@ static void detokenize_all(sr_model *m)
         ids[n] = n;
         char *one = NULL;
         sr_status st = sr_model_detokenize(m, &ids[n], 1, &one);
+        if (st == SR_OK) FUZZ_CHECK(one && !u8_check((const uint8_t *)one, strlen(one)));
         free(one);
         if (st != SR_OK) break;
         n++;
     }
     char *all = NULL;
     FUZZ_CHECK(sr_model_detokenize(m, ids, n, &all) == SR_OK && all);
+    FUZZ_CHECK(!u8_check((const uint8_t *)all, strlen(all)));
     free(all);
     char *text = NULL;
     int32_t bad = -1;
