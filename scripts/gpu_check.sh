@@ -264,6 +264,13 @@ if [ "${WPROF:-0}" = 1 ] && fits 30; then
     SRKIT_PROFILE=sync timeout 30 srkit bench --device cuda --streams 64 --model $W --audio $A \
         --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 2000 2>&1 | tail -n 28
 fi
+# Whisper offline on the device: one 30 s window's exact (f32) encoder took 15.4 ms on the H200
+# against transformers' 2.6 ms (f32, cuBLAS): which ops hold it (the f32 products at 1,500 rows,
+# or the encoder's 1,500-row attention) was never measured; the causal fine-tune on a 10.4 s file
+echo "== SRKIT_PROFILE=sync, tiny.en offline (one 30 s window, greedy)"
+if [ -f "$R" ] && fits 25; then
+    SRKIT_PROFILE=sync timeout 25 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' 2>&1 | head -n 12
+fi
 fi
 if want check; then
 echo "== memcheck (engine_equals_solo/cuda, 1 and 8 streams)"

@@ -730,8 +730,7 @@ static bool attn_wide(long long blocks)
 {
     const int form = sr_cuda_attn_form(-1);
     if (form != 2) return form == 1;
-    const int n = sr_cuda_sm_count();
-    const long long sms = n > 0 ? n : 132; /* unknown: an H100's */
+    const long long sms = sr_cuda_sm_count();
     return blocks > sms && blocks <= 4 * sms;
 }
 

@@ -161,7 +161,7 @@ static int dev_attr(cudaDeviceAttr a)
 int sr_cuda_sm_count(void)
 {
     static const int count = dev_attr(cudaDevAttrMultiProcessorCount);
-    return count;
+    return count > 0 ? count : 132;
 }
 cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes) { return dev_malloc(p, bytes, true); }
 

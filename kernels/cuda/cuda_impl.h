@@ -103,8 +103,8 @@ __device__ __forceinline__ void sr_prefetch_l2(const void *p)
 #endif
 }
 
-/* Multiprocessors of the current device, queried once (0 if the query fails; its error is
- * cleared). For launch shapes only: speed, never results. */
+/* Multiprocessors of the current device, queried once (132, an H100's, if the query fails; its
+ * error is cleared). For launch shapes only: speed, never results. */
 int sr_cuda_sm_count(void);
 
 /* The grid's y and z extents are limited to 65535 blocks; kernels loop past it. */

@@ -742,8 +742,7 @@ static bool gemm_wide_cols(const sr_kweight *W)
 {
     const int v = sr_cuda_gemm_cols(-1);
     if (v != 2) return v == 1;
-    const long sms = sr_cuda_sm_count() > 0 ? sr_cuda_sm_count() : 132; /* unknown: an H100's */
-    return (long)(tc_rows(W->n) / 32) >= 2 * sms;
+    return (long)(tc_rows(W->n) / 32) >= 2L * sr_cuda_sm_count();
 }
 
 /* The bf16-product kernel in use: 0 the wmma form, 1 the mma form (the default: 1.1-1.8x the
@@ -808,8 +807,7 @@ static bool gemm_pick_wide(int M, int N)
     if (M <= TileSkinny::BM) return false;
     long tiles = (long)((M + TileWide::BM - 1) / TileWide::BM) *
                  (long)((N + TileWide::BN - 1) / TileWide::BN);
-    int sms = sr_cuda_sm_count();
-    return 3 * tiles >= (sms > 0 ? sms : 1);
+    return 3 * tiles >= sr_cuda_sm_count();
 }
 
 template <class TL, int WK>
