@@ -527,13 +527,18 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
  * column group c) takes the maximum of the row's scores (warp_max_store / red_max, as every
  * form), then, SPLIT_SC keys at a time, their weights e_j = exp(s_j - m) into shared memory and
  * the value chains of its SPLIT_CW columns over them in order from V rows staged in shared
- * memory (16 loads in flight a thread), while one other thread of the block runs the double
+ * memory (16 loads in flight a thread), while a thread of another warp runs the double
  * normalizer's chain over the same weights in order; out = o * (float)(1 / sum). Each output
  * is the sequence of operations attn_kernel performs for it: the same bits, from H x tiles and
  * H x hd / SPLIT_CW blocks instead of H. */
 constexpr int SPLIT_SC = 2048; /* weights held in shared memory at a time */
 constexpr int SPLIT_CW = 8;    /* value columns a block of the second kernel */
 constexpr int SPLIT_VT = 1024; /* V rows staged at a time ([SPLIT_VT][SPLIT_CW] elements) */
+/* The normalizer's thread: the first of the second warp, so that its chain runs beside the
+ * value chains of warp 0's SPLIT_CW threads instead of after them (one warp runs the two
+ * sides of a branch one after the other). */
+constexpr int SPLIT_SUM_T = 32;
+static_assert(SPLIT_CW <= 32 && SPLIT_SUM_T >= 32 && SPLIT_SUM_T < NT, "split form's threads");
 
 template <int KD, bool REL>
 __global__ void __launch_bounds__(NT, 4) attn_split_scores(const attn_args A, const attn_ctl C,
@@ -599,12 +604,12 @@ __global__ void __launch_bounds__(NT, 8) attn_split_values(const attn_args A, co
             if (tid < dn)
                 for (int k = 0; k < cn; k++)
                     acc = fmaf(sc[c0 + k], pool_widen<VD>(vt[k * SPLIT_CW + tid]), acc);
-            else if (tid == SPLIT_CW)
+            else if (tid == SPLIT_SUM_T)
                 for (int k = 0; k < cn; k++) sum = __dadd_rn(sum, (double)sc[c0 + k]);
         }
     }
     __syncthreads(); /* red free */
-    if (tid == SPLIT_CW) red[0] = __double2float_rn(__ddiv_rn(1.0, sum));
+    if (tid == SPLIT_SUM_T) red[0] = __double2float_rn(__ddiv_rn(1.0, sum));
     __syncthreads();
     if (tid < dn) o[tid] = __fmul_rn(acc, red[0]);
 }
