@@ -497,6 +497,9 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
             for (int i = 0; i < n;) {
                 const int run = (int)min((long long)(n - i), (long long)A.v_rows - rr);
                 const pool_t<VD> *vp = vb + (size_t)rr * A.v_ld + d;
+                /* 4 keys' V loads in flight (values_chunk's unroll): one at a time, each key
+                 * would wait for its load */
+#pragma unroll 4
                 for (int k = 0; k < run; k++) {
                     const float v = pool_widen<VD>(vp[(size_t)k * A.v_ld]);
 #pragma unroll
