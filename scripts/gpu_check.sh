@@ -173,6 +173,11 @@ if [ -f "$R" ]; then
             --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $ms, \"decoder\": \"stable_greedy\"}" --max-ms 6000
     done
     [ -n "${WALL:-}" ] && B 20 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}'
+    # offline greedy decoding took about 2.7 ms a token; its 4 cross-attention calls a token are
+    # 6 blocks each (one a head) over 1,500 frames (0.229 ms a call on the H200): the split form
+    # cuts them into key tiles; interleaved on one load, with overlapping launches too
+    B 30 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' --repeat 3 \
+        --cuda-variants plain,split,pdl,split+pdl,wide
 fi
 # the 8.8 GB file takes the device 2-4 minutes to write (the first call of the fourth session
 # had not finished it after 200 s of suites and benches)
@@ -265,12 +270,17 @@ if [ "${WPROF:-0}" = 1 ] && fits 30; then
         --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 2000 2>&1 | tail -n 28
 fi
 # Whisper offline on the device: one 30 s window's exact (f32) encoder took 15.4 ms on the H200
-# against transformers' 2.6 ms (f32, cuBLAS): which ops hold it (the f32 products at 1,500 rows,
-# or the encoder's 1,500-row attention) was never measured; the causal fine-tune on a 10.4 s file
-echo "== SRKIT_PROFILE=sync, tiny.en offline (one 30 s window, greedy)"
-if [ -f "$R" ] && fits 25; then
-    SRKIT_PROFILE=sync timeout 25 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' 2>&1 | head -n 12
-fi
+# against transformers' 2.6 ms (f32, cuBLAS), and greedy decoding about 2.7 ms a token (109 ms
+# for the 10.4 s file), where transformers' eager step took 2.4-2.8: which ops hold either was
+# never measured. The causal fine-tune on a 10.4 s file, each op waited for (sync: its device
+# time), then without waits (1: the host's time in each op; a long download there is the host
+# waiting for the queue)
+for mode in sync 1; do
+    echo "== SRKIT_PROFILE=$mode, tiny.en offline (one 30 s window, greedy)"
+    if [ -f "$R" ] && fits 25; then
+        SRKIT_PROFILE=$mode timeout 25 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' 2>&1 | head -n 14
+    fi
+done
 fi
 if want check; then
 echo "== memcheck (engine_equals_solo/cuda, 1 and 8 streams)"
