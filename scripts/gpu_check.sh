@@ -111,6 +111,8 @@ S 60 split-vx.log SRKIT_CUDA_ATTN=split SRKIT_TEST_DEVICE=cuda test_srkit voxtra
 echo "== recording on (SRKIT_CUDA_GRAPH=1)"
 S 60 graph.log SRKIT_CUDA_GRAPH=1 test_srkit engine_equals_solo/cuda
 S 60 graph-vx.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
+# Whisper records its decoder passes too (a pass of one group, up to its copy to the host)
+S 60 graph-wh.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream
 # overlapping launches (SRKIT_CUDA_PDL=1: each kernel's blocks start while the one ahead runs and
 # wait for it in sr_pdl_enter; the mma GEMM prefetches its weight meanwhile): kernels_cuda/
 # overlapping_launches above checks a dependent chain's bits; here the engine and Voxtral with
@@ -172,12 +174,15 @@ if [ -f "$R" ]; then
         B 25 srkit bench --device cuda --streams 64 --realtime --model $R --audio $A \
             --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $ms, \"decoder\": \"stable_greedy\"}" --max-ms 6000
     done
+    # the same with the decoder passes recorded (one graph a pass instead of about 65 launches)
+    B 25 SRKIT_CUDA_GRAPH=1 srkit bench --device cuda --streams 64 --realtime --model $R --audio $A \
+        --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 6000
     [ -n "${WALL:-}" ] && B 20 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}'
     # offline greedy decoding took about 2.7 ms a token; its 4 cross-attention calls a token are
     # 6 blocks each (one a head) over 1,500 frames (0.229 ms a call on the H200): the split form
     # cuts them into key tiles; interleaved on one load, with overlapping launches too
     B 30 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' --repeat 3 \
-        --cuda-variants plain,split,pdl,split+pdl,wide
+        --cuda-variants plain,split,pdl,split+pdl,wide,graph,split+graph,split+pdl+graph
 fi
 # the 8.8 GB file takes the device 2-4 minutes to write (the first call of the fourth session
 # had not finished it after 200 s of suites and benches)

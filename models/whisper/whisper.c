@@ -34,7 +34,10 @@
  * as the solo call would (windows, slot-cache reuse, audio
  * versions) and computes all their new decoder positions in one pass (one gemm per Linear, one
  * k->attn per attention, one logits gemm while the staged rows fit); process_batch encodes the
- * new whisperrt blocks of all its streams in one encoder pass. The solo forms are these with
+ * new whisperrt blocks of all its streams in one encoder pass. A pass of one decoder group whose
+ * logit rows fit one flush is marked as one recording (sr_kgraph_begin / end, record g_dec) up
+ * to its copy to the host: a table that records (CUDA with SRKIT_CUDA_GRAPH=1) submits it as
+ * one graph. The solo forms are these with
  * count = 1. Rows are independent in every op, so a stream's numbers do not depend on its
  * batch.
  */
@@ -326,6 +329,16 @@ static void aed_seq(aed_plan *p, int32_t *tok, wh_dseq *q)
     q->enc_len = s->win_len[hw];
 }
 
+/* The end of a recording *g (if any; NULL afterwards): submitted when st is SR_OK, dropped
+ * otherwise (sr_kgraph_end). */
+static sr_status record_end(const sr_kernels *k, sr_kgraph **g, sr_status st)
+{
+    if (!*g) return st;
+    st = sr_kgraph_end(k, *g, st);
+    *g = NULL;
+    return st;
+}
+
 /* Logits of the staged rows (one gemm), the logit rules, and each row (or its summary) to its
  * place. The rules are applied where the logits are: the suppressed tokens get -inf (one add
  * of the mask row to every row; rows at a window's first text position also the
@@ -339,8 +352,10 @@ static void aed_seq(aed_plan *p, int32_t *tok, wh_dseq *q)
  * any row asks), the probed and EOT entries by one copy_rows, and one copy of 16 bytes a row
  * (plus 8 per best entry) to the host instead of the row's n_vocab floats. Otherwise the rows
  * come to the host (one copy on a device) and the summaries are taken there
- * (sr_aed_top_of_row, sr_aed_row_topk: topk's rule). */
-static sr_status aed_flush(wh_batch *b, int *ln)
+ * (sr_aed_top_of_row, sr_aed_row_topk: topk's rule).
+ * *g: a recording in progress (aed_pass), or NULL: it ends (and is submitted) before the first
+ * copy to the host, and *g becomes NULL. */
+static sr_status aed_flush(wh_batch *b, int *ln, sr_kgraph **g)
 {
     const wh_model *w = b->w;
     int V = w->n_vocab, n = *ln;
@@ -361,7 +376,7 @@ static sr_status aed_flush(wh_batch *b, int *ln)
             if (!st) st = k->copy2d(1, 1, w->ninf, 1, L + w->eot, 1);
         }
     }
-    if (st) return st;
+    if (st) return record_end(k, g, st);
     if (all_top) { /* K best of every row (K: the most any row asks, at least 1) */
         int K = 1;
         for (int r = 0; r < n; r++) K = SR_MAX(K, b->lk[r]);
@@ -375,6 +390,7 @@ static sr_status aed_flush(wh_batch *b, int *ln)
         }
         st = k->topk(n, V, K, b->logits, V, ids, vals);
         if (!st) st = k->copy_rows(2 * n, 1, b->gsrc, got, 1);
+        st = record_end(k, g, st);
         if (!st) st = k->download(b->hsum, b->sum, (2 * nk + 2 * (size_t)n) * sizeof(uint32_t));
         if (st) return st;
         const int32_t *hi = (const int32_t *)b->hsum;
@@ -393,6 +409,7 @@ static sr_status aed_flush(wh_batch *b, int *ln)
         return SR_OK;
     }
     const float *hl = b->logits;
+    if ((st = record_end(k, g, st))) return st;
     if (!k->host_visible) { /* a device: one copy (it waits for the queue), then the rows */
         /* the host copy is made when first needed: the decoders of srkit ask for summaries */
         if (!b->hlog && !(b->hlog = sr_malloc((size_t)b->lrows * V * sizeof(float), "whisper logits (host)")))
@@ -432,6 +449,21 @@ static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
         }
     int ln = 0, staged = 0; /* rows [staged, ln) have their source pointers only */
     sr_status st = SR_OK;
+    /* A pass of one decoder group whose logits rows fit one flush (a step of the streams: one
+     * row each, or a beam's) is recorded from its first op to the flush's copy to the host
+     * (sr_kgraph_begin: one submission on a table that records, CUDA with SRKIT_CUDA_GRAPH=1);
+     * nothing in between reads a result. Larger passes run op by op. */
+    sr_kgraph *g = NULL;
+    int drows = 0, lrows = 0;
+    for (int q = 0; q < nq; q++) {
+        const aed_plan *p = &pl[b->idx[q]];
+        drows += b->dq[q].n - b->dq[q].c0;
+        lrows += p->Lmax - p->L0 + 1;
+    }
+    if (nq && drows <= b->ds.rows && lrows <= b->lrows) {
+        if ((st = sr_kgraph_begin(w->k, &b->g_dec))) return st;
+        g = b->g_dec;
+    }
     for (int g0 = 0, g1; g0 < nq && !st; g0 = g1) {
         int rows = 0;
         for (g1 = g0; g1 < nq && rows + (b->dq[g1].n - b->dq[g1].c0) <= b->ds.rows; g1++)
@@ -473,7 +505,7 @@ static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
                 r += take;
                 if (ln == b->lrows) { /* full: stage the rows, their logits */
                     st = aed_stage(b, staged, ln);
-                    if (!st) st = aed_flush(b, &ln);
+                    if (!st) st = aed_flush(b, &ln, &g);
                     staged = 0;
                 }
             }
@@ -482,7 +514,12 @@ static sr_status aed_pass(wh_batch *b, aed_plan *pl, int count)
         if (!st) st = aed_stage(b, staged, ln);
         staged = ln;
     }
-    if (!st) st = aed_flush(b, &ln);
+    if (!st) st = aed_flush(b, &ln, &g);
+    st = record_end(w->k, &g, st);
+    for (int q = 0; q < nq && st; q++) { /* recorded ops may not have run: no slot cache kept */
+        const aed_plan *p = &pl[b->idx[q]];
+        p->s->slot[p->r->slot].win = -1;
+    }
     return st;
 }
 
@@ -1106,6 +1143,7 @@ static void wh_batch_close(void *batch)
     k->free(b->lh);
     k->free(b->logits);
     free(b->hlog);
+    sr_kgraph_free(k, b->g_dec);
     free(b->ldst);
     free(b->lsrc);
     free(b->lpos);
