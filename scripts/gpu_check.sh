@@ -111,8 +111,10 @@ S 60 split-vx.log SRKIT_CUDA_ATTN=split SRKIT_TEST_DEVICE=cuda test_srkit voxtra
 echo "== recording on (SRKIT_CUDA_GRAPH=1)"
 S 60 graph.log SRKIT_CUDA_GRAPH=1 test_srkit engine_equals_solo/cuda
 S 60 graph-vx.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
-# Whisper records its decoder passes too (a pass of one group, up to its copy to the host)
-S 60 graph-wh.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream
+# Whisper records its decoder passes too (a pass of one group, up to its copy to the host),
+# FastConformer each round's layers
+S 60 graph-wh.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
+    fastconformer_parity fastconformer_batch fastconformer_tdt
 # overlapping launches (SRKIT_CUDA_PDL=1: each kernel's blocks start while the one ahead runs and
 # wait for it in sr_pdl_enter; the mma GEMM prefetches its weight meanwhile): kernels_cuda/
 # overlapping_launches above checks a dependent chain's bits; here the engine and Voxtral with
@@ -163,6 +165,10 @@ C='--device cuda --precision bf16'
 wait $J1; tail -n 2 "$OUT/synth.log"
 N=/tmp/m/nemo.h5
 B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
+# each round's 24 layers recorded (480 launches as one graph), at 512 streams and at batch 1
+B 25 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
+B 40 srkit bench $C --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 6000 --repeat 2 \
+    --cuda-variants plain,graph,pdl,pdl+graph
 if [ "${NEMO:-0}" = 1 ]; then # the rest of the goal's figures (met in the fourth session)
     B 25 srkit bench $C --streams 640 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
     B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,1]}' --max-ms 4000

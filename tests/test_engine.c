@@ -361,11 +361,11 @@ static void test_cpu_guard(void)
         }
         unsigned long long runs = sr_kernels_cpu_guard_recordings();
         engine_vs_solo(m, &c, 4, 0.5, 1.5, 31 + (uint64_t)i, names[i]);
-        /* Voxtral records its encoder rounds and decoder steps, Whisper its decoder passes
-         * (graph_begin .. graph_end): the guard refuses anything in them a CUDA graph could
-         * not hold */
+        /* FastConformer records each round's layers, Voxtral its encoder rounds and decoder
+         * steps, Whisper its decoder passes (graph_begin .. graph_end): the guard refuses
+         * anything in them a CUDA graph could not hold */
         printf("\n      %s: %llu recordings", names[i], sr_kernels_cpu_guard_recordings() - runs);
-        if (i == 1 || i == 2) CU_ASSERT(sr_kernels_cpu_guard_recordings() > runs + 8);
+        CU_ASSERT(sr_kernels_cpu_guard_recordings() > runs + 8);
         sr_model_free(m);
     }
     printf("\n      ");

@@ -132,6 +132,7 @@ static void fc_batch_close(void *batch)
     sr_kpool_free(k, b->kw);
     sr_kpool_free(k, b->vw);
     fc_work_free(b->w, &b->ws);
+    sr_kgraph_free(k, b->g_layers);
     float *tab[7] = {b->sub_in, b->sub_x, b->sub_scratch, b->x, b->jh, b->jw, b->jw_alt};
     for (int i = 0; i < 7; i++)
         if (tab[i]) k->free(tab[i]);
@@ -544,7 +545,8 @@ static sr_status run_rounds(fc_batch *b, fc_stream *const *ss, const int *final,
             }
         }
         sr_kbatch kb = {.n_seq = ns, .row0 = b->row0, .slot = b->slot, .pos = b->pos};
-        fc_seqs sq = {.b = &kb, .mk = b->mk, .kc = b->kc, .vc = b->vc, .conv = b->cc, .kw = b->kw, .vw = b->vw};
+        fc_seqs sq = {.b = &kb, .mk = b->mk, .kc = b->kc, .vc = b->vc, .conv = b->cc, .kw = b->kw, .vw = b->vw,
+                      .rec = &b->g_layers};
         int base = 0;
         if ((st = k->scale(M, d, w->xscale, b->x, d)) || (st = fc_layers(w, &b->ws, b->x, &sq)) ||
             /* the joint projection straight into the scorer's frame window */

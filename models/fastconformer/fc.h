@@ -126,6 +126,10 @@ typedef struct {
     const fc_mask *mk;
     sr_kpool *kc, *vc, *conv;
     sr_kpool *kw, *vw;
+    /* where the layers' ops are recorded as one (sr_kgraph_begin: a table that records submits
+     * them as one graph), when they upload nothing (the model's relative-position table spans
+     * the distances); NULL: never recorded */
+    sr_kgraph **rec;
 } fc_seqs;
 
 /* Causal dw_striding subsampling of mel [T, n_mels] (host memory) -> x [*n_out, d] (table
@@ -262,6 +266,9 @@ typedef struct fc_batch {
     fc_win *win;                /* [max_streams] */
     const float **wsrc;         /* [wsrc_cap] a compaction's source rows (host) */
     size_t wsrc_cap;
+    /* the table's record of a round's layers (fc_seqs.rec; NULL until first recorded, and
+     * where the table does not record) */
+    sr_kgraph *g_layers;
     size_t bytes;               /* everything above (batch_bytes) */
 } fc_batch;
 

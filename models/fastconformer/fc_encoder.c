@@ -37,6 +37,9 @@
  *
  * Offline, the K / V pool of a layer holds the whole utterance (O(T d), as the [T, d] rows);
  * k->attn reads only each row's key range, so full attention costs time, not a T x T matrix.
+ * fc_layers may record a round's layers as one (fc_seqs.rec: one CUDA graph with
+ * SRKIT_CUDA_GRAPH=1) when nothing in them is uploaded (the model's relative-position table).
+ *
  * Streams' batch contexts hold pools (one slot per stream: fc_seqs, sr_kbatch) of the last L
  * positions plus the step's own rows for every layer, in f32 or f16 (stream.cache_dtype): keys
  * and values are rounded once, when written; one call steps the rows of all of a batch's
@@ -311,30 +314,18 @@ static sr_status stage_cached(const fc_model *w, fc_work *ws, const fc_seqs *sq,
     return k->kv_write(sq->vw, 0, &gb, ws->gout, d);
 }
 
-sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq)
+/* The layers' ops over the M rows of sq (fc_layers has checked the pools and set the ranges;
+ * table: the relative positions come from the model's table, else from ws->sin, uploaded and
+ * projected per layer). */
+static sr_status layers_run(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq, int table,
+                            int npos)
 {
     const sr_kernels *k = w->k;
     const sr_kbatch *b = sq->b;
     int M = b->row0[b->n_seq], d = w->d, K = w->kernel;
-    if (M == 0) return SR_OK;
     int staged = sq->kw != NULL;
     sr_kpool *ka = staged ? sq->kw : sq->kc, *va = staged ? sq->vw : sq->vc; /* attended */
-    if (ka->width != d || va->width != d || ka->rows != va->rows || sq->kc->width != d ||
-        sq->vc->width != d || sq->kc->rows != sq->vc->rows)
-        return sr_error(SR_ERR_ARG, "fastconformer: K / V pools of width %d / %d, %d / %d rows (d = %d)",
-                        ka->width, va->width, ka->rows, va->rows, d);
-    sr_status st = fc_ranges(w, ws, sq);
-    if (st) return st;
-    /* relative positions: the model's table when it spans the distances (streams), else the
-     * rows dmax .. dmin projected per layer into the workspace */
-    int table = ws->dmax <= w->pos_pos && -ws->dmin <= w->pos_neg;
-    int npos = ws->dmax - ws->dmin + 1;
-    size_t bigw = (size_t)SR_MAX(w->d_ff, 3 * d);
-    if (!table) {
-        if (npos > ws->npos || (size_t)npos * d > (size_t)ws->rows * bigw)
-            return sr_error(SR_ERR_ARG, "fastconformer: %d relative positions exceed the workspace (%d)", npos, ws->npos);
-        fc_sinusoids(d, ws->dmax, npos, ws->sin);
-    }
+    sr_status st;
     sr_kattn at = {.n_head = w->n_heads, .n_kv_head = w->n_heads, .head_dim = w->dk,
                    .scale = 1.0f / sqrtf((float)w->dk), .lo = ws->lo, .hi = ws->hi};
     /* the new rows' queries, keys and values: ws->big as [M][Q d | K d | V d] (one product;
@@ -391,6 +382,34 @@ sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq)
             return st;
     }
     return SR_OK;
+}
+
+sr_status fc_layers(const fc_model *w, fc_work *ws, float *x, const fc_seqs *sq)
+{
+    const sr_kbatch *b = sq->b;
+    int M = b->row0[b->n_seq], d = w->d;
+    if (M == 0) return SR_OK;
+    const sr_kpool *ka = sq->kw ? sq->kw : sq->kc, *va = sq->kw ? sq->vw : sq->vc; /* attended */
+    if (ka->width != d || va->width != d || ka->rows != va->rows || sq->kc->width != d ||
+        sq->vc->width != d || sq->kc->rows != sq->vc->rows)
+        return sr_error(SR_ERR_ARG, "fastconformer: K / V pools of width %d / %d, %d / %d rows (d = %d)",
+                        ka->width, va->width, ka->rows, va->rows, d);
+    sr_status st = fc_ranges(w, ws, sq);
+    if (st) return st;
+    /* relative positions: the model's table when it spans the distances (streams), else the
+     * rows dmax .. dmin projected per layer into the workspace */
+    int table = ws->dmax <= w->pos_pos && -ws->dmin <= w->pos_neg;
+    int npos = ws->dmax - ws->dmin + 1;
+    size_t bigw = (size_t)SR_MAX(w->d_ff, 3 * d);
+    if (!table) {
+        if (npos > ws->npos || (size_t)npos * d > (size_t)ws->rows * bigw)
+            return sr_error(SR_ERR_ARG, "fastconformer: %d relative positions exceed the workspace (%d)", npos, ws->npos);
+        fc_sinusoids(d, ws->dmax, npos, ws->sin);
+    }
+    /* a recording when asked for and nothing in the layers is uploaded (the model's table) */
+    if (!sq->rec || !table) return layers_run(w, ws, x, sq, table, npos);
+    if ((st = sr_kgraph_begin(w->k, sq->rec))) return st;
+    return sr_kgraph_end(w->k, *sq->rec, layers_run(w, ws, x, sq, table, npos));
 }
 
 sr_status fc_encode_offline(const fc_model *w, const float *mel, int T, const int ctx[2],
