@@ -83,7 +83,8 @@ for t in sys.stdin:
     j = json.loads(t)
     seen += 1
     if "text" in j: j["text"] = j["text"][:24]
-    ks = variant if "variant" in j else run
+    # a one-stream variant: the batch-1 figures; a --streams run (variant or not): the figures of runs
+    ks = variant if "variant" in j and "streams" not in j else (["variant"] if "variant" in j else []) + run
     print("  ", {k: (round(j[k], 3) if isinstance(j[k], float) else j[k]) for k in ks if k in j})
 if not seen: print("  (no result)", open("/tmp/b.out").read()[-300:])'
 }
@@ -212,13 +213,11 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     VS='{"cache_dtype": "bf16", "max_seconds": 30}'
     # the finish spread over steps (stream.final_steps: 4 of its 49 decoder steps an engine step)
     VF='{"cache_dtype": "bf16", "max_seconds": 30, "final_steps": 4}'
-    # first everything aimed at it at once (recorded, overlapping launches, the decoder's
-    # attention in the grouped form: K and V read once for the 4 query heads of each), then
-    # plain, recorded, recorded + grouped
-    B 60 SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 SRKIT_CUDA_ATTN=grouped srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
-    B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
-    B 60 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
-    B 60 SRKIT_CUDA_GRAPH=1 SRKIT_CUDA_ATTN=grouped srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000
+    # on one load of the model: first everything aimed at it at once (recorded, overlapping
+    # launches, the decoder's attention in the grouped form: K and V read once for the 4 query
+    # heads of each), then plain, recorded, recorded + grouped, a run each
+    B 150 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000 \
+        --cuda-variants pdl+graph+grouped,plain,graph,graph+grouped
     B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
     # where a batch-1 step goes without waiting after each op: the GPU's kernel time against the
     # wall, and the host's launch calls (Nsight Systems, where the image has it)

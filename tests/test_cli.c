@@ -328,8 +328,27 @@ static void test_bench_streams(void)
     CU_ASSERT(pp99 > 0.0);
     CU_ASSERT(pp99 <= cJSON_GetNumberValue(cJSON_GetObjectItem(j, "latency_ms_max")));
     cJSON_Delete(j);
+    /* --repeat with --streams: each run of the one loaded model reported, the same text */
+    snprintf(a, sizeof a, "bench --streams 2 --repeat 2 --model %s --audio %s --json", mdl, wav);
+    CU_ASSERT_EQUAL(runf(a), 0);
+    {
+        char *second = strchr(out, '\n');
+        CU_ASSERT_PTR_NOT_NULL_FATAL(second);
+        *second++ = '\0';
+        cJSON *r0 = cJSON_Parse(out), *r1 = cJSON_Parse(second);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+        CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(r0, "run")), 0);
+        CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(r1, "run")), 1);
+        CU_ASSERT_EQUAL(cJSON_GetNumberValue(cJSON_GetObjectItem(r1, "streams")), 2);
+        CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(r0, "text_stream0")),
+                               cJSON_GetStringValue(cJSON_GetObjectItem(r1, "text_stream0")));
+        CU_ASSERT_PTR_NULL(cJSON_GetObjectItem(r0, "variant"));
+        cJSON_Delete(r0);
+        cJSON_Delete(r1);
+    }
     /* usage errors, each named (--cuda-variants: a term it does not know, an empty variant, a
-     * stream not on the CUDA table, with --streams) */
+     * stream not on the CUDA table) */
     static const struct { const char *opts, *said, *what; } bad[] = {
         {"--separate", "--streams", "--separate without --streams"},
         {"--streams 2 --separate --realtime", "drop --separate", "--separate with --realtime"},
@@ -338,9 +357,9 @@ static void test_bench_streams(void)
          "--cuda-variants fast"},
         {"--cuda-variants plain,,pdl --device cuda", "an empty or over-long variant",
          "--cuda-variants with an empty variant"},
-        {"--cuda-variants plain,pdl", "times one stream on --device cuda", "--cuda-variants on the CPU"},
-        {"--cuda-variants split --streams 2 --device cuda", "(not with --streams)",
-         "--cuda-variants with --streams"}};
+        {"--cuda-variants plain,pdl", "times streams on --device cuda", "--cuda-variants on the CPU"},
+        {"--cuda-variants split --streams 2", "times streams on --device cuda",
+         "--cuda-variants with --streams on the CPU"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(a, sizeof a, "bench %s --model %s --audio %s", bad[i].opts, mdl, wav);
         expect(runf(a), 2, bad[i].said, bad[i].what);

@@ -1893,22 +1893,18 @@ static void *bench_solo_main(void *arg)
     return NULL;
 }
 
-static int bench_multi(const bench_args *b)
+/* One run of N streams (engine or solo streams made for it and freed after) on the loaded model
+ * m, stream i hearing aud[i] (ap->n samples), and its report (--json: one object, with
+ * "variant" vname when not NULL and "run" when --repeat asks for several); *text: stream 0's
+ * final text (malloc'ed) on success. */
+static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap, float *const *aud,
+                            const char *vname, int run, char **text)
 {
     const run_opts *o = &b->o;
     int N = b->streams;
-    sr_audio a;
-    if (bench_load_audio(b, &a)) return 1;
-    if (!a.n) {
-        fprintf(stderr, "srkit bench: empty audio\n");
-        sr_audio_free(&a);
-        return 1;
-    }
-    sr_model *m = NULL;
-    if (open_model(b->model, o, &m)) { sr_audio_free(&a); return 1; }
+    const sr_audio a = *ap;
     int rc = 1;
     sr_engine *e = NULL;
-    float **aud = calloc((size_t)N, sizeof *aud);
     sr_stream **ss = calloc((size_t)N, sizeof *ss);
     bench_solo_job *jobs = calloc((size_t)N, sizeof *jobs);
     pthread_t *th = calloc((size_t)N, sizeof *th);
@@ -1922,9 +1918,7 @@ static int bench_multi(const bench_args *b)
     size_t n_plat = 0, plat_cap = 0, n_slat = 0, slat_cap = 0;
     char *text0 = NULL;
     sr_status st = SR_OK;
-    if (!aud || !ss || !jobs || !th || !start || !fed || !seen) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
-    for (int i = 0; i < N; i++)
-        if (!(aud[i] = bench_rotated(&a, i, N))) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+    if (!ss || !jobs || !th || !start || !fed || !seen) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
     double audio_s = (double)a.n / 16000.0, t0 = 0, wall = 0;
     double end_lag = 0; /* --realtime: the longest wait for a final hypothesis after the audio ended */
     double topen = now_s(), open_s = 0; /* the engine / streams made and opened: not in wall */
@@ -2054,6 +2048,8 @@ static int bench_multi(const bench_args *b)
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
         bench_json_run(j, b, m);
+        if (vname) cJSON_AddStringToObject(j, "variant", vname);
+        if (b->repeat > 1) cJSON_AddNumberToObject(j, "run", run);
         cJSON_AddNumberToObject(j, "streams", N);
         cJSON_AddBoolToObject(j, "batched", !b->separate);
         cJSON_AddBoolToObject(j, "realtime", b->o.realtime);
@@ -2095,6 +2091,9 @@ static int bench_multi(const bench_args *b)
         bench_print_json(j);
     } else {
         bench_print_run(b, m);
+        if (vname || b->repeat > 1)
+            printf("%s%s%srun %d of %d\n", vname ? "variant " : "", vname ? vname : "", vname ? ", " : "",
+                   run + 1, b->repeat);
         printf("%d %s streams of %.2f s%s: wall %.2f s, RTFx %.2f (audio seconds per wall second, all streams)\n",
                N, b->separate ? "separate" : "batched", audio_s, b->o.realtime ? " in real time" : "", wall, rtfx);
         printf("per-chunk %s ms p50 %.3f p90 %.3f p99 %.3f max %.3f%s\n",
@@ -2112,6 +2111,8 @@ static int bench_multi(const bench_args *b)
     }
     bench_print_profile((double)n_lat / N); /* steps: chunks per stream */
     rc = 0;
+    *text = text0;
+    text0 = NULL;
 out:
     free(text0);
     free(lat);
@@ -2120,15 +2121,65 @@ out:
     if (e) sr_engine_free(e); /* closes its streams */
     else if (ss)
         for (int i = 0; i < N; i++) sr_stream_close(ss[i]);
-    if (aud)
-        for (int i = 0; i < N; i++) free(aud[i]);
-    free(aud);
     free(ss);
     free(jobs);
     free(th);
     free(start);
     free(fed);
     free(seen);
+    return rc;
+}
+
+/* --streams N: the audio and the model loaded once, then --repeat runs of each --cuda-variants
+ * variant (or of the settings as they are), interleaved (run r of each before run r + 1 of
+ * any), each reported; every run's stream 0 must end with the same text (the variants promise
+ * the same bits, and a stream's numbers do not depend on its batch). */
+static int bench_multi(const bench_args *b)
+{
+    int N = b->streams;
+    bench_variant var[BENCH_VARIANTS];
+    const int nv = b->variants ? bench_variants_parse(b->variants, var) : 1;
+    if (nv < 0) return EXIT_USAGE;
+    sr_audio a;
+    if (bench_load_audio(b, &a)) return 1;
+    if (!a.n) {
+        fprintf(stderr, "srkit bench: empty audio\n");
+        sr_audio_free(&a);
+        return 1;
+    }
+    sr_model *m = NULL;
+    if (open_model(b->model, &b->o, &m)) { sr_audio_free(&a); return 1; }
+    int rc = 1;
+    char *text0 = NULL, *text = NULL;
+    float **aud = calloc((size_t)N, sizeof *aud);
+    if (!aud) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+    for (int i = 0; i < N; i++)
+        if (!(aud[i] = bench_rotated(&a, i, N))) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
+    for (int r = 0; r < b->repeat; r++)
+        for (int v = 0; v < nv; v++) {
+            if (b->variants) bench_variant_apply(&var[v]);
+            if ((rc = bench_multi_once(b, m, &a, aud, b->variants ? var[v].name : NULL, r, &text))) goto out;
+            if (!text) { fprintf(stderr, "srkit bench: out of memory\n"); rc = 1; goto out; }
+            if (!text0) {
+                text0 = text;
+            } else {
+                int same = !strcmp(text, text0);
+                free(text);
+                if (!same) {
+                    fprintf(stderr, "srkit bench: stream 0's text differs between runs (%s, run %d, "
+                            "against the first: the settings and batches promise the same results)\n",
+                            b->variants ? var[v].name : "-", r + 1);
+                    rc = 1;
+                    goto out;
+                }
+            }
+            text = NULL;
+        }
+out:
+    free(text0);
+    if (aud)
+        for (int i = 0; i < N; i++) free(aud[i]);
+    free(aud);
     sr_model_free(m);
     sr_audio_free(&a);
     return rc;
@@ -2239,19 +2290,21 @@ static const char BENCH_USAGE[] =
     "  --stream JSON           the \"stream\" object of an experiment config (docs/config.md),\n"
     "                          e.g. '{\"strategy\": \"reencode\", \"chunk_ms\": 100}'; options\n"
     "                          after it override its fields\n"
-    "  --repeat N              run the stream N times, report the fastest (default 1)\n"
+    "  --repeat N              run the stream N times, report the fastest (default 1); with\n"
+    "                          --streams: N runs on the one loaded model, each reported\n"
     "  --max-ms N              use only the first N ms of the concatenated audio\n"
     "  --loop                  with --max-ms: feed the concatenated audio again and again\n"
     "                          until N ms (held in memory once: long-stream memory runs)\n"
     "  --per-chunk             --json also lists every chunk's audio_ms, compute and model ms\n"
-    "  --cuda-variants LIST    one stream on --device cuda under each of up to 12 settings of the\n"
-    "                          CUDA table, on the one loaded model, runs interleaved (run r of\n"
-    "                          each before run r + 1 of any; --repeat N runs each): variants\n"
-    "                          split by ',', each terms joined by '+' from plain, pdl (overlapping\n"
-    "                          launches), graph (recorded steps), narrow, wide, auto, grouped, split\n"
-    "                          (attention forms), cols8 (8 GEMM columns a block at up to 16 rows),\n"
-    "                          on top of the defaults (no overlap, no recording, the form by size,\n"
-    "                          16 columns); a report (--json: an object with \"variant\") each\n"
+    "  --cuda-variants LIST    the stream (or --streams N) on --device cuda under each of up to\n"
+    "                          12 settings of the CUDA table, on the one loaded model, runs\n"
+    "                          interleaved (run r of each before run r + 1 of any; --repeat N\n"
+    "                          runs each): variants split by ',', each terms joined by '+' from\n"
+    "                          plain, pdl (overlapping launches), graph (recorded steps), narrow,\n"
+    "                          wide, auto, grouped, split (attention forms), cols8 (8 GEMM columns\n"
+    "                          a block at up to 16 rows), on top of the defaults (no overlap, no\n"
+    "                          recording, the form by size, 16 columns); a report (--json: an\n"
+    "                          object with \"variant\") each\n"
     "  --streams N             N concurrent streams (stream i hears the audio rotated by i/N of\n"
     "                          its length) on one batched engine: RTFx over all streams and\n"
     "                          per-chunk compute ms (each chunk's step)\n"
@@ -2351,9 +2404,8 @@ static int bench_stream(int argc, char **argv)
         fprintf(stderr, "srkit bench: --loop is for one stream; use --max-ms with --streams\n");
         r = -1;
     }
-    if (!r && b.variants && (b.streams || !b.o.mo.device || strcmp(b.o.mo.device, "cuda"))) {
-        fprintf(stderr, "srkit bench: --cuda-variants times one stream on --device cuda%s\n",
-                b.streams ? " (not with --streams)" : "");
+    if (!r && b.variants && (!b.o.mo.device || strcmp(b.o.mo.device, "cuda"))) {
+        fprintf(stderr, "srkit bench: --cuda-variants times streams on --device cuda\n");
         r = -1;
     }
 #ifndef SR_WITH_CUDA
