@@ -34,10 +34,10 @@
  * as the solo call would (windows, slot-cache reuse, audio
  * versions) and computes all their new decoder positions in one pass (one gemm per Linear, one
  * k->attn per attention, one logits gemm while the staged rows fit); process_batch encodes the
- * new whisperrt blocks of all its streams in one encoder pass. A pass of one decoder group whose
- * logit rows fit one flush is marked as one recording (sr_kgraph_begin / end, record g_dec) up
- * to its copy to the host: a table that records (CUDA with SRKIT_CUDA_GRAPH=1) submits it as
- * one graph. The solo forms are these with
+ * new whisperrt blocks of all its streams in one encoder pass. That round (record g_enc) and a
+ * pass of one decoder group whose logit rows fit one flush, up to its copy to the host (record
+ * g_dec), are each marked as one recording (sr_kgraph_begin / end): a table that records (CUDA
+ * with SRKIT_CUDA_GRAPH=1) submits each as one graph. The solo forms are these with
  * count = 1. Rows are independent in every op, so a stream's numbers do not depend on its
  * batch.
  */
@@ -833,13 +833,16 @@ static sr_status rt_blocks(wh_batch *b, wh_stream *const *ss, const int *final, 
             rows += bsz;
         }
         if (!nq) return SR_OK;
+        /* the round's ops, recorded as one (record g_enc): nothing in them reads a result */
+        sr_status st = sr_kgraph_begin(w->k, &b->g_enc);
+        if (st) return st;
         /* x = frames + positions: two gathers and one add for every block */
-        sr_status st = w->k->copy_rows(rows, w->d, b->es.prow, b->x, w->d);
+        st = w->k->copy_rows(rows, w->d, b->es.prow, b->x, w->d);
         if (!st) st = w->k->copy_rows(rows, w->d, b->es.cp, b->es.h, w->d);
         if (!st) st = w->k->add(rows, w->d, b->es.h, w->d, 1.0f, b->x, w->d);
         if (!st) st = wh_encode(w, &b->es, b->x, b->eq, nq, b->ek, b->ev, NULL);
         if (!st) st = wh_cross_kv(w, &b->es, b->x, b->eq, b->exslot, nq, b->xk, b->xv);
-        if (st) return st;
+        if ((st = sr_kgraph_end(w->k, b->g_enc, st))) return st;
         for (int q = 0; q < nq; q++) {
             wh_stream *s = ss[b->idx[q]];
             int bsz = b->eq[q].n;
@@ -1144,6 +1147,7 @@ static void wh_batch_close(void *batch)
     k->free(b->logits);
     free(b->hlog);
     sr_kgraph_free(k, b->g_dec);
+    sr_kgraph_free(k, b->g_enc);
     free(b->ldst);
     free(b->lsrc);
     free(b->lpos);

@@ -253,6 +253,7 @@ typedef struct wh_batch {
     float *hlog;                /* [lrows, n_vocab] host copy of the rows on a device, made
                                    when a request first asks for rows (NULL until then) */
     sr_kgraph *g_dec;           /* the record of a decoder pass (aed_pass), NULL until one */
+    sr_kgraph *g_enc;           /* the record of a whisperrt encoder round (rt_blocks) */
     float **ldst;               /* [lrows] where each staged row's log-probabilities go */
     const float **lsrc;         /* [lrows] its hidden row in the decoder scratch (table) */
     int *lpos;                  /* [lrows] its window-local text position */
