@@ -740,7 +740,7 @@ static void test_bad_args(void)
     sr_kweight *W = NULL;
     TEST_ASSERT_ERR(g->weight_create(host, SR_F32, 0, 4, NULL, SR_KMUL_EXACT, &W), SR_ERR_ARG, "weight_create: shape");
     TEST_ASSERT_ERR(g->weight_create(host, SR_F32, 3, 4, NULL, SR_KMUL_BF16, &W), SR_ERR_ARG,
-                    "weight_create: bf16 products need a bf16 weight");
+                    "weight_create: bf16 products need a bf16 or i8 weight");
     CU_ASSERT_EQUAL_FATAL(g->weight_create(host, SR_F32, 3, 4, NULL, SR_KMUL_EXACT, &W), SR_OK);
     float *x = g->alloc(64 * sizeof(float));
     TEST_ASSERT_ERR(g->gemm(-1, x, 4, W, NULL, SR_ACT_NONE, 1, 0, x + 32, 3), SR_ERR_ARG, "gemm: M");

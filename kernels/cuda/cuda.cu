@@ -120,8 +120,15 @@ static cudaError_t dev_malloc(void **p, size_t bytes, bool pooled)
     /* Pool blocks always on the legacy stream, also while this thread records (allowed: the
      * capture stream is non-blocking): an op's scratch block is then allocated in order before
      * the graph's launch, and its free is deferred to after it (sr_cuda_free), so a recording
-     * holds no allocation node, which cudaGraphExecUpdate could not patch. */
+     * holds no allocation node, which cudaGraphExecUpdate could not patch. The thread's capture
+     * mode is relaxed for that one call: thread-local mode refuses any allocation while the
+     * thread captures (cudaErrorStreamCaptureUnsupported, on an H200) and the refusal breaks the
+     * capture. */
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    const bool relax = pooled && tls_rec;
+    if (relax) (void)cudaThreadExchangeStreamCaptureMode(&mode);
     cudaError_t e = pooled ? cudaMallocAsync(p, bytes, 0) : cudaMalloc(p, bytes);
+    if (relax) (void)cudaThreadExchangeStreamCaptureMode(&mode);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *p = NULL;
