@@ -476,7 +476,8 @@ int sr_cuda_gemm_kernel(int v);
 int sr_cuda_gemm_cols(int v);
 /* kernels/cuda/attn.cu: the attention kernel's form, process-wide: 0 narrow (8 blocks a
  * multiprocessor), 1 wide (16 loads in flight a thread, 4 blocks), 2 by each launch's size (the
- * default), 3 grouped (a K/V head's 2, 4 or 8 query heads in one block where GQA without
+ * default: split for a launch of at most one block a multiprocessor over more than 128 keys,
+ * grouped above four where it applies, else narrow or wide), 3 grouped (a K/V head's 2, 4 or 8 query heads in one block where GQA without
  * rel-pos allows, else narrow), 4 split (scores by key tile, values by column group: two
  * launches of many blocks); v = 0 .. 4 sets it, any other v only asks. Returns the form in use
  * before the call. SRKIT_CUDA_ATTN=narrow / wide / auto / grouped / split selects it until a
@@ -493,7 +494,7 @@ int sr_cuda_graphs(int v);
  * each kernel's blocks may start while the kernel queued ahead still runs and wait in place for
  * its results, and a bf16-product GEMM asks the first part of its weight into L2 meanwhile.
  * v = 0 / 1 sets it, any other v only asks; returns the setting before the call.
- * SRKIT_CUDA_PDL=1 turns it on until a call sets it (off by default). Speed only: the results
+ * On by default; SRKIT_CUDA_PDL=0 turns it off until a call sets it. Speed only: the results
  * are the same. For tests and bench: set it while no op runs. */
 int sr_cuda_pdl(int v);
 /* Recordings run so far (process-wide): patched into the call site's executable graph

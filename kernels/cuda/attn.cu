@@ -719,8 +719,9 @@ void launch(sr_dtype kd, sr_dtype vd, bool rel, bool wide, dim3 grid, size_t sme
 
 } /* namespace */
 
-/* The forms in use: 0 narrow, 1 wide, 2 by launch size, 3 grouped where it applies (else
- * narrow), 4 split where it applies (else narrow); the environment's SRKIT_CUDA_ATTN=narrow /
+/* The forms in use: 0 narrow, 1 wide, 2 by launch size (the default: split, narrow, wide or
+ * grouped, below), 3 grouped where it applies (else narrow), 4 split where it applies (else
+ * narrow); the environment's SRKIT_CUDA_ATTN=narrow /
  * wide / auto / grouped / split is read once, a call overrides it. */
 static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN",
                                             {"narrow", "wide", "auto", "grouped", "split"}, 2, {-1}, {-2}};
@@ -791,12 +792,21 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
     const int cap_g = (int)tiles;
     const size_t smem_g = (size_t)grouped_smem_floats(grp, cap_g) * sizeof(float);
     const int form = sr_cuda_attn_form(-1);
-    const bool grouped = form == 3 && !rel && (grp == 2 || grp == 4 || grp == 8) &&
-                         K->dtype == V->dtype && smem_g <= (size_t)SMEM_LIMIT;
+    const bool auto_form = form == 2;
+    const long long blocks = (long long)H * (M < ATTN_ROWS ? M : ATTN_ROWS), sms = sr_cuda_sm_count();
+    /* by size (auto), measured on an H200 (srkit bench attn, docs/benchmarks.md): grouped above
+     * four blocks a multiprocessor (64 Voxtral streams, 2,048 blocks: 0.274 against 0.573 ms;
+     * 256 streams 1.027 / 1.952), split at most one block a multiprocessor over more than one
+     * tile of keys (one stream: Voxtral's decoder 0.040 / 0.124 ms, Whisper's cross-attention
+     * 0.043 / 0.161; at 72 keys 0.028 / 0.025, so not for one tile) */
+    const bool grouped = (form == 3 || (auto_form && blocks > 4 * sms)) && !rel &&
+                         (grp == 2 || grp == 4 || grp == 8) && K->dtype == V->dtype &&
+                         smem_g <= (size_t)SMEM_LIMIT;
     if (grouped) A.cap = cap_g;
-    /* the split form where asked and it applies (K and V of one type); a scratch block of the
+    /* the split form where chosen and it applies (K and V of one type); a scratch block of the
      * call's scores from the table's pool, freed in order after the launches */
-    const bool split = form == 4 && K->dtype == V->dtype && tiles / TK <= 65535;
+    const bool split = (form == 4 || (auto_form && !grouped && blocks <= sms && tiles > TK)) &&
+                       K->dtype == V->dtype && tiles / TK <= 65535;
     float *S = NULL;
     if (split) {
         const int rows = M < ATTN_ROWS ? M : ATTN_ROWS;
