@@ -567,24 +567,25 @@ sr_status sr_cuda_lstm_cell(int M, int H, const float *gates, int ldg, float *c,
 /* ---- rope ----------------------------------------------------------------------------------- */
 
 namespace {
-struct rope_f { /* batch row r, pair i < hd / 2, every head of x [rows, n_head * hd] */
+struct rope_f { /* batch row r, c = head * hd / 2 + pair of x [rows, n_head * hd] */
     pbatch b;
-    int n_head, hd, ldx;
+    int hd, ldx;
     const float *inv;
     float *x;
-    __device__ void operator()(int r, int i) const
+    /* A thread per (head, pair): a thread per pair looping over the heads ran its dependent
+     * loads and stores one head after another (21.6 us a Voxtral batch-1 call with the wait
+     * included, against 15 for a LayerNorm row, on an H200). Each head recomputes the pair's
+     * angle: the same operations, so the same bits. */
+    __device__ void operator()(int r, int c) const
     {
-        int s = seq_of(b, r), half = hd / 2;
+        int s = seq_of(b, r), half = hd / 2, h = c / half, i = c - h * half;
         float p = (float)(b.pos[s] + (long long)(r - b.row0[s]));
         float a = __fmul_rn(p, inv[i]);
         float cs = cosf(a), sn = sinf(a);
-        float *xr = x + (size_t)r * ldx + i;
-        for (int h = 0; h < n_head; h++) {
-            float *v = xr + (size_t)h * hd;
-            float u = v[0], w = v[half];
-            v[0] = __fsub_rn(__fmul_rn(u, cs), __fmul_rn(w, sn));
-            v[half] = __fadd_rn(__fmul_rn(w, cs), __fmul_rn(u, sn));
-        }
+        float *v = x + (size_t)r * ldx + (size_t)h * hd + i;
+        float u = v[0], w = v[half];
+        v[0] = __fsub_rn(__fmul_rn(u, cs), __fmul_rn(w, sn));
+        v[half] = __fadd_rn(__fmul_rn(w, cs), __fmul_rn(u, sn));
     }
 };
 } // namespace
@@ -595,8 +596,8 @@ sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_
     int rows;
     sr_status st = sr_kernels_check_rope(b, n_head, hd, inv_freq, x, ldx, &rows);
     if (st || rows == 0 || n_head == 0 || hd == 0) return st;
-    return ew2d_batch("rope", b, 0, 1, hd / 2, [&](const pbatch &pb) {
-        return rope_f{pb, n_head, hd, ldx, inv_freq, x};
+    return ew2d_batch("rope", b, 0, 1, n_head * (hd / 2), [&](const pbatch &pb) {
+        return rope_f{pb, hd, ldx, inv_freq, x};
     });
 }
 
