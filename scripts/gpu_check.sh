@@ -239,7 +239,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
         if [ -z "$NSYS" ] && fits 40; then
             g=0; [ $mode = 1g ] && g=1
-            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%g} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 26
+            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%g} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 44
         fi
     done
     # the base build at one stream, 3 s streams
@@ -288,7 +288,7 @@ fi
 for mode in sync 1; do
     echo "== SRKIT_PROFILE=$mode, tiny.en offline (one 30 s window, greedy)"
     if [ -f "$R" ] && fits 25; then
-        SRKIT_PROFILE=$mode timeout 25 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' 2>&1 | head -n 14
+        SRKIT_PROFILE=$mode timeout 25 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' 2>&1 | grep -v "^model\|^audio"
     fi
 done
 fi

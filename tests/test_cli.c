@@ -347,6 +347,19 @@ static void test_bench_streams(void)
         cJSON_Delete(r0);
         cJSON_Delete(r1);
     }
+    /* SRKIT_PROFILE: one stream's fed chunks and finishes in tables of their own (test_linear:
+     * one product a chunk; 1 s is 12 chunks fed and one more at the finish, each run) */
+    CU_ASSERT_EQUAL(runv("SRKIT_PROFILE=1 %s bench --repeat 2 --model %s --audio %s", bin(), mdl, wav), 0);
+    {
+        const char *fed = strstr(out, "24 fed chunks (the steps)"), *fin = strstr(out, "2 finishes (the steps)");
+        CU_ASSERT(fed && fin && fed < fin);
+        if (fed && fin && fed < fin) {
+            CU_ASSERT(strncmp(strstr(fed, "\ngemm") + 1, "gemm                   24        1.0", 36) == 0);
+            CU_ASSERT(strncmp(strstr(fin, "\ngemm") + 1, "gemm                    2        1.0", 36) == 0);
+        } else {
+            printf("\n      SRKIT_PROFILE=1 srkit bench --repeat 2:\n%s\n", out);
+        }
+    }
     /* usage errors, each named (--cuda-variants: a term it does not know, an empty variant, a
      * stream not on the CUDA table) */
     static const struct { const char *opts, *said, *what; } bad[] = {

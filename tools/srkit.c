@@ -1606,20 +1606,54 @@ static int cmp_prof(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-static void bench_print_profile(double steps)
+/* Profile entries gathered over several spans (the fed chunks of every run, or the finishes),
+ * merged by op. */
+typedef struct {
+    sr_kprof_entry e[64];
+    int n;
+} bench_prof;
+
+/* Adds the calls since the last reset to p, then resets the counters. */
+static void bench_prof_take(bench_prof *p)
 {
-    const char *mode = getenv("SRKIT_PROFILE");
-    if (!mode || !*mode || !strcmp(mode, "0")) return;
     sr_kprof_entry e[64];
     int n = sr_kernels_profile_read(e, 64);
     n = n < 64 ? n : 64;
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < p->n && strcmp(p->e[j].op, e[i].op)) j++;
+        if (j == p->n) {
+            if (p->n == 64) continue;
+            p->e[p->n++] = (sr_kprof_entry){.op = e[i].op};
+        }
+        p->e[j].calls += e[i].calls;
+        p->e[j].seconds += e[i].seconds;
+        p->e[j].bytes += e[i].bytes;
+    }
+    sr_kernels_profile_reset();
+}
+
+/* Prints the op profile p, or the counters since the last reset when p is NULL; steps: the
+ * divisor of "per step", what they are (e.g. "fed chunks"). */
+static void bench_print_profile(const bench_prof *p, double steps, const char *what)
+{
+    const char *mode = getenv("SRKIT_PROFILE");
+    if (!mode || !*mode || !strcmp(mode, "0")) return;
+    bench_prof all = {.n = 0};
+    if (!p) {
+        bench_prof_take(&all);
+        p = &all;
+    }
+    sr_kprof_entry e[64];
+    int n = p->n;
+    memcpy(e, p->e, (size_t)n * sizeof e[0]);
     qsort(e, (size_t)n, sizeof e[0], cmp_prof);
     double total = 0;
     for (int i = 0; i < n; i++) total += e[i].seconds;
-    fprintf(stderr, "op profile (SRKIT_PROFILE=%s: %s), %.0f steps\n", mode,
+    fprintf(stderr, "op profile (SRKIT_PROFILE=%s: %s), %.0f %s\n", mode,
             strcmp(mode, "sync") ? "host time inside each call; copies wait for queued work"
                                  : "each call waited for: its device time included",
-            steps);
+            steps, what);
     fprintf(stderr, "%-14s %10s %10s %10s %9s %6s %12s\n", "op", "calls", "per step", "total ms", "us/call",
             "share", "bytes/step");
     for (int i = 0; i < n; i++) {
@@ -1820,7 +1854,11 @@ static int bench_run(const bench_args *b)
     for (int v = 0; v < nv; v++) res[v] = (bench_best){.best = INFINITY, .runs = cJSON_CreateArray()};
     sr_status st = sr_stream_open(m, &o->sc, &s);
     if (st) { rc = fail(st, "stream"); goto out; }
-    sr_kernels_profile_reset(); /* SRKIT_PROFILE: only the timed runs */
+    /* SRKIT_PROFILE: only the timed runs, their fed chunks apart from their finishes (a
+     * Voxtral finish decodes 49 steps: in one table they would swamp a steady chunk's ops) */
+    bench_prof fed_prof = {.n = 0}, fin_prof = {.n = 0};
+    double fed_chunks = 0;
+    sr_kernels_profile_reset();
     for (int r = 0; r < b->repeat; r++)
         for (int v = 0; v < nv; v++) {
             if (b->variants) bench_variant_apply(&var[v]);
@@ -1828,11 +1866,15 @@ static int bench_run(const bench_args *b)
             double t0 = now_s();
             for (size_t fed = 0; !st && fed < total; fed += SR_MIN(a.n, total - fed))
                 st = sr_stream_feed(s, a.samples, SR_MIN(a.n, total - fed));
+            bench_prof_take(&fed_prof);
+            fed_chunks += (double)sr_stream_timeline(s)->n;
             if (st || (st = sr_stream_finish(s))) {
                 rc = fail(st, b->audio[0]);
                 goto out;
             }
-            if (bench_best_take(&res[v], s, now_s() - t0)) {
+            const double dt = now_s() - t0;
+            bench_prof_take(&fin_prof);
+            if (bench_best_take(&res[v], s, dt)) {
                 fprintf(stderr, "srkit bench: out of memory\n");
                 rc = 1;
                 goto out;
@@ -1849,7 +1891,10 @@ static int bench_run(const bench_args *b)
                     "promise the same results)\n", var[v].name, var[0].name);
             rc = 1;
         }
-    if (!rc) bench_print_profile((double)res[0].n * b->repeat * nv);
+    if (!rc) {
+        bench_print_profile(&fed_prof, fed_chunks, "fed chunks (the steps)");
+        bench_print_profile(&fin_prof, (double)b->repeat * nv, "finishes (the steps)");
+    }
 out:
     for (int v = 0; v < nv; v++) bench_best_free(&res[v]);
     sr_stream_close(s);
@@ -2109,7 +2154,7 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
         printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B, GPU peak %zu B\n",
                ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
-    bench_print_profile((double)n_lat / N); /* steps: chunks per stream */
+    bench_print_profile(NULL, (double)n_lat / N, "steps"); /* steps: chunks per stream */
     rc = 0;
     *text = text0;
     text0 = NULL;
