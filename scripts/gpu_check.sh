@@ -18,8 +18,9 @@
 # Switches for what earlier sessions measured (off by default, to keep the call short):
 #   PEERS=1 transformers on the same weights; WMMA=1 batched == solo and the goldens with the
 #   wmma kernel; FORMS=1 bench attn per attention form (and the base build); GEMMALL=1 the whole
-#   bench gemm table; WALL=1 WhisperRT 300 ms and offline; WPROF=1 the Whisper op profile;
-#   NEMO=1 Nemotron 640 streams and [70,1] (only 512 streams at [70,0] otherwise).
+#   bench gemm table; GEMMCOLS=1 the GEMM column settings and overlapping runs; WALL=1
+#   WhisperRT 300 ms and offline, Voxtral 64 streams without final_steps; WPROF=1 the Whisper
+#   op profile; NEMO=1 Nemotron 640 streams and [70,1] (only 512 streams at [70,0] otherwise).
 # Everything goes to $OUT (log.txt, bench.jsonl, the suites' logs) and the log to stdout. The
 # steps run in order of importance (correctness, then the figures the open goals need), each
 # with its own time limit, and a step whose limit would end past BUDGET seconds (default 560)
@@ -106,6 +107,10 @@ S 60 grouped.log SRKIT_CUDA_ATTN=grouped test_srkit engine_equals_solo/cuda
 # and the split form (K and V pools of one type: all of them), with the three goldens
 S 60 split.log SRKIT_CUDA_ATTN=split test_srkit engine_equals_solo/cuda
 S 60 split-vx.log SRKIT_CUDA_ATTN=split SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity fastconformer_parity
+# and the rows form (up to 4 rows of a sequence a block: every encoder, the prompts), not yet
+# run on a device: batched == solo and the goldens with every launch it applies to in it
+S 60 rows.log SRKIT_CUDA_ATTN=rows test_srkit engine_equals_solo/cuda
+S 60 rows-vx.log SRKIT_CUDA_ATTN=rows SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity fastconformer_parity
 # recording (SRKIT_CUDA_GRAPH=1: Voxtral's encoder round and decoder pass each submitted as one
 # CUDA graph, patched with each step's arguments): kernels_cuda/recording above checks the
 # recorded ops' bits; here batched == solo, Voxtral's goldens and its stream suites with it
@@ -149,8 +154,8 @@ done
 
 fi
 if want figures; then
-echo "== bench attn (fused vs unfused): the form by size, the grouped and split forms interleaved (FORMS=1: all five, and the base build)"
-forms="auto,grouped,split"; [ "${FORMS:-0}" = 1 ] && forms="auto,grouped,split,wide,narrow"
+echo "== bench attn (fused vs unfused): the form by size, the grouped, split and rows forms interleaved (FORMS=1: all six, and the base build)"
+forms="auto,grouped,split,rows,narrow"; [ "${FORMS:-0}" = 1 ] && forms="auto,grouped,split,rows,wide,narrow"
 fits 60 && timeout 60 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256 --forms $forms | grep -E "^ +[0-9]"
 if [ "${FORMS:-0}" = 1 ] && [ -n "$BASE" ] && fits 40; then timeout 40 "$BASE" bench attn --device cuda --streams 1 --streams 64 --streams 256 | grep -E "^ +[0-9]"; fi
 echo "== bench gemm (wmma against mma; GEMMALL=1: the whole table with the f32 products)"
@@ -185,26 +190,27 @@ if [ -f "$R" ]; then
     B 25 SRKIT_CUDA_GRAPH=1 srkit bench --device cuda --streams 64 --realtime --model $R --audio $A \
         --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 6000
     [ -n "${WALL:-}" ] && B 20 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}'
-    # offline greedy decoding took about 2.7 ms a token; its 4 cross-attention calls a token are
-    # 6 blocks each (one a head) over 1,500 frames (0.229 ms a call on the H200): the split form
-    # cuts them into key tiles; interleaved on one load, with overlapping launches too
+    # one 30 s window offline: the defaults (pdl: overlap, the form by size, which takes split
+    # for the decoder's cross-attention: 2.1x the fifth session's decoding), plain (no overlap),
+    # the narrow form, and the rows form everywhere (its encoder: 1,500 rows, each block 4 of
+    # them over one read of the keys; model_ms is the encoder, decoder_ms the decoding), recorded
     B 30 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' --repeat 3 \
-        --cuda-variants plain,split,pdl,split+pdl,wide,graph,split+graph,split+pdl+graph
+        --cuda-variants pdl,plain,pdl+narrow,pdl+rows,pdl+graph
 fi
 # the 8.8 GB file takes the device 2-4 minutes to write (the first call of the fourth session
 # had not finished it after 200 s of suites and benches)
 if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
     V=/tmp/m/vx.h5
     # batch 1 under the CUDA table's settings, on one load of the model, runs interleaved (two
-    # of each): plain, recorded (graph), overlapping launches (pdl), both, the split attention
-    # form alone and with both, 8 GEMM columns a block with both (and with split), the grouped
-    # and wide forms with both (the fourth session's H100 saw wide faster end to end in one run)
+    # of each): the defaults (pdl: overlap, the form by size), plain (no overlap), recorded with
+    # overlap, the narrow form (the rule before the fifth session), the rows form for the
+    # encoder's 4 rows a chunk (the decoder's 1 row: groups of one)
     B 150 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
-        plain,graph,pdl,pdl+graph,split,split+pdl+graph,cols8+pdl+graph,split+cols8+pdl+graph,grouped+pdl+graph,wide+pdl+graph
+        pdl,plain,pdl+graph,pdl+narrow,pdl+rows
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
         B 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
-            --cuda-variants plain,graph,pdl+graph,split+pdl+graph,split+cols8+pdl+graph
+            --cuda-variants pdl,pdl+rows
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
     fi
@@ -213,12 +219,18 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     VS='{"cache_dtype": "bf16", "max_seconds": 30}'
     # the finish spread over steps (stream.final_steps: 4 of its 49 decoder steps an engine step)
     VF='{"cache_dtype": "bf16", "max_seconds": 30, "final_steps": 4}'
-    # on one load of the model: first everything aimed at it at once (recorded, overlapping
-    # launches, the decoder's attention in the grouped form: K and V read once for the 4 query
-    # heads of each), then plain, recorded, recorded + grouped, a run each
+    # on one load of the model: the defaults (overlap; the form by size: grouped for the
+    # decoder's 64 rows), the encoder's 256 rows in the rows form, recorded, plain
     B 150 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000 \
-        --cuda-variants pdl+graph+grouped,plain,graph,graph+grouped
-    B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
+        --cuda-variants pdl,pdl+rows,pdl+graph,plain
+    # where a 64-stream step goes (never measured: its p50 was 43 ms of an 80 ms chunk), each op
+    # waited for, then the host's time in each
+    for mode in sync 1; do
+        echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, 64 streams, 3 s"
+        fits 45 && SRKIT_PROFILE=$mode timeout 45 srkit bench $C --streams 64 --model $V --audio $A --stream "$VF" \
+            --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]" | head -n 18
+    done
+    [ "${WALL:-0}" = 1 ] && B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
     # where a batch-1 step goes without waiting after each op: the GPU's kernel time against the
     # wall, and the host's launch calls (Nsight Systems, where the image has it)
     NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
@@ -235,7 +247,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # without nsys: the host's time inside each op (plain: no waits, so a step's ops summing to
     # its wall means the host's launches bound it), then each op waited for (its device time)
     # (and recorded: graph_end's time is the update and launch of a step's graph)
-    for mode in 1 1g sync; do
+    for mode in 1 sync; do
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
         if [ -z "$NSYS" ] && fits 40; then
             g=0; [ $mode = 1g ] && g=1
@@ -248,6 +260,9 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
 else
     echo "== voxtral model not ready: $(tail -n 1 "$OUT/synthvx.log")"
 fi
+# the GEMM column settings and overlapping runs (measured in the fifth session: both column
+# settings stay off; GEMMCOLS=1 takes them again)
+if [ "${GEMMCOLS:-0}" = 1 ]; then
 # above 16 rows: 16 (the default) against 32 columns a block (auto would pick 32 here)
 for nk in "6144 3072" "18432 3072" "131072 3072"; do
     set -- $nk
@@ -270,6 +285,7 @@ for nk in "6144 3072" "3072 4096"; do
     echo "-- N $1 K $2, SRKIT_CUDA_PDL=1"
     fits 20 && SRKIT_CUDA_PDL=1 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
 done
+fi
 
 fi
 if want figures; then

@@ -247,7 +247,7 @@ static void test_bench_gemm(void)
     CU_ASSERT_EQUAL(runf("bench attn --threads 1 --streams 1 --keys 40"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "      1     1     40  32/8    128 |"));
     expect(runf("bench attn --keys 0"), 2, "--keys 0 out of 1..8192", "bench attn --keys 0");
-    /* attn: fused vs unfused at the three families' shapes; their outputs agree */
+    /* attn: fused vs unfused at the families' shapes (decoders, encoders); their outputs agree */
     int rc = runf("bench attn --threads 1 --streams 2");
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "Voxtral mini-4b"));
@@ -262,7 +262,7 @@ static void test_bench_gemm(void)
         CU_ASSERT(diff >= 0 && diff < 1e-5);
         rows++;
     }
-    CU_ASSERT_EQUAL(rows, 3);
+    CU_ASSERT_EQUAL(rows, 4); /* the 1,500-row Whisper encoder: timed at one stream only */
     expect(runf("bench attn --streams 0"), 2, "--streams 0 out of 1..4096", "bench attn bad --streams");
     /* --forms: the CUDA kernel's forms, each once, on the CUDA table only */
     expect(runf("bench attn --device cuda --forms auto,fast"), 2, "\"fast\" unknown (forms: narrow",

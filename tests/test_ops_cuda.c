@@ -600,8 +600,8 @@ static int attn_both(const sr_kernels *c, const sr_kernels *g, const sr_kattn *a
     CU_ASSERT_EQUAL(c->attn(a, b, q, ld, P[0], P[1], layer, oc, ld), SR_OK);
     int bad = 0;
     const int prev = attn_form(-1);
-    static const int forms[] = {0, 1, 3, 4}; /* narrow, wide, grouped, split (where they apply) */
-    for (int fi = 0; fi < 4; fi++) {
+    static const int forms[] = {0, 1, 3, 4, 5}; /* narrow, wide, grouped, split, rows (where they apply) */
+    for (int fi = 0; fi < 5; fi++) {
         attn_form(forms[fi]);
         g->zero(dout, n * sizeof(float));
         CU_ASSERT_EQUAL(g->attn(ag, b, dq, ld, P[2], P[3], layer, dout, ld), SR_OK);

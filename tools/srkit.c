@@ -1209,8 +1209,8 @@ static sr_status attn_unfused(const bench_attn_case *c)
 }
 
 /* The attention forms --forms may name: SRKIT_CUDA_ATTN's values (sr_cuda_attn_form). */
-static const char *const attn_form_names[] = {"narrow", "wide", "auto", "grouped", "split"};
-#define ATTN_FORMS 5
+static const char *const attn_form_names[] = {"narrow", "wide", "auto", "grouped", "split", "rows"};
+#define ATTN_FORMS 6
 
 /* The index of the len-byte word p among names[n], or -1. */
 static int word_index(const char *const *names, int n, const char *p, size_t len)
@@ -1333,11 +1333,16 @@ static int bench_attn(const char *device, int threads, const int *streams, int n
     sr_status st = sr_kernels_select(device, &k);
     if (st) return fail(st, "bench attn");
     if (threads > 0) k->set_threads(threads);
-    /* per family: rows a stream brings per step, keys it attends, heads / K-V heads, head dim */
-    static const struct { const char *what; int R, L, H, G, D; } shapes[] = {
-        {"FastConformer [70,1] (plain scores; the op adds rel-pos)", 2, 72, 8, 8, 128},
-        {"Whisper tiny decoder cross-attention (one token over 1500 frames)", 1, 1500, 6, 6, 64},
-        {"Voxtral mini-4b decoder (GQA 32 / 8, one token over 750 keys)", 1, 750, 32, 8, 128},
+    /* per family: rows a stream brings per step, keys it attends, heads / K-V heads, head dim,
+     * most streams timed (0: any; one 30 s encoder window is 1,500 rows) */
+    static const struct { const char *what; int R, L, H, G, D, nmax; } shapes[] = {
+        {"FastConformer [70,1] (plain scores; the op adds rel-pos)", 2, 72, 8, 8, 128, 0},
+        {"Whisper tiny decoder cross-attention (one token over 1500 frames)", 1, 1500, 6, 6, 64, 0},
+        {"Voxtral mini-4b decoder (GQA 32 / 8, one token over 750 keys)", 1, 750, 32, 8, 128, 0},
+        {"Voxtral mini-4b encoder (4 rows a chunk over 750 keys; here all over the same 750)", 4, 750,
+         32, 32, 64, 0},
+        {"Whisper tiny encoder (a 30 s window: 1500 rows over 1500 frames; 1 stream only)", 1500, 1500,
+         6, 6, 64, 1},
     };
     printf("attention on %s: the fused op (one call, keys read in place) vs unfused (per stream and\n"
            "head: sgemm Q K^T, softmax, sgemm P V); f32 pools, median ms per call; fused GB/s: the\n"
@@ -1347,7 +1352,8 @@ static int bench_attn(const char *device, int threads, const int *streams, int n
         printf("\n%s\nstreams  rows   keys heads  dim |  fused ms  unfused ms | unfused/fused | "
                "fused GB/s | max |diff|%s\n", shapes[i].what, forms ? " | form" : "");
         for (int j = 0; j < n_streams && !rc; j++)
-            rc = bench_attn_one(k, streams[j], shapes[i].R, keys > 0 ? keys : shapes[i].L, shapes[i].H,
+            if (!shapes[i].nmax || streams[j] <= shapes[i].nmax)
+                rc = bench_attn_one(k, streams[j], shapes[i].R, keys > 0 ? keys : shapes[i].L, shapes[i].H,
                                 shapes[i].G, shapes[i].D, 7, forms, nf);
     }
     bench_attn_form(forms ? 2 : -1); /* back to the form by size */
@@ -1444,7 +1450,7 @@ static int bench_variants_parse(const char *list, bench_variant *v)
                       k = word_index(terms, (int)(sizeof terms / sizeof terms[0]), t, tl);
             if (form < 0 && k < 0) {
                 fprintf(stderr, "srkit bench: --cuda-variants: \"%.*s\" unknown (known: plain, pdl, "
-                        "graph, cols8 and the attention forms narrow, wide, auto, grouped, split, "
+                        "graph, cols8 and the attention forms narrow, wide, auto, grouped, split, rows, "
                         "joined by +)\n", (int)tl, t);
                 return -1;
             }
@@ -2311,7 +2317,7 @@ static int bench_align(int argc, char **argv)
 static const char BENCH_USAGE[] =
     "usage: srkit bench gemm [--device cpu|cuda] [--threads N] [--n N] [--k K] [--tensor-cores]\n"
     "       srkit bench attn [--device cpu|cuda] [--threads N] [--streams N ...] [--keys L]\n"
-    "                        [--forms narrow,wide,auto,grouped,split]   (CUDA: a line per form)\n"
+    "                        [--forms narrow,wide,auto,grouped,split,rows] (CUDA: a line per form)\n"
     "       srkit bench --model MODEL.h5 --audio A [--audio B ...] [--stream JSON] [options]\n"
     "       srkit bench stream MODEL.h5 AUDIO... [options]\n"
     "       srkit bench --streams N [--separate] [--realtime] --model MODEL.h5 --audio A [options]\n"
@@ -2346,10 +2352,11 @@ static const char BENCH_USAGE[] =
     "                          interleaved (run r of each before run r + 1 of any; --repeat N\n"
     "                          runs each): variants split by ',', each terms joined by '+' from\n"
     "                          plain, pdl (overlapping launches), graph (recorded steps), narrow,\n"
-    "                          wide, auto, grouped, split (attention forms), cols8 (8 GEMM columns\n"
-    "                          a block at up to 16 rows), on top of the defaults (no overlap, no\n"
-    "                          recording, the form by size, 16 columns); a report (--json: an\n"
-    "                          object with \"variant\") each\n"
+    "                          wide, auto, grouped, split, rows (attention forms), cols8 (8 GEMM columns\n"
+    "                          a block at up to 16 rows), each from a base of no overlap, no\n"
+    "                          recording, the form by size, 16 columns (outside --cuda-variants\n"
+    "                          overlap is on by default); a report (--json: an object with\n"
+    "                          \"variant\") each\n"
     "  --streams N             N concurrent streams (stream i hears the audio rotated by i/N of\n"
     "                          its length) on one batched engine: RTFx over all streams and\n"
     "                          per-chunk compute ms (each chunk's step)\n"
@@ -2538,7 +2545,7 @@ static int cmd_bench(int argc, char **argv)
                     for (int j = 0; j < nf; j++) dup |= forms[j] == f;
                     if (f < 0 || dup) {
                         fprintf(stderr, "srkit bench attn: --forms: \"%.*s\" %s (forms: narrow, wide, "
-                                "auto, grouped, split)\n", (int)len, p, dup ? "twice" : "unknown");
+                                "auto, grouped, split, rows)\n", (int)len, p, dup ? "twice" : "unknown");
                         return EXIT_USAGE;
                     }
                     forms[nf++] = f;

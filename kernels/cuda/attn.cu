@@ -522,6 +522,151 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
     }
 }
 
+/* The rows form (SRKIT_CUDA_ATTN=rows; no rel-pos, K and V of one type; not measured on a device
+ * yet, so never picked by default): one block per (head h, group of up to ROWS_G consecutive
+ * query rows of one sequence) reads each K and V element of the rows' key ranges once for all of
+ * them. The narrow and wide forms read a sequence's keys once per row: Whisper's encoder over a
+ * 30 s window is 1,500 rows each reading all 1,500 keys, Voxtral's encoder 4 rows a stream a
+ * chunk over windows of 750 keys that differ by a key. The group's keys are the union of its
+ * rows' ranges, [L0, L0 + n) (the host cuts a group where the union would outgrow the ring or
+ * the scores' shared memory); member j's range is [off_j, off_j + len_j) in it. Each thread
+ * runs, for its key of a tile, member j's dot-product chain over the staged sub-tiles (the
+ * same chain whichever row asks), keeps the score and the maximum where the key is in j's range;
+ * each value column's thread walks the union's keys in order and runs member j's value chain
+ * (and in its first column pass the double normalizer) over exactly j's keys, ascending: the
+ * sequence of operations attn_kernel performs for each row, so the same bits.
+ * Dynamic shared memory: kt [TD][TK + 1], qt [G][TD], red [G][NT / 32], sc [G][cap]. */
+constexpr int ROWS_G = 4; /* rows a block at most */
+
+struct attn_rgrp {
+    int r0, nr;              /* the group's first row (in this launch) and its row count */
+    int n;                   /* keys in the union of the rows' ranges (0: every row empty) */
+    int slot;                /* the sequence's cache slot */
+    int krow0, vrow0;        /* ring rows of the union's first key */
+    int off[ROWS_G], len[ROWS_G]; /* member j's range: [off, off + len) of the union */
+};
+struct attn_gctl {
+    attn_rgrp g[ATTN_ROWS]; /* the launch's groups, at most one a row */
+};
+
+template <int KD, int VD>
+__global__ void __launch_bounds__(NT, 4) attn_rows_kernel(const attn_args A, const attn_gctl C)
+{
+    sr_pdl_enter();
+    extern __shared__ float smem[];
+    constexpr int G = ROWS_G;
+    float *kt = smem;
+    float *qt = kt + TD * KT_LD;
+    float *red = qt + G * TD;
+    float *sc = red + G * (NT / 32);
+    const int tid = threadIdx.x, h = blockIdx.x, hd = A.hd, cap = A.cap;
+    const int g = h / A.grp; /* the K/V head this query head reads */
+
+    for (int gi = blockIdx.y; gi < A.M; gi += gridDim.y) {
+        const attn_rgrp Q = C.g[gi];
+        const int nr = Q.nr, n = Q.n;
+        /* the union's record, as attn_row: kb / vb and the ring walk start at its first key */
+        attn_row R;
+        R.m0 = 0;
+        R.n = n;
+        R.slot = Q.slot;
+        R.krow0 = Q.krow0;
+        R.vrow0 = Q.vrow0;
+        const pool_t<KD> *kb = k_head<KD>(A, R, g);
+        const pool_t<VD> *vb = v_head<VD>(A, R, g);
+
+        /* pass 1: each member's scores over its own keys (kept) and its maximum */
+        float m[G];
+#pragma unroll
+        for (int j = 0; j < G; j++) m[j] = -INFINITY;
+        for (int t0 = 0; t0 < n; t0 += TK) {
+            const int t = t0 + tid;
+            float acc[G];
+#pragma unroll
+            for (int j = 0; j < G; j++) acc[j] = 0.0f;
+            for (int d0 = 0; d0 < hd; d0 += TD) {
+                const int dn = min(TD, hd - d0);
+                __syncthreads(); /* every thread is done with the previous sub-tile */
+                for (int i = tid; i < G * TD; i += NT) {
+                    const int j = i / TD;
+                    if (j < nr && i % TD < dn)
+                        qt[i] = A.q[(size_t)(Q.r0 + j) * A.ldq + (size_t)h * hd + d0 + i % TD];
+                }
+                stage_k<KD, LD_NARROW>(A, R, kb, t0, n, d0, dn, kt);
+                __syncthreads();
+                if (t < n)
+#pragma unroll
+                    for (int j = 0; j < G; j++)
+                        if (j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j])
+                            acc[j] = dot_staged(qt + j * TD, kt, dn, acc[j]);
+            }
+            if (t < n)
+#pragma unroll
+                for (int j = 0; j < G; j++)
+                    if (j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j]) {
+                        const float sj = __fmul_rn(A.scale, acc[j]);
+                        m[j] = fmaxf(m[j], sj); /* NaN skipped, as the CPU's s > m ? s : m */
+                        sc[j * cap + t] = sj;
+                    }
+        }
+#pragma unroll
+        for (int j = 0; j < G; j++) warp_max_store(m[j], red + j * (NT / 32));
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < G; j++) m[j] = red_max(red + j * (NT / 32));
+
+        /* pass 2: the weights, then each column's member value chains over one read of V */
+#pragma unroll
+        for (int j = 0; j < G; j++)
+            if (j < nr)
+                for (int i = Q.off[j] + tid; i < Q.off[j] + Q.len[j]; i += NT)
+                    sc[j * cap + i] = sr_exp_poly(__fsub_rn(sc[j * cap + i], m[j]));
+        __syncthreads(); /* the weights complete */
+        float inv[G];
+        for (int d = tid; d < hd; d += NT) {
+            float acc[G];
+            double sum[G];
+#pragma unroll
+            for (int j = 0; j < G; j++) {
+                acc[j] = 0.0f;
+                sum[j] = 0.0;
+            }
+            const bool first = d == tid; /* the first column pass carries the normalizers */
+            long long rr = (long long)R.vrow0; /* walk the ring in runs between wraps */
+            for (int i = 0; i < n;) {
+                const int run = (int)min((long long)(n - i), (long long)A.v_rows - rr);
+                const pool_t<VD> *vp = vb + (size_t)rr * A.v_ld + d;
+#pragma unroll 4
+                for (int k = 0; k < run; k++) {
+                    const float v = pool_widen<VD>(vp[(size_t)k * A.v_ld]);
+                    const int t = i + k;
+#pragma unroll
+                    for (int j = 0; j < G; j++)
+                        if (j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j]) {
+                            const float e = sc[j * cap + t];
+                            acc[j] = fmaf(e, v, acc[j]);
+                            if (first) sum[j] = __dadd_rn(sum[j], (double)e);
+                        }
+                }
+                i += run;
+                rr = 0;
+            }
+#pragma unroll
+            for (int j = 0; j < G; j++)
+                if (j < nr) {
+                    float *o = A.out + (size_t)(Q.r0 + j) * A.ldo + (size_t)h * hd;
+                    if (Q.len[j] == 0) { /* an empty range: a zero row */
+                        o[d] = 0.0f;
+                        continue;
+                    }
+                    if (first) inv[j] = __double2float_rn(__ddiv_rn(1.0, sum[j]));
+                    o[d] = __fmul_rn(acc[j], inv[j]);
+                }
+        }
+        __syncthreads(); /* sc, qt and red free for the next group */
+    }
+}
+
 /* The split form (SRKIT_CUDA_ATTN=split; not measured on a device yet, so never picked by
  * default): a launch of few rows (one stream's step: 32 blocks, one per head, each walking its
  * range alone on one multiprocessor) cut into many blocks without changing a single operation.
@@ -655,6 +800,22 @@ void launch_split(sr_dtype dt, bool rel, int H, int m, int tiles, const attn_arg
     }
 }
 
+/* Dynamic shared memory of the rows form for cap scores a row, in floats. */
+constexpr int rows_smem_floats(int cap) { return TD * KT_LD + ROWS_G * TD + ROWS_G * (NT / 32) + ROWS_G * cap; }
+/* Most union keys a group of the rows form may have (a multiple of TK). */
+constexpr int ROWS_CAP = ((SMEM_LIMIT / (int)sizeof(float) - rows_smem_floats(0)) / ROWS_G / TK) * TK;
+static_assert(ROWS_CAP >= TK, "shared memory too small for the rows form");
+
+/* The rows form's launch, K and V pools of one element type. */
+void launch_rows(sr_dtype dt, dim3 grid, size_t smem, const attn_args &A, const attn_gctl &C)
+{
+    switch (dt) {
+    case SR_F16: sr_cuda_launch(attn_rows_kernel<SR_F16, SR_F16>, grid, NT, smem, A, C); break;
+    case SR_BF16: sr_cuda_launch(attn_rows_kernel<SR_BF16, SR_BF16>, grid, NT, smem, A, C); break;
+    default: sr_cuda_launch(attn_rows_kernel<SR_F32, SR_F32>, grid, NT, smem, A, C); break;
+    }
+}
+
 /* Dynamic shared memory of the grouped form for G heads and cap scores a head, in floats. */
 constexpr int grouped_smem_floats(int G, int cap) { return TD * KT_LD + G * TD + G * (NT / 32) + G * cap; }
 
@@ -721,10 +882,11 @@ void launch(sr_dtype kd, sr_dtype vd, bool rel, bool wide, dim3 grid, size_t sme
 
 /* The forms in use: 0 narrow, 1 wide, 2 by launch size (the default: split, narrow, wide or
  * grouped, below), 3 grouped where it applies (else narrow), 4 split where it applies (else
- * narrow); the environment's SRKIT_CUDA_ATTN=narrow /
- * wide / auto / grouped / split is read once, a call overrides it. */
+ * narrow), 5 rows where it applies (else narrow); the environment's SRKIT_CUDA_ATTN=narrow /
+ * wide / auto / grouped / split / rows is read once, a call overrides it. */
 static sr_cuda_setting attn_form_setting = {"SRKIT_CUDA_ATTN",
-                                            {"narrow", "wide", "auto", "grouped", "split"}, 2, {-1}, {-2}};
+                                            {"narrow", "wide", "auto", "grouped", "split", "rows"}, 2,
+                                            {-1}, {-2}};
 
 extern "C" int sr_cuda_attn_form(int v) { return sr_cuda_setting_use(attn_form_setting, v); }
 
@@ -749,6 +911,48 @@ inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 } /* namespace */
+
+/* The rows form's groups of the launch's rows r0 .. r0 + m - 1 (seq: each row's sequence,
+ * indexed from r0) into G: consecutive rows of one sequence, at most ROWS_G, cut where the union
+ * of their key ranges would pass lim keys (the ring's rows and the scores' shared memory; a
+ * row's own range is within it). Returns the group count; *cap: the longest union in whole
+ * tiles (the scores' stride). */
+static int rows_groups(const sr_kattn *a, const sr_kbatch *b, const sr_kpool *K, const sr_kpool *V,
+                       int r0, int m, const int *seq, int64_t lim, attn_gctl *G, int *cap)
+{
+    int ng = 0;
+    int64_t widest = 0;
+    for (int i = 0; i < m;) {
+        attn_rgrp &Q = G->g[ng++];
+        int64_t L0 = 0, L1 = 0; /* the union of the non-empty ranges so far; none yet */
+        bool any = false;
+        int j = i;
+        for (; j < m && j - i < ROWS_G && seq[j] == seq[i]; j++) {
+            const int64_t lo = a->lo[r0 + j], hi = a->hi[r0 + j];
+            if (hi <= lo) continue; /* an empty range joins any group */
+            const int64_t n0 = any ? min64(L0, lo) : lo, n1 = any ? max64(L1, hi) : hi;
+            if (any && n1 - n0 > lim) break;
+            L0 = n0;
+            L1 = n1;
+            any = true;
+        }
+        Q.r0 = i;
+        Q.nr = j - i;
+        Q.n = (int)(L1 - L0);
+        Q.slot = b->slot[seq[i]];
+        Q.krow0 = any ? (int)(L0 % K->rows) : 0;
+        Q.vrow0 = any ? (int)(L0 % V->rows) : 0;
+        for (int k = 0; k < ROWS_G; k++) {
+            const int64_t lo = k < Q.nr ? a->lo[r0 + i + k] : 0, hi = k < Q.nr ? a->hi[r0 + i + k] : 0;
+            Q.off[k] = hi > lo ? (int)(lo - L0) : 0;
+            Q.len[k] = hi > lo ? (int)(hi - lo) : 0;
+        }
+        widest = max64(widest, Q.n);
+        i = j;
+    }
+    *cap = (int)max64((widest + TK - 1) / TK * TK, TK);
+    return ng;
+}
 
 sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                        const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo)
@@ -807,6 +1011,10 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
      * call's scores from the table's pool, freed in order after the launches */
     const bool split = (form == 4 || (auto_form && !grouped && blocks <= sms && tiles > TK)) &&
                        K->dtype == V->dtype && tiles / TK <= 65535;
+    /* the rows form where asked and it applies (no rel-pos, K and V of one type, every row's
+     * range within its scores' shared memory); a group's keys never outgrow the ring */
+    const bool rows_form = form == 5 && !rel && K->dtype == V->dtype && maxlen <= ROWS_CAP;
+    const int64_t rows_lim = min64(min64(ROWS_CAP, K->rows), V->rows);
     float *S = NULL;
     if (split) {
         const int rows = M < ATTN_ROWS ? M : ATTN_ROWS;
@@ -815,13 +1023,16 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
     }
 
     /* ---- ATTN_ROWS rows per launch, their control records as parameters ---- */
+    static thread_local attn_gctl G; /* 14 KB: off the stack */
     attn_ctl C;
+    int seq[ATTN_ROWS]; /* each row's sequence (the rows form's groups) */
     int s = 0; /* the sequence of row r0 */
     for (int r0 = 0; r0 < M; r0 += ATTN_ROWS) {
         const int m = M - r0 < ATTN_ROWS ? M - r0 : ATTN_ROWS;
         for (int i = 0; i < m; i++) {
             const int r = r0 + i;
             while (r >= b->row0[s + 1]) s++;
+            seq[i] = s;
             const int64_t lo = a->lo[r], n = a->hi[r] - lo;
             attn_row *R = &C.rows[i];
             R->n = (int)n;
@@ -834,7 +1045,11 @@ sr_status sr_cuda_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, in
         A.q = q + (size_t)r0 * (size_t)ldq;
         A.out = out + (size_t)r0 * (size_t)ldo;
         A.M = m;
-        if (split) {
+        if (rows_form) {
+            A.M = rows_groups(a, b, K, V, r0, m, seq, rows_lim, &G, &A.cap);
+            launch_rows(K->dtype, dim3((unsigned)H, (unsigned)A.M), (size_t)rows_smem_floats(A.cap) * sizeof(float),
+                        A, G);
+        } else if (split) {
             launch_split(K->dtype, rel, H, m, (int)(tiles / TK), A, C, S);
         } else if (grouped) {
             dim3 grid((unsigned)(H / grp), (unsigned)m);

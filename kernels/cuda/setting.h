@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define SR_CUDA_SETTING_VALUES 5
+#define SR_CUDA_SETTING_VALUES 6
 
 struct sr_cuda_setting {
     const char *env;           /* the environment variable */

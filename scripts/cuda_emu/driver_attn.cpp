@@ -3,7 +3,8 @@
  * history in one pool pair, a sequence of one row over its whole ring and one of nq rows over
  * random ranges (its second row's empty), per case (dtype, heads, K/V heads, head_dim, ring rows, positions, rel-pos,
  * nq), in each form: narrow, wide, grouped (GQA without rel-pos whose scores fit; the others
- * fall back to narrow) and split (the 8,200-key ring's weights in five rounds of shared memory). Exit status 0 when every output element has the CPU's bits. */
+ * fall back to narrow), split (the 8,200-key ring's weights in five rounds of shared memory)
+ * and rows (up to 4 rows of a sequence a block, without rel-pos; cut at 1,920 union keys). Exit status 0 when every output element has the CPU's bits. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +25,9 @@ static int rndi(int n) { return (int)((rnd() + 1.0f) * 0.5f * (float)n) % (n > 0
 int main()
 {
     const sr_kernels *c = sr_kernels_cpu();
-    struct { sr_dtype dt; int H, G, hd, rows, npos, rel, nq; } cs[] = {
+    /* span > 0: every row's range is its last span keys (the rows form cut where two rows'
+     * union outgrows its scores' shared memory, 1,920 keys) */
+    struct { sr_dtype dt; int H, G, hd, rows, npos, rel, nq, span; } cs[] = {
         {SR_BF16, 8, 2, 128, 800, 1000, 0, 3}, {SR_F32, 6, 6, 64, 700, 700, 0, 3},
         {SR_F16, 2, 1, 200, 300, 350, 0, 3},   {SR_F32, 2, 2, 300, 200, 250, 0, 3},
         {SR_BF16, 2, 1, 64, 8200, 8300, 0, 3}, {SR_F32, 4, 4, 16, 20, 31, 1, 3},
@@ -33,7 +36,9 @@ int main()
         /* the grouped form's shapes: 4 query heads a K/V head (Voxtral's decoder) over a wrapped
          * ring, 8 a head, 2 a head of head_dim 200 (a second column pass) */
         {SR_BF16, 8, 2, 128, 200, 260, 0, 5}, {SR_F32, 8, 1, 32, 100, 130, 0, 4},
-        {SR_F16, 4, 2, 200, 150, 170, 0, 3}};
+        {SR_F16, 4, 2, 200, 150, 170, 0, 3},
+        /* the rows form's groups cut at 1,920 keys: ranges of 1,920 in a ring of 2,600 */
+        {SR_F32, 2, 2, 64, 2600, 2700, 0, 6, 1920}};
     int total_bad = 0;
     for (auto &k : cs) {
         int w = k.H * k.hd, kw = k.G * k.hd, slots = 2;
@@ -64,6 +69,7 @@ int main()
                 lo[r] = s == 0 ? oldest : hi[r] - 1 - rndi(k.rows - 1);
                 if (lo[r] < oldest) lo[r] = oldest;
                 if (k.rel && lo[r] < hi[r] - k.rows) lo[r] = hi[r] - k.rows;
+                if (k.span) lo[r] = std::max(oldest, hi[r] - k.span);
                 if (s == 1 && i == 1) lo[r] = hi[r]; /* an empty range: a zero row */
             }
         sr_kbatch b = {2, row0, slot, pos};
@@ -82,8 +88,8 @@ int main()
         std::vector<float> q((size_t)M * ld), oc((size_t)M * ld, 1.0f), oe((size_t)M * ld, 2.0f);
         for (auto &x : q) x = rnd();
         sr_status s1 = c->attn(&a, &b, q.data(), ld, K, V, 0, oc.data(), ld);
-        static const int forms[] = {0, 1, 3, 4};
-        for (int form : forms) { /* narrow, wide, grouped, split (where they apply): the same bits */
+        static const int forms[] = {0, 1, 3, 4, 5};
+        for (int form : forms) { /* narrow, wide, grouped, split, rows (where they apply): the same bits */
             sr_cuda_attn_form(form);
             std::fill(oe.begin(), oe.end(), 2.0f);
             sr_status s2 = sr_cuda_attn(&a, &b, q.data(), ld, K, V, 0, oe.data(), ld);
@@ -95,7 +101,7 @@ int main()
                     if (memcmp(&x, &y, 4)) { bad++; md = fmax(md, fabs((double)x - y)); }
                 }
             printf("%-6s dtype %-4s heads %d/%d head_dim %3d ring %4d rel %d rows %3d: %d of %d differ (max %.3g)%s\n",
-                   form == 4 ? "split" : form == 3 ? "groupd" : form ? "wide" : "narrow", sr_dtype_name(k.dt), k.H, k.G, k.hd, k.rows, k.rel, M, bad,
+                   form == 5 ? "rows" : form == 4 ? "split" : form == 3 ? "groupd" : form ? "wide" : "narrow", sr_dtype_name(k.dt), k.H, k.G, k.hd, k.rows, k.rel, M, bad,
                    M * w, md, s1 || s2 ? " (an error)" : "");
             total_bad += bad + (s1 != 0) + (s2 != 0);
         }

@@ -2,7 +2,8 @@
 # run.sh — CUDA kernels run on the host (no GPU) against the CPU table's ops: kernels/cuda/attn.cu's
 # attention bit for bit over the shapes the backends use (head_dim 16 to 300, f32 / f16 / bf16
 # pools, GQA, rel-pos, wrapped rings, a range longer than shared memory keeps, a call of two
-# launches, in each kernel form: narrow, wide, grouped, split; driver_attn.cpp), rowops.cu's rope, kv_write and conv_dw over
+# launches, groups of rows cut at the rows form's shared memory, in each kernel form: narrow, wide,
+# grouped, split, rows; driver_attn.cpp), rowops.cu's rope, kv_write and conv_dw over
 # batches of 1,000 sequences (driver_rowops.cpp), and gemm.cu's two tensor-core forms of bf16 products, wmma
 # and the register-direct mma, for bf16 and i8 weights, within the f32 bound of the double
 # reference and a row alone equal to the row in a batch (driver_gemm.cpp; about 4 minutes). The files' own text
