@@ -477,13 +477,14 @@ int sr_cuda_gemm_cols(int v);
 /* kernels/cuda/attn.cu: the attention kernel's form, process-wide: 0 narrow (8 blocks a
  * multiprocessor), 1 wide (16 loads in flight a thread, 4 blocks), 2 by each launch's size (the
  * default: split for a launch of at most one block a multiprocessor over more than 128 keys,
- * grouped above four where it applies, else narrow or wide), 3 grouped (a K/V head's 2, 4 or 8 query heads in one block where GQA without
- * rel-pos allows, else narrow), 4 split (scores by key tile, values by column group: two
- * launches of many blocks), 5 rows (up to 4 consecutive rows of a sequence in one block, each K
- * and V element read once for them, where no rel-pos allows, else narrow); v = 0 .. 5 sets it,
- * any other v only asks. Returns the form in use before the call. SRKIT_CUDA_ATTN=narrow /
- * wide / auto / grouped / split / rows selects it until a call sets it. Speed only: every form gives the CPU's bits. For tests and bench: set it while
- * no attention runs. */
+ * grouped above four where it applies, else narrow or wide), 3 grouped (a K/V head's 2, 4 or 8
+ * query heads in one block where GQA without rel-pos allows, else narrow), 4 split (scores by
+ * key tile, values by column group: two launches of many blocks), 5 rows (up to 4 consecutive
+ * rows of a sequence in one block, each K and V element read once for them, where no rel-pos
+ * allows, else narrow); v = 0 .. 5 sets it, any other v only asks. Returns the form in use
+ * before the call. SRKIT_CUDA_ATTN=narrow / wide / auto / grouped / split / rows selects it
+ * until a call sets it. Speed only: every form gives the CPU's bits. For tests and bench: set
+ * it while no attention runs. */
 int sr_cuda_attn_form(int v);
 /* kernels/cuda/cuda.cu: whether the CUDA table records steps (graph_begin / graph_end as CUDA
  * graphs), process-wide: v = 0 / 1 sets it, any other v only asks; returns the setting before

@@ -1353,8 +1353,8 @@ static int bench_attn(const char *device, int threads, const int *streams, int n
                "fused GB/s | max |diff|%s\n", shapes[i].what, forms ? " | form" : "");
         for (int j = 0; j < n_streams && !rc; j++)
             if (!shapes[i].nmax || streams[j] <= shapes[i].nmax)
-                rc = bench_attn_one(k, streams[j], shapes[i].R, keys > 0 ? keys : shapes[i].L, shapes[i].H,
-                                shapes[i].G, shapes[i].D, 7, forms, nf);
+                rc = bench_attn_one(k, streams[j], shapes[i].R, keys > 0 ? keys : shapes[i].L,
+                                    shapes[i].H, shapes[i].G, shapes[i].D, 7, forms, nf);
     }
     bench_attn_form(forms ? 2 : -1); /* back to the form by size */
     return rc;

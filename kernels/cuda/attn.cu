@@ -27,7 +27,8 @@
  * Launch layout (the narrow and wide forms; the grouped form, SRKIT_CUDA_ATTN=grouped, takes a
  * K/V head's query heads in one block: attn_grouped_kernel; the split form,
  * SRKIT_CUDA_ATTN=split, cuts a few rows' work into key tiles and column groups:
- * attn_split_scores / attn_split_values):
+ * attn_split_scores / attn_split_values; the rows form, SRKIT_CUDA_ATTN=rows, takes up to 4
+ * rows of a sequence in one block: attn_rows_kernel):
  * grid (n_head, rows) with one block of NT = 128 threads per (query row, head);
  * the row index loops past the grid's y limit. A block reads its row's control record (its
  * key count, slot, ring rows of the first key, first rel row), so sequences of any length and
@@ -411,8 +412,8 @@ __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args 
     }
 }
 
-/* The grouped form (SRKIT_CUDA_ATTN=grouped; GQA without rel-pos, when every row's scores of the
- * group fit in shared memory; not measured on a device yet, so never picked by default): one
+/* The grouped form (SRKIT_CUDA_ATTN=grouped, and by size above four blocks a multiprocessor; GQA
+ * without rel-pos, when every row's scores of the group fit in shared memory): one
  * block per (query row, K/V head g) computes the G = grp query heads h = g G .. g G + G - 1
  * that read head g. Each 32-column sub-tile of keys is staged once for all G heads, each
  * thread runs its key's G dot-product chains over it, and each value column's thread its G
@@ -667,8 +668,8 @@ __global__ void __launch_bounds__(NT, 4) attn_rows_kernel(const attn_args A, con
     }
 }
 
-/* The split form (SRKIT_CUDA_ATTN=split; not measured on a device yet, so never picked by
- * default): a launch of few rows (one stream's step: 32 blocks, one per head, each walking its
+/* The split form (SRKIT_CUDA_ATTN=split, and by size up to one block a multiprocessor over more
+ * than one key tile): a launch of few rows (one stream's step: 32 blocks, one per head, each walking its
  * range alone on one multiprocessor) cut into many blocks without changing a single operation.
  * First kernel: block (head h, row r, tile t) computes the scores of the tile's TK keys by
  * tile_score (the same chains) into a scratch row S [r][h][ld_s]. Second kernel: block (h, r,

@@ -175,7 +175,7 @@ cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes) { return dev_malloc(p,
 /* ---- overlapping launches (cuda_impl.h: sr_cuda_launch, sr_pdl_enter) ----------------------- */
 
 /* on by default: an H200 ran Nemotron's batch-1 step 1.2x, Voxtral's 1.06x and tiny.en's
- * offline decoding 1.06x faster with it (docs/benchmarks.md, the fourth device session) */
+ * offline decoding 1.06x faster with it (docs/benchmarks.md, the fifth device session) */
 static sr_cuda_setting pdl_setting = {"SRKIT_CUDA_PDL", {"0", "1", NULL}, 1, {-1}, {-2}};
 
 extern "C" int sr_cuda_pdl(int v) { return sr_cuda_setting_use(pdl_setting, v); }
