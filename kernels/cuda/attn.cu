@@ -412,6 +412,43 @@ __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args 
     }
 }
 
+/* The value chains of G members (query heads of a row, or rows of a head) in one value column:
+ * vb at the slot's V rows and the column, the keys [0, n) of the ring from row vrow0, walked in
+ * runs between wraps. For each key t in order and each member j that takes it (takes(j, t)):
+ * acc[j] = fma(e, v, acc[j]) with e = sc[j * cap + t], and with first also sum[j] = sum[j] +
+ * (double)e: the chains values_chunk runs for one row, over one read of each V element. */
+template <int VD, int G, class Takes>
+__device__ __forceinline__ void values_members(const attn_args &A, const pool_t<VD> *vb, int vrow0, int n,
+                                               const float *sc, int cap, bool first, const Takes &takes,
+                                               float (&acc)[G], double (&sum)[G])
+{
+#pragma unroll
+    for (int j = 0; j < G; j++) {
+        acc[j] = 0.0f;
+        sum[j] = 0.0;
+    }
+    long long rr = (long long)vrow0;
+    for (int i = 0; i < n;) {
+        const int run = (int)min((long long)(n - i), (long long)A.v_rows - rr);
+        const pool_t<VD> *vp = vb + (size_t)rr * A.v_ld;
+        /* 4 keys' V loads in flight (values_chunk's unroll): one at a time, each key would wait
+         * for its load */
+#pragma unroll 4
+        for (int k = 0; k < run; k++) {
+            const float v = pool_widen<VD>(vp[(size_t)k * A.v_ld]);
+#pragma unroll
+            for (int j = 0; j < G; j++)
+                if (takes(j, i + k)) {
+                    const float e = sc[j * cap + i + k];
+                    acc[j] = fmaf(e, v, acc[j]);
+                    if (first) sum[j] = __dadd_rn(sum[j], (double)e);
+                }
+        }
+        i += run;
+        rr = 0;
+    }
+}
+
 /* The grouped form (SRKIT_CUDA_ATTN=grouped, and by size above four blocks a multiprocessor; GQA
  * without rel-pos, when every row's scores of the group fit in shared memory): one
  * block per (query row, K/V head g) computes the G = grp query heads h = g G .. g G + G - 1
@@ -488,31 +525,9 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
         for (int d = tid; d < hd; d += NT) {
             float acc[G];
             double sum[G];
-#pragma unroll
-            for (int j = 0; j < G; j++) {
-                acc[j] = 0.0f;
-                sum[j] = 0.0;
-            }
             const bool first = d == tid; /* the first column pass carries the normalizers */
-            long long rr = (long long)R.vrow0; /* walk the ring in runs between wraps */
-            for (int i = 0; i < n;) {
-                const int run = (int)min((long long)(n - i), (long long)A.v_rows - rr);
-                const pool_t<VD> *vp = vb + (size_t)rr * A.v_ld + d;
-                /* 4 keys' V loads in flight (values_chunk's unroll): one at a time, each key
-                 * would wait for its load */
-#pragma unroll 4
-                for (int k = 0; k < run; k++) {
-                    const float v = pool_widen<VD>(vp[(size_t)k * A.v_ld]);
-#pragma unroll
-                    for (int j = 0; j < G; j++) {
-                        const float e = sc[j * cap + i + k];
-                        acc[j] = fmaf(e, v, acc[j]);
-                        if (first) sum[j] = __dadd_rn(sum[j], (double)e);
-                    }
-                }
-                i += run;
-                rr = 0;
-            }
+            values_members<VD, G>(A, vb + d, R.vrow0, n, sc, cap, first, [](int, int) { return true; },
+                                  acc, sum);
 #pragma unroll
             for (int j = 0; j < G; j++) {
                 if (first) inv[j] = __double2float_rn(__ddiv_rn(1.0, sum[j]));
@@ -627,31 +642,10 @@ __global__ void __launch_bounds__(NT, 4) attn_rows_kernel(const attn_args A, con
         for (int d = tid; d < hd; d += NT) {
             float acc[G];
             double sum[G];
-#pragma unroll
-            for (int j = 0; j < G; j++) {
-                acc[j] = 0.0f;
-                sum[j] = 0.0;
-            }
             const bool first = d == tid; /* the first column pass carries the normalizers */
-            long long rr = (long long)R.vrow0; /* walk the ring in runs between wraps */
-            for (int i = 0; i < n;) {
-                const int run = (int)min((long long)(n - i), (long long)A.v_rows - rr);
-                const pool_t<VD> *vp = vb + (size_t)rr * A.v_ld + d;
-#pragma unroll 4
-                for (int k = 0; k < run; k++) {
-                    const float v = pool_widen<VD>(vp[(size_t)k * A.v_ld]);
-                    const int t = i + k;
-#pragma unroll
-                    for (int j = 0; j < G; j++)
-                        if (j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j]) {
-                            const float e = sc[j * cap + t];
-                            acc[j] = fmaf(e, v, acc[j]);
-                            if (first) sum[j] = __dadd_rn(sum[j], (double)e);
-                        }
-                }
-                i += run;
-                rr = 0;
-            }
+            values_members<VD, G>(A, vb + d, R.vrow0, n, sc, cap, first,
+                                  [&](int j, int t) { return j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j]; },
+                                  acc, sum);
 #pragma unroll
             for (int j = 0; j < G; j++)
                 if (j < nr) {
