@@ -412,6 +412,18 @@ __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args 
     }
 }
 
+/* Each of G members' block maximum (warp_max_store / red_max on its own red [NT / 32]), around
+ * one barrier: the maxima every form takes. */
+template <int G>
+__device__ __forceinline__ void members_max(float (&m)[G], float *red)
+{
+#pragma unroll
+    for (int j = 0; j < G; j++) warp_max_store(m[j], red + j * (NT / 32));
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < G; j++) m[j] = red_max(red + j * (NT / 32));
+}
+
 /* The value chains of G members (query heads of a row, or rows of a head) in one value column:
  * vb at the slot's V rows and the column, the keys [0, n) of the ring from row vrow0, walked in
  * runs between wraps. For each key t in order and each member j that takes it (takes(j, t)):
@@ -510,11 +522,7 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
                     sc[j * cap + t0 + tid] = sj;
                 }
         }
-#pragma unroll
-        for (int j = 0; j < G; j++) warp_max_store(m[j], red + j * (NT / 32));
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < G; j++) m[j] = red_max(red + j * (NT / 32));
+        members_max<G>(m, red);
 
         /* pass 2: the weights, then each column's G value chains over one read of V */
 #pragma unroll
@@ -625,11 +633,7 @@ __global__ void __launch_bounds__(NT, 4) attn_rows_kernel(const attn_args A, con
                         sc[j * cap + t] = sj;
                     }
         }
-#pragma unroll
-        for (int j = 0; j < G; j++) warp_max_store(m[j], red + j * (NT / 32));
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < G; j++) m[j] = red_max(red + j * (NT / 32));
+        members_max<G>(m, red);
 
         /* pass 2: the weights, then each column's member value chains over one read of V */
 #pragma unroll
