@@ -121,13 +121,13 @@ S 60 graph-vx.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_p
 # FastConformer each round's layers
 S 60 graph-wh.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
     fastconformer_parity fastconformer_batch fastconformer_tdt
-# overlapping launches (SRKIT_CUDA_PDL=1: each kernel's blocks start while the one ahead runs and
-# wait for it in sr_pdl_enter; the mma GEMM prefetches its weight meanwhile): kernels_cuda/
-# overlapping_launches above checks a dependent chain's bits; here the engine and Voxtral with
-# it, alone and recorded
-echo "== overlapping launches on (SRKIT_CUDA_PDL=1)"
-S 60 pdl.log SRKIT_CUDA_PDL=1 test_srkit engine_equals_solo/cuda
-S 60 pdl-vx.log SRKIT_CUDA_PDL=1 SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream \
+# overlapping launches are the default since the fifth session (each kernel's blocks start while
+# the one ahead runs and wait for it in sr_pdl_enter; the mma GEMM prefetches its weight
+# meanwhile), so every suite above ran with them: here the plain launches, alone and recorded
+# (kernels_cuda/overlapping_launches checks a dependent chain's bits both ways)
+echo "== overlapping launches off (SRKIT_CUDA_PDL=0)"
+S 60 pdl.log SRKIT_CUDA_PDL=0 test_srkit engine_equals_solo/cuda
+S 60 pdl-vx.log SRKIT_CUDA_PDL=0 SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream \
     engine_equals_solo/cuda
 # the first tensor-core kernel (SRKIT_CUDA_GEMM=wmma, unchanged since the third device session,
 # where batched == solo and the bf16 goldens passed with it): kernels_cuda above checks it
@@ -278,12 +278,12 @@ for nk in "3072 4096" "3072 9216" "4096 4096"; do
     echo "-- N $1 K $2, SRKIT_CUDA_GEMM_COLS=8"
     fits 20 && SRKIT_CUDA_GEMM_COLS=8 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|16) \|"
 done
-# runs of 16 products with launches overlapping (each call's weight prefetched while the one
-# ahead runs) against the table above's plain runs
+# runs of 16 products with plain launches against the table above's overlapping ones (the
+# default: each call's weight prefetched while the one ahead runs)
 for nk in "6144 3072" "3072 4096"; do
     set -- $nk
-    echo "-- N $1 K $2, SRKIT_CUDA_PDL=1"
-    fits 20 && SRKIT_CUDA_PDL=1 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
+    echo "-- N $1 K $2, SRKIT_CUDA_PDL=0"
+    fits 20 && SRKIT_CUDA_PDL=0 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
 done
 fi
 
