@@ -251,7 +251,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
         if [ -z "$NSYS" ] && fits 40; then
             g=0; [ $mode = 1g ] && g=1
-            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%g} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 44
+            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%g} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 50
         fi
     done
     # the base build at one stream, 3 s streams

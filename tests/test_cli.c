@@ -348,7 +348,8 @@ static void test_bench_streams(void)
         cJSON_Delete(r1);
     }
     /* SRKIT_PROFILE: one stream's fed chunks and finishes in tables of their own (test_linear:
-     * one product a chunk; 1 s is 12 chunks fed and one more at the finish, each run) */
+     * one product a chunk; 1 s is 12 chunks fed and one more at the finish, each run), each with
+     * the ops' time against the wall */
     CU_ASSERT_EQUAL(runv("SRKIT_PROFILE=1 %s bench --repeat 2 --model %s --audio %s", bin(), mdl, wav), 0);
     {
         const char *fed = strstr(out, "24 fed chunks (the steps)"), *fin = strstr(out, "2 finishes (the steps)");
@@ -356,6 +357,15 @@ static void test_bench_streams(void)
         if (fed && fin && fed < fin) {
             CU_ASSERT(strncmp(strstr(fed, "\ngemm") + 1, "gemm                   24        1.0", 36) == 0);
             CU_ASSERT(strncmp(strstr(fin, "\ngemm") + 1, "gemm                    2        1.0", 36) == 0);
+            /* each table closes with the ops' share of its span's wall time */
+            const char *w1 = strstr(fed, "\nall ops "), *w2 = strstr(fin, "\nall ops ");
+            CU_ASSERT(w1 && w1 < fin && w2);
+            double ops = 0, wall = 0;
+            const int got = w2 ? sscanf(w2 + 9, "%lf ms a step of a wall of %lf", &ops, &wall) : 0;
+            /* (printed to 1 us: a test_linear finish's one product takes less) */
+            const int ok = got == 2 && wall > 0 && ops >= 0 && ops <= wall + 0.0015;
+            CU_ASSERT(ok);
+            if (!ok) printf("\n      the finishes' wall line: %.60s\n", w2 ? w2 + 1 : "(none)");
         } else {
             printf("\n      SRKIT_PROFILE=1 srkit bench --repeat 2:\n%s\n", out);
         }

@@ -1617,11 +1617,14 @@ static int cmp_prof(const void *a, const void *b)
 typedef struct {
     sr_kprof_entry e[64];
     int n;
+    double wall; /* seconds of the spans (0: not measured) */
 } bench_prof;
 
-/* Adds the calls since the last reset to p, then resets the counters. */
-static void bench_prof_take(bench_prof *p)
+/* Adds the calls since the last reset to p and wall seconds to its span, then resets the
+ * counters. */
+static void bench_prof_take(bench_prof *p, double wall)
 {
+    p->wall += wall;
     sr_kprof_entry e[64];
     int n = sr_kernels_profile_read(e, 64);
     n = n < 64 ? n : 64;
@@ -1647,7 +1650,7 @@ static void bench_print_profile(const bench_prof *p, double steps, const char *w
     if (!mode || !*mode || !strcmp(mode, "0")) return;
     bench_prof all = {.n = 0};
     if (!p) {
-        bench_prof_take(&all);
+        bench_prof_take(&all, 0.0);
         p = &all;
     }
     sr_kprof_entry e[64];
@@ -1669,6 +1672,11 @@ static void bench_print_profile(const bench_prof *p, double steps, const char *w
         if (e[i].bytes) fprintf(stderr, " %12.0f", steps > 0 ? (double)e[i].bytes / steps : 0.0);
         fputc('\n', stderr);
     }
+    /* what the ops' times leave of the wall: the host outside the ops (features, decoding
+     * rules), or with SRKIT_PROFILE=1 the device's work not yet waited for */
+    if (p->wall > 0 && steps > 0)
+        fprintf(stderr, "all ops %.3f ms a step of a wall of %.3f ms a step (%.1f %%)\n", total * 1e3 / steps,
+                p->wall * 1e3 / steps, 100.0 * total / p->wall);
 }
 
 /* The device memory figures: the peak, and what is held at the end split into weights, cache
@@ -1864,22 +1872,23 @@ static int bench_run(const bench_args *b)
      * Voxtral finish decodes 49 steps: in one table they would swamp a steady chunk's ops) */
     bench_prof fed_prof = {.n = 0}, fin_prof = {.n = 0};
     double fed_chunks = 0;
-    sr_kernels_profile_reset();
     for (int r = 0; r < b->repeat; r++)
         for (int v = 0; v < nv; v++) {
             if (b->variants) bench_variant_apply(&var[v]);
             sr_stream_reset(s);
+            sr_kernels_profile_reset(); /* the reset's ops are not the run's */
             double t0 = now_s();
             for (size_t fed = 0; !st && fed < total; fed += SR_MIN(a.n, total - fed))
                 st = sr_stream_feed(s, a.samples, SR_MIN(a.n, total - fed));
-            bench_prof_take(&fed_prof);
+            const double t_fed = now_s();
+            bench_prof_take(&fed_prof, t_fed - t0);
             fed_chunks += (double)sr_stream_timeline(s)->n;
             if (st || (st = sr_stream_finish(s))) {
                 rc = fail(st, b->audio[0]);
                 goto out;
             }
-            const double dt = now_s() - t0;
-            bench_prof_take(&fin_prof);
+            const double t_end = now_s(), dt = t_end - t0;
+            bench_prof_take(&fin_prof, t_end - t_fed);
             if (bench_best_take(&res[v], s, dt)) {
                 fprintf(stderr, "srkit bench: out of memory\n");
                 rc = 1;
