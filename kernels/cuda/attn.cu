@@ -412,6 +412,50 @@ __global__ void __launch_bounds__(NT, WIDE ? 4 : 8) attn_kernel(const attn_args 
     }
 }
 
+/* Pass 1 of the forms that compute G members (query heads of a row, or rows of a head) over
+ * one staging of each K sub-tile: member j's query qof(j) [head_dim] (NULL: no member j), its
+ * keys the t of [0, n) with takes(j, t). Each thread runs, for its key of a tile, each member's
+ * tile_score chain over the staged sub-tiles, and keeps s = scale * acc in sc [j * A.cap + t]
+ * and its maximum in m[j] (the block's maximum: members_max after). Every thread of the block
+ * must call it (it synchronizes). */
+template <int KD, int G, class QOf, class Takes>
+__device__ __forceinline__ void members_scores(const attn_args &A, const attn_row &R, const pool_t<KD> *kb,
+                                               int n, const QOf &qof, const Takes &takes, float *kt,
+                                               float *qt, float *sc, float (&m)[G])
+{
+    const int tid = threadIdx.x, hd = A.hd, cap = A.cap;
+#pragma unroll
+    for (int j = 0; j < G; j++) m[j] = -INFINITY;
+    for (int t0 = 0; t0 < n; t0 += TK) {
+        const int t = t0 + tid;
+        float acc[G];
+#pragma unroll
+        for (int j = 0; j < G; j++) acc[j] = 0.0f;
+        for (int d0 = 0; d0 < hd; d0 += TD) {
+            const int dn = min(TD, hd - d0);
+            __syncthreads(); /* every thread is done with the previous sub-tile */
+            for (int i = tid; i < G * TD; i += NT) {
+                const float *qj = qof(i / TD);
+                if (qj && i % TD < dn) qt[i] = qj[d0 + i % TD];
+            }
+            stage_k<KD, LD_NARROW>(A, R, kb, t0, n, d0, dn, kt);
+            __syncthreads();
+            if (t < n)
+#pragma unroll
+                for (int j = 0; j < G; j++)
+                    if (takes(j, t)) acc[j] = dot_staged(qt + j * TD, kt, dn, acc[j]);
+        }
+        if (t < n)
+#pragma unroll
+            for (int j = 0; j < G; j++)
+                if (takes(j, t)) {
+                    const float sj = __fmul_rn(A.scale, acc[j]);
+                    m[j] = fmaxf(m[j], sj); /* NaN skipped, as the CPU's s > m ? s : m */
+                    sc[j * cap + t] = sj;
+                }
+    }
+}
+
 /* Each of G members' block maximum (warp_max_store / red_max on its own red [NT / 32]), around
  * one barrier: the maxima every form takes. */
 template <int G>
@@ -422,6 +466,19 @@ __device__ __forceinline__ void members_max(float (&m)[G], float *red)
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < G; j++) m[j] = red_max(red + j * (NT / 32));
+}
+
+/* Each member's weights in place of its scores: sc [j * cap + t] = exp(s - m[j]) for the keys
+ * t of [0, n) it takes, then a barrier (the weights complete). */
+template <int G, class Takes>
+__device__ __forceinline__ void members_weights(int n, const Takes &takes, const float (&m)[G], float *sc,
+                                                int cap)
+{
+#pragma unroll
+    for (int j = 0; j < G; j++)
+        for (int i = (int)threadIdx.x; i < n; i += NT)
+            if (takes(j, i)) sc[j * cap + i] = sr_exp_poly(__fsub_rn(sc[j * cap + i], m[j]));
+    __syncthreads();
 }
 
 /* The value chains of G members (query heads of a row, or rows of a head) in one value column:
@@ -496,39 +553,12 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
 
         /* pass 1: every head's scores (kept) and maxima */
         float m[G];
-#pragma unroll
-        for (int j = 0; j < G; j++) m[j] = -INFINITY;
-        for (int t0 = 0; t0 < n; t0 += TK) {
-            const bool own = t0 + tid < n;
-            float acc[G];
-#pragma unroll
-            for (int j = 0; j < G; j++) acc[j] = 0.0f;
-            for (int d0 = 0; d0 < hd; d0 += TD) {
-                const int dn = min(TD, hd - d0);
-                __syncthreads(); /* every thread is done with the previous sub-tile */
-                for (int i = tid; i < G * TD; i += NT)
-                    if (i % TD < dn) qt[i] = q[(size_t)(i / TD) * hd + d0 + i % TD];
-                stage_k<KD, LD_NARROW>(A, R, kb, t0, n, d0, dn, kt);
-                __syncthreads();
-                if (own)
-#pragma unroll
-                    for (int j = 0; j < G; j++) acc[j] = dot_staged(qt + j * TD, kt, dn, acc[j]);
-            }
-            if (own)
-#pragma unroll
-                for (int j = 0; j < G; j++) {
-                    const float sj = __fmul_rn(A.scale, acc[j]);
-                    m[j] = fmaxf(m[j], sj); /* NaN skipped, as the CPU's s > m ? s : m */
-                    sc[j * cap + t0 + tid] = sj;
-                }
-        }
+        members_scores<KD, G>(A, R, kb, n, [&](int j) { return q + (size_t)j * hd; },
+                              [](int, int) { return true; }, kt, qt, sc, m);
         members_max<G>(m, red);
 
         /* pass 2: the weights, then each column's G value chains over one read of V */
-#pragma unroll
-        for (int j = 0; j < G; j++)
-            for (int i = tid; i < n; i += NT) sc[j * cap + i] = sr_exp_poly(__fsub_rn(sc[j * cap + i], m[j]));
-        __syncthreads(); /* the weights complete */
+        members_weights<G>(n, [](int, int) { return true; }, m, sc, cap);
         float inv[G];
         for (int d = tid; d < hd; d += NT) {
             float acc[G];
@@ -547,7 +577,7 @@ __global__ void __launch_bounds__(NT, 4) attn_grouped_kernel(const attn_args A, 
 }
 
 /* The rows form (SRKIT_CUDA_ATTN=rows; no rel-pos, K and V of one type; not measured on a device
- * yet, so never picked by default): one block per (head h, group of up to ROWS_G consecutive
+ * yet, so never picked by itself): one block per (head h, group of up to ROWS_G consecutive
  * query rows of one sequence) reads each K and V element of the rows' key ranges once for all of
  * them. The narrow and wide forms read a sequence's keys once per row: Whisper's encoder over a
  * 30 s window is 1,500 rows each reading all 1,500 keys, Voxtral's encoder 4 rows a stream a
@@ -600,56 +630,24 @@ __global__ void __launch_bounds__(NT, 4) attn_rows_kernel(const attn_args A, con
         const pool_t<VD> *vb = v_head<VD>(A, R, g);
 
         /* pass 1: each member's scores over its own keys (kept) and its maximum */
+        const auto takes = [&](int j, int t) {
+            return j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j];
+        };
         float m[G];
-#pragma unroll
-        for (int j = 0; j < G; j++) m[j] = -INFINITY;
-        for (int t0 = 0; t0 < n; t0 += TK) {
-            const int t = t0 + tid;
-            float acc[G];
-#pragma unroll
-            for (int j = 0; j < G; j++) acc[j] = 0.0f;
-            for (int d0 = 0; d0 < hd; d0 += TD) {
-                const int dn = min(TD, hd - d0);
-                __syncthreads(); /* every thread is done with the previous sub-tile */
-                for (int i = tid; i < G * TD; i += NT) {
-                    const int j = i / TD;
-                    if (j < nr && i % TD < dn)
-                        qt[i] = A.q[(size_t)(Q.r0 + j) * A.ldq + (size_t)h * hd + d0 + i % TD];
-                }
-                stage_k<KD, LD_NARROW>(A, R, kb, t0, n, d0, dn, kt);
-                __syncthreads();
-                if (t < n)
-#pragma unroll
-                    for (int j = 0; j < G; j++)
-                        if (j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j])
-                            acc[j] = dot_staged(qt + j * TD, kt, dn, acc[j]);
-            }
-            if (t < n)
-#pragma unroll
-                for (int j = 0; j < G; j++)
-                    if (j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j]) {
-                        const float sj = __fmul_rn(A.scale, acc[j]);
-                        m[j] = fmaxf(m[j], sj); /* NaN skipped, as the CPU's s > m ? s : m */
-                        sc[j * cap + t] = sj;
-                    }
-        }
+        members_scores<KD, G>(
+            A, R, kb, n,
+            [&](int j) { return j < nr ? A.q + (size_t)(Q.r0 + j) * A.ldq + (size_t)h * hd : nullptr; },
+            takes, kt, qt, sc, m);
         members_max<G>(m, red);
 
         /* pass 2: the weights, then each column's member value chains over one read of V */
-#pragma unroll
-        for (int j = 0; j < G; j++)
-            if (j < nr)
-                for (int i = Q.off[j] + tid; i < Q.off[j] + Q.len[j]; i += NT)
-                    sc[j * cap + i] = sr_exp_poly(__fsub_rn(sc[j * cap + i], m[j]));
-        __syncthreads(); /* the weights complete */
+        members_weights<G>(n, takes, m, sc, cap);
         float inv[G];
         for (int d = tid; d < hd; d += NT) {
             float acc[G];
             double sum[G];
             const bool first = d == tid; /* the first column pass carries the normalizers */
-            values_members<VD, G>(A, vb + d, R.vrow0, n, sc, cap, first,
-                                  [&](int j, int t) { return j < nr && (unsigned)(t - Q.off[j]) < (unsigned)Q.len[j]; },
-                                  acc, sum);
+            values_members<VD, G>(A, vb + d, R.vrow0, n, sc, cap, first, takes, acc, sum);
 #pragma unroll
             for (int j = 0; j < G; j++)
                 if (j < nr) {
