@@ -165,6 +165,11 @@ for nk in "4096 4096" "6144 3072" "3072 4096" "18432 3072" "3072 9216" "131072 3
     set -- $nk
     echo "-- N $1 K $2"
     fits 20 && timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
+    # the base build right after (the one-row kernel's x operands and i8 widening changed
+    # after the fifth session: its bf16 and i8 columns against the same kernel before)
+    if [ -n "$BASE" ] && fits 20; then
+        echo "   base:"; timeout 20 "$BASE" bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
+    fi
 done
 
 C='--device cuda --precision bf16'
@@ -211,6 +216,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
         B 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
             --cuda-variants pdl,pdl+rows
+        [ -n "$BASE" ] && B 40 "$BASE" bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
     fi

@@ -301,6 +301,113 @@ static void test_gemm_stacked(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* The operands of bf16 products, bit for bit against the CPU's: where only one product of a sum
+ * is not zero the sum is that product exactly, whatever the order, so the device's y equals the
+ * CPU's bit for bit and shows each operand as the kernel made it.
+ *   x: a weight of ones on its diagonal (bf16, and i8 q = 1 with scale 1) gives y[m, n] = the
+ *      bf16 operand of x[m, n]: ties between two bf16 (to even, both parities), subnormals (to
+ *      zero of their sign), the smallest normal, signed zeros, the largest finite bf16 values,
+ *      at rows of 16 bytes (the mma kernel's vector loads) and at an odd stride (one load a
+ *      float), for up to 16 rows (x read by the kernel) and more (x staged).
+ *   i8 q: one-hot rows of x give y[m, n] = q[n, m] * 1: every q from -128 to 127 in each k
+ *      position class, as the kernel widened it. */
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void test_gemm_operands(void)
+{
+    const sr_kernels *g = gpu(), *c = sr_kernels_cpu();
+    if (!g) return;
+    enum { K = 96, N = 96 };
+    const int prev_kernel = gemm_kernel(-1);
+    int bad = 0;
+    for (int kern = 0; kern < 2; kern++) { /* wmma, mma (i8: mma whichever is asked) */
+        gemm_kernel(kern);
+        for (int wi8 = 0; wi8 < 2; wi8++) {
+            const sr_dtype dt = wi8 ? SR_I8 : SR_BF16;
+            uint16_t *wb = calloc((size_t)N * K, sizeof *wb);
+            int8_t *wq = calloc((size_t)N * K, 1);
+            float *one = malloc(N * sizeof(float));
+            for (int n = 0; n < N; n++) {
+                wb[(size_t)n * K + n] = sr_f32_to_bf16(1.0f);
+                wq[(size_t)n * K + n] = 1;
+                one[n] = 1.0f;
+            }
+            sr_kweight *Wc = NULL, *Wg = NULL;
+            const void *hw = wi8 ? (const void *)wq : (const void *)wb;
+            CU_ASSERT_EQUAL_FATAL(c->weight_create(hw, dt, N, K, one, SR_KMUL_BF16, &Wc), SR_OK);
+            CU_ASSERT_EQUAL_FATAL(g->weight_create(hw, dt, N, K, one, SR_KMUL_BF16, &Wg), SR_OK);
+            for (int M = 1; M <= 40; M += 13) /* 1, 14: x read by the kernel; 27, 40: staged */
+                for (int ldx = K; ldx <= K + 1; ldx++) {
+                    float *x = malloc((size_t)M * ldx * sizeof(float));
+                    for (size_t i = 0; i < (size_t)M * ldx; i++) {
+                        const uint32_t b = (uint32_t)sr_f32_to_bf16(rnd()) << 16;
+                        const float sg = i & 2 ? -1.0f : 1.0f;
+                        float v;
+                        switch (i % 9) {
+                        case 1: v = bits_f32(b | 0x8000u); break;             /* a tie */
+                        case 2: v = bits_f32((b | 0x8000u) + 0x10000u); break; /* the other parity */
+                        case 3: v = sg * 3.0e-39f * (1.0f + rnd()); break;       /* subnormal */
+                        case 4: v = sg * FLT_MIN; break;
+                        case 5: v = sg * 0.0f; break;
+                        case 6: v = sg * 3.3895313892515355e38f; break;           /* largest finite bf16 */
+                        case 7: v = sg * FLT_TRUE_MIN; break;
+                        default: v = rnd();
+                        }
+                        x[i] = v;
+                    }
+                    float *yc = calloc((size_t)M * N, sizeof(float));
+                    float *dx = dev(g, x, (size_t)M * ldx), *dy = dev(g, yc, (size_t)M * N);
+                    CU_ASSERT_EQUAL(c->gemm(M, x, ldx, Wc, NULL, SR_ACT_NONE, 1.0f, 0.0f, yc, N), SR_OK);
+                    CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wg, NULL, SR_ACT_NONE, 1.0f, 0.0f, dy, N), SR_OK);
+                    float *yg = back(g, dy, (size_t)M * N);
+                    char what[96];
+                    snprintf(what, sizeof what, "x's bf16 operands (%s weight, %s, M %d, ldx %d)",
+                             wi8 ? "i8" : "bf16", kern ? "mma" : "wmma", M, ldx);
+                    bad += !agree(yg, yc, (size_t)M * N, -1.0, what);
+                    free(x); free(yc); free(yg);
+                    g->free(dx); g->free(dy);
+                }
+            c->weight_free(Wc);
+            g->weight_free(Wg);
+            free(wb); free(one);
+            if (wi8) { /* every q in each position of a weight row's 8-byte groups */
+                enum { NQ = 256, KQ = 64 };
+                int8_t *q = malloc((size_t)NQ * KQ);
+                float *sc = malloc(NQ * sizeof(float));
+                for (int n = 0; n < NQ; n++) {
+                    sc[n] = 1.0f;
+                    for (int k = 0; k < KQ; k++) q[(size_t)n * KQ + k] = (int8_t)((n + 37 * k) % 256 - 128);
+                }
+                CU_ASSERT_EQUAL_FATAL(c->weight_create(q, SR_I8, NQ, KQ, sc, SR_KMUL_BF16, &Wc), SR_OK);
+                CU_ASSERT_EQUAL_FATAL(g->weight_create(q, SR_I8, NQ, KQ, sc, SR_KMUL_BF16, &Wg), SR_OK);
+                for (int M = 16; M <= KQ; M += KQ - 16) { /* one-hot rows: x read, then staged */
+                    float *x = calloc((size_t)M * KQ, sizeof(float));
+                    for (int m = 0; m < M; m++) x[(size_t)m * KQ + (m * 5) % KQ] = 1.0f;
+                    float *yc = calloc((size_t)M * NQ, sizeof(float));
+                    float *dx = dev(g, x, (size_t)M * KQ), *dy = dev(g, yc, (size_t)M * NQ);
+                    CU_ASSERT_EQUAL(c->gemm(M, x, KQ, Wc, NULL, SR_ACT_NONE, 1.0f, 0.0f, yc, NQ), SR_OK);
+                    CU_ASSERT_EQUAL(g->gemm(M, dx, KQ, Wg, NULL, SR_ACT_NONE, 1.0f, 0.0f, dy, NQ), SR_OK);
+                    float *yg = back(g, dy, (size_t)M * NQ);
+                    bad += !agree(yg, yc, (size_t)M * NQ, -1.0, "i8 weights widened to bf16");
+                    free(x); free(yc); free(yg);
+                    g->free(dx); g->free(dy);
+                }
+                c->weight_free(Wc);
+                g->weight_free(Wg);
+                free(q); free(sc);
+            }
+            free(wq);
+        }
+    }
+    gemm_kernel(prev_kernel);
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* ---- row ops -------------------------------------------------------------------------------- */
 
 static void test_rows(void)
@@ -1049,6 +1156,7 @@ static void test_pdl(void)
 void test_register_ops_cuda(void)
 {
     TEST_SUITE("kernels_cuda", {"gemm_gather", test_gemm}, {"gemm_stacked", test_gemm_stacked},
+               {"gemm_operands", test_gemm_operands},
                {"row_ops", test_rows},
                {"conv_rope", test_conv_rope}, {"many_seqs", test_many_seqs}, {"kv_write_attn", test_attn}, {"attn_long", test_attn_long}, {"bad_args", test_bad_args},
                {"memory", test_mem}, {"recording", test_graph}, {"overlapping_launches", test_pdl},

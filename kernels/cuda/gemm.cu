@@ -519,15 +519,48 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* 8 activations x[k0 .. k0 + 8) of one row (columns >= K read as 0) as the bf16 operands
- * tc_stage_x makes of them (x_to_bf16), packed two to a register in k order (the lower k in
- * the low half, as the staged array lies in memory). */
-__device__ __forceinline__ uint4 x_bf16x8(const float *__restrict__ xr, int k0, int K)
+/* Two activations as the packed bf16 operands x_to_bf16 makes of them (lo in the low half, as
+ * the staged array lies in memory): a multiply by 1 flushing subnormal inputs to zero of their
+ * sign (mul.ftz: every other value comes out unchanged), then one conversion of the pair to
+ * nearest even (cvt.rn.bf16x2.f32, sm_80): 3 instructions for two operands, where x_to_bf16's
+ * tests and integer rounding compiled to about 14 each. At one row those were most of the mma
+ * kernel's loop: with this, the vector loads below and the i8 widening of w_bf16x8, its
+ * compiled loop (sm_90, x read by the kernel) went from 585 to 364 instructions per two k blocks
+ * (bf16 weights) and from 1,339 to 877 per four (i8), for the same weight bytes. The same bits
+ * for every number; a NaN stays a NaN (its payload the hardware's: the product is NaN either
+ * way). The host emulation (scripts/cuda_emu) runs x_to_bf16 itself. */
+__device__ __forceinline__ uint32_t x_bf16x2(float lo, float hi)
 {
-    uint32_t h[8];
+#if defined(__CUDA_ARCH__)
+    uint32_t r;
+    asm("{\n\t.reg .f32 a, b;\n\t"
+        "mul.ftz.f32 a, %1, 0f3F800000;\n\t"
+        "mul.ftz.f32 b, %2, 0f3F800000;\n\t"
+        "cvt.rn.bf16x2.f32 %0, b, a;\n\t}" /* a (lo) to the low half */
+        : "=r"(r)
+        : "f"(lo), "f"(hi));
+    return r;
+#else
+    return __float_as_uint(x_to_bf16(lo)) >> 16 | (__float_as_uint(x_to_bf16(hi)) & 0xffff0000u);
+#endif
+}
+
+/* 8 activations x[k0 .. k0 + 8) of one row (columns >= K read as 0) as the bf16 operands
+ * tc_stage_x makes of them, packed two to a register in k order. vec: the row starts on a
+ * 16-byte boundary, so a whole group of 8 is two 16-byte loads (else one load each). */
+__device__ __forceinline__ uint4 x_bf16x8(const float *__restrict__ xr, int k0, int K, bool vec)
+{
+    float v[8];
+    if (vec && k0 + 8 <= K) {
+        const float4 a = __ldg(reinterpret_cast<const float4 *>(xr + k0));
+        const float4 b = __ldg(reinterpret_cast<const float4 *>(xr + k0 + 4));
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+    } else {
 #pragma unroll
-    for (int j = 0; j < 8; j++) h[j] = __float_as_uint(x_to_bf16(k0 + j < K ? __ldg(xr + k0 + j) : 0.0f)) >> 16;
-    return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+        for (int j = 0; j < 8; j++) v[j] = k0 + j < K ? __ldg(xr + k0 + j) : 0.0f;
+    }
+    return make_uint4(x_bf16x2(v[0], v[1]), x_bf16x2(v[2], v[3]), x_bf16x2(v[4], v[5]),
+                      x_bf16x2(v[6], v[7]));
 }
 
 /* 8 weights from element e of a weight's rows as loaded: bf16 as stored (one 16-byte load), or
@@ -546,17 +579,23 @@ __device__ __forceinline__ typename WRaw<WI8>::T w_load8(const void *__restrict_
 
 /* The 8 weights of a w_load8 as bf16 operands: bf16 as they are, i8 values q widened to the bf16
  * numbers they are (exact, |q| <= 128: at most 8 significant bits, so the f32's low half is
- * zero), packed as a bf16 load is (lower k in the low half). */
+ * zero), packed as a bf16 load is (lower k in the low half). The widening without int-to-float
+ * conversions (a quarter-rate pipe): byte q + 128 (q xor 0x80) placed as the low mantissa byte
+ * of 2^23 (one byte permute) is the float 2^23 + q + 128, and subtracting 2^23 + 128 leaves q
+ * exactly; a byte permute then packs two results' upper halves. */
 __device__ __forceinline__ uint4 w_bf16x8(uint4 v) { return v; }
 __device__ __forceinline__ uint4 w_bf16x8(uint2 v)
 {
+    const uint32_t lo = v.x ^ 0x80808080u, hi = v.y ^ 0x80808080u;
     uint32_t h[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        const int8_t b = (int8_t)(((j < 4 ? v.x : v.y) >> (8 * (j % 4))) & 0xffu);
-        h[j] = __float_as_uint((float)b) >> 16;
+        /* bytes (q_j + 128, 0, 0, 0x4b): the float 2^23 + q_j + 128 */
+        const uint32_t u = __byte_perm(j < 4 ? lo : hi, 0x4b000000u, 0x7540u | (unsigned)(j % 4));
+        h[j] = __float_as_uint(__fsub_rn(__uint_as_float(u), 8388736.0f)); /* q_j, exact */
     }
-    return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+    return make_uint4(__byte_perm(h[0], h[1], 0x7632u), __byte_perm(h[2], h[3], 0x7632u),
+                      __byte_perm(h[4], h[5], 0x7632u), __byte_perm(h[6], h[7], 0x7632u));
 }
 
 /* Overlapping launches (sr_pdl_enter, cuda_impl.h): before its block waits for the kernel
@@ -627,12 +666,16 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
         /* this lane's x rows m0 + 16 i + g (h = 0) and + 8 (h = 1), or NULL past M */
         const __nv_bfloat16 *xr[MT][2];
         const float *xfr[2];
+        bool xv[2] = {false, false}; /* the row starts on 16 bytes: x_bf16x8's vector loads */
 #pragma unroll
         for (int i = 0; i < MT; i++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int m = m0 + 16 * i + 8 * h + g;
-                if (XF) xfr[h] = m < M ? xf + (size_t)m * (size_t)ldx : NULL;
+                if (XF) {
+                    xfr[h] = m < M ? xf + (size_t)m * (size_t)ldx : NULL;
+                    xv[h] = ((uintptr_t)xfr[h] & 15u) == 0;
+                }
                 else xr[i][h] = m < M ? xb + (size_t)m * (size_t)kpad + 8 * q : NULL;
             }
 
@@ -658,7 +701,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         if (XF)
-                            av[d][mi][h] = in && xfr[h] ? x_bf16x8(xfr[h], (int)k + 8 * q, K) : z;
+                            av[d][mi][h] = in && xfr[h] ? x_bf16x8(xfr[h], (int)k + 8 * q, K, xv[h]) : z;
                         else
                             av[d][mi][h] = in && xr[mi][h] ? __ldg(reinterpret_cast<const uint4 *>(xr[mi][h] + k)) : z;
                     }

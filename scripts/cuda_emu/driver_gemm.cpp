@@ -5,11 +5,15 @@
  * products alongside. Weights bf16, and i8 (q exact in bf16, the row's scale after the sum;
  * the mma form whichever is selected, so both selections give the same bits). Shapes cover
  * the direct-x path (M <= 16), the staged one, several row tiles, k blocks cut at kpad (half a
- * 32-wide block), N not a multiple of 16, bias, GELU, alpha / beta. Exit status 0 when every
- * check holds. */
+ * 32-wide block), N not a multiple of 16, bias, GELU, alpha / beta, x rows at an odd stride and
+ * on 16 bytes (the direct path's vector loads), x with ties between two bf16, subnormals, the
+ * smallest normal and signed zeros. SR_EMU_DUMP=file writes every result there, to compare two
+ * versions of gemm.cu bit for bit (build each, run each, cmp). Exit status 0 when every check
+ * holds. */
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 extern "C" {
@@ -44,9 +48,15 @@ int main()
         {17, 40, 130, 0, 0, 1.0f, 1.0f},  {40, 24, 256, 0, 1, 1.0f, 0.0f}, {70, 33, 1100, 1, 1, 1.0f, 0.0f},
         {3, 8, 16, 0, 0, 1.0f, 0.0f}};
     int bad = 0;
+    /* SR_EMU_DUMP=file: every result of the run written there, to compare two versions of the
+     * kernels bit for bit (cmp) */
+    FILE *dump = getenv("SR_EMU_DUMP") ? fopen(getenv("SR_EMU_DUMP"), "wb") : nullptr;
+    /* rows at an odd stride (the kernel reads x one float at a time) and at a stride of 4 floats
+     * (16-byte rows: its vector loads) */
+    for (int aligned = 0; aligned < 2; aligned++)
     for (int wi8 = 0; wi8 < 2; wi8++)
     for (auto &t : cs) {
-        const int M = t.M, N = t.N, K = t.K, ldx = K + 3, ldy = N + 2;
+        const int M = t.M, N = t.N, K = t.K, ldx = aligned ? (K + 3) / 4 * 4 + 4 : K + 3, ldy = N + 2;
         const sr_dtype dt = wi8 ? SR_I8 : SR_BF16;
         std::vector<uint16_t> w((size_t)N * K);
         std::vector<int8_t> w8((size_t)N * K);
@@ -58,7 +68,19 @@ int main()
         }
         for (auto &v : scale) v = 0.01f * rnd();
         std::vector<float> x((size_t)M * ldx), bias(N), y0((size_t)M * ldy);
-        for (auto &v : x) v = rnd();
+        /* with operands that test the rounding: ties between two bf16 (to even, either way),
+         * subnormals (to zero of their sign), the smallest normal, signed zeros */
+        for (size_t i = 0; i < x.size(); i++) {
+            const uint32_t b = (uint32_t)sr_f32_to_bf16(rnd()) << 16;
+            switch (i % 13) {
+            case 3: x[i] = __builtin_bit_cast(float, b | 0x8000u); break;      /* a tie */
+            case 5: x[i] = __builtin_bit_cast(float, (b | 0x8000u) + 0x10000u); break; /* the other parity */
+            case 7: x[i] = (i & 16 ? -1.0f : 1.0f) * 1.0e-39f * (1.0f + rnd()); break;
+            case 9: x[i] = (i & 16 ? -1.0f : 1.0f) * 1.17549435e-38f; break;
+            case 11: x[i] = i & 16 ? -0.0f : 0.0f; break;
+            default: x[i] = rnd();
+            }
+        }
         for (auto &v : bias) v = rnd();
         for (auto &v : y0) v = rnd();
         sr_kweight *Wg = nullptr, *Wc = nullptr;
@@ -109,12 +131,13 @@ int main()
                     wd = fmax(wd, dg / tol);
                 }
             }
+            if (dump) fwrite(yg.data(), sizeof(float), yg.size(), dump);
             int again = 0; /* i8: the same bits under either selection (the mma form both times) */
             if (wi8 && kern == 0) first = yg;
             if (wi8 && kern == 1) again = memcmp(first.data(), yg.data(), yg.size() * sizeof(float)) != 0;
             if (kern == 1) mma16 = yg;
-            printf("%s M %3d N %3d K %4d act %d bias %d alpha %.1f beta %.1f, %s: %s, %d outside the bound "
-                   "(worst %.2f of it), %d rows differ alone%s\n", wi8 ? "i8  " : "bf16", M, N, K, t.act,
+            printf("%s M %3d N %3d K %4d ldx %4d act %d bias %d alpha %.1f beta %.1f, %s: %s, %d outside the bound "
+                   "(worst %.2f of it), %d rows differ alone%s\n", wi8 ? "i8  " : "bf16", M, N, K, ldx, t.act,
                    t.bias, t.alpha, t.beta, kern ? "mma " : "wmma", st ? sr_last_error() : "ok", worst, wd,
                    alone, again ? ", NOT the bits of the other selection" : "");
             bad += (st != SR_OK) + worst + alone + again;
@@ -136,6 +159,7 @@ int main()
         }
         c->weight_free(Wc);
     }
+    if (dump) fclose(dump);
     printf(bad ? "FAILED\n" : "all within the bound, rows alone bit for bit\n");
     return bad != 0;
 }

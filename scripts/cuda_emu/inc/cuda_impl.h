@@ -71,6 +71,14 @@ inline unsigned __float_as_uint(float f)
     memcpy(&u, &f, 4);
     return u;
 }
+/* prmt's default mode: byte i of the result is byte (s >> 4 i) & 7 of y:x (x the low word) */
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+    const unsigned long long v = (unsigned long long)y << 32 | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) r |= (unsigned)(v >> (8 * ((s >> (4 * i)) & 7u)) & 0xffu) << (8 * i);
+    return r;
+}
 inline float __int_as_float(int u)
 {
     float f;
