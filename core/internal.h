@@ -75,6 +75,14 @@ sr_status sr_strbuf_append(sr_strbuf *b, const char *s, size_t n);
  * U+FFFD, as Python's bytes.decode("utf-8", "replace") does. Valid text is left as it is. */
 sr_status sr_strbuf_utf8_repair(sr_strbuf *b, size_t from);
 sr_status sr_strbuf_printf(sr_strbuf *b, const char *fmt, ...) SR_PRINTF(2, 3);
+/* The JSON text of j (pretty: cJSON_Print's indented form, else one line), every ill-formed
+ * UTF-8 sequence in its strings made U+FFFD as sr_strbuf_utf8_repair does: cJSON copies a
+ * string's bytes as they are, and a file name or an id that is not UTF-8 (Linux allows any
+ * bytes but '/' and NUL) would make text no JSON parser reads. Outside strings the text is
+ * ASCII, so repairing the whole text repairs just the strings. malloc'd (free); NULL when out
+ * of memory (message set). */
+struct cJSON;
+char *sr_json_print(const struct cJSON *j, int pretty);
 void sr_strbuf_clear(sr_strbuf *b); /* keeps the allocation */
 void sr_strbuf_free(sr_strbuf *b);
 

@@ -4,6 +4,8 @@
  */
 #include "internal.h"
 
+#include <cJSON.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -110,6 +112,24 @@ sr_status sr_strbuf_utf8_repair(sr_strbuf *b, size_t from)
     }
     free(copy);
     return st;
+}
+
+char *sr_json_print(const struct cJSON *j, int pretty)
+{
+    char *txt = pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+    if (!txt) {
+        sr_error(SR_ERR_NOMEM, "out of memory printing JSON");
+        return NULL;
+    }
+    sr_strbuf b = {0};
+    sr_status st = sr_strbuf_append(&b, txt, strlen(txt));
+    cJSON_free(txt);
+    if (!st) st = sr_strbuf_utf8_repair(&b, 0);
+    if (st) {
+        sr_strbuf_free(&b);
+        return NULL;
+    }
+    return b.data ? b.data : sr_strdup("");
 }
 
 sr_status sr_strbuf_printf(sr_strbuf *b, const char *fmt, ...)

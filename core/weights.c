@@ -1428,7 +1428,7 @@ sr_status sr_model_inspect(const char *h5_path, char **json_out)
     if (!st) st = inspect_rest(f, root);
     h5_unlock();
     if (!st) {
-        char *txt = cJSON_Print(root);
+        char *txt = sr_json_print(root, 1); /* a path or attribute that is not UTF-8: U+FFFD */
         if (!txt) st = sr_error(SR_ERR_NOMEM, "%s: out of memory printing JSON", h5_path);
         *json_out = txt;
     }

@@ -63,7 +63,7 @@ sr_status sr_record_to_jsonl(const sr_record *r, sr_strbuf *out)
     }
     if (r->error) cJSON_AddStringToObject(j, "error", r->error);
     cJSON_AddNumberToObject(j, "repetition_cuts", r->repetition_cuts);
-    char *txt = cJSON_PrintUnformatted(j);
+    char *txt = sr_json_print(j, 0);
     cJSON_Delete(j);
     if (!txt) return sr_error(SR_ERR_NOMEM, "out of memory writing record %s", r->id);
     sr_status st = sr_strbuf_append(out, txt, strlen(txt));

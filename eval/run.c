@@ -100,7 +100,7 @@ static void utc_now(char *buf, size_t cap)
 
 static sr_status write_json_file(const char *dir, const char *name, const cJSON *j)
 {
-    char *txt = cJSON_Print(j);
+    char *txt = sr_json_print(j, 1);
     char *p = sr_path_join(dir, name);
     sr_status st = (!txt || !p) ? sr_error(SR_ERR_NOMEM, "out of memory writing %s", name) : SR_OK;
     if (!st) {
@@ -166,7 +166,7 @@ static char *run_identity(const sr_run_config *r, const char *format)
     if (c->final_steps) cJSON_AddNumberToObject(s, "final_steps", c->final_steps); /* likewise */
     cJSON_AddStringToObject(j, "data", r->data.path ? r->data.path : "");
     cJSON_AddStringToObject(j, "format", format);
-    char *txt = cJSON_PrintUnformatted(j);
+    char *txt = sr_json_print(j, 0);
     cJSON_Delete(j);
     return txt;
 }
@@ -845,7 +845,7 @@ static sr_status apply_baselines(const sr_config *cfg, const cJSON *results, sr_
         int failed = 0;
         if (!(st = sr_results_load(r->baseline.path, &base)) &&
             !(st = sr_compare_results(base, mine, &lim, &rep, &failed))) {
-            char *txt = cJSON_PrintUnformatted(rep);
+            char *txt = sr_json_print(rep, 0);
             st = sr_strbuf_printf(&b, "%s%s", b.len ? "\n" : "", txt ? txt : "");
             free(txt);
             if (failed) out->baseline_failed = 1;

@@ -264,6 +264,7 @@ sr_status sr_sort_unique(void *base, size_t n, size_t size, size_t id_off, size_
 
 sr_status sr_json_append_string(sr_strbuf *b, const char *s)
 {
+    const size_t from = b->len;
     sr_status st = sr_strbuf_append(b, "\"", 1);
     for (const char *p = s; !st && *p; p++) {
         unsigned char c = (unsigned char)*p;
@@ -278,6 +279,7 @@ sr_status sr_json_append_string(sr_strbuf *b, const char *s)
             else st = sr_strbuf_append(b, p, 1);
         }
     }
+    if (!st) st = sr_strbuf_utf8_repair(b, from);
     return st ? st : sr_strbuf_append(b, "\"", 1);
 }
 

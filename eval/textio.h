@@ -57,7 +57,8 @@ sr_status sr_sort_unique(void *base, size_t n, size_t size, size_t id_off, size_
                          const char *what);
 
 /* Append s as a JSON string literal (quotes included): '"', '\\' and control characters are
- * escaped, other bytes (UTF-8) are copied. */
+ * escaped, other bytes copied, and any ill-formed UTF-8 among them made U+FFFD
+ * (sr_strbuf_utf8_repair), so that the text stays JSON. */
 sr_status sr_json_append_string(sr_strbuf *b, const char *s);
 
 /* Write n bytes to path atomically: a temporary file in the same folder, fsync'ed, then

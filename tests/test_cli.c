@@ -138,6 +138,22 @@ static void test_transcribe_and_stream(void)
     char want[256];
     snprintf(want, sizeof want, "%s", text);
     cJSON_Delete(j);
+    /* a file name that is not UTF-8 (any byte but '/' and NUL is allowed): the JSON line stays
+     * UTF-8, the name's ill-formed bytes U+FFFD (before, raw: no JSON parser read the line) */
+    const char *odd = test_tmppath("cli_\xff\xe9.wav");
+    x = malloc(16000 * sizeof *x);
+    for (int i = 0; x && i < 16000; i++) x[i] = 0.1f * (float)((i % 50) - 25) / 25.0f;
+    CU_ASSERT_EQUAL_FATAL(sr_audio_write_wav(odd, x, 16000, 16000), SR_OK);
+    free(x);
+    snprintf(a, sizeof a, "transcribe %s '%s' --json", test_fixture("test_linear.h5"), odd);
+    CU_ASSERT_EQUAL(runf(a), 0);
+    j = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    const char *file = cJSON_GetStringValue(cJSON_GetObjectItem(j, "file"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(file);
+    CU_ASSERT_PTR_NOT_NULL(strstr(file, "cli_\xef\xbf\xbd\xef\xbf\xbd.wav"));
+    cJSON_Delete(j);
+    remove(odd);
     /* stream's final line carries the same text as transcribe */
     snprintf(a, sizeof a, "stream %s %s --feed-ms 30", test_fixture("test_linear.h5"), wav);
     CU_ASSERT_EQUAL(runf(a), 0);

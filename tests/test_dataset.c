@@ -19,6 +19,9 @@
 #include <unistd.h>
 
 #include "../eval/dataset.h"
+#include "../eval/textio.h"
+
+#include <cJSON.h>
 #include "test.h"
 
 #define FX(name) test_fixture("eval/" name)
@@ -825,6 +828,35 @@ static int temp_files_left(const char *dir)
     return n;
 }
 
+/* JSON text stays UTF-8 whatever bytes an id or a path holds (Linux names may hold any byte but
+ * '/' and NUL): the literal writer and sr_json_print make each maximal ill-formed subpart
+ * U+FFFD, escape what JSON needs, and leave valid text as it is. */
+static void test_json_strings(void)
+{
+    sr_strbuf b = {0};
+    CU_ASSERT_EQUAL(sr_strbuf_append(&b, "x", 1), SR_OK); /* the repair starts at the literal */
+    CU_ASSERT_EQUAL(sr_json_append_string(&b, "a\xff\"b\xe2\x82\n\xc3\xa9"), SR_OK);
+    CU_ASSERT_STRING_EQUAL(b.data, "x\"a\xef\xbf\xbd\\\"b\xef\xbf\xbd\\n\xc3\xa9\"");
+    sr_strbuf_free(&b);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "file", "/tmp/a\xff\xfe\xc3\xa9.wav");
+    cJSON_AddStringToObject(j, "ok", "\xe6\x97\xa5\xf0\x9f\x98\x80");
+    for (int pretty = 0; pretty < 2; pretty++) {
+        char *t = sr_json_print(j, pretty);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        cJSON *back = cJSON_Parse(t);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+        CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(back, "file")),
+                               "/tmp/a\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9.wav");
+        CU_ASSERT_STRING_EQUAL(cJSON_GetStringValue(cJSON_GetObjectItem(back, "ok")),
+                               "\xe6\x97\xa5\xf0\x9f\x98\x80");
+        CU_ASSERT_EQUAL(pretty, strchr(t, '\n') != NULL);
+        cJSON_Delete(back);
+        free(t);
+    }
+    cJSON_Delete(j);
+}
+
 static void test_trn_write(void)
 {
     const char *ids[] = {"b", "a", "c"};
@@ -985,5 +1017,6 @@ void test_register_eval_data(void)
                {"for_dataset", test_alignments_for_dataset},
                {"aligned_speech_set", test_aligned_speech_set});
     TEST_SUITE("eval_timeline_io", {"trn_read", test_trn_read}, {"trn_write", test_trn_write},
-               {"timeline_read", test_timeline_read}, {"timeline_write", test_timeline_write});
+               {"timeline_read", test_timeline_read}, {"timeline_write", test_timeline_write},
+               {"json_strings", test_json_strings});
 }

@@ -185,7 +185,7 @@ static int cmd_info(int argc, char **argv)
     free(text);
     if (!j) { fprintf(stderr, "srkit info: internal error: inspect gave bad JSON\n"); return 1; }
     const cJSON *cfg = cJSON_GetObjectItem(j, "config");
-    char *cfg_text = cfg ? cJSON_Print(cfg) : NULL;
+    char *cfg_text = cfg ? sr_json_print(cfg, 1) : NULL;
     printf("file:       %s\n", path);
     printf("arch:       %s\n", cJSON_GetStringValue(cJSON_GetObjectItem(j, "arch")));
     const char *src = cJSON_GetStringValue(cJSON_GetObjectItem(j, "source"));
@@ -359,7 +359,7 @@ static int cmd_transcribe(int argc, char **argv)
             cJSON_AddNumberToObject(j, "audio_s", audio_s);
             cJSON_AddNumberToObject(j, "compute_s", dt);
             cJSON_AddNumberToObject(j, "rtf", audio_s > 0 ? dt / audio_s : 0);
-            char *txt = cJSON_PrintUnformatted(j);
+            char *txt = sr_json_print(j, 0);
             printf("%s\n", txt);
             free(txt);
             cJSON_Delete(j);
@@ -442,7 +442,7 @@ static int cmd_stream(int argc, char **argv)
                 cJSON_AddNumberToObject(j, "compute_ms", e->compute_ns / 1e6);
                 if (e->is_final) /* the utterance's loop cuts, once it is done */
                     cJSON_AddNumberToObject(j, "repetition_cuts", sr_stream_hypothesis(s)->repetition_cuts);
-                char *txt = cJSON_PrintUnformatted(j);
+                char *txt = sr_json_print(j, 0);
                 printf("%s\n", txt);
                 free(txt);
                 cJSON_Delete(j);
@@ -740,7 +740,7 @@ static int cmd_score(int argc, char **argv)
     if ((st = sr_corpus_result(corpus, &cm))) goto out;
     if (json) {
         cJSON *j = sr_corpus_to_json(&cm, n_failed);
-        char *txt = cJSON_PrintUnformatted(j);
+        char *txt = sr_json_print(j, 0);
         printf("%s\n", txt);
         free(txt);
         cJSON_Delete(j);
@@ -801,7 +801,7 @@ static int cmd_compare(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (json) {
-        char *t = cJSON_PrintUnformatted(rep);
+        char *t = sr_json_print(rep, 0);
         printf("%s\n", t);
         free(t);
     } else {
@@ -1594,7 +1594,7 @@ static void bench_print_run(const bench_args *b, const sr_model *m)
 /* Print j as one line and free it. */
 static void bench_print_json(cJSON *j)
 {
-    char *txt = cJSON_PrintUnformatted(j);
+    char *txt = sr_json_print(j, 0);
     printf("%s\n", txt ? txt : "{}");
     free(txt);
     cJSON_Delete(j);
