@@ -505,6 +505,33 @@ static void test_rows(void)
         g->free(di);
         g->free(dv);
     }
+    /* topk of few rows over a vocabulary: the split form (parts of a row, then their merge),
+     * the best value repeated in other parts (the lower column wins) or only in the last part */
+    {
+        static const int tk[][3] = {{1, 131072, 1}, {2, 51865, 5}, {1, 4100, 64}, {1, 131072, 1}};
+        for (int t = 0; t < 4; t++) {
+            const int TM = tk[t][0], TN = tk[t][1], k = tk[t][2], tld = TN + 5;
+            float *tx = rand_host((size_t)TM * tld, 1.0f);
+            for (int r = 0; r < TM; r++) {
+                float *xr = tx + (size_t)r * tld;
+                xr[7] = xr[TN / 2] = xr[TN - 1] = 3.0f;
+                xr[TN / 3] = NAN;
+                if (t == 3) xr[TN - 3] = 5.0f;
+            }
+            int32_t *ic = malloc((size_t)TM * k * sizeof *ic), *ig = malloc((size_t)TM * k * sizeof *ig);
+            float *vc = malloc((size_t)TM * k * sizeof *vc);
+            float *dtx = dev(g, tx, (size_t)TM * tld), *dv = g->alloc((size_t)TM * k * sizeof(float));
+            int32_t *di = g->alloc((size_t)TM * k * sizeof(int32_t));
+            CU_ASSERT_EQUAL(c->topk(TM, TN, k, tx, tld, ic, vc), SR_OK);
+            CU_ASSERT_EQUAL(g->topk(TM, TN, k, dtx, tld, di, dv), SR_OK);
+            CU_ASSERT_EQUAL(g->download(ig, di, (size_t)TM * k * sizeof *ig), SR_OK);
+            float *vg = back(g, dv, (size_t)TM * k);
+            bad += memcmp(ic, ig, (size_t)TM * k * sizeof *ic) != 0;
+            bad += !agree(vg, vc, (size_t)TM * k, -1.0, "topk values (few rows, many columns)");
+            free(tx); free(ic); free(ig); free(vc); free(vg);
+            g->free(dtx); g->free(dv); g->free(di);
+        }
+    }
 #undef RUN_BOTH
     CU_ASSERT_EQUAL(bad, 0);
     g->free(dx); g->free(dx2); g->free(dg); g->free(db); g->free(dmul); g->free(dvar); g->free(dy);

@@ -826,6 +826,71 @@ __global__ static void topk_iter_kernel(int M, int N, int k, const float *x, int
     }
 }
 
+/* The split form of the k-rounds argmax, for few rows over many columns (one stream's argmax
+ * over a vocabulary: one block walking 131,072 columns took about 65 us on an H200, the logits'
+ * product 270). Each row is cut into `parts` column ranges; block (part, row) runs the k rounds
+ * over its range alone and stores the k best keys it found into part_keys [M][parts][k] (0,
+ * below every key, where the range holds fewer than k columns). Then one block a row runs the k
+ * rounds over its parts' parts * k keys. Keys are distinct and totally ordered, so the k best of
+ * the parts' k best are the row's k best in the same order: topk_iter_kernel's bits. */
+__global__ static void topk_part_kernel(int M, int N, int k, int parts, const float *x, int ldx,
+                                        unsigned long long *part_keys)
+{
+    sr_pdl_enter();
+    const int p = (int)blockIdx.x;
+    const int c0 = (int)((long long)N * p / parts), c1 = (int)((long long)N * (p + 1) / parts);
+    for (int r = (int)blockIdx.y; r < M; r += (int)gridDim.y) {
+        const float *xr = x + (size_t)r * ldx;
+        unsigned long long prev = ~0ull;
+        for (int i = 0; i < k; i++) {
+            unsigned long long best = 0;
+            for (int j = c0 + (int)threadIdx.x; j < c1; j += ROW_THREADS) {
+                unsigned long long key = topk_key(xr[j], j);
+                if (key < prev && key > best) best = key;
+            }
+            best = block_reduce(best, op_umax());
+            if (threadIdx.x == 0) part_keys[((size_t)r * parts + p) * k + i] = best;
+            prev = best;
+        }
+    }
+}
+
+__global__ static void topk_merge_kernel(int M, int k, int parts, const unsigned long long *part_keys,
+                                         const float *x, int ldx, int32_t *idx, float *val)
+{
+    sr_pdl_enter();
+    const int n = parts * k;
+    for (int r = (int)blockIdx.x; r < M; r += (int)gridDim.x) {
+        const unsigned long long *kr = part_keys + (size_t)r * n;
+        unsigned long long prev = ~0ull;
+        for (int i = 0; i < k; i++) {
+            unsigned long long best = 0;
+            for (int j = (int)threadIdx.x; j < n; j += ROW_THREADS) {
+                const unsigned long long key = kr[j];
+                if (key < prev && key > best) best = key;
+            }
+            best = block_reduce(best, op_umax());
+            if (threadIdx.x == 0) {
+                const int col = topk_col(best);
+                idx[(size_t)r * k + i] = col;
+                if (val) val[(size_t)r * k + i] = x[(size_t)r * ldx + col];
+            }
+            prev = best;
+        }
+    }
+}
+
+/* Columns a part of the split form holds at least (8 a thread), and how many parts a row gets:
+ * enough blocks for two a multiprocessor over all rows, never below TOPK_PART columns a part
+ * (1: the single-block form). Speed only: every split gives the same result. */
+#define TOPK_PART 2048
+static int topk_parts(int M, int N)
+{
+    const long long want = (2LL * sr_cuda_sm_count() + M - 1) / M, most = N / TOPK_PART;
+    const long long p = want < most ? want : most;
+    return p < 2 ? 1 : p > 1024 ? 1024 : (int)p;
+}
+
 /* Large k: the row's keys, padded with 0 to n2 (a power of two), bitonic-sorted descending in
  * keys (shared memory when NULL, else n2 keys per block of global scratch); the first k give
  * idx / val. */
@@ -865,8 +930,23 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
     sr_status st = sr_kernels_check_topk(M, N, k, x, ldx, idx);
     if (st || M == 0) return st;
     if (k <= TOPK_ITER_MAX) {
-        sr_cuda_launch(topk_iter_kernel, row_blocks(M), ROW_THREADS, 0, M, N, k, x, ldx, idx, val);
-        return sr_cuda_launched("topk");
+        const int parts = topk_parts(M, N);
+        if (parts == 1) {
+            sr_cuda_launch(topk_iter_kernel, row_blocks(M), ROW_THREADS, 0, M, N, k, x, ldx, idx, val);
+            return sr_cuda_launched("topk");
+        }
+        dev_tmp t; /* parts > 1 only where M <= 2 sms: the grid's y fits */
+        st = tmp_alloc("topk: the parts' keys", (size_t)M * parts * k * sizeof(unsigned long long), &t);
+        if (st) return st;
+        unsigned long long *pk = (unsigned long long *)t.p;
+        sr_cuda_launch(topk_part_kernel, dim3((unsigned)parts, (unsigned)M), ROW_THREADS, 0, M, N, k, parts, x,
+                       ldx, pk);
+        if (!(st = sr_cuda_launched("topk (parts)")))
+            sr_cuda_launch(topk_merge_kernel, row_blocks(M), ROW_THREADS, 0, M, k, parts,
+                           (const unsigned long long *)pk, x, ldx, idx, val);
+        if (!st) st = sr_cuda_launched("topk");
+        tmp_free(&t);
+        return st;
     }
     unsigned n2 = 1;
     while (n2 < (unsigned)N) n2 <<= 1; /* N <= INT_MAX: n2 <= 2^31 */

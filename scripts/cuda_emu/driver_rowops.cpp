@@ -1,7 +1,8 @@
 /* driver_rowops.cpp — the emulated CUDA rope, kv_write and conv_dw (kernels/cuda/rowops.cu, run by
  * scripts/cuda_emu/run.sh) against the CPU table's: 1,000 sequences of 0 to 3 rows at scattered
  * slots and positions, 400 of them empty (several launches of the kernels' batch parameter, one
- * without rows), then two sequences over two calls with an f16 state. kv_write: the pools'
+ * without rows), then two sequences over two calls with an f16 state; topk in its single-block
+ * and split forms (indices and values bit for bit). kv_write: the pools'
  * bytes; rope and conv_dw: within kernels_cuda's 4e-6 (1 + |y|) (the same formulas; the host's
  * cosf / sinf here). Exit status 0 when all agree. */
 #include <cmath>
@@ -15,6 +16,7 @@ extern "C" {
 }
 sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq, float *x, int ldx);
 sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx);
+sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val);
 sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx, const float *w,
                           const float *bias, sr_kpool *state, int layer, float *y, int ldy);
 
@@ -107,6 +109,30 @@ int main()
         ok &= same;
         sr_kpool_free(c, pc);
         sr_kpool_free(c, pe);
+    }
+    /* topk: the single-block form and the split one (few rows over many columns: parts, then
+     * their merge), indices and values bit for bit; the row's best value repeated in other
+     * parts (the lower column wins), NaN, -0 and +0 */
+    struct { int M, N, k; } tk[] = {{1, 131072, 1}, {2, 51865, 5}, {1, 4100, 64}, {3, 1000, 3}, {1, 4097, 1}};
+    for (auto &t : tk) {
+        const int ld = t.N + 5;
+        std::vector<float> x((size_t)t.M * ld);
+        for (auto &v : x) v = rnd();
+        for (int r = 0; r < t.M; r++) {
+            float *xr = x.data() + (size_t)r * ld;
+            xr[t.N - 1] = xr[t.N / 2] = xr[7] = 3.0f; /* ties across parts */
+            xr[t.N / 3] = NAN;
+            xr[11] = -0.0f;
+            xr[12] = 0.0f;
+            if (t.N > 100000) xr[t.N - 3] = 5.0f; /* the best in the last part only */
+        }
+        std::vector<int32_t> ic((size_t)t.M * t.k), ie(ic.size());
+        std::vector<float> vc(ic.size()), ve(ic.size());
+        ok &= c->topk(t.M, t.N, t.k, x.data(), ld, ic.data(), vc.data()) == SR_OK;
+        ok &= sr_cuda_topk(t.M, t.N, t.k, x.data(), ld, ie.data(), ve.data()) == SR_OK;
+        const int same = ic == ie && !memcmp(vc.data(), ve.data(), vc.size() * sizeof(float));
+        printf("topk M %d N %d k %d: %s\n", t.M, t.N, t.k, same ? "indices and values equal" : "DIFFER");
+        ok &= same;
     }
     printf(ok ? "all agree\n" : "DIFFER\n");
     return !ok;
