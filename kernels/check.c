@@ -320,6 +320,23 @@ sr_status sr_kernels_check_kv_write(const sr_kpool *p, int layer, const sr_kbatc
     return SR_OK;
 }
 
+sr_status sr_kernels_check_kv_write2(const sr_kpool *p, const sr_kpool *p2, int layer,
+                                     const sr_kbatch *b, const float *x, int ldx, const float *x2,
+                                     int ldx2, int *rows)
+{
+    sr_status st;
+    *rows = 0;
+    ARG(p && p == p2, "kv_write2: p2 is p (two distinct pools)");
+    if ((st = sr_kernels_check_kv_write(p, layer, b, x, ldx, rows))) return st;
+    ARG(!p2, "kv_write2: pool p2 is NULL");
+    if ((st = check_pool("kv_write2", "p2", p2, layer))) return st;
+    if ((st = check_batch("kv_write2", b, 1, p2->slots, rows))) return st;
+    if (*rows == 0) return SR_OK;
+    ARG(!x2, "kv_write2: x2 is NULL");
+    ARG(ldx2 < p2->width, "kv_write2: ldx2 = %d < pool p2's width %d", ldx2, p2->width);
+    return SR_OK;
+}
+
 /* Longest key range attn accepts. The CPU table's blocks of 32 lanes (kernels/cpu/attn.c's
  * LB_MAX, asserted there) size their work areas in int from it; every table refuses the same
  * ranges so that a model runs on every table or on none. */

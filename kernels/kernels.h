@@ -208,6 +208,12 @@ typedef sr_status (*sr_ktopk_fn)(int M, int N, int k, const float *x, int ldx, i
  * stride ldx) goes to slot slot[s], ring row (pos[s] + i) % p->rows, converted to p->dtype. */
 typedef sr_status (*sr_kkv_write_fn)(sr_kpool *p, int layer, const sr_kbatch *b, const float *x,
                                  int ldx);
+/* kv_write into two distinct pools at once (a layer's K and V rows): the same as kv_write(p,
+ * layer, b, x, ldx) then kv_write(p2, layer, b, x2, ldx2), each pool with its own width, ring
+ * rows and element type; the same bits, in one launch on a device (one fewer a layer). Both
+ * calls are checked before either pool is written. */
+typedef sr_status (*sr_kkv_write2_fn)(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
+                                      const float *x, int ldx, const float *x2, int ldx2);
 /* Attention over pools (sr_kattn): q [rows, n_head * head_dim] stride ldq, out stride ldo. */
 typedef sr_status (*sr_kattn_fn)(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                              const sr_kpool *K, const sr_kpool *V, int layer, float *out,
@@ -281,6 +287,7 @@ typedef struct sr_kernels {
     sr_klogsoftmax_fn logsoftmax;
     sr_ktopk_fn topk;
     sr_kkv_write_fn kv_write;
+    sr_kkv_write2_fn kv_write2;
     sr_kattn_fn attn;
 
     /* ==== recording a step (optional: NULL where the table has none, the CPU's) ===============
@@ -452,6 +459,10 @@ sr_status sr_kernels_check_topk(int M, int N, int k, const float *x, int ldx, co
 /* kv_write: the pool and layer, the batch (positions, distinct slots), x, ldx >= width. */
 sr_status sr_kernels_check_kv_write(const sr_kpool *p, int layer, const sr_kbatch *b,
                                     const float *x, int ldx, int *rows);
+/* kv_write2: both kv_writes' checks, and p2 not p. */
+sr_status sr_kernels_check_kv_write2(const sr_kpool *p, const sr_kpool *p2, int layer,
+                                     const sr_kbatch *b, const float *x, int ldx, const float *x2,
+                                     int ldx2, int *rows);
 /* attn: heads, batch, K / V pools, q / out (no overlap), ranges held by the pools, rel-pos
  * distances; *maxlen the longest range, *keys the ranges' total (either may be NULL; 0 for
  * an empty batch, whose row count b->row0[b->n_seq] is then 0). */

@@ -6,8 +6,8 @@
  * carries those checks over to the device.
  *
  * Bit for bit where the device computes the same sequence of correctly rounded operations:
- * copy2d, transpose, zero, gather, kv_write (round to nearest even into f16 / bf16), scale, topk
- * (indices and values), gemm with no activation or ReLU (one FMA per k in increasing k per
+ * copy2d, transpose, zero, gather, kv_write and kv_write2 (round to nearest even into f16 /
+ * bf16), scale, topk (indices and values), gemm with no activation or ReLU (one FMA per k in increasing k per
  * output, the epilogue's roundings one by one) — and a gemm row computed alone equals the same
  * row in a batch, also for bf16 products (tensor cores), which are checked against the double
  * reference within the f32 summation bound of kernels_gemm_bf16 — and
@@ -666,6 +666,32 @@ static void test_many_seqs(void)
         sr_kpool_free(c, pc);
         sr_kpool_free(g, pg);
     }
+    /* kv_write2 into a bf16 pool of 3 ring rows and an f16 one of 2 (other widths and strides):
+     * the bytes of the CPU's two kv_writes */
+    {
+        const int W1 = 12, W2 = 5, ld1 = W1 + 1, ld2 = W2 + 3;
+        sr_kpool *pc1 = NULL, *pc2 = NULL, *pg1 = NULL, *pg2 = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, SR_BF16, 2, NS, 3, W1, &pc1), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, SR_F16, 2, NS, 2, W2, &pc2), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_BF16, 2, NS, 3, W1, &pg1), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, SR_F16, 2, NS, 2, W2, &pg2), SR_OK);
+        float *x1 = rand_host((size_t)M * ld1, 1.0f), *x2 = rand_host((size_t)M * ld2, 1.0f);
+        float *dx1 = dev(g, x1, (size_t)M * ld1), *dx2 = dev(g, x2, (size_t)M * ld2);
+        CU_ASSERT_EQUAL(c->kv_write(pc1, 1, &b, x1, ld1), SR_OK);
+        CU_ASSERT_EQUAL(c->kv_write(pc2, 1, &b, x2, ld2), SR_OK);
+        CU_ASSERT_EQUAL(g->kv_write2(pg1, pg2, 1, &b, dx1, ld1, dx2, ld2), SR_OK);
+        sr_kpool *const pc[2] = {pc1, pc2}, *const pg[2] = {pg1, pg2};
+        for (int i = 0; i < 2; i++) {
+            char *hb = malloc(pg[i]->bytes);
+            CU_ASSERT_EQUAL(g->download(hb, pg[i]->data, pg[i]->bytes), SR_OK);
+            bad += memcmp(hb, pc[i]->data, pc[i]->bytes) != 0;
+            free(hb);
+        }
+        free(x1); free(x2);
+        g->free(dx1); g->free(dx2);
+        sr_kpool_free(c, pc1); sr_kpool_free(c, pc2);
+        sr_kpool_free(g, pg1); sr_kpool_free(g, pg2);
+    }
     /* conv_dw with state, two calls */
     {
         const int C = 6, K = 4, ld = C + 2;
@@ -702,7 +728,7 @@ static void test_many_seqs(void)
 
 /* n random K and V rows at positions 0 .. n - 1 of slot `slot`, layer `layer`, written through
  * both tables into their pools P = {K cpu, V cpu, K cuda, V cuda} (width kw; a ring keeps the
- * last of them). */
+ * last of them): the CPU's by two kv_writes, the device's by one kv_write2. */
 static void kv_fill_both(const sr_kernels *c, const sr_kernels *g, sr_kpool *const P[4], int layer,
                          int slot, int n, int kw)
 {
@@ -713,8 +739,7 @@ static void kv_fill_both(const sr_kernels *c, const sr_kernels *g, sr_kpool *con
     float *dk = dev(g, k, (size_t)n * kw), *dv = dev(g, v, (size_t)n * kw);
     CU_ASSERT_EQUAL(c->kv_write(P[0], layer, &b, k, kw), SR_OK);
     CU_ASSERT_EQUAL(c->kv_write(P[1], layer, &b, v, kw), SR_OK);
-    CU_ASSERT_EQUAL(g->kv_write(P[2], layer, &b, dk, kw), SR_OK);
-    CU_ASSERT_EQUAL(g->kv_write(P[3], layer, &b, dv, kw), SR_OK);
+    CU_ASSERT_EQUAL(g->kv_write2(P[2], P[3], layer, &b, dk, kw, dv, kw), SR_OK); /* one launch */
     free(k); free(v);
     g->free(dk); g->free(dv);
 }
@@ -771,10 +796,10 @@ static void test_attn(void)
             sr_kpool *const P[4] = {Kc, Vc, Kg, Vg};
             for (int s = 0; s < slots; s++) kv_fill_both(c, g, P, 1, s, 30 + s, kw);
             /* the device pools hold the same bytes */
-            {
-                char *hb = malloc(Kg->bytes);
-                CU_ASSERT_EQUAL(g->download(hb, Kg->data, Kg->bytes), SR_OK);
-                bad += memcmp(hb, Kc->data, Kc->bytes) != 0;
+            for (int i = 0; i < 2; i++) {
+                char *hb = malloc(P[2 + i]->bytes);
+                CU_ASSERT_EQUAL(g->download(hb, P[2 + i]->data, P[2 + i]->bytes), SR_OK);
+                bad += memcmp(hb, P[i]->data, P[i]->bytes) != 0;
                 free(hb);
             }
             /* queries: 3 sequences (slots 2, 0, 1) of 4, 1, 6 new rows at their ends */

@@ -1104,6 +1104,74 @@ static void test_kv_write(void)
     printf("kv_write    exact pool bytes (%ld calls, f32 / f16 / bf16; %d bit patterns)\n      ", calls, NW);
 }
 
+/* kv_write2 = kv_write into each pool, bit for bit: pools of different element types, ring rows
+ * and widths (a K pool and a V pool need not agree), sequences wrapping their rings within a
+ * call, x and x2 at their own strides. */
+static void test_kv_write2(void)
+{
+    const sr_kernels *k = sr_kernels_cpu();
+    enum { LAYERS = 2, SLOTS = 3 };
+    static const struct { int t1, t2, r1, r2, w1, w2; } cs[] = {
+        {0, 0, 4, 4, 8, 8}, {2, 1, 3, 5, 16, 7}, {1, 0, 1, 6, 33, 1}, {2, 2, 8, 2, 5, 12}};
+    long calls = 0;
+    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+        sr_kpool *P[4] = {NULL}; /* P[0], P[1] by kv_write2; P[2], P[3] by two kv_writes */
+        for (int i = 0; i < 4; i++)
+            CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, pool_types[i % 2 ? cs[ci].t2 : cs[ci].t1], LAYERS, SLOTS,
+                                                  i % 2 ? cs[ci].r2 : cs[ci].r1, i % 2 ? cs[ci].w2 : cs[ci].w1,
+                                                  &P[i]), SR_OK);
+        int64_t next[SLOTS] = {0, 0, 0};
+        seed(1700 + (int)ci);
+        for (int step = 0; step < 8; step++) {
+            int n_seq = 1 + irand(SLOTS), row0[SLOTS + 1] = {0}, slot[SLOTS];
+            int64_t pos[SLOTS];
+            for (int s = 0; s < n_seq; s++) {
+                slot[s] = (s + step) % SLOTS;
+                row0[s + 1] = row0[s] + irand(10); /* past either ring: wraps in a call */
+                pos[s] = next[slot[s]];
+                next[slot[s]] += row0[s + 1] - row0[s];
+            }
+            sr_kbatch b = {n_seq, row0, slot, pos};
+            int layer = irand(LAYERS), ld1 = cs[ci].w1 + irand(3), ld2 = cs[ci].w2 + irand(3);
+            float *x = mat(row0[n_seq], cs[ci].w1, ld1, -70000, 70000);
+            float *x2 = mat(row0[n_seq], cs[ci].w2, ld2, -70000, 70000);
+            CU_ASSERT_EQUAL(k->kv_write2(P[0], P[1], layer, &b, x, ld1, x2, ld2), SR_OK);
+            CU_ASSERT_EQUAL(k->kv_write(P[2], layer, &b, x, ld1), SR_OK);
+            CU_ASSERT_EQUAL(k->kv_write(P[3], layer, &b, x2, ld2), SR_OK);
+            CU_ASSERT(same_bits(P[0]->data, P[2]->data, P[0]->bytes, "kv_write2, first pool"));
+            CU_ASSERT(same_bits(P[1]->data, P[3]->data, P[1]->bytes, "kv_write2, second pool"));
+            calls++;
+            free(x);
+            free(x2);
+        }
+        for (int i = 0; i < 4; i++) sr_kpool_free(k, P[i]);
+    }
+    /* refused before either pool is written */
+    sr_kpool *A = NULL, *B = NULL, *S = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, SR_F32, 2, 2, 2, 4, &A), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, SR_BF16, 2, 2, 3, 2, &B), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, SR_F32, 2, 1, 2, 2, &S), SR_OK); /* one slot */
+    float x[16], x2[16];
+    for (int i = 0; i < 16; i++) x[i] = x2[i] = 1.0f + (float)i;
+    int row0[3] = {0, 1, 2}, slot[2] = {0, 1};
+    int64_t pos[2] = {0, 0};
+    sr_kbatch b2 = {2, row0, slot, pos};
+    TEST_ASSERT_ERR(k->kv_write2(A, A, 0, &b2, x, 4, x2, 4), SR_ERR_ARG, "kv_write2: p2 is p");
+    TEST_ASSERT_ERR(k->kv_write2(A, NULL, 0, &b2, x, 4, x2, 2), SR_ERR_ARG, "kv_write2: pool p2 is NULL");
+    TEST_ASSERT_ERR(k->kv_write2(A, B, 0, &b2, x, 4, NULL, 2), SR_ERR_ARG, "kv_write2: x2 is NULL");
+    TEST_ASSERT_ERR(k->kv_write2(A, B, 0, &b2, x, 4, x2, 1), SR_ERR_ARG, "kv_write2: ldx2 = 1");
+    TEST_ASSERT_ERR(k->kv_write2(A, S, 0, &b2, x, 4, x2, 2), SR_ERR_ARG, "kv_write2: b->slot[1] = 1");
+    TEST_ASSERT_ERR(k->kv_write2(A, B, 2, &b2, x, 4, x2, 2), SR_ERR_ARG, "layer 2");
+    TEST_ASSERT_ERR(k->kv_write2(A, B, 0, &b2, x, 3, x2, 2), SR_ERR_ARG, "kv_write: ldx = 3");
+    static const unsigned char zeros[64];
+    CU_ASSERT(!memcmp(A->data, zeros, A->bytes < sizeof zeros ? A->bytes : sizeof zeros));
+    CU_ASSERT_EQUAL(k->kv_write2(A, B, 1, &b2, x, 4, x2, 2), SR_OK);
+    sr_kpool_free(k, A);
+    sr_kpool_free(k, B);
+    sr_kpool_free(k, S);
+    printf("kv_write2   the pools' bytes of two kv_writes (%ld calls, 4 pool pairs)\n      ", calls);
+}
+
 /* ---- row independence ----------------------------------------------------------------------- */
 
 enum { IM = 24, ID = 4099 };
@@ -1664,7 +1732,7 @@ void test_register_ops_rows(void)
                {"batchnorm", test_batchnorm}, {"lstm_cell", test_lstm},
                {"softmax_logsoftmax", test_softmax}, {"logsoftmax_exp", test_logsoftmax_exp},
                {"topk", test_topk},
-               {"kv_write", test_kv_write}, {"row_independence", test_row_independence},
+               {"kv_write", test_kv_write}, {"kv_write2", test_kv_write2}, {"row_independence", test_row_independence},
                {"backend_loops", test_backend_loops}, {"transpose", test_transpose},
                {"copy_rows", test_copy_rows},
                {"empty", test_empty},

@@ -187,6 +187,7 @@ static const sr_kernels cpu_table = {
     .logsoftmax = sr_cpu_logsoftmax,
     .topk = sr_cpu_topk,
     .kv_write = sr_cpu_kv_write,
+    .kv_write2 = sr_cpu_kv_write2,
     .attn = sr_cpu_attn,
 };
 

@@ -510,6 +510,19 @@ static sr_status g_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const fl
     return st;
 }
 
+static sr_status g_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
+                             const float *x, int ldx, const float *x2, int ldx2)
+{
+    open_all();
+    TABLE_MEM(x, "kv_write2", "x");
+    TABLE_MEM(x2, "kv_write2", "x2");
+    if (p) TABLE_MEM(p->data, "kv_write2", "p->data");
+    if (p2) TABLE_MEM(p2->data, "kv_write2", "p2->data");
+    sr_status st = sr_cpu_kv_write2(p, p2, layer, b, x, ldx, x2, ldx2);
+    close_all();
+    return st;
+}
+
 static sr_status g_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                         const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo)
 {
@@ -561,6 +574,7 @@ static const sr_kernels guard_table = {
     .logsoftmax = g_logsoftmax,
     .topk = g_topk,
     .kv_write = g_kv_write,
+    .kv_write2 = g_kv_write2,
     .attn = g_attn,
     .graph_begin = g_graph_begin,
     .graph_end = g_graph_end,

@@ -1276,3 +1276,13 @@ sr_status sr_cpu_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const floa
     ro_for(rows, (p->dtype == SR_F32 ? 1.0 : 3.0) * p->width, kv_rows, &c);
     return SR_OK;
 }
+
+sr_status sr_cpu_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
+                           const float *x, int ldx, const float *x2, int ldx2)
+{
+    int rows;
+    sr_status st = sr_kernels_check_kv_write2(p, p2, layer, b, x, ldx, x2, ldx2, &rows);
+    if (st || rows == 0) return st;
+    if ((st = sr_cpu_kv_write(p, layer, b, x, ldx))) return st;
+    return sr_cpu_kv_write(p2, layer, b, x2, ldx2);
+}

@@ -198,6 +198,16 @@ static sr_status c_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const fl
     return sr_cuda_kv_write(p, layer, b, x, ldx);
 }
 
+static sr_status c_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
+                             const float *x, int ldx, const float *x2, int ldx2)
+{
+    DEV(x, "kv_write2", "x");
+    DEV(x2, "kv_write2", "x2");
+    if (p) DEV(p->data, "kv_write2", "p->data");
+    if (p2) DEV(p2->data, "kv_write2", "p2->data");
+    return sr_cuda_kv_write2(p, p2, layer, b, x, ldx, x2, ldx2);
+}
+
 static sr_status c_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                         const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo)
 {
@@ -250,6 +260,7 @@ sr_kernels sr_cuda_checked_table(const sr_kernels *plain)
     t.logsoftmax = c_logsoftmax;
     t.topk = c_topk;
     t.kv_write = c_kv_write;
+    t.kv_write2 = c_kv_write2;
     t.attn = c_attn;
     return t;
 }

@@ -1000,3 +1000,39 @@ sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const flo
         return kv_f{pb, layer, ldx, x, P};
     });
 }
+
+namespace {
+/* kv_write2's columns: c < p.width from x into p (kv_f's element), the rest from x2 into p2. */
+struct kv2_f {
+    kv_f a;
+    int ldx2;
+    const float *x2;
+    dpool p2;
+    __device__ void operator()(int r, int c) const
+    {
+        if (c < a.p.width) {
+            a(r, c);
+            return;
+        }
+        c -= a.p.width;
+        const pbatch &b = a.b;
+        int s = seq_of(b, r), i = r - b.row0[s], n = b.row0[s + 1] - b.row0[s];
+        if (n - i > p2.rows) return;
+        int ring = (int)((b.pos[s] + i) % p2.rows);
+        pool_st(p2, dpool_at(p2, a.layer, b.slot[s], ring) + (size_t)c, x2[(size_t)r * ldx2 + c]);
+    }
+};
+} // namespace
+
+/* One launch over both pools' columns: each element the kv_write of its pool would store. */
+sr_status sr_cuda_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
+                            const float *x, int ldx, const float *x2, int ldx2)
+{
+    int rows;
+    sr_status st = sr_kernels_check_kv_write2(p, p2, layer, b, x, ldx, x2, ldx2, &rows);
+    if (st || rows == 0) return st;
+    const dpool P = dpool_of(p), P2 = dpool_of(p2);
+    return ew2d_batch("kv_write2", b, 1, 1, p->width + p2->width, [&](const pbatch &pb) {
+        return kv2_f{kv_f{pb, layer, ldx, x, P}, ldx2, x2, P2};
+    });
+}

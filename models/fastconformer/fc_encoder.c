@@ -19,7 +19,7 @@
  *                out = LN r.   FF = Linear(d -> d_ff), Swish, Linear(d_ff -> d); each residual
  *                is the last gemm's beta = 1 (alpha 1/2 for the FFs)
  *   MHSA         Transformer-XL relative positions: the layer's K / V projections of every row
- *                are written to its cache pools (k->kv_write, ring row = absolute position), then
+ *                are written to its cache pools (k->kv_write2, ring row = absolute position), then
  *                k->attn over the pools: query at position p, key at position j,
  *                scores = [(q + u) . k_j + (q + v) . P(p - j)] / sqrt(dk) with
  *                P(n) = linear_pos(sinusoid(n)) (NeMo's rel_shift picks exactly that position
@@ -358,11 +358,10 @@ static sr_status layers_run(const fc_model *w, fc_work *ws, float *x, const fc_s
         at.pos_v = L->pos_v;
         if ((st = fc_gemm_rows(k, M, ws->xn, d, L->qkv.w, L->qkv.b, SR_ACT_NONE, 1.0f, 0.0f, qn, lq)) ||
             (staged && (st = stage_cached(w, ws, sq, l))) ||
-            (st = k->kv_write(ka, kl, b, kn, lq)) ||
-            (st = k->kv_write(va, kl, b, vn, lq)) ||
+            (st = k->kv_write2(ka, va, kl, b, kn, lq, vn, lq)) ||
             (st = k->attn(&at, b, qn, lq, ka, va, kl, ws->att, d)) ||
             /* staged: the new rows are stored (rounded) once every row has attended */
-            (staged && ((st = k->kv_write(sq->kc, l, b, kn, lq)) || (st = k->kv_write(sq->vc, l, b, vn, lq)))) ||
+            (staged && (st = k->kv_write2(sq->kc, sq->vc, l, b, kn, lq, vn, lq))) ||
             (st = fc_gemm_rows(k, M, ws->att, d, L->o.w, L->o.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)))
             return st;
         /* convolution module */

@@ -15,7 +15,7 @@
  *                   with E the token embedding (tied output: the same sr_kweight as the lookup)
  *   RMSNorm         k->norm (RMS); the decoder's adaptive scale is its `mul` row
  *   RoPE            k->rope, rotate-half, inv_i = 1 / theta^(2i/hd) (float32, as transformers)
- *   attention       k->kv_write of the call's K/V rows into the ring pool (position p at ring
+ *   attention       k->kv_write2 of the call's K/V rows into the ring pools (position p at ring
  *                   row p % rows), then k->attn: a query at position p reads the key positions
  *                   [max(0, p - window + 1), p + 1), scale hd^-1/2, GQA query head h -> KV head
  *                   h / (Hq / Hkv). A call of n rows of one sequence fits when its first
@@ -167,7 +167,7 @@ sr_status vx_encode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
             (st = k->gemm(n, s->h, d, L->qkv.w, L->qkv.b, SR_ACT_NONE, 1.0f, 0.0f, q, lq)) ||
             /* q and k side by side in the row: 2 H heads, one call */
             (st = k->rope(b, 2 * H, hd, w->enc_inv, q, lq)) ||
-            (st = k->kv_write(K, l, b, kk, lq)) || (st = k->kv_write(V, l, b, v, lq)) ||
+            (st = k->kv_write2(K, V, l, b, kk, lq, v, lq)) ||
             (st = k->attn(&at, b, q, lq, K, V, l, s->a, qw)) ||
             (st = k->gemm(n, s->a, qw, L->o.w, L->o.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
             (st = k->norm(SR_NORM_RMS, n, d, x, d, L->ffn_norm, NULL, w->enc_eps, NULL, 0, s->h,
@@ -218,7 +218,7 @@ sr_status vx_decode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
             (st = k->gemm(n, s->h, d, L->qkv.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, q, lq)) ||
             /* q and k side by side in the row: Hq + Hkv heads, one call */
             (st = k->rope(b, w->n_heads + w->n_kv, hd, w->dec_inv, q, lq)) ||
-            (st = k->kv_write(K, l, b, kk, lq)) || (st = k->kv_write(V, l, b, v, lq)) ||
+            (st = k->kv_write2(K, V, l, b, kk, lq, v, lq)) ||
             (st = k->attn(&at, b, q, lq, K, V, l, s->a, qw)) ||
             (st = k->gemm(n, s->a, qw, L->o.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
             /* RMSNorm then the row's 1 + ada(t_cond) of this layer */

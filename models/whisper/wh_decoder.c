@@ -34,8 +34,7 @@ sr_status wh_cross_kv(const wh_model *w, wh_scratch *s, const float *enc, const 
         const wh_block *B = &w->dec[l];
         sr_status st;
         if ((st = wh_linear(k, enc, rows, B->ckv, SR_ACT_NONE, 0.0f, s->mlp)) || /* k | v */
-            (st = wh_kv_put(k, xk, l, &b, s->mlp, 2 * w->d)) ||
-            (st = wh_kv_put(k, xv, l, &b, s->mlp + w->d, 2 * w->d)))
+            (st = wh_kv_put(k, xk, xv, l, &b, s->mlp, s->mlp + w->d, 2 * w->d)))
             return st;
     }
     return SR_OK;
@@ -97,8 +96,7 @@ sr_status wh_decode(const wh_model *w, wh_scratch *s, const wh_dseq *q, int n_se
         if ((st = wh_layernorm(k, x, rows, d, B->attn_ln, s->h)) ||
             /* q | k | v rows [rows, 3d] into the MLP scratch ([rows, 4d], free until fc1) */
             (st = wh_linear(k, s->h, rows, B->qkv, SR_ACT_NONE, 0.0f, s->mlp)) ||
-            (st = wh_kv_put(k, sk, l, &bs, s->mlp + d, 3 * d)) ||
-            (st = wh_kv_put(k, sv, l, &bs, s->mlp + 2 * d, 3 * d)) ||
+            (st = wh_kv_put(k, sk, sv, l, &bs, s->mlp + d, s->mlp + 2 * d, 3 * d)) ||
             (st = wh_attend(k, w->n_text_head, d, s->mlp, 3 * d, &bs, s->lo, s->hi, sk, sv, l, s->a)) ||
             (st = wh_linear(k, s->a, rows, B->o, SR_ACT_NONE, 1.0f, x)) ||
             (st = wh_layernorm(k, x, rows, d, B->cross_ln, s->h)) ||

@@ -298,8 +298,7 @@ sr_status wh_encode(const wh_model *w, wh_scratch *s, float *x, const wh_eseq *q
         if ((st = wh_layernorm(k, x, n, d, B->attn_ln, s->h)) ||
             /* q | k | v rows [n, 3d] into the MLP scratch ([rows, 4d], free until fc1) */
             (st = wh_linear(k, s->h, n, B->qkv, SR_ACT_NONE, 0.0f, s->mlp)) ||
-            (st = wh_kv_put(k, kc, l, &b, s->mlp + d, 3 * d)) ||
-            (st = wh_kv_put(k, vc, l, &b, s->mlp + 2 * d, 3 * d)) ||
+            (st = wh_kv_put(k, kc, vc, l, &b, s->mlp + d, s->mlp + 2 * d, 3 * d)) ||
             (st = wh_attend(k, w->n_audio_head, d, s->mlp, 3 * d, &b, s->lo, s->hi, kc, vc, l, s->a)) ||
             (st = wh_linear(k, s->a, n, B->o, SR_ACT_NONE, 1.0f, x)) ||
             (st = wh_layernorm(k, x, n, d, B->mlp_ln, s->h)) ||

@@ -25,10 +25,10 @@ sr_status wh_linear(const sr_kernels *k, const float *x, int n, wh_lin L, sr_act
     return k->gemm(n, x, L.w->k, L.w, L.b, act, 1.0f, beta, y, L.w->n);
 }
 
-sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, const sr_kbatch *b, const float *x,
-                    int ldx)
+sr_status wh_kv_put(const sr_kernels *k, sr_kpool *K, sr_kpool *V, int l, const sr_kbatch *b,
+                    const float *xk, const float *xv, int ldx)
 {
-    return k->kv_write(P, l, b, x, ldx);
+    return k->kv_write2(K, V, l, b, xk, ldx, xv, ldx);
 }
 
 sr_status wh_attend(const sr_kernels *k, int n_head, int d, const float *q, int ldq,

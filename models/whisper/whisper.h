@@ -108,10 +108,10 @@ sr_status wh_layernorm(const sr_kernels *k, const float *x, int n, int d, wh_ln 
 /* y[n, out] = act(x[n, in] · W^T + b); beta 0 overwrites y, 1 accumulates (k->gemm). */
 sr_status wh_linear(const sr_kernels *k, const float *x, int n, wh_lin L, sr_act act, float beta,
                     float *y);
-/* Projected K or V rows x [rows of b, d] (row stride ldx) written to layer l of pool P:
- * sequence s's rows go to slot b->slot[s] at positions b->pos[s].. (k->kv_write). */
-sr_status wh_kv_put(const sr_kernels *k, sr_kpool *P, int l, const sr_kbatch *b, const float *x,
-                    int ldx);
+/* Projected K and V rows xk, xv [rows of b, d] (row stride ldx) written to layer l of pools K
+ * and V: sequence s's rows go to slot b->slot[s] at positions b->pos[s].. (one k->kv_write2). */
+sr_status wh_kv_put(const sr_kernels *k, sr_kpool *K, sr_kpool *V, int l, const sr_kbatch *b,
+                    const float *xk, const float *xv, int ldx);
 /* Multi-head attention (one k->attn for every sequence of b) of q [rows of b, d] (row stride
  * ldq) over layer l of pools K / V: query row r of sequence s attends to key positions
  * [lo[r], hi[r]) of slot b->slot[s]. out [rows of b, d]. */

@@ -1,4 +1,4 @@
-/* driver_rowops.cpp — the emulated CUDA rope, kv_write and conv_dw (kernels/cuda/rowops.cu, run by
+/* driver_rowops.cpp — the emulated CUDA rope, kv_write, kv_write2 and conv_dw (kernels/cuda/rowops.cu, run by
  * scripts/cuda_emu/run.sh) against the CPU table's: 1,000 sequences of 0 to 3 rows at scattered
  * slots and positions, 400 of them empty (several launches of the kernels' batch parameter, one
  * without rows), then two sequences over two calls with an f16 state; topk in its single-block
@@ -16,6 +16,8 @@ extern "C" {
 }
 sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_freq, float *x, int ldx);
 sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx);
+sr_status sr_cuda_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b, const float *x, int ldx,
+                            const float *x2, int ldx2);
 sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val);
 sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx, const float *w,
                           const float *bias, sr_kpool *state, int layer, float *y, int ldy);
@@ -83,6 +85,22 @@ int main()
         ok &= same;
         sr_kpool_free(c, pc);
         sr_kpool_free(c, pe);
+    }
+    { /* kv_write2 into a bf16 ring of 3 rows and an f16 one of 2 (other width and stride): the
+       * bytes of the CPU's two kv_writes */
+        const int W1 = 12, W2 = 5, ld1 = W1 + 1, ld2 = W2 + 3;
+        sr_kpool *pc1, *pe1, *pc2, *pe2;
+        pools(c, SR_BF16, 2, NS, 3, W1, &pc1, &pe1);
+        pools(c, SR_F16, 2, NS, 2, W2, &pc2, &pe2);
+        std::vector<float> x1((size_t)M * ld1), x2((size_t)M * ld2);
+        for (auto &v : x1) v = rnd();
+        for (auto &v : x2) v = rnd();
+        ok &= c->kv_write(pc1, 1, &b, x1.data(), ld1) == SR_OK && c->kv_write(pc2, 1, &b, x2.data(), ld2) == SR_OK;
+        ok &= sr_cuda_kv_write2(pe1, pe2, 1, &b, x1.data(), ld1, x2.data(), ld2) == SR_OK;
+        int same = !memcmp(pc1->data, pe1->data, pc1->bytes) && !memcmp(pc2->data, pe2->data, pc2->bytes);
+        printf("kv_write2, 1,000 sequences: both pools' bytes %s\n", same ? "equal" : "DIFFER");
+        ok &= same;
+        for (sr_kpool *q : {pc1, pe1, pc2, pe2}) sr_kpool_free(c, q);
     }
     for (int twoseq = 0; twoseq < 2; twoseq++) { /* conv_dw with state, two calls */
         const int C = 6, K = 4, ld = C + 2;
