@@ -320,6 +320,20 @@ sr_status sr_kernels_check_kv_write(const sr_kpool *p, int layer, const sr_kbatc
     return SR_OK;
 }
 
+sr_status sr_kernels_check_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd,
+                                   const float *inv_freq, const float *q, int ldq, const float *k,
+                                   int ldk, const float *v, int ldv, const sr_kpool *K,
+                                   const sr_kpool *V, int layer, int *rows)
+{
+    sr_status st;
+    if ((st = sr_kernels_check_rope(b, n_head, hd, inv_freq, q, ldq, rows))) return st;
+    if ((st = sr_kernels_check_rope(b, n_kv_head, hd, inv_freq, k, ldk, rows))) return st;
+    if ((st = sr_kernels_check_kv_write2(K, V, layer, b, k, ldk, v, ldv, rows))) return st;
+    ARG((int64_t)K->width != (int64_t)n_kv_head * hd, "rope_kv: K's width %d is not n_kv_head * hd = %lld",
+        K->width, (long long)n_kv_head * hd);
+    return SR_OK;
+}
+
 sr_status sr_kernels_check_kv_write2(const sr_kpool *p, const sr_kpool *p2, int layer,
                                      const sr_kbatch *b, const float *x, int ldx, const float *x2,
                                      int ldx2, int *rows)

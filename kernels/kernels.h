@@ -214,6 +214,15 @@ typedef sr_status (*sr_kkv_write_fn)(sr_kpool *p, int layer, const sr_kbatch *b,
  * calls are checked before either pool is written. */
 typedef sr_status (*sr_kkv_write2_fn)(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
                                       const float *x, int ldx, const float *x2, int ldx2);
+/* RoPE and the cache write of an attention layer's new rows in one call: the same as rope(b,
+ * n_head, hd, inv_freq, q, ldq) (q rotated in place), rope(b, n_kv_head, hd, inv_freq, k, ldk),
+ * then kv_write2(K, V, layer, b, k, ldk, v, ldv), bit for bit, except that k is left as it was
+ * (its rotation goes to K only): one launch on a device instead of two. K's width is
+ * n_kv_head * hd; q's elements must not be k's or v's (they may share rows: a q | k | v row). */
+typedef sr_status (*sr_krope_kv_fn)(const sr_kbatch *b, int n_head, int n_kv_head, int hd,
+                                    const float *inv_freq, float *q, int ldq, const float *k,
+                                    int ldk, const float *v, int ldv, sr_kpool *K, sr_kpool *V,
+                                    int layer);
 /* Attention over pools (sr_kattn): q [rows, n_head * head_dim] stride ldq, out stride ldo. */
 typedef sr_status (*sr_kattn_fn)(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                              const sr_kpool *K, const sr_kpool *V, int layer, float *out,
@@ -288,6 +297,7 @@ typedef struct sr_kernels {
     sr_ktopk_fn topk;
     sr_kkv_write_fn kv_write;
     sr_kkv_write2_fn kv_write2;
+    sr_krope_kv_fn rope_kv;
     sr_kattn_fn attn;
 
     /* ==== recording a step (optional: NULL where the table has none, the CPU's) ===============
@@ -459,6 +469,11 @@ sr_status sr_kernels_check_topk(int M, int N, int k, const float *x, int ldx, co
 /* kv_write: the pool and layer, the batch (positions, distinct slots), x, ldx >= width. */
 sr_status sr_kernels_check_kv_write(const sr_kpool *p, int layer, const sr_kbatch *b,
                                     const float *x, int ldx, int *rows);
+/* rope_kv: rope's checks for q and for k, kv_write2's, K's width n_kv_head * hd. */
+sr_status sr_kernels_check_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd,
+                                   const float *inv_freq, const float *q, int ldq, const float *k,
+                                   int ldk, const float *v, int ldv, const sr_kpool *K,
+                                   const sr_kpool *V, int layer, int *rows);
 /* kv_write2: both kv_writes' checks, and p2 not p. */
 sr_status sr_kernels_check_kv_write2(const sr_kpool *p, const sr_kpool *p2, int layer,
                                      const sr_kbatch *b, const float *x, int ldx, const float *x2,

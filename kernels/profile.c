@@ -22,13 +22,13 @@ enum {
     P_ALLOC, P_FREE, P_UPLOAD, P_DOWNLOAD, P_SYNC, P_SGEMM, P_ZERO, P_COPY2D, P_TRANSPOSE, P_COPY_ROWS,
     P_WEIGHT_CREATE, P_WEIGHT_FREE, P_GEMM, P_NORM, P_ACT, P_GLU, P_ADD, P_SCALE, P_GATHER, P_ROPE,
     P_CONV2D_S2, P_CONV_DW, P_BATCHNORM, P_LSTM_CELL, P_SOFTMAX, P_LOGSOFTMAX, P_TOPK,
-    P_KV_WRITE, P_KV_WRITE2, P_ATTN, P_GRAPH_BEGIN, P_GRAPH_END, P_COUNT
+    P_KV_WRITE, P_KV_WRITE2, P_ROPE_KV, P_ATTN, P_GRAPH_BEGIN, P_GRAPH_END, P_COUNT
 };
 static const char *const p_names[P_COUNT] = {
     "alloc", "free", "upload", "download", "sync", "sgemm", "zero", "copy2d", "transpose", "copy_rows",
     "weight_create", "weight_free", "gemm", "norm", "act", "glu", "add", "scale", "gather", "rope",
     "conv2d_s2", "conv_dw", "batchnorm", "lstm_cell", "softmax", "logsoftmax", "topk",
-    "kv_write", "kv_write2", "attn", "graph_begin", "graph_end"};
+    "kv_write", "kv_write2", "rope_kv", "attn", "graph_begin", "graph_end"};
 
 static const sr_kernels *base;
 static int sync_each;
@@ -183,6 +183,12 @@ static sr_status p_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbat
 {
     TIMED(P_KV_WRITE2, base->kv_write2(p, p2, layer, b, x, ldx, x2, ldx2));
 }
+static sr_status p_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd, const float *inv_freq,
+                           float *q, int ldq, const float *k, int ldk, const float *v, int ldv, sr_kpool *K,
+                           sr_kpool *V, int layer)
+{
+    TIMED(P_ROPE_KV, base->rope_kv(b, n_head, n_kv_head, hd, inv_freq, q, ldq, k, ldk, v, ldv, K, V, layer));
+}
 static sr_status p_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq, const sr_kpool *K,
                         const sr_kpool *V, int layer, float *out, int ldo)
 {
@@ -220,7 +226,7 @@ sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr
         WRAP(weight_free);
         WRAP(gemm); WRAP(norm); WRAP(act); WRAP(glu); WRAP(add); WRAP(scale); WRAP(gather);
         WRAP(rope); WRAP(conv2d_s2); WRAP(conv_dw); WRAP(batchnorm);
-        WRAP(lstm_cell); WRAP(softmax); WRAP(logsoftmax); WRAP(topk); WRAP(kv_write); WRAP(kv_write2); WRAP(attn);
+        WRAP(lstm_cell); WRAP(softmax); WRAP(logsoftmax); WRAP(topk); WRAP(kv_write); WRAP(kv_write2); WRAP(rope_kv); WRAP(attn);
 #undef WRAP
         /* "sync" waits after every op, which a recording cannot hold: no recording then */
         t.graph_begin = b->graph_begin && !sync_after_each ? p_graph_begin : NULL;

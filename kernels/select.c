@@ -94,7 +94,7 @@ sr_status sr_kernels_require(const sr_kernels *k, const char *what)
         OP(zero), OP(copy2d), OP(transpose), OP(copy_rows), OP(weight_create), OP(weight_free), OP(gemm), OP(norm), OP(act),
         OP(glu), OP(add), OP(scale), OP(gather), OP(rope), OP(conv2d_s2),
         OP(conv_dw), OP(batchnorm), OP(lstm_cell), OP(softmax), OP(logsoftmax), OP(topk),
-        OP(kv_write), OP(kv_write2), OP(attn),
+        OP(kv_write), OP(kv_write2), OP(rope_kv), OP(attn),
 #undef OP
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)

@@ -692,6 +692,46 @@ static void test_many_seqs(void)
         sr_kpool_free(c, pc1); sr_kpool_free(c, pc2);
         sr_kpool_free(g, pg1); sr_kpool_free(g, pg2);
     }
+    /* rope_kv (GQA 4 / 2 heads of 8, q | k | v rows, bf16 K and f16 V rings of 3 and 2 rows):
+     * the bits of the device's rope (q and k side by side) then kv_write2, q and both pools;
+     * and the CPU's rope_kv within rope's tolerance for q */
+    {
+        const int H = 4, G = 2, hd = 8, qw = H * hd, kw = G * hd, ld = qw + 2 * kw + 1;
+        float inv[4];
+        for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+        float *dinv = dev(g, inv, 4);
+        sr_kpool *P[4] = {NULL}; /* device: fused K, V; unfused K, V */
+        for (int i = 0; i < 4; i++)
+            CU_ASSERT_EQUAL_FATAL(sr_kpool_create(g, i % 2 ? SR_F16 : SR_BF16, 2, NS, i % 2 ? 2 : 3, kw, &P[i]), SR_OK);
+        size_t n = (size_t)M * ld;
+        float *x = rand_host(n, 1.0f), *d1 = dev(g, x, n), *d2 = dev(g, x, n);
+        CU_ASSERT_EQUAL(g->rope_kv(&b, H, G, hd, dinv, d1, ld, d1 + qw, ld, d1 + qw + kw, ld, P[0], P[1], 1), SR_OK);
+        CU_ASSERT_EQUAL(g->rope(&b, H + G, hd, dinv, d2, ld), SR_OK);
+        CU_ASSERT_EQUAL(g->kv_write2(P[2], P[3], 1, &b, d2 + qw, ld, d2 + qw + kw, ld), SR_OK);
+        for (int i = 0; i < 2; i++) {
+            char *h1 = malloc(P[i]->bytes), *h2 = malloc(P[i]->bytes);
+            CU_ASSERT_EQUAL(g->download(h1, P[i]->data, P[i]->bytes), SR_OK);
+            CU_ASSERT_EQUAL(g->download(h2, P[i + 2]->data, P[i]->bytes), SR_OK);
+            bad += memcmp(h1, h2, P[i]->bytes) != 0;
+            free(h1); free(h2);
+        }
+        float *y1 = back(g, d1, n), *y2 = back(g, d2, n);
+        for (int r = 0; r < M; r++) {
+            bad += !agree(y1 + (size_t)r * ld, y2 + (size_t)r * ld, (size_t)qw, -1.0, "rope_kv q, against rope");
+            bad += !agree(y1 + (size_t)r * ld + qw, x + (size_t)r * ld + qw, (size_t)(2 * kw + 1), -1.0,
+                          "rope_kv: k and v as they were");
+        }
+        sr_kpool *Kc = NULL, *Vc = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, SR_BF16, 2, NS, 3, kw, &Kc), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(c, SR_F16, 2, NS, 2, kw, &Vc), SR_OK);
+        CU_ASSERT_EQUAL(c->rope_kv(&b, H, G, hd, inv, x, ld, x + qw, ld, x + qw + kw, ld, Kc, Vc, 1), SR_OK);
+        for (int r = 0; r < M; r++)
+            bad += !agree(y1 + (size_t)r * ld, x + (size_t)r * ld, (size_t)qw, 4e-6, "rope_kv q, against the CPU");
+        sr_kpool_free(c, Kc); sr_kpool_free(c, Vc);
+        free(x); free(y1); free(y2);
+        g->free(d1); g->free(d2); g->free(dinv);
+        for (int i = 0; i < 4; i++) sr_kpool_free(g, P[i]);
+    }
     /* conv_dw with state, two calls */
     {
         const int C = 6, K = 4, ld = C + 2;

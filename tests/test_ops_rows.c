@@ -1172,6 +1172,93 @@ static void test_kv_write2(void)
     printf("kv_write2   the pools' bytes of two kv_writes (%ld calls, 4 pool pairs)\n      ", calls);
 }
 
+/* rope_kv = rope of q, rope of a copy of k, kv_write2 of the copy and v, bit for bit (q, both
+ * pools), k left as it was: GQA and equal head counts, q | k | v in one row as the models lay
+ * them out, pools of other types and ring rows, sequences wrapping their rings in a call. */
+static void test_rope_kv(void)
+{
+    const sr_kernels *k = sr_kernels_cpu();
+    static const struct { int H, G, hd, t1, t2, r1, r2; } cs[] = {
+        {4, 4, 8, 0, 0, 6, 6}, {8, 2, 16, 2, 1, 3, 5}, {2, 1, 4, 1, 2, 7, 2}};
+    enum { LAYERS = 2, SLOTS = 3 };
+    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+        const int H = cs[ci].H, G = cs[ci].G, hd = cs[ci].hd, qw = H * hd, kw = G * hd;
+        const int ld = qw + 2 * kw + 1; /* q | k | v, one spare column */
+        float *inv = rope_inv(hd, 10000.0);
+        sr_kpool *P[4] = {NULL};
+        for (int i = 0; i < 4; i++)
+            CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, pool_types[i % 2 ? cs[ci].t2 : cs[ci].t1], LAYERS, SLOTS,
+                                                  i % 2 ? cs[ci].r2 : cs[ci].r1, kw, &P[i]), SR_OK);
+        int64_t next[SLOTS] = {0, 0, 0};
+        seed(1800 + (int)ci);
+        for (int step = 0; step < 6; step++) {
+            int n_seq = 1 + irand(SLOTS), row0[SLOTS + 1] = {0}, slot[SLOTS];
+            int64_t pos[SLOTS];
+            for (int s = 0; s < n_seq; s++) {
+                slot[s] = (s + step) % SLOTS;
+                row0[s + 1] = row0[s] + irand(9);
+                pos[s] = next[slot[s]];
+                next[slot[s]] += row0[s + 1] - row0[s];
+            }
+            sr_kbatch b = {n_seq, row0, slot, pos};
+            const int rows = row0[n_seq], layer = irand(LAYERS);
+            float *x = mat(rows, ld, ld, -3, 3), *y = malloc((size_t)(rows ? rows : 1) * ld * sizeof(float));
+            float *x0 = malloc((size_t)(rows ? rows : 1) * ld * sizeof(float));
+            memcpy(y, x, (size_t)rows * ld * sizeof(float));
+            memcpy(x0, x, (size_t)rows * ld * sizeof(float));
+            /* fused into P[0], P[1] (x); the three ops into P[2], P[3] (y) */
+            CU_ASSERT_EQUAL(k->rope_kv(&b, H, G, hd, inv, x, ld, x + qw, ld, x + qw + kw, ld, P[0], P[1], layer), SR_OK);
+            CU_ASSERT_EQUAL(k->rope(&b, H + G, hd, inv, y, ld), SR_OK); /* q and k side by side */
+            CU_ASSERT_EQUAL(k->kv_write2(P[2], P[3], layer, &b, y + qw, ld, y + qw + kw, ld), SR_OK);
+            CU_ASSERT(same_bits(P[0]->data, P[2]->data, P[0]->bytes, "rope_kv, K"));
+            CU_ASSERT(same_bits(P[1]->data, P[3]->data, P[1]->bytes, "rope_kv, V"));
+            int q_same = 1, rest_same = 1;
+            for (int r = 0; r < rows; r++) {
+                q_same &= !memcmp(x + (size_t)r * ld, y + (size_t)r * ld, (size_t)qw * sizeof(float));
+                /* k, v and the spare column as they were before the call */
+                rest_same &= !memcmp(x + (size_t)r * ld + qw, x0 + (size_t)r * ld + qw,
+                                     (size_t)(2 * kw + 1) * sizeof(float));
+            }
+            CU_ASSERT(q_same);
+            CU_ASSERT(rest_same);
+            free(x);
+            free(y);
+            free(x0);
+        }
+        free(inv);
+        for (int i = 0; i < 4; i++) sr_kpool_free(k, P[i]);
+    }
+    /* errors, each before anything is written */
+    {
+        const int H = 2, G = 1, hd = 4, qw = H * hd, kw = G * hd, ld = qw + 2 * kw;
+        float *inv = rope_inv(hd, 10000.0);
+        float x[2 * 16], x0[2 * 16];
+        for (int i = 0; i < 2 * ld; i++) x[i] = x0[i] = 0.25f * (float)(i + 1);
+        int row0[2] = {0, 2}, slot[1] = {0};
+        int64_t pos[1] = {5};
+        sr_kbatch b = {1, row0, slot, pos};
+        sr_kpool *K = NULL, *V = NULL, *W = NULL;
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, SR_F32, 1, 1, 4, kw, &K), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, SR_BF16, 1, 1, 4, kw, &V), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(sr_kpool_create(k, SR_F32, 1, 1, 4, kw + 1, &W), SR_OK);
+        TEST_ASSERT_ERR(k->rope_kv(&b, H, G, hd, inv, x, ld, x + qw, ld, x + qw + kw, ld, W, V, 0), SR_ERR_ARG,
+                        "rope_kv: K's width 5 is not n_kv_head * hd = 4");
+        TEST_ASSERT_ERR(k->rope_kv(&b, H, G, 3, inv, x, ld, x + qw, ld, x + qw + kw, ld, K, V, 0), SR_ERR_ARG,
+                        "rope: head width hd = 3 is odd");
+        TEST_ASSERT_ERR(k->rope_kv(&b, H, G, hd, inv, x, ld, x + qw, 3, x + qw + kw, ld, K, V, 0), SR_ERR_ARG,
+                        "rope: ldx = 3");
+        TEST_ASSERT_ERR(k->rope_kv(&b, H, G, hd, inv, x, ld, x + qw, ld, x + qw + kw, ld, K, K, 0), SR_ERR_ARG,
+                        "kv_write2: p2 is p");
+        TEST_ASSERT_ERR(k->rope_kv(&b, H, G, hd, NULL, x, ld, x + qw, ld, x + qw + kw, ld, K, V, 0), SR_ERR_ARG,
+                        "rope: inv_freq is NULL");
+        CU_ASSERT(!memcmp(x, x0, sizeof x)); /* q untouched by the refused calls */
+        sr_kpool_free(k, K);
+        sr_kpool_free(k, V);
+        sr_kpool_free(k, W);
+        free(inv);
+    }
+}
+
 /* ---- row independence ----------------------------------------------------------------------- */
 
 enum { IM = 24, ID = 4099 };
@@ -1732,7 +1819,7 @@ void test_register_ops_rows(void)
                {"batchnorm", test_batchnorm}, {"lstm_cell", test_lstm},
                {"softmax_logsoftmax", test_softmax}, {"logsoftmax_exp", test_logsoftmax_exp},
                {"topk", test_topk},
-               {"kv_write", test_kv_write}, {"kv_write2", test_kv_write2}, {"row_independence", test_row_independence},
+               {"kv_write", test_kv_write}, {"kv_write2", test_kv_write2}, {"rope_kv", test_rope_kv}, {"row_independence", test_row_independence},
                {"backend_loops", test_backend_loops}, {"transpose", test_transpose},
                {"copy_rows", test_copy_rows},
                {"empty", test_empty},

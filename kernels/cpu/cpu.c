@@ -188,6 +188,7 @@ static const sr_kernels cpu_table = {
     .topk = sr_cpu_topk,
     .kv_write = sr_cpu_kv_write,
     .kv_write2 = sr_cpu_kv_write2,
+    .rope_kv = sr_cpu_rope_kv,
     .attn = sr_cpu_attn,
 };
 

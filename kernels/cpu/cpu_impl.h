@@ -63,6 +63,9 @@ sr_status sr_cpu_softmax(int M, int N, float *x, int ldx);
 sr_status sr_cpu_logsoftmax(int M, int N, const float *x, int ldx, float *y, int ldy);
 sr_status sr_cpu_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val);
 sr_status sr_cpu_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx);
+sr_status sr_cpu_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd, const float *inv_freq,
+                         float *q, int ldq, const float *k, int ldk, const float *v, int ldv,
+                         sr_kpool *K, sr_kpool *V, int layer);
 sr_status sr_cpu_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
                            const float *x, int ldx, const float *x2, int ldx2);
 /* Tests only (process-wide, not thread-safe): force the row ops' instruction set, 0 auto,

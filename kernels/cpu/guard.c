@@ -523,6 +523,22 @@ static sr_status g_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbat
     return st;
 }
 
+static sr_status g_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd,
+                           const float *inv_freq, float *q, int ldq, const float *k, int ldk,
+                           const float *v, int ldv, sr_kpool *K, sr_kpool *V, int layer)
+{
+    open_all();
+    TABLE_MEM(inv_freq, "rope_kv", "inv_freq");
+    TABLE_MEM(q, "rope_kv", "q");
+    TABLE_MEM(k, "rope_kv", "k");
+    TABLE_MEM(v, "rope_kv", "v");
+    if (K) TABLE_MEM(K->data, "rope_kv", "K->data");
+    if (V) TABLE_MEM(V->data, "rope_kv", "V->data");
+    sr_status st = sr_cpu_rope_kv(b, n_head, n_kv_head, hd, inv_freq, q, ldq, k, ldk, v, ldv, K, V, layer);
+    close_all();
+    return st;
+}
+
 static sr_status g_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq,
                         const sr_kpool *K, const sr_kpool *V, int layer, float *out, int ldo)
 {
@@ -575,6 +591,7 @@ static const sr_kernels guard_table = {
     .topk = g_topk,
     .kv_write = g_kv_write,
     .kv_write2 = g_kv_write2,
+    .rope_kv = g_rope_kv,
     .attn = g_attn,
     .graph_begin = g_graph_begin,
     .graph_end = g_graph_end,

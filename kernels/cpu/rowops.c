@@ -1277,6 +1277,27 @@ sr_status sr_cpu_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const floa
     return SR_OK;
 }
 
+/* rope on q in place, on a copy of k's rows, then kv_write2 of the copy and v: the three ops'
+ * bits (the copy is what leaves k as it was). */
+sr_status sr_cpu_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd, const float *inv_freq,
+                         float *q, int ldq, const float *k, int ldk, const float *v, int ldv,
+                         sr_kpool *K, sr_kpool *V, int layer)
+{
+    int rows;
+    sr_status st = sr_kernels_check_rope_kv(b, n_head, n_kv_head, hd, inv_freq, q, ldq, k, ldk, v,
+                                            ldv, K, V, layer, &rows);
+    if (st || rows == 0) return st;
+    const int kw = n_kv_head * hd;
+    float *t = kw ? malloc((size_t)rows * (size_t)kw * sizeof(float)) : NULL;
+    if (kw && !t) return sr_error(SR_ERR_NOMEM, "rope_kv: %d x %d rotated key rows", rows, kw);
+    for (int r = 0; r < rows; r++) memcpy(t + (size_t)r * kw, k + (size_t)r * ldk, (size_t)kw * sizeof(float));
+    if (!(st = sr_cpu_rope(b, n_head, hd, inv_freq, q, ldq)) &&
+        !(st = sr_cpu_rope(b, n_kv_head, hd, inv_freq, t, kw)))
+        st = sr_cpu_kv_write2(K, V, layer, b, t, kw, v, ldv);
+    free(t);
+    return st;
+}
+
 sr_status sr_cpu_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
                            const float *x, int ldx, const float *x2, int ldx2)
 {

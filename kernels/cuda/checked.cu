@@ -198,6 +198,19 @@ static sr_status c_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const fl
     return sr_cuda_kv_write(p, layer, b, x, ldx);
 }
 
+static sr_status c_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd,
+                           const float *inv_freq, float *q, int ldq, const float *k, int ldk,
+                           const float *v, int ldv, sr_kpool *K, sr_kpool *V, int layer)
+{
+    DEV(inv_freq, "rope_kv", "inv_freq");
+    DEV(q, "rope_kv", "q");
+    DEV(k, "rope_kv", "k");
+    DEV(v, "rope_kv", "v");
+    if (K) DEV(K->data, "rope_kv", "K->data");
+    if (V) DEV(V->data, "rope_kv", "V->data");
+    return sr_cuda_rope_kv(b, n_head, n_kv_head, hd, inv_freq, q, ldq, k, ldk, v, ldv, K, V, layer);
+}
+
 static sr_status c_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,
                              const float *x, int ldx, const float *x2, int ldx2)
 {
@@ -261,6 +274,7 @@ sr_kernels sr_cuda_checked_table(const sr_kernels *plain)
     t.topk = c_topk;
     t.kv_write = c_kv_write;
     t.kv_write2 = c_kv_write2;
+    t.rope_kv = c_rope_kv;
     t.attn = c_attn;
     return t;
 }

@@ -550,6 +550,7 @@ static sr_kernels make_table(void)
     t.topk = sr_cuda_topk;
     t.kv_write = sr_cuda_kv_write;
     t.kv_write2 = sr_cuda_kv_write2;
+    t.rope_kv = sr_cuda_rope_kv;
     t.attn = sr_cuda_attn;
     t.graph_begin = cuda_graph_begin;
     t.graph_end = cuda_graph_end;

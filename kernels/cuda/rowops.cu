@@ -567,6 +567,18 @@ sr_status sr_cuda_lstm_cell(int M, int H, const float *gates, int ldg, float *c,
 /* ---- rope ----------------------------------------------------------------------------------- */
 
 namespace {
+/* The pair (u, w) of batch row r (of sequence s) rotated by its position times inv_i: rope's
+ * one formula (rope_f and rope_kv_f both call it, so both give the bits of kernels/cpu's). */
+__device__ static inline void rope_pair(const pbatch &b, int s, int r, float inv_i, float u, float w,
+                                        float &u2, float &w2)
+{
+    float p = (float)(b.pos[s] + (long long)(r - b.row0[s]));
+    float a = __fmul_rn(p, inv_i);
+    float cs = cosf(a), sn = sinf(a);
+    u2 = __fsub_rn(__fmul_rn(u, cs), __fmul_rn(w, sn));
+    w2 = __fadd_rn(__fmul_rn(w, cs), __fmul_rn(u, sn));
+}
+
 struct rope_f { /* batch row r, c = head * hd / 2 + pair of x [rows, n_head * hd] */
     pbatch b;
     int hd, ldx;
@@ -579,13 +591,8 @@ struct rope_f { /* batch row r, c = head * hd / 2 + pair of x [rows, n_head * hd
     __device__ void operator()(int r, int c) const
     {
         int s = seq_of(b, r), half = hd / 2, h = c / half, i = c - h * half;
-        float p = (float)(b.pos[s] + (long long)(r - b.row0[s]));
-        float a = __fmul_rn(p, inv[i]);
-        float cs = cosf(a), sn = sinf(a);
         float *v = x + (size_t)r * ldx + (size_t)h * hd + i;
-        float u = v[0], w = v[half];
-        v[0] = __fsub_rn(__fmul_rn(u, cs), __fmul_rn(w, sn));
-        v[half] = __fadd_rn(__fmul_rn(w, cs), __fmul_rn(u, sn));
+        rope_pair(b, s, r, inv[i], v[0], v[half], v[0], v[half]);
     }
 };
 } // namespace
@@ -1023,6 +1030,61 @@ struct kv2_f {
     }
 };
 } // namespace
+
+namespace {
+/* rope_kv's columns of batch row r: c < nq (n_head hd / 2) a pair of q rotated in place (as
+ * rope_f), then nk (n_kv_head hd / 2) pairs of k rotated into K (k unchanged), then V's width
+ * of v into V; K and V rows only where the row is one a ring keeps (kv_f's rule). */
+struct rope_kv_f {
+    pbatch b;
+    int hd, nq, nk, layer, ldq, ldk, ldv;
+    const float *inv, *k, *v;
+    float *q;
+    dpool K, V;
+    __device__ void operator()(int r, int c) const
+    {
+        int s = seq_of(b, r), half = hd / 2;
+        if (c < nq) {
+            int h = c / half, i = c - h * half;
+            float *e = q + (size_t)r * ldq + (size_t)h * hd + i;
+            rope_pair(b, s, r, inv[i], e[0], e[half], e[0], e[half]);
+            return;
+        }
+        int i = r - b.row0[s], n = b.row0[s + 1] - b.row0[s];
+        if (c < nq + nk) {
+            if (n - i > K.rows) return;
+            c -= nq;
+            int h = c / half, j = c - h * half;
+            const float *e = k + (size_t)r * ldk + (size_t)h * hd + j;
+            float u2, w2;
+            rope_pair(b, s, r, inv[j], e[0], e[half], u2, w2);
+            size_t at = dpool_at(K, layer, b.slot[s], (int)((b.pos[s] + i) % K.rows)) + (size_t)h * hd + j;
+            pool_st(K, at, u2);
+            pool_st(K, at + half, w2);
+            return;
+        }
+        if (n - i > V.rows) return;
+        c -= nq + nk;
+        pool_st(V, dpool_at(V, layer, b.slot[s], (int)((b.pos[s] + i) % V.rows)) + (size_t)c,
+                v[(size_t)r * ldv + c]);
+    }
+};
+} // namespace
+
+sr_status sr_cuda_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd, const float *inv_freq,
+                          float *q, int ldq, const float *k, int ldk, const float *v, int ldv,
+                          sr_kpool *K, sr_kpool *V, int layer)
+{
+    int rows;
+    sr_status st = sr_kernels_check_rope_kv(b, n_head, n_kv_head, hd, inv_freq, q, ldq, k, ldk, v,
+                                            ldv, K, V, layer, &rows);
+    if (st || rows == 0) return st;
+    const int nq = n_head * (hd / 2), nk = n_kv_head * (hd / 2);
+    const dpool PK = dpool_of(K), PV = dpool_of(V);
+    return ew2d_batch("rope_kv", b, 1, 1, nq + nk + V->width, [&](const pbatch &pb) {
+        return rope_kv_f{pb, hd, nq, nk, layer, ldq, ldk, ldv, inv_freq, k, v, q, PK, PV};
+    });
+}
 
 /* One launch over both pools' columns: each element the kv_write of its pool would store. */
 sr_status sr_cuda_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b,

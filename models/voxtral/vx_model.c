@@ -14,8 +14,9 @@
  *                   with f_i = exp(-ln(10000) i / (dim/2)); final RMSNorm; logits = h · E^T
  *                   with E the token embedding (tied output: the same sr_kweight as the lookup)
  *   RMSNorm         k->norm (RMS); the decoder's adaptive scale is its `mul` row
- *   RoPE            k->rope, rotate-half, inv_i = 1 / theta^(2i/hd) (float32, as transformers)
- *   attention       k->kv_write2 of the call's K/V rows into the ring pools (position p at ring
+ *   RoPE            rotate-half, inv_i = 1 / theta^(2i/hd) (float32, as transformers), on q
+ *                   and k by k->rope_kv, which also writes the rotated k and v
+ *   attention       the call's K/V rows in the ring pools (k->rope_kv; position p at ring
  *                   row p % rows), then k->attn: a query at position p reads the key positions
  *                   [max(0, p - window + 1), p + 1), scale hd^-1/2, GQA query head h -> KV head
  *                   h / (Hq / Hkv). A call of n rows of one sequence fits when its first
@@ -165,9 +166,8 @@ sr_status vx_encode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
         if ((st = k->norm(SR_NORM_RMS, n, d, x, d, L->attn_norm, NULL, w->enc_eps, NULL, 0, s->h,
                           d)) ||
             (st = k->gemm(n, s->h, d, L->qkv.w, L->qkv.b, SR_ACT_NONE, 1.0f, 0.0f, q, lq)) ||
-            /* q and k side by side in the row: 2 H heads, one call */
-            (st = k->rope(b, 2 * H, hd, w->enc_inv, q, lq)) ||
-            (st = k->kv_write2(K, V, l, b, kk, lq, v, lq)) ||
+            /* q rotated in place, k rotated into K, v into V: one call */
+            (st = k->rope_kv(b, H, H, hd, w->enc_inv, q, lq, kk, lq, v, lq, K, V, l)) ||
             (st = k->attn(&at, b, q, lq, K, V, l, s->a, qw)) ||
             (st = k->gemm(n, s->a, qw, L->o.w, L->o.b, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
             (st = k->norm(SR_NORM_RMS, n, d, x, d, L->ffn_norm, NULL, w->enc_eps, NULL, 0, s->h,
@@ -216,9 +216,8 @@ sr_status vx_decode(const vx_model *w, vx_scratch *s, sr_kpool *K, sr_kpool *V,
         const vx_layer *L = &w->dec[l];
         if ((st = k->norm(SR_NORM_RMS, n, d, x, d, L->attn_norm, NULL, w->eps, NULL, 0, s->h, d)) ||
             (st = k->gemm(n, s->h, d, L->qkv.w, NULL, SR_ACT_NONE, 1.0f, 0.0f, q, lq)) ||
-            /* q and k side by side in the row: Hq + Hkv heads, one call */
-            (st = k->rope(b, w->n_heads + w->n_kv, hd, w->dec_inv, q, lq)) ||
-            (st = k->kv_write2(K, V, l, b, kk, lq, v, lq)) ||
+            /* q rotated in place, k rotated into K, v into V: one call */
+            (st = k->rope_kv(b, w->n_heads, w->n_kv, hd, w->dec_inv, q, lq, kk, lq, v, lq, K, V, l)) ||
             (st = k->attn(&at, b, q, lq, K, V, l, s->a, qw)) ||
             (st = k->gemm(n, s->a, qw, L->o.w, NULL, SR_ACT_NONE, 1.0f, 1.0f, x, d)) ||
             /* RMSNorm then the row's 1 + ada(t_cond) of this layer */

@@ -1,4 +1,4 @@
-/* driver_rowops.cpp — the emulated CUDA rope, kv_write, kv_write2 and conv_dw (kernels/cuda/rowops.cu, run by
+/* driver_rowops.cpp — the emulated CUDA rope, kv_write, kv_write2, rope_kv and conv_dw (kernels/cuda/rowops.cu, run by
  * scripts/cuda_emu/run.sh) against the CPU table's: 1,000 sequences of 0 to 3 rows at scattered
  * slots and positions, 400 of them empty (several launches of the kernels' batch parameter, one
  * without rows), then two sequences over two calls with an f16 state; topk in its single-block
@@ -18,6 +18,9 @@ sr_status sr_cuda_rope(const sr_kbatch *b, int n_head, int hd, const float *inv_
 sr_status sr_cuda_kv_write(sr_kpool *p, int layer, const sr_kbatch *b, const float *x, int ldx);
 sr_status sr_cuda_kv_write2(sr_kpool *p, sr_kpool *p2, int layer, const sr_kbatch *b, const float *x, int ldx,
                             const float *x2, int ldx2);
+sr_status sr_cuda_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd, const float *inv_freq,
+                          float *q, int ldq, const float *k, int ldk, const float *v, int ldv,
+                          sr_kpool *K, sr_kpool *V, int layer);
 sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val);
 sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx, const float *w,
                           const float *bias, sr_kpool *state, int layer, float *y, int ldy);
@@ -101,6 +104,28 @@ int main()
         printf("kv_write2, 1,000 sequences: both pools' bytes %s\n", same ? "equal" : "DIFFER");
         ok &= same;
         for (sr_kpool *q : {pc1, pe1, pc2, pe2}) sr_kpool_free(c, q);
+    }
+    { /* rope_kv: the bits of rope (q and k side by side) then kv_write2, both emulated: q, both
+       * pools (bf16 K of 3 ring rows, f16 V of 2), k and v left as they were; GQA 4 / 2 */
+        const int H = 4, G = 2, hd = 8, qw = H * hd, kw = G * hd, ld = qw + 2 * kw + 1;
+        float inv[4];
+        for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+        sr_kpool *k1, *k2, *v1, *v2;
+        pools(c, SR_BF16, 2, NS, 3, kw, &k1, &k2);
+        pools(c, SR_F16, 2, NS, 2, kw, &v1, &v2);
+        std::vector<float> x((size_t)M * ld);
+        for (auto &e : x) e = rnd();
+        std::vector<float> y = x, x0 = x;
+        ok &= sr_cuda_rope_kv(&b, H, G, hd, inv, x.data(), ld, x.data() + qw, ld, x.data() + qw + kw, ld, k1, v1, 1) == SR_OK;
+        ok &= sr_cuda_rope(&b, H + G, hd, inv, y.data(), ld) == SR_OK &&
+              sr_cuda_kv_write2(k2, v2, 1, &b, y.data() + qw, ld, y.data() + qw + kw, ld) == SR_OK;
+        int same = !memcmp(k1->data, k2->data, k1->bytes) && !memcmp(v1->data, v2->data, v1->bytes);
+        for (int r = 0; r < M && same; r++)
+            same = !memcmp(&x[(size_t)r * ld], &y[(size_t)r * ld], (size_t)qw * sizeof(float)) &&
+                   !memcmp(&x[(size_t)r * ld + qw], &x0[(size_t)r * ld + qw], (size_t)(2 * kw + 1) * sizeof(float));
+        printf("rope_kv, 1,000 sequences: q and both pools %s\n", same ? "equal to rope then kv_write2" : "DIFFER");
+        ok &= same;
+        for (sr_kpool *p : {k1, k2, v1, v2}) sr_kpool_free(c, p);
     }
     for (int twoseq = 0; twoseq < 2; twoseq++) { /* conv_dw with state, two calls */
         const int C = 6, K = 4, ld = C + 2;
