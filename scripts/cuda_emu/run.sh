@@ -3,10 +3,12 @@
 # attention bit for bit over the shapes the backends use (head_dim 16 to 300, f32 / f16 / bf16
 # pools, GQA, rel-pos, wrapped rings, a range longer than shared memory keeps, a call of two
 # launches, groups of rows cut at the rows form's shared memory, in each kernel form: narrow, wide,
-# grouped, split, rows; driver_attn.cpp), rowops.cu's rope, kv_write and conv_dw over
-# batches of 1,000 sequences (driver_rowops.cpp), and gemm.cu's two tensor-core forms of bf16 products, wmma
-# and the register-direct mma, for bf16 and i8 weights, within the f32 bound of the double
-# reference and a row alone equal to the row in a batch (driver_gemm.cpp; about 4 minutes). The files' own text
+# grouped, split, rows; driver_attn.cpp), rowops.cu's rope, kv_write, kv_write2, rope_kv and
+# conv_dw over batches of 1,000 sequences and topk in its single-block and split forms
+# (driver_rowops.cpp), and gemm.cu's two tensor-core forms of bf16 products, wmma and the
+# register-direct mma, for bf16 and i8 weights, within the f32 bound of the double reference and
+# a row alone equal to the row in a batch (driver_gemm.cpp, x at odd and 16-byte strides;
+# SR_EMU_DUMP=file keeps its results to compare two versions of gemm.cu; about 8 minutes). The files' own text
 # (extract.py) with CUDA's threads, barriers, shared memory, warp shuffles, wmma and mma.sync
 # emulated on host threads (inc/, emu.cpp). mma.sync follows the PTX ISA's m16n8k16 fragment
 # layout as written there: the kernel is checked against that reading of it, not against the
