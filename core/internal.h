@@ -74,6 +74,9 @@ sr_status sr_strbuf_append(sr_strbuf *b, const char *s, size_t n);
  * sequence (Unicode 15, section 3.9, "U+FFFD substitution of maximal subparts") becomes
  * U+FFFD, as Python's bytes.decode("utf-8", "replace") does. Valid text is left as it is. */
 sr_status sr_strbuf_utf8_repair(sr_strbuf *b, size_t from);
+/* Bytes of s[0 .. n) that are well-formed UTF-8 before the first ill-formed sequence: n when s
+ * is valid UTF-8 all through. */
+size_t sr_utf8_valid_prefix(const char *s, size_t n);
 sr_status sr_strbuf_printf(sr_strbuf *b, const char *fmt, ...) SR_PRINTF(2, 3);
 /* The JSON text of j (pretty: cJSON_Print's indented form, else one line), every ill-formed
  * UTF-8 sequence in its strings made U+FFFD as sr_strbuf_utf8_repair does: cJSON copies a

@@ -90,6 +90,14 @@ static int utf8_char(const unsigned char *p, size_t n)
     return need + 1;
 }
 
+size_t sr_utf8_valid_prefix(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    for (int k; i < n && (k = utf8_char(p + i, n - i)) > 0;) i += (size_t)k;
+    return i < n ? i : n;
+}
+
 sr_status sr_strbuf_utf8_repair(sr_strbuf *b, size_t from)
 {
     if (!b->data || from >= b->len) return SR_OK;

@@ -526,6 +526,14 @@ sr_status sr_dataset_load(const char *path, sr_data_format format, sr_dataset **
     case SR_DATA_TRN: st = load_trn(&b, path); break;
     default: st = sr_error(SR_ERR_ARG, "dataset format %d is not valid", (int)format);
     }
+    /* ids go into JSON (records, results, timelines), which is UTF-8: an id that is not would
+     * come back as another (U+FFFD) and match nothing on a resume or a score */
+    for (size_t i = 0; !st && i < b.n; i++) {
+        size_t n = strlen(b.v[i].id), ok = sr_utf8_valid_prefix(b.v[i].id, n);
+        if (ok < n)
+            st = sr_error(SR_ERR_FORMAT, "%s: utterance id is not valid UTF-8 (byte %zu)",
+                          b.v[i].where ? b.v[i].where : path, ok);
+    }
     if (!st) st = sr_sort_unique(b.v, b.n, sizeof *b.v, offsetof(sr_utt, id),
                                  offsetof(sr_utt, where), "duplicate utterance id");
     sr_dataset *d = st ? NULL : sr_calloc(1, sizeof *d, "dataset");

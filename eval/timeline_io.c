@@ -190,6 +190,14 @@ static sr_status parse_point(const char *line, const char *where, char **id, sr_
         st = sr_error(SR_ERR_FORMAT, "%s: field \"t_ms\": expected a number >= 0", where);
     else if (!cJSON_IsString(text))
         st = sr_error(SR_ERR_FORMAT, "%s: field \"text\": expected a string", where);
+    /* JSON text is UTF-8 (what srkit writes always is, sr_json_append_string): a string that
+     * is not would not survive a write and a read */
+    else if (sr_utf8_valid_prefix(utt->valuestring, strlen(utt->valuestring)) < strlen(utt->valuestring))
+        st = sr_error(SR_ERR_FORMAT, "%s: field \"utt\" is not valid UTF-8 (byte %zu)", where,
+                      sr_utf8_valid_prefix(utt->valuestring, strlen(utt->valuestring)));
+    else if (sr_utf8_valid_prefix(text->valuestring, strlen(text->valuestring)) < strlen(text->valuestring))
+        st = sr_error(SR_ERR_FORMAT, "%s: field \"text\" is not valid UTF-8 (byte %zu)", where,
+                      sr_utf8_valid_prefix(text->valuestring, strlen(text->valuestring)));
     else if (ns && !cJSON_IsNull(ns) &&
              (!cJSON_IsNumber(ns) || ns->valuedouble < 0 || ns->valuedouble > INT_MAX ||
               ns->valuedouble != floor(ns->valuedouble)))

@@ -471,6 +471,10 @@ static void test_dataset_bad_input(void)
     TEST_ASSERT_ERR(sr_dataset_load(NULL, SR_DATA_AUTO, &d), SR_ERR_ARG, "NULL");
     TEST_ASSERT_ERR(sr_dataset_load(FX("trn/ref.trn"), (sr_data_format)9, &d), SR_ERR_ARG,
                     "format 9");
+    /* an id that is not UTF-8 could not come back from the JSON records and results */
+    write_text(test_tmppath("bad_id.trn"), "hello there (u1)\nhi (u\xff" "2)\n");
+    TEST_ASSERT_ERR(sr_dataset_load(test_tmppath("bad_id.trn"), SR_DATA_TRN, &d), SR_ERR_FORMAT,
+                    "bad_id.trn:2: utterance id is not valid UTF-8 (byte 1)");
 
     /* manifests */
     TEST_ASSERT_ERR(sr_dataset_load(FX("manifest/bad_json.json"), SR_DATA_AUTO, &d),
@@ -941,6 +945,14 @@ static void test_timeline_read(void)
         CU_ASSERT_PTR_NULL(t);
     }
     TEST_ASSERT_ERR(sr_timelines_read(FX("timeline/absent.jsonl"), &t), SR_ERR_IO, "absent.jsonl");
+    /* strings that are not UTF-8 (JSON text is; srkit writes them so): refused, naming the byte */
+    write_text(test_tmppath("bad_utf8.jsonl"), "{\"utt\": \"u1\", \"t_ms\": 0, \"text\": \"ok\"}\n"
+                                               "{\"utt\": \"u1\", \"t_ms\": 5, \"text\": \"the \xff cat\"}\n");
+    TEST_ASSERT_ERR(sr_timelines_read(test_tmppath("bad_utf8.jsonl"), &t), SR_ERR_FORMAT,
+                    "bad_utf8.jsonl:2: field \"text\" is not valid UTF-8 (byte 4)");
+    write_text(test_tmppath("bad_utf8_id.jsonl"), "{\"utt\": \"u\xc3\", \"t_ms\": 0, \"text\": \"ok\"}\n");
+    TEST_ASSERT_ERR(sr_timelines_read(test_tmppath("bad_utf8_id.jsonl"), &t), SR_ERR_FORMAT,
+                    "bad_utf8_id.jsonl:1: field \"utt\" is not valid UTF-8 (byte 1)");
     /* an empty file is an empty set */
     write_text(test_tmppath("empty.jsonl"), "");
     CU_ASSERT_EQUAL_FATAL(sr_timelines_read(test_tmppath("empty.jsonl"), &t), SR_OK);
