@@ -8,7 +8,7 @@
 # (driver_rowops.cpp), and gemm.cu's two tensor-core forms of bf16 products, wmma and the
 # register-direct mma, for bf16 and i8 weights, within the f32 bound of the double reference and
 # a row alone equal to the row in a batch (driver_gemm.cpp, x at odd and 16-byte strides;
-# SR_EMU_DUMP=file keeps its results to compare two versions of gemm.cu; about 8 minutes). The files' own text
+# SR_EMU_DUMP=file keeps its results to compare two versions of gemm.cu; about 9 minutes). The files' own text
 # (extract.py) with CUDA's threads, barriers, shared memory, warp shuffles, wmma and mma.sync
 # emulated on host threads (inc/, emu.cpp). mma.sync follows the PTX ISA's m16n8k16 fragment
 # layout as written there: the kernel is checked against that reading of it, not against the
