@@ -165,6 +165,14 @@ static sr_status grow(void **v, size_t *cap, size_t need, size_t size, const cha
     return SR_OK;
 }
 
+/* SR_ERR_FORMAT naming the field and the first byte of s that is not well-formed UTF-8. */
+static sr_status utf8_field(const char *s, const char *field, const char *where)
+{
+    size_t n = strlen(s), ok = sr_utf8_valid_prefix(s, n);
+    if (ok == n) return SR_OK;
+    return sr_error(SR_ERR_FORMAT, "%s: field \"%s\" is not valid UTF-8 (byte %zu)", where, field, ok);
+}
+
 /* Parse one timeline line into (id, point); where = "file:line". */
 static sr_status parse_point(const char *line, const char *where, char **id, sr_tl_point *p)
 {
@@ -190,14 +198,6 @@ static sr_status parse_point(const char *line, const char *where, char **id, sr_
         st = sr_error(SR_ERR_FORMAT, "%s: field \"t_ms\": expected a number >= 0", where);
     else if (!cJSON_IsString(text))
         st = sr_error(SR_ERR_FORMAT, "%s: field \"text\": expected a string", where);
-    /* JSON text is UTF-8 (what srkit writes always is, sr_json_append_string): a string that
-     * is not would not survive a write and a read */
-    else if (sr_utf8_valid_prefix(utt->valuestring, strlen(utt->valuestring)) < strlen(utt->valuestring))
-        st = sr_error(SR_ERR_FORMAT, "%s: field \"utt\" is not valid UTF-8 (byte %zu)", where,
-                      sr_utf8_valid_prefix(utt->valuestring, strlen(utt->valuestring)));
-    else if (sr_utf8_valid_prefix(text->valuestring, strlen(text->valuestring)) < strlen(text->valuestring))
-        st = sr_error(SR_ERR_FORMAT, "%s: field \"text\" is not valid UTF-8 (byte %zu)", where,
-                      sr_utf8_valid_prefix(text->valuestring, strlen(text->valuestring)));
     else if (ns && !cJSON_IsNull(ns) &&
              (!cJSON_IsNumber(ns) || ns->valuedouble < 0 || ns->valuedouble > INT_MAX ||
               ns->valuedouble != floor(ns->valuedouble)))
@@ -207,6 +207,10 @@ static sr_status parse_point(const char *line, const char *where, char **id, sr_
     else if (cm && !cJSON_IsNull(cm) &&
              (!cJSON_IsNumber(cm) || !isfinite(cm->valuedouble) || cm->valuedouble < 0))
         st = sr_error(SR_ERR_FORMAT, "%s: field \"compute_ms\": expected a number >= 0", where);
+    /* JSON text is UTF-8 (what srkit writes always is, sr_json_append_string): a string that
+     * is not would not survive a write and a read */
+    if (!st) st = utf8_field(utt->valuestring, "utt", where);
+    if (!st) st = utf8_field(text->valuestring, "text", where);
     if (!st) {
         p->t_ms = t->valuedouble;
         if (ns && cJSON_IsNumber(ns)) p->n_stable = (int)ns->valuedouble;

@@ -1287,9 +1287,9 @@ sr_status sr_cpu_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd, 
     sr_status st = sr_kernels_check_rope_kv(b, n_head, n_kv_head, hd, inv_freq, q, ldq, k, ldk, v,
                                             ldv, K, V, layer, &rows);
     if (st || rows == 0) return st;
-    const int kw = n_kv_head * hd;
-    float *t = kw ? malloc((size_t)rows * (size_t)kw * sizeof(float)) : NULL;
-    if (kw && !t) return sr_error(SR_ERR_NOMEM, "rope_kv: %d x %d rotated key rows", rows, kw);
+    const int kw = K->width; /* n_kv_head * hd, checked: at least 1 */
+    float *t = malloc((size_t)rows * (size_t)kw * sizeof(float));
+    if (!t) return sr_error(SR_ERR_NOMEM, "rope_kv: %d x %d rotated key rows", rows, kw);
     for (int r = 0; r < rows; r++) memcpy(t + (size_t)r * kw, k + (size_t)r * ldk, (size_t)kw * sizeof(float));
     if (!(st = sr_cpu_rope(b, n_head, hd, inv_freq, q, ldq)) &&
         !(st = sr_cpu_rope(b, n_kv_head, hd, inv_freq, t, kw)))

@@ -802,6 +802,19 @@ __device__ static inline unsigned long long topk_key(float v, int col)
 
 __device__ static inline int topk_col(unsigned long long key) { return (int)~(unsigned)key; }
 
+/* One round of the k-rounds argmax: the block's largest key(j) below prev for j in [j0, j1)
+ * (0 when none), every thread of the block returning it. */
+template <class Key>
+__device__ static unsigned long long best_below(int j0, int j1, unsigned long long prev, const Key &key)
+{
+    unsigned long long best = 0;
+    for (int j = j0 + (int)threadIdx.x; j < j1; j += ROW_THREADS) {
+        const unsigned long long kj = key(j);
+        if (kj < prev && kj > best) best = kj;
+    }
+    return block_reduce(best, op_umax());
+}
+
 /* k at most this: k rounds of a block-wide argmax, each over the keys below the last pick. */
 #define TOPK_ITER_MAX 64
 /* Rows of up to this many keys (padded to a power of two) are sorted in shared memory (32 KB);
@@ -817,12 +830,7 @@ __global__ static void topk_iter_kernel(int M, int N, int k, const float *x, int
         const float *xr = x + (size_t)r * ldx;
         unsigned long long prev = ~0ull;
         for (int i = 0; i < k; i++) {
-            unsigned long long best = 0;
-            for (int j = (int)threadIdx.x; j < N; j += ROW_THREADS) {
-                unsigned long long key = topk_key(xr[j], j);
-                if (key < prev && key > best) best = key;
-            }
-            best = block_reduce(best, op_umax());
+            const unsigned long long best = best_below(0, N, prev, [&](int j) { return topk_key(xr[j], j); });
             if (threadIdx.x == 0) {
                 int col = topk_col(best);
                 idx[(size_t)r * k + i] = col;
@@ -850,12 +858,7 @@ __global__ static void topk_part_kernel(int M, int N, int k, int parts, const fl
         const float *xr = x + (size_t)r * ldx;
         unsigned long long prev = ~0ull;
         for (int i = 0; i < k; i++) {
-            unsigned long long best = 0;
-            for (int j = c0 + (int)threadIdx.x; j < c1; j += ROW_THREADS) {
-                unsigned long long key = topk_key(xr[j], j);
-                if (key < prev && key > best) best = key;
-            }
-            best = block_reduce(best, op_umax());
+            const unsigned long long best = best_below(c0, c1, prev, [&](int j) { return topk_key(xr[j], j); });
             if (threadIdx.x == 0) part_keys[((size_t)r * parts + p) * k + i] = best;
             prev = best;
         }
@@ -871,12 +874,7 @@ __global__ static void topk_merge_kernel(int M, int k, int parts, const unsigned
         const unsigned long long *kr = part_keys + (size_t)r * n;
         unsigned long long prev = ~0ull;
         for (int i = 0; i < k; i++) {
-            unsigned long long best = 0;
-            for (int j = (int)threadIdx.x; j < n; j += ROW_THREADS) {
-                const unsigned long long key = kr[j];
-                if (key < prev && key > best) best = key;
-            }
-            best = block_reduce(best, op_umax());
+            const unsigned long long best = best_below(0, n, prev, [&](int j) { return kr[j]; });
             if (threadIdx.x == 0) {
                 const int col = topk_col(best);
                 idx[(size_t)r * k + i] = col;
@@ -979,20 +977,26 @@ sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *id
 /* ---- kv_write ------------------------------------------------------------------------------- */
 
 namespace {
-/* Batch row r, column c: to slot slot[s], ring row (pos[s] + i) % rows, unless a later row of
- * the same sequence in this call lands on that ring row (only the last `rows` rows are
- * written, so no two threads store one element). */
-struct kv_f {
+/* v as element c of batch row r (of sequence s) in layer `layer` of pool p: slot slot[s], ring
+ * row (pos[s] + i) % rows, unless a later row of the same sequence in this call lands on that
+ * ring row (only the last `rows` rows are written, so no two threads store one element). The
+ * one rule of kv_write, kv_write2 and rope_kv. */
+__device__ static inline void kv_put(const pbatch &b, int s, int r, const dpool &p, int layer, int c,
+                                     float v)
+{
+    int i = r - b.row0[s], n = b.row0[s + 1] - b.row0[s];
+    if (n - i > p.rows) return;
+    pool_st(p, dpool_at(p, layer, b.slot[s], (int)((b.pos[s] + i) % p.rows)) + (size_t)c, v);
+}
+
+struct kv_f { /* batch row r, column c of x into p */
     pbatch b;
     int layer, ldx;
     const float *x;
     dpool p;
     __device__ void operator()(int r, int c) const
     {
-        int s = seq_of(b, r), i = r - b.row0[s], n = b.row0[s + 1] - b.row0[s];
-        if (n - i > p.rows) return;
-        int ring = (int)((b.pos[s] + i) % p.rows);
-        pool_st(p, dpool_at(p, layer, b.slot[s], ring) + (size_t)c, x[(size_t)r * ldx + c]);
+        kv_put(b, seq_of(b, r), r, p, layer, c, x[(size_t)r * ldx + c]);
     }
 };
 } // namespace
@@ -1022,11 +1026,7 @@ struct kv2_f {
             return;
         }
         c -= a.p.width;
-        const pbatch &b = a.b;
-        int s = seq_of(b, r), i = r - b.row0[s], n = b.row0[s + 1] - b.row0[s];
-        if (n - i > p2.rows) return;
-        int ring = (int)((b.pos[s] + i) % p2.rows);
-        pool_st(p2, dpool_at(p2, a.layer, b.slot[s], ring) + (size_t)c, x2[(size_t)r * ldx2 + c]);
+        kv_put(a.b, seq_of(a.b, r), r, p2, a.layer, c, x2[(size_t)r * ldx2 + c]);
     }
 };
 } // namespace
@@ -1034,7 +1034,7 @@ struct kv2_f {
 namespace {
 /* rope_kv's columns of batch row r: c < nq (n_head hd / 2) a pair of q rotated in place (as
  * rope_f), then nk (n_kv_head hd / 2) pairs of k rotated into K (k unchanged), then V's width
- * of v into V; K and V rows only where the row is one a ring keeps (kv_f's rule). */
+ * of v into V, each by kv_put. */
 struct rope_kv_f {
     pbatch b;
     int hd, nq, nk, layer, ldq, ldk, ldv;
@@ -1050,23 +1050,18 @@ struct rope_kv_f {
             rope_pair(b, s, r, inv[i], e[0], e[half], e[0], e[half]);
             return;
         }
-        int i = r - b.row0[s], n = b.row0[s + 1] - b.row0[s];
         if (c < nq + nk) {
-            if (n - i > K.rows) return;
             c -= nq;
             int h = c / half, j = c - h * half;
             const float *e = k + (size_t)r * ldk + (size_t)h * hd + j;
             float u2, w2;
             rope_pair(b, s, r, inv[j], e[0], e[half], u2, w2);
-            size_t at = dpool_at(K, layer, b.slot[s], (int)((b.pos[s] + i) % K.rows)) + (size_t)h * hd + j;
-            pool_st(K, at, u2);
-            pool_st(K, at + half, w2);
+            kv_put(b, s, r, K, layer, h * hd + j, u2);
+            kv_put(b, s, r, K, layer, h * hd + j + half, w2);
             return;
         }
-        if (n - i > V.rows) return;
         c -= nq + nk;
-        pool_st(V, dpool_at(V, layer, b.slot[s], (int)((b.pos[s] + i) % V.rows)) + (size_t)c,
-                v[(size_t)r * ldv + c]);
+        kv_put(b, s, r, V, layer, c, v[(size_t)r * ldv + c]);
     }
 };
 } // namespace
