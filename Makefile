@@ -74,7 +74,8 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # (nvcc writes no dependency files here: every .cu includes these two headers)
-$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) kernels/cuda/cuda_impl.h kernels/cuda/setting.h kernels/kernels.h
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) kernels/cuda/cuda_impl.h kernels/cuda/setting.h kernels/kernels.h \
+             kernels/launch_log.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -I core -c $< -o $@
 

@@ -513,9 +513,11 @@ int sr_cuda_gemm_cols(int v);
  * it while no attention runs. */
 int sr_cuda_attn_form(int v);
 /* kernels/cuda/cuda.cu: whether the CUDA table records steps (graph_begin / graph_end as CUDA
- * graphs), process-wide: v = 0 / 1 sets it, any other v only asks; returns the setting before
- * the call. SRKIT_CUDA_GRAPH=1 turns it on until a call sets it (off by default). Speed only:
- * the results are the same. For tests and bench: set it while no recording runs. */
+ * graphs), process-wide: 0 no, 1 each step captured and patched into its graph, 2 replayed (each
+ * step's launches kept without capture, only those that changed set anew in its graph; cuda.cu).
+ * v = 0 / 1 / 2 sets it, any other v only asks; returns the setting before the call.
+ * SRKIT_CUDA_GRAPH=1 / replay turns it on until a call sets it (off by default). Speed only: the
+ * results are the same. For tests and bench: set it while no recording runs. */
 int sr_cuda_graphs(int v);
 /* kernels/cuda/cuda.cu: whether the CUDA table's kernels overlap their neighbours
  * (programmatic dependent launch, compute capability 9.0 or later; ignored before), process-wide:
@@ -526,8 +528,11 @@ int sr_cuda_graphs(int v);
  * are the same. For tests and bench: set it while no op runs. */
 int sr_cuda_pdl(int v);
 /* Recordings run so far (process-wide): patched into the call site's executable graph
- * (updated) or instantiated anew (built: a first recording, or one of another shape). */
-void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built);
+ * (updated) or instantiated anew (built: a first recording, or one of another shape); and of the
+ * replayed ones' kernel nodes, those set anew (patched: launches that differed from the graph's).
+ * Any pointer may be NULL. */
+void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built,
+                          unsigned long long *patched);
 #endif
 
 #endif /* SR_KERNELS_H */

@@ -28,6 +28,7 @@
 #include "../core/sr.h"
 #include "../kernels/cpu/cpu_impl.h" /* sr_kernels_cpu_guard_recordings */
 #include "../kernels/kernels.h"
+#include "../kernels/launch_log.h"
 #include "../kernels/ops.h"
 #include "test.h"
 
@@ -843,6 +844,139 @@ static void test_pool_copy(void)
     sr_kpool_free(g, c);
 }
 
+/* ---- the launch log of replayed recordings (kernels/launch_log.h) --------------------------- */
+
+/* Stand-ins for kernels: only their addresses are kept. */
+static void klog_k1(void) {}
+static void klog_k2(void) {}
+
+/* A launch of kernel f with arguments (int i, double d, a 40-byte struct of bytes b, char c):
+ * sizes 4, 8, 40 and 1, as a kernel of those parameters takes them. */
+static sr_status klog_put(sr_klog *g, void (*f)(void), unsigned gx, int i, double d, unsigned char b,
+                          char c, int pdl)
+{
+    unsigned char big[40];
+    memset(big, b, sizeof big);
+    const void *args[] = {&i, &d, big, &c};
+    const size_t sizes[] = {sizeof i, sizeof d, sizeof big, sizeof c};
+    const unsigned grid[3] = {gx, 1, 1}, block[3] = {128, 1, 1};
+    return sr_klog_add(g, (const void *)f, grid, block, 0, pdl, args, sizes, 4);
+}
+
+/* The log keeps each launch and a copy of its argument bytes (on 16-byte offsets), compares two
+ * steps' shapes (kernels, order, PDL, argument sizes) and launches (grid, block, memory, bytes),
+ * grows past its first arrays, is reused after clear, and refuses bad launches by field. */
+static void test_launch_log(void)
+{
+    sr_klog a = {0}, b = {0};
+    CU_ASSERT_EQUAL(a.n, 0);
+    /* 300 launches: past the first capacity (64) of every array, so each grew */
+    for (int i = 0; i < 300; i++) {
+        CU_ASSERT_EQUAL_FATAL(klog_put(&a, i % 3 ? klog_k1 : klog_k2, 4, i, 0.5 * i, (unsigned char)i,
+                                       (char)i, i % 2), SR_OK);
+        CU_ASSERT_EQUAL_FATAL(klog_put(&b, i % 3 ? klog_k1 : klog_k2, 4, i, 0.5 * i, (unsigned char)i,
+                                       (char)i, i % 2), SR_OK);
+    }
+    CU_ASSERT_EQUAL(a.n, 300);
+    CU_ASSERT_EQUAL(a.nargs, 1200);
+    CU_ASSERT(sr_klog_same_shape(&a, &b));
+    int same = 1;
+    for (size_t i = 0; i < a.n; i++) same &= sr_klog_same_launch(&a, &b, i);
+    CU_ASSERT(same);
+    /* the values as given, each on 16 bytes */
+    void *v[4];
+    sr_klog_args(&a, 299, v);
+    for (int j = 0; j < 4; j++) CU_ASSERT(((uintptr_t)((unsigned char *)v[j] - a.blob) & 15u) == 0);
+    CU_ASSERT_EQUAL(*(int *)v[0], 299);
+    CU_ASSERT_EQUAL(*(double *)v[1], 149.5);
+    CU_ASSERT_EQUAL(((unsigned char *)v[2])[39], (unsigned char)299);
+    CU_ASSERT_EQUAL(*(char *)v[3], (char)299);
+    CU_ASSERT(a.l[299].func == (const void *)klog_k1 && a.l[299].pdl == 1 && a.l[299].grid[0] == 4);
+
+    /* one changed value: the same shape, only that launch differs */
+    sr_klog c = {0};
+    for (int i = 0; i < 300; i++)
+        CU_ASSERT_EQUAL_FATAL(klog_put(&c, i % 3 ? klog_k1 : klog_k2, i == 7 ? 8 : 4, i,
+                                       i == 150 ? 1.0 : 0.5 * i, (unsigned char)(i == 200 ? 1 : i),
+                                       (char)i, i % 2), SR_OK);
+    CU_ASSERT(sr_klog_same_shape(&a, &c));
+    int differ = 0;
+    for (size_t i = 0; i < a.n; i++) differ += !sr_klog_same_launch(&a, &c, i);
+    CU_ASSERT_EQUAL(differ, 3); /* 7 (its grid), 150 (a double), 200 (the struct's bytes) */
+    CU_ASSERT(!sr_klog_same_launch(&a, &c, 7) && !sr_klog_same_launch(&a, &c, 150) &&
+              !sr_klog_same_launch(&a, &c, 200));
+
+    /* another shape: a kernel swapped, PDL changed, one launch fewer, an argument's size */
+    sr_klog_clear(&c);
+    CU_ASSERT_EQUAL(c.n, 0);
+    for (int i = 0; i < 300; i++)
+        CU_ASSERT_EQUAL_FATAL(klog_put(&c, i == 5 ? klog_k2 : i % 3 ? klog_k1 : klog_k2, 4, i, 0.5 * i,
+                                       (unsigned char)i, (char)i, i % 2), SR_OK);
+    CU_ASSERT(!sr_klog_same_shape(&a, &c));
+    sr_klog_clear(&c);
+    for (int i = 0; i < 300; i++)
+        CU_ASSERT_EQUAL_FATAL(klog_put(&c, i % 3 ? klog_k1 : klog_k2, 4, i, 0.5 * i, (unsigned char)i,
+                                       (char)i, i == 9 ? 0 : i % 2), SR_OK);
+    CU_ASSERT(!sr_klog_same_shape(&a, &c));
+    sr_klog_clear(&c);
+    for (int i = 0; i < 299; i++)
+        CU_ASSERT_EQUAL_FATAL(klog_put(&c, i % 3 ? klog_k1 : klog_k2, 4, i, 0.5 * i, (unsigned char)i,
+                                       (char)i, i % 2), SR_OK);
+    CU_ASSERT(!sr_klog_same_shape(&a, &c));
+    CU_ASSERT_EQUAL_FATAL(klog_put(&c, klog_k1, 4, 299, 149.5, (unsigned char)299, (char)299, 1), SR_OK);
+    CU_ASSERT(sr_klog_same_shape(&a, &c)); /* the 300th back: the same again */
+    {
+        sr_klog d = {0};
+        int i = 1;
+        short h = 2;
+        const void *args[] = {&i, &h};
+        const size_t s4[] = {4, 4}, s2[] = {4, 2};
+        const unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
+        sr_klog e = {0};
+        CU_ASSERT_EQUAL(sr_klog_add(&d, (const void *)klog_k1, grid, block, 0, 0, args, s4, 2), SR_OK);
+        CU_ASSERT_EQUAL(sr_klog_add(&e, (const void *)klog_k1, grid, block, 0, 0, args, s2, 2), SR_OK);
+        CU_ASSERT(!sr_klog_same_shape(&d, &e)); /* the second argument's size */
+        /* shared memory and block differ launch by launch, not in the shape */
+        sr_klog_clear(&e);
+        const unsigned block2[3] = {64, 1, 1};
+        CU_ASSERT_EQUAL(sr_klog_add(&e, (const void *)klog_k1, grid, block2, 0, 0, args, s4, 2), SR_OK);
+        CU_ASSERT(sr_klog_same_shape(&d, &e) && !sr_klog_same_launch(&d, &e, 0));
+        sr_klog_clear(&e);
+        CU_ASSERT_EQUAL(sr_klog_add(&e, (const void *)klog_k1, grid, block, 256, 0, args, s4, 2), SR_OK);
+        CU_ASSERT(sr_klog_same_shape(&d, &e) && !sr_klog_same_launch(&d, &e, 0));
+        /* a kernel without arguments */
+        CU_ASSERT_EQUAL(sr_klog_add(&e, (const void *)klog_k2, grid, block, 0, 0, NULL, NULL, 0), SR_OK);
+        CU_ASSERT_EQUAL(e.n, 2);
+        CU_ASSERT_EQUAL(e.l[1].nargs, 0);
+        /* refusals, by field; the log as it was */
+        const size_t n0 = e.n, b0 = e.bytes;
+        const unsigned g0[3] = {1, 0, 1};
+        const size_t s0[] = {4, 0};
+        const void *an[] = {&i, NULL};
+        TEST_ASSERT_ERR(sr_klog_add(&e, NULL, grid, block, 0, 0, args, s4, 2), SR_ERR_ARG, "func is NULL");
+        TEST_ASSERT_ERR(sr_klog_add(&e, (const void *)klog_k1, g0, block, 0, 0, args, s4, 2), SR_ERR_ARG,
+                        "grid extent 1 is 0");
+        TEST_ASSERT_ERR(sr_klog_add(&e, (const void *)klog_k1, grid, g0, 0, 0, args, s4, 2), SR_ERR_ARG,
+                        "block extent 1 is 0");
+        TEST_ASSERT_ERR(sr_klog_add(&e, (const void *)klog_k1, grid, block, 0, 0, args, s4, -1), SR_ERR_ARG,
+                        "-1 arguments");
+        TEST_ASSERT_ERR(sr_klog_add(&e, (const void *)klog_k1, grid, block, 0, 0, NULL, s4, 2), SR_ERR_ARG,
+                        "without their values or sizes");
+        TEST_ASSERT_ERR(sr_klog_add(&e, (const void *)klog_k1, grid, block, 0, 0, args, s0, 2), SR_ERR_ARG,
+                        "argument 1 is 0 bytes");
+        TEST_ASSERT_ERR(sr_klog_add(&e, (const void *)klog_k1, grid, block, 0, 0, an, s4, 2), SR_ERR_ARG,
+                        "argument 1 is NULL");
+        CU_ASSERT(e.n == n0 && e.bytes == b0);
+        sr_klog_free(&d);
+        sr_klog_free(&e);
+        CU_ASSERT(e.n == 0 && !e.l && !e.blob);
+    }
+    sr_klog_free(&a);
+    sr_klog_free(&b);
+    sr_klog_free(&c);
+    sr_klog_free(NULL);
+}
+
 void test_register_kernels(void)
 {
     TEST_SUITE("kernels_guard", {"ops_and_host_pointers", test_guard_ops},
@@ -857,4 +991,5 @@ void test_register_kernels(void)
                {"cuda_memory_and_args", test_cuda_memory_and_args});
     TEST_SUITE("kernels_ops", {"cpu_norms", test_cpu_ops},
                {"cpu_activations_both_paths", test_cpu_activations});
+    TEST_SUITE("kernels_launch_log", {"keep_and_compare", test_launch_log});
 }

@@ -1018,7 +1018,10 @@ static void test_mem(void)
 /* One attention layer's ops over M rows of one stream at positions p0.. (slot 0): RMSNorm, the
  * bf16 product q|k|v (M <= 16: the mma kernel reading x itself; more: a pool block of staged
  * operands inside the call), RoPE, K and V into the rings, attention over [p0, p + 1), SiLU GLU,
- * the argmax of each row; out [M, 2 hd] (attention | glu), ids [M]. */
+ * then h zeroed, h += attention and h copied over the GLU half of out; out copied (act none)
+ * to qkv's start, halved, and copied back (each of zero, add, copy2d, the copies and the scale
+ * changes the result if it is lost); the argmax of each row; out [M, 2 hd] (attention |
+ * attention), ids [M]. */
 typedef struct {
     int H, hd;
     sr_kweight *W;                  /* [3 H hd, H hd] bf16 */
@@ -1045,6 +1048,12 @@ static sr_status rec_ops(const sr_kernels *k, const rec_layer *L, int M, int64_t
     if (!st) st = k->kv_write(L->V, 0, &b, L->qkv + 2 * w, 3 * w);
     if (!st) st = k->attn(&a, &b, L->qkv, 3 * w, L->K, L->V, 0, L->out, 2 * w);
     if (!st) st = k->glu(SR_GLU_SILU, M, w, L->qkv, 3 * w, L->qkv + w, 3 * w, L->out + w, 2 * w);
+    if (!st) k->zero(L->h, (size_t)M * w * sizeof(float));
+    if (!st) st = k->add(M, w, L->out, 2 * w, 1.0f, L->h, w);
+    if (!st) st = k->copy2d(M, w, L->h, w, L->out + w, 2 * w);
+    if (!st) st = k->act(SR_ACT_NONE, (size_t)M * 2 * w, L->out, L->qkv);
+    if (!st) st = k->scale(M, 2 * w, 0.5f, L->out, 2 * w);
+    if (!st) st = k->act(SR_ACT_NONE, (size_t)M * 2 * w, L->qkv, L->out);
     if (!st) st = k->topk(M, 2 * w, 1, L->out, 2 * w, L->ids, NULL);
     return st;
 }
@@ -1130,7 +1139,7 @@ static sr_status rec_chain(const sr_kernels *g, const rec_layer *L, const float 
  * graph) and again (patched), then 1 row again (its graph kept: patched), and with recording
  * off (begin / end do nothing, the ops run). Inside a recording the calls a graph cannot hold
  * are refused by name. */
-static void test_graph(void)
+static void graph_runs(int mode)
 {
     const sr_kernels *g = gpu();
     if (!g) return;
@@ -1143,12 +1152,13 @@ static void test_graph(void)
     int32_t ie[64], ir[64];
     CU_ASSERT_FATAL(oe && orc);
 
-    const int prev = sr_cuda_graphs(1);
+    const int prev = sr_cuda_graphs(mode);
     sr_kgraph *rec = NULL;
-    unsigned long long up0, built0, up, built, up_prev, built_prev;
-    sr_cuda_graph_counts(&up0, &built0);
+    unsigned long long up0, built0, up, built, up_prev, built_prev, pat0, pat, pat_prev;
+    sr_cuda_graph_counts(&up0, &built0, &pat0);
     up_prev = up0;
     built_prev = built0;
+    pat_prev = pat0;
     /* M, first position, graphs: first recording, the same shape again (patched), more rows */
     static const struct { int M; int64_t p0; } runs[] = {{1, 5}, {1, 6}, {1, 40}, {3, 7}, {MMAX - 1, 2},
                                                          {MMAX - 1, 9}, {1, 11}};
@@ -1161,17 +1171,21 @@ static void test_graph(void)
         CU_ASSERT_EQUAL(st, SR_OK);
         bad += !agree(orc, oe, (size_t)M * 2 * w, -1.0, "recorded layer");
         bad += memcmp(ir, ie, (size_t)M * sizeof(int32_t)) != 0;
-        sr_cuda_graph_counts(&up, &built);
+        sr_cuda_graph_counts(&up, &built, &pat);
         if (r == 0 || r == 4) /* a first recording, and 39 rows: one more kernel (the staging) */
             CU_ASSERT(built == built_prev + 1);
         if (r == 1 || r == 2 || r == 5 || r == 6) /* a shape recorded before (r 6: the 1-row one,
                                                    * kept beside the 39-row one): patched, no new
                                                    * graph (the staging block is no node of it) */
             CU_ASSERT(up == up_prev + 1 && built == built_prev);
+        if (mode == 2 && (r == 1 || r == 2)) /* replayed: the moved positions' launches set anew */
+            CU_ASSERT(pat > pat_prev);
+        if (mode != 2) CU_ASSERT(pat == pat_prev);
         up_prev = up;
         built_prev = built;
-        printf("%s recorded M %d: %llu updated, %llu built so far", r ? ";" : "\n     ", M,
-               up - up0, built - built0);
+        pat_prev = pat;
+        printf("%s recorded M %d: %llu updated, %llu built, %llu nodes set so far", r ? ";" : "\n     ",
+               M, up - up0, built - built0, pat - pat0);
     }
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(built > built0);
@@ -1198,11 +1212,17 @@ static void test_graph(void)
 #endif
 }
 
+static void test_graph(void) { graph_runs(1); }
+
+/* The same runs replayed (sr_cuda_graphs(2)): launches kept, not captured; a shape seen before
+ * has only its changed launches set anew (more than none when the positions moved). */
+static void test_graph_replay(void) { graph_runs(2); }
+
 /* Overlapping launches (sr_cuda_pdl(1)) give the bits of plain ones: a chain of 8 layers, each
  * the recording test's ops and then x += 0.5 (attention output), so every kernel reads what the
  * one queued just before it wrote (a kernel reading its inputs before its sr_pdl_enter returned
  * would read stale rows), over 1, 3 and 39 rows (the product's mma kernel reading x itself with
- * its weight prefetch, and staged), run eagerly and recorded, against the chain with overlap
+ * its weight prefetch, and staged), run eagerly, recorded and replayed, against the chain with overlap
  * off. On a device before compute capability 9.0 the setting is ignored (plain launches). */
 static void test_pdl(void)
 {
@@ -1220,7 +1240,7 @@ static void test_pdl(void)
     static const int rows[] = {1, 3, REC_MMAX - 1};
     int bad = 0;
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
-        for (int recorded = 0; recorded < 2; recorded++) {
+        for (int recorded = 0; recorded < 3; recorded++) {
             const int M = rows[r];
             sr_cuda_pdl(0);
             sr_cuda_graphs(0);
@@ -1231,6 +1251,7 @@ static void test_pdl(void)
             if (st) printf("\n      overlapping chain of %d rows: %s", M, sr_last_error());
             CU_ASSERT_EQUAL(st, SR_OK);
             bad += !agree(op, oe, (size_t)M * 2 * REC_H * REC_HD, -1.0,
+                          recorded == 2 ? "replayed overlapping chain" :
                           recorded ? "recorded overlapping chain" : "overlapping chain");
             bad += memcmp(ip, ie, (size_t)M * sizeof(int32_t)) != 0;
         }
@@ -1251,6 +1272,7 @@ void test_register_ops_cuda(void)
                {"gemm_operands", test_gemm_operands},
                {"row_ops", test_rows},
                {"conv_rope", test_conv_rope}, {"many_seqs", test_many_seqs}, {"kv_write_attn", test_attn}, {"attn_long", test_attn_long}, {"bad_args", test_bad_args},
-               {"memory", test_mem}, {"recording", test_graph}, {"overlapping_launches", test_pdl},
+               {"memory", test_mem}, {"recording", test_graph}, {"replayed_recording", test_graph_replay},
+               {"overlapping_launches", test_pdl},
                {"backends_on_cuda", test_backends});
 }

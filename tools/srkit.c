@@ -1430,7 +1430,7 @@ typedef struct {
 static int bench_variants_parse(const char *list, bench_variant *v)
 {
     /* besides the attention forms (attn_form_names, each its sr_cuda_attn_form value) */
-    static const char *const terms[] = {"plain", "pdl", "graph", "cols8"};
+    static const char *const terms[] = {"plain", "pdl", "graph", "cols8", "replay"};
     int n = 0;
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ",");
@@ -1450,13 +1450,13 @@ static int bench_variants_parse(const char *list, bench_variant *v)
                       k = word_index(terms, (int)(sizeof terms / sizeof terms[0]), t, tl);
             if (form < 0 && k < 0) {
                 fprintf(stderr, "srkit bench: --cuda-variants: \"%.*s\" unknown (known: plain, pdl, "
-                        "graph, cols8 and the attention forms narrow, wide, auto, grouped, split, rows, "
-                        "joined by +)\n", (int)tl, t);
+                        "graph, replay, cols8 and the attention forms narrow, wide, auto, grouped, split, "
+                        "rows, joined by +)\n", (int)tl, t);
                 return -1;
             }
             if (form >= 0) x->attn = form;
             x->pdl |= k == 1;
-            x->graph |= k == 2;
+            if (k == 2 || k == 4) x->graph = k == 2 ? 1 : 2; /* sr_cuda_graphs: captured / replayed */
             if (k == 3) x->cols = 3; /* sr_cuda_gemm_cols: 8 columns at up to 16 rows */
             t += tl + (t[tl] == '+');
         }
@@ -1691,15 +1691,16 @@ static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
     cJSON_AddNumberToObject(j, "gpu_pool_bytes", (double)p);
     cJSON_AddNumberToObject(j, "gpu_scratch_bytes", (double)scratch);
 #ifdef SR_WITH_CUDA
-    /* with SRKIT_CUDA_GRAPH=1: the recorded steps (whole process) patched into their graph or
+    /* with SRKIT_CUDA_GRAPH=1 / replay: the recorded steps (whole process) patched into their graph or
      * instantiated anew; many of the latter mean the recorded shapes keep changing */
     if (ms->gpu_live_bytes && sr_cuda_graphs(-1)) {
-        unsigned long long up = 0, built = 0;
-        sr_cuda_graph_counts(&up, &built);
+        unsigned long long up = 0, built = 0, patched = 0;
+        sr_cuda_graph_counts(&up, &built, &patched);
         cJSON *g = cJSON_AddObjectToObject(j, "cuda_graphs");
         if (g) {
             cJSON_AddNumberToObject(g, "updated", (double)up);
             cJSON_AddNumberToObject(g, "built", (double)built);
+            if (sr_cuda_graphs(-1) == 2) cJSON_AddNumberToObject(g, "patched_nodes", (double)patched);
         }
     }
     /* with SRKIT_CUDA_PDL=1: launches overlapping the kernel ahead (so a figure says which) */
@@ -2360,7 +2361,9 @@ static const char BENCH_USAGE[] =
     "                          12 settings of the CUDA table, on the one loaded model, runs\n"
     "                          interleaved (run r of each before run r + 1 of any; --repeat N\n"
     "                          runs each): variants split by ',', each terms joined by '+' from\n"
-    "                          plain, pdl (overlapping launches), graph (recorded steps), narrow,\n"
+    "                          plain, pdl (overlapping launches), graph (recorded steps),\n"
+    "                          replay (recorded steps replayed, only their changed launches\n"
+    "                          set anew), narrow,\n"
     "                          wide, auto, grouped, split, rows (attention forms), cols8 (8 GEMM columns\n"
     "                          a block at up to 16 rows), each from a base of no overlap, no\n"
     "                          recording, the form by size, 16 columns (outside --cuda-variants\n"

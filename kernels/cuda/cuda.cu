@@ -20,6 +20,21 @@
  * A step then costs the host its op calls (recorded, not launched) plus one update and one
  * launch, and the device runs the kernels back to back without a launch between them.
  *
+ * Replayed recording (SRKIT_CUDA_GRAPH=replay or sr_cuda_graphs(2)). A captured step costs the
+ * host about as much as launching its ops, and the update of a graph of hundreds of nodes about
+ * 0.8 ms more (an H200, Voxtral batch 1), while the device waits: recording did not pay at
+ * batch 1 (docs/benchmarks.md). In this form nothing is captured while the ops are called:
+ * sr_cuda_launch keeps each launch (kernel, shape, PDL, a copy of its arguments) in the
+ * record's launch log (kernels/launch_log.h) instead of launching it. graph_end compares the log
+ * with those its executable graphs were made from: of the same shape (the same kernels in the
+ * same order, arguments of the same sizes), only the launches whose grid, block, shared memory or
+ * argument bytes differ are set anew in that graph (cudaGraphExecKernelNodeSetParams: at batch
+ * 1, the few whose positions or ring rows moved); of a new shape, the log is captured into a
+ * graph (each launch as it was kept, its node taken from the capture) and instantiated. Then the
+ * graph is launched. The kernels and their arguments are those the ops would have launched, in
+ * the same order: the same results. Inside such a recording zero, copy2d and act without an
+ * activation are kernels too (rowops.cu), so every node is a kernel node.
+ *
  * cuBLAS is column-major, the library row-major. A row-major [R, C] matrix with row stride ld
  * is, read column-major, its transpose [C, R] with the same leading dimension. So the
  * row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T: call
@@ -43,6 +58,9 @@
 #include <vector>
 
 #include "cuda_impl.h"
+extern "C" {
+#include "../launch_log.h"
+}
 
 /* ---- the stream of this thread's ops ---------------------------------------------------------- */
 
@@ -50,16 +68,25 @@
  * shapes (a shape: the recording's node count; a batched step alternates between a few, e.g.
  * 16 rows or fewer and more), each reused for the next recording of its node count. */
 #define REC_SHAPES 4
+#define REC_ARGS 64 /* arguments a kernel of a replayed recording may take (the table's have < 32) */
 struct sr_kgraph {
     cudaStream_t cap = NULL; /* non-blocking: legacy-stream work of other threads never joins it */
     struct {
         size_t nodes = 0;
         cudaGraphExec_t exec = NULL;
         unsigned long long used = 0; /* the record's clock at its last launch */
+        /* replayed recording: the graph exec was instantiated from (its nodes name exec's), the
+         * node of each launch, and the launches exec's nodes now hold (empty: made by capture) */
+        cudaGraph_t graph = NULL;
+        std::vector<cudaGraphNode_t> node;
+        sr_klog log = {};
     } shape[REC_SHAPES];
     unsigned long long clock = 0;
     std::vector<void *> later; /* pool blocks freed while recording: freed after the launch */
     bool lost = false;         /* one of them could not be kept in later (no host memory) */
+    bool defer = false;        /* this recording keeps its launches in cur (replayed) */
+    sr_klog cur = {};          /* the launches of the step being recorded (replayed) */
+    const char *unkept = NULL; /* why a launch could not be kept in cur (graph_end reports it) */
 };
 
 /* The record this thread is recording into (NULL: none), and what it was refused meanwhile
@@ -67,7 +94,20 @@ struct sr_kgraph {
 static thread_local sr_kgraph *tls_rec;
 static thread_local const char *tls_refused;
 
-cudaStream_t sr_cuda_stream(void) { return tls_rec ? tls_rec->cap : (cudaStream_t)0; }
+cudaStream_t sr_cuda_stream(void) { return tls_rec && !tls_rec->defer ? tls_rec->cap : (cudaStream_t)0; }
+
+bool sr_cuda_deferring(void) { return tls_rec && tls_rec->defer; }
+
+void sr_cuda_defer(const void *kern, dim3 grid, dim3 block, size_t smem, bool pdl,
+                   const void *const *args, const size_t *sizes, int n)
+{
+    sr_kgraph *r = tls_rec;
+    if (!r || r->unkept) return;
+    const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
+    if (n > REC_ARGS) r->unkept = "a kernel of more than 64 arguments";
+    else if (sr_klog_add(&r->cur, kern, g, b, smem, pdl, args, sizes, n))
+        r->unkept = "a launch not kept (no host memory, or a grid or block of 0)";
+}
 
 /* A status-less call refused while recording: graph_end reports the first one, by name. */
 static void refuse_later(const char *what)
@@ -391,15 +431,29 @@ static void cuda_weight_free(sr_kweight *w)
 
 /* ---- recording (graph_begin / graph_end, see the top of the file) -------------------------- */
 
-static sr_cuda_setting graphs_setting = {"SRKIT_CUDA_GRAPH", {"0", "1", NULL}, 0, {-1}, {-2}};
-static std::atomic<unsigned long long> graphs_updated{0}, graphs_built{0};
+static sr_cuda_setting graphs_setting = {"SRKIT_CUDA_GRAPH", {"0", "1", "replay", NULL}, 0, {-1}, {-2}};
+static std::atomic<unsigned long long> graphs_updated{0}, graphs_built{0}, graphs_patched{0};
 
 extern "C" int sr_cuda_graphs(int v) { return sr_cuda_setting_use(graphs_setting, v); }
 
-extern "C" void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built)
+extern "C" void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built,
+                                     unsigned long long *patched)
 {
     if (updated) *updated = graphs_updated.load();
     if (built) *built = graphs_built.load();
+    if (patched) *patched = graphs_patched.load();
+}
+
+/* A shape place emptied: its executable graph, the graph it came from, its launches. */
+static void shape_drop(sr_kgraph *r, int i)
+{
+    if (r->shape[i].exec) (void)cudaGraphExecDestroy(r->shape[i].exec);
+    if (r->shape[i].graph) (void)cudaGraphDestroy(r->shape[i].graph);
+    r->shape[i].exec = NULL;
+    r->shape[i].graph = NULL;
+    r->shape[i].nodes = 0;
+    r->shape[i].node.clear();
+    sr_klog_clear(&r->shape[i].log);
 }
 
 static sr_status cuda_graph_begin(sr_kgraph **g)
@@ -407,7 +461,8 @@ static sr_status cuda_graph_begin(sr_kgraph **g)
     if (!g) return sr_error(SR_ERR_ARG, "cuda graph_begin: g is NULL");
     if (tls_rec) return sr_error(SR_ERR_ARG, "cuda graph_begin: this thread is recording already "
                                  "(one recording at a time: graph_end first)");
-    if (!sr_cuda_graphs(-1)) return SR_OK; /* not asked for: the ops run as they are called */
+    const int mode = sr_cuda_graphs(-1);
+    if (!mode) return SR_OK; /* not asked for: the ops run as they are called */
     if (!*g) {
         sr_kgraph *r = new (std::nothrow) sr_kgraph();
         if (!r) return sr_error(SR_ERR_NOMEM, "cuda graph_begin: a record of %zu bytes", sizeof *r);
@@ -418,12 +473,141 @@ static sr_status cuda_graph_begin(sr_kgraph **g)
         }
         *g = r;
     }
-    /* thread-local mode: only this thread's unsafe calls (a synchronous copy, cudaMalloc) break
-     * the capture; the table refuses them above before they reach the runtime */
-    cudaError_t e = cudaStreamBeginCapture((*g)->cap, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) return sr_cuda_fail("graph_begin: cudaStreamBeginCapture", e);
-    tls_rec = *g;
+    sr_kgraph *r = *g;
+    r->defer = mode == 2;
+    r->unkept = NULL;
+    sr_klog_clear(&r->cur);
+    if (!r->defer) {
+        /* thread-local mode: only this thread's unsafe calls (a synchronous copy, cudaMalloc)
+         * break the capture; the table refuses them above before they reach the runtime */
+        cudaError_t e = cudaStreamBeginCapture(r->cap, cudaStreamCaptureModeThreadLocal);
+        if (e != cudaSuccess) return sr_cuda_fail("graph_begin: cudaStreamBeginCapture", e);
+    }
+    tls_rec = r;
     tls_refused = NULL;
+    return SR_OK;
+}
+
+/* Launch i of log as a kernel node's parameters (args: room for its argument pointers). */
+static cudaKernelNodeParams launch_params(const sr_klog *log, size_t i, void **args)
+{
+    const sr_klaunch *L = &log->l[i];
+    sr_klog_args(log, i, args);
+    cudaKernelNodeParams p = {};
+    p.func = const_cast<void *>(L->func);
+    p.gridDim = dim3(L->grid[0], L->grid[1], L->grid[2]);
+    p.blockDim = dim3(L->block[0], L->block[1], L->block[2]);
+    p.sharedMemBytes = (unsigned)L->smem;
+    p.kernelParams = args;
+    p.extra = NULL;
+    return p;
+}
+
+/* The launches of log captured into shape place sh (empty) as a new graph, instantiated, with
+ * the node of each launch: each launched as sr_cuda_launch would have (its PDL attribute
+ * included) on the record's capture stream, its node the capture's one dependency after it. */
+static cudaError_t replay_build(sr_kgraph *r, int sh, const sr_klog *log)
+{
+    auto &S = r->shape[sh];
+    try {
+        S.node.assign(log->n, (cudaGraphNode_t)NULL);
+    } catch (const std::bad_alloc &) {
+        return cudaErrorMemoryAllocation;
+    }
+    cudaError_t e = cudaStreamBeginCapture(r->cap, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) return e;
+    for (size_t i = 0; i < log->n && e == cudaSuccess; i++) {
+        void *args[REC_ARGS];
+        const cudaKernelNodeParams p = launch_params(log, i, args);
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t c = {};
+        c.gridDim = p.gridDim;
+        c.blockDim = p.blockDim;
+        c.dynamicSmemBytes = p.sharedMemBytes;
+        c.stream = r->cap;
+        c.attrs = at;
+        c.numAttrs = log->l[i].pdl ? 1 : 0;
+        e = cudaLaunchKernelExC(&c, p.func, args);
+        if (e != cudaSuccess) break;
+        cudaStreamCaptureStatus cs;
+        const cudaGraphNode_t *deps = NULL;
+        size_t nd = 0;
+#if CUDART_VERSION >= 13000
+        e = cudaStreamGetCaptureInfo(r->cap, &cs, NULL, NULL, &deps, NULL, &nd);
+#else
+        e = cudaStreamGetCaptureInfo_v2(r->cap, &cs, NULL, NULL, &deps, &nd);
+#endif
+        if (e == cudaSuccess && (nd != 1 || !deps || cs != cudaStreamCaptureStatusActive))
+            e = cudaErrorStreamCaptureUnmatched; /* not the chain of one node per launch */
+        if (e == cudaSuccess) S.node[i] = deps[0];
+    }
+    cudaGraph_t graph = NULL;
+    const cudaError_t ee = cudaStreamEndCapture(r->cap, &graph);
+    if (e == cudaSuccess) e = ee;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&S.exec, graph, 0);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        S.exec = NULL;
+        if (graph) (void)cudaGraphDestroy(graph);
+        S.node.clear();
+        return e;
+    }
+    S.graph = graph; /* kept: its nodes name exec's in cudaGraphExecKernelNodeSetParams */
+    S.nodes = log->n;
+    return cudaSuccess;
+}
+
+/* graph_end of a replayed recording (the top of the file): the step's launches in r->cur into
+ * the executable graph of their shape, set anew where they differ, or into a new one; then run. */
+static sr_status replay_end(sr_kgraph *r)
+{
+    sr_klog *cur = &r->cur;
+    if (cur->n == 0) return SR_OK; /* nothing was launched */
+    int at = -1, lru = 0;
+    for (int i = 0; i < REC_SHAPES; i++) {
+        if (r->shape[i].exec && r->shape[i].node.size() == cur->n &&
+            sr_klog_same_shape(&r->shape[i].log, cur))
+            at = i;
+        if (r->shape[i].used < r->shape[lru].used) lru = i; /* unused places have 0 */
+    }
+    if (at >= 0) {
+        auto &S = r->shape[at];
+        unsigned long long set = 0;
+        for (size_t i = 0; i < cur->n; i++) {
+            if (sr_klog_same_launch(&S.log, cur, i)) continue;
+            void *args[REC_ARGS];
+            const cudaKernelNodeParams p = launch_params(cur, i, args);
+            if (cudaGraphExecKernelNodeSetParams(S.exec, S.node[i], &p) != cudaSuccess) {
+                /* exec now holds some of cur's launches and some of its log's: remade */
+                (void)cudaGetLastError();
+                shape_drop(r, at);
+                at = -1;
+                break;
+            }
+            set++;
+        }
+        if (at >= 0) {
+            graphs_updated.fetch_add(1);
+            graphs_patched.fetch_add(set);
+        }
+    }
+    if (at < 0) {
+        at = lru;
+        shape_drop(r, at);
+        cudaError_t e = replay_build(r, at, cur);
+        if (e != cudaSuccess) return sr_cuda_fail("graph_end: a replayed recording's graph (capture "
+                                                  "of its launches, instantiation)", e);
+        graphs_built.fetch_add(1);
+    }
+    /* the place's log is now what its graph holds; the old one is the next step's to fill */
+    sr_klog t = r->shape[at].log;
+    r->shape[at].log = *cur;
+    *cur = t;
+    r->shape[at].used = ++r->clock;
+    cudaError_t e = cudaGraphLaunch(r->shape[at].exec, 0);
+    if (e != cudaSuccess) return sr_cuda_fail("graph_end: cudaGraphLaunch", e);
     return SR_OK;
 }
 
@@ -435,7 +619,7 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
     tls_rec = NULL;
     tls_refused = NULL;
     cudaGraph_t graph = NULL;
-    cudaError_t e = cudaStreamEndCapture(r->cap, &graph);
+    cudaError_t e = r->defer ? cudaSuccess : cudaStreamEndCapture(r->cap, &graph);
     /* the blocks the recorded ops freed, once what they recorded has run (or was dropped) */
     struct free_later {
         sr_kgraph *r;
@@ -460,6 +644,12 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
         return sr_cuda_fail("graph_end: cudaStreamEndCapture (an op called the runtime in a way "
                             "a capture cannot record)", e);
     }
+    if (r->defer) {
+        if (r->unkept)
+            return sr_error(SR_ERR_NOMEM, "cuda graph_end: %s (the replayed recording is "
+                            "dropped)", r->unkept);
+        return replay_end(r);
+    }
     /* the executable graph of this node count, else the least recently launched one's place */
     size_t nodes = 0;
     if ((e = cudaGraphGetNodes(graph, NULL, &nodes)) != cudaSuccess) {
@@ -472,6 +662,11 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
         if (r->shape[i].used < r->shape[lru].used) lru = i; /* unused places have 0 */
     }
     if (at >= 0) { /* a shape seen before: patch the arguments in */
+        /* no longer what a replayed recording's log of this place says */
+        if (r->shape[at].graph) (void)cudaGraphDestroy(r->shape[at].graph);
+        r->shape[at].graph = NULL;
+        r->shape[at].node.clear();
+        sr_klog_clear(&r->shape[at].log);
         cudaGraphExecUpdateResultInfo info;
         if (cudaGraphExecUpdate(r->shape[at].exec, graph, &info) == cudaSuccess) {
             graphs_updated.fetch_add(1);
@@ -482,8 +677,7 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
         }
     } else {
         at = lru;
-        if (r->shape[at].exec) (void)cudaGraphExecDestroy(r->shape[at].exec);
-        r->shape[at].exec = NULL;
+        shape_drop(r, at);
     }
     if (!r->shape[at].exec) {
         e = cudaGraphInstantiate(&r->shape[at].exec, graph, 0);
@@ -504,8 +698,11 @@ static void cuda_graph_free(sr_kgraph *g)
     if (!g) return;
     /* its last launch may still run on the legacy stream */
     (void)cudaStreamSynchronize(0);
-    for (int i = 0; i < REC_SHAPES; i++)
-        if (g->shape[i].exec) (void)cudaGraphExecDestroy(g->shape[i].exec);
+    for (int i = 0; i < REC_SHAPES; i++) {
+        shape_drop(g, i);
+        sr_klog_free(&g->shape[i].log);
+    }
+    sr_klog_free(&g->cur);
     if (g->cap) (void)cudaStreamDestroy(g->cap);
     (void)cudaGetLastError();
     delete g;

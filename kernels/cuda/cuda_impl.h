@@ -56,9 +56,27 @@ void sr_cuda_pdl_refused(void);
  * queued ahead of it has finished, which is safe because every kernel of the table calls
  * sr_pdl_enter() (below) before it touches memory another kernel writes or reads. Errors as
  * after <<<>>>: sr_cuda_launched reads them. */
+/* Whether the calling thread's launches are being kept for a replayed recording
+ * (SRKIT_CUDA_GRAPH=replay, between graph_begin and graph_end; cuda.cu), and the keeping of one:
+ * kernel kern (its host handle), its shape, whether it would overlap the kernel ahead, and its n
+ * arguments converted to the parameters' types (args[i] points at sizes[i] bytes; copied). A
+ * failure to keep it is reported by graph_end, which then drops the step. */
+bool sr_cuda_deferring(void);
+void sr_cuda_defer(const void *kern, dim3 grid, dim3 block, size_t smem, bool pdl,
+                   const void *const *args, const size_t *sizes, int n);
+
 template <typename... P, typename... A>
 static inline void sr_cuda_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, A &&...args)
 {
+    if (sr_cuda_deferring()) { /* kept for graph_end, converted as cudaLaunchKernelEx would */
+        [&](P... c) {
+            const void *const ptrs[] = {&c..., nullptr};
+            const size_t sizes[] = {sizeof(P)..., 0};
+            sr_cuda_defer((const void *)kern, grid, block, smem, sr_cuda_pdl_live(), ptrs, sizes,
+                          (int)sizeof...(P));
+        }(static_cast<A &&>(args)...);
+        return;
+    }
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;

@@ -281,22 +281,45 @@ struct op_umax {
 
 /* ---- zero, copy2d, transpose ---------------------------------------------------------------- */
 
+/* zero, copy2d and act's copy are kernels, not the runtime's memset / memcpy: a replayed
+ * recording keeps kernel launches only (cuda.cu), and one path serves every mode. */
+
+/* bytes [0, n) of p zeroed: the bytes before p's first 16-byte boundary and after the last one
+ * singly, the rest 16 at a time. */
+__global__ static void zero_kernel(unsigned char *p, size_t n)
+{
+    sr_pdl_enter();
+    const size_t step = (size_t)gridDim.x * blockDim.x, i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t head = min(n, (size_t)((16u - ((uintptr_t)p & 15u)) & 15u)), body = (n - head) / 16;
+    uint4 *q = reinterpret_cast<uint4 *>(p + head);
+    for (size_t i = i0; i < head; i += step) p[i] = 0;
+    for (size_t i = i0; i < body; i += step) q[i] = make_uint4(0u, 0u, 0u, 0u);
+    for (size_t i = head + 16 * body + i0; i < n; i += step) p[i] = 0;
+}
+
 void sr_cuda_zero(void *p, size_t bytes)
 {
     if (!p || !bytes) return;
+    sr_cuda_launch(zero_kernel, flat_blocks(bytes / 16 + 1), 256, 0, (unsigned char *)p, bytes);
     /* No status to return: clear the error so that the next checked call reports its own. */
-    if (cudaMemsetAsync(p, 0, bytes, sr_cuda_stream()) != cudaSuccess) (void)cudaGetLastError();
+    (void)cudaGetLastError();
 }
+
+namespace {
+/* y[r, c] = x[r, c], the 4 bytes as they are (a NaN's payload kept). */
+struct copy_f {
+    const uint32_t *x;
+    uint32_t *y;
+    int ldx, ldy;
+    __device__ void operator()(int r, int c) const { y[(size_t)r * ldy + c] = x[(size_t)r * ldx + c]; }
+};
+} // namespace
 
 sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
 {
     sr_status st = sr_kernels_check_copy2d(M, d, x, ldx, y, ldy);
     if (st || M == 0 || d == 0) return st;
-    cudaError_t e = cudaMemcpy2DAsync(y, (size_t)ldy * sizeof(float), x, (size_t)ldx * sizeof(float),
-                                      (size_t)d * sizeof(float), (size_t)M,
-                                      cudaMemcpyDeviceToDevice, sr_cuda_stream());
-    if (e != cudaSuccess) return sr_cuda_fail("copy2d", e);
-    return SR_OK;
+    return ew2d("copy2d", M, d, copy_f{(const uint32_t *)x, (uint32_t *)y, ldx, ldy});
 }
 
 /* copy_rows: the source pointers travel as a kernel parameter, ROWS_PER_LAUNCH at a time (no
@@ -436,7 +459,10 @@ __global__ static void act_kernel(int act, size_t n, const float *x, float *y)
     size_t step = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
         float v = x[i];
-        y[i] = act == SR_ACT_GELU ? gelu1(v) : act == SR_ACT_SILU ? silu1(v) : relu1(v);
+        if (act == SR_ACT_NONE) /* a copy: the bits as they are */
+            reinterpret_cast<uint32_t *>(y)[i] = reinterpret_cast<const uint32_t *>(x)[i];
+        else
+            y[i] = act == SR_ACT_GELU ? gelu1(v) : act == SR_ACT_SILU ? silu1(v) : relu1(v);
     }
 }
 
@@ -444,12 +470,7 @@ sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y)
 {
     sr_status st = sr_kernels_check_act(act, n, x, y);
     if (st || n == 0) return st;
-    if (act == SR_ACT_NONE) {
-        if (x == y) return SR_OK;
-        cudaError_t e = cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, sr_cuda_stream());
-        if (e != cudaSuccess) return sr_cuda_fail("act", e);
-        return SR_OK;
-    }
+    if (act == SR_ACT_NONE && x == y) return SR_OK;
     sr_cuda_launch(act_kernel, flat_blocks(n), 256, 0, (int)act, n, x, y);
     return sr_cuda_launched("act");
 }

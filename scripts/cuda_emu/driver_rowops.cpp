@@ -1,4 +1,4 @@
-/* driver_rowops.cpp — the emulated CUDA rope, kv_write, kv_write2, rope_kv and conv_dw (kernels/cuda/rowops.cu, run by
+/* driver_rowops.cpp — the emulated CUDA rope, kv_write, kv_write2, rope_kv, conv_dw, zero, copy2d and act's copy (kernels/cuda/rowops.cu, run by
  * scripts/cuda_emu/run.sh) against the CPU table's: 1,000 sequences of 0 to 3 rows at scattered
  * slots and positions, 400 of them empty (several launches of the kernels' batch parameter, one
  * without rows), then two sequences over two calls with an f16 state; topk in its single-block
@@ -22,6 +22,9 @@ sr_status sr_cuda_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd,
                           float *q, int ldq, const float *k, int ldk, const float *v, int ldv,
                           sr_kpool *K, sr_kpool *V, int layer);
 sr_status sr_cuda_topk(int M, int N, int k, const float *x, int ldx, int32_t *idx, float *val);
+void sr_cuda_zero(void *p, size_t bytes);
+sr_status sr_cuda_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy);
+sr_status sr_cuda_act(sr_act act, size_t n, const float *x, float *y);
 sr_status sr_cuda_conv_dw(const sr_kbatch *b, int C, int K, const float *x, int ldx, const float *w,
                           const float *bias, sr_kpool *state, int layer, float *y, int ldy);
 
@@ -176,6 +179,33 @@ int main()
         const int same = ic == ie && !memcmp(vc.data(), ve.data(), vc.size() * sizeof(float));
         printf("topk M %d N %d k %d: %s\n", t.M, t.N, t.k, same ? "indices and values equal" : "DIFFER");
         ok &= same;
+    }
+    /* zero, copy2d and act's copy (kernels, so that a replayed recording holds them): zero at
+     * every start and end within 16-byte lines (its head, 16-byte body and tail), the others
+     * byte for byte (NaN payloads, signed zeros) with strides, the bytes around untouched */
+    {
+        std::vector<unsigned char> buf(200), want;
+        int zok = 1;
+        for (int a = 0; a < 20; a++)
+            for (int n = 0; n < 70; n++) {
+                for (size_t i = 0; i < buf.size(); i++) buf[i] = (unsigned char)(i * 7 + 1);
+                want = buf;
+                memset(want.data() + 32 + a, 0, (size_t)n);
+                sr_cuda_zero(buf.data() + 32 + a, (size_t)n);
+                zok &= buf == want;
+            }
+        const int M = 5, d = 13, ldx = 17, ldy = 19;
+        std::vector<uint32_t> x((size_t)M * ldx), y((size_t)M * ldy, 0xdeadbeefu), yw(y);
+        for (size_t i = 0; i < x.size(); i++) x[i] = (uint32_t)(i * 2654435761u) | 0x7f800001u * (i % 5 == 0);
+        x[3] = 0x80000000u; /* -0 */
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < d; j++) yw[(size_t)r * ldy + j] = x[(size_t)r * ldx + j];
+        zok &= sr_cuda_copy2d(M, d, (const float *)x.data(), ldx, (float *)y.data(), ldy) == SR_OK && y == yw;
+        std::vector<uint32_t> z(x.size() + 3, 0xdeadbeefu), zw(z);
+        memcpy(zw.data(), x.data(), x.size() * 4);
+        zok &= sr_cuda_act(SR_ACT_NONE, x.size(), (const float *)x.data(), (float *)z.data()) == SR_OK && z == zw;
+        printf("zero, copy2d, act's copy: %s\n", zok ? "the bytes as memset / memcpy" : "DIFFER");
+        ok &= zok;
     }
     printf(ok ? "all agree\n" : "DIFFER\n");
     return !ok;
