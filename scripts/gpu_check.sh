@@ -121,6 +121,15 @@ S 60 graph-vx.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_p
 # FastConformer each round's layers
 S 60 graph-wh.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
     fastconformer_parity fastconformer_batch fastconformer_tdt
+# replayed recording (SRKIT_CUDA_GRAPH=replay, never run on a device yet): a step's launches kept
+# without capture and only the changed ones set anew in its graph (kernels_cuda/
+# replayed_recording and overlapping_launches above check the bits of a chain); here the same
+# suites as recording's
+echo "== replayed recording (SRKIT_CUDA_GRAPH=replay)"
+S 60 replay.log SRKIT_CUDA_GRAPH=replay test_srkit engine_equals_solo/cuda
+S 60 replay-vx.log SRKIT_CUDA_GRAPH=replay SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
+S 60 replay-wh.log SRKIT_CUDA_GRAPH=replay SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
+    fastconformer_parity fastconformer_batch fastconformer_tdt
 # overlapping launches are the default since the fifth session (each kernel's blocks start while
 # the one ahead runs and wait for it in sr_pdl_enter; the mma GEMM prefetches its weight
 # meanwhile), so every suite above ran with them: here the plain launches, alone and recorded
@@ -179,7 +188,7 @@ B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"a
 # each round's 24 layers recorded (480 launches as one graph), at 512 streams and at batch 1
 B 25 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
 B 40 srkit bench $C --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 6000 --repeat 2 \
-    --cuda-variants plain,graph,pdl,pdl+graph
+    --cuda-variants plain,graph,pdl,pdl+graph,pdl+replay
 if [ "${NEMO:-0}" = 1 ]; then # the rest of the goal's figures (met in the fourth session)
     B 25 srkit bench $C --streams 640 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
     B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,1]}' --max-ms 4000
@@ -200,7 +209,7 @@ if [ -f "$R" ]; then
     # the narrow form, and the rows form everywhere (its encoder: 1,500 rows, each block 4 of
     # them over one read of the keys; model_ms is the encoder, decoder_ms the decoding), recorded
     B 30 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' --repeat 3 \
-        --cuda-variants pdl,plain,pdl+narrow,pdl+rows,pdl+graph
+        --cuda-variants pdl,plain,pdl+narrow,pdl+rows,pdl+graph,pdl+replay
 fi
 # the 8.8 GB file takes the device 2-4 minutes to write (the first call of the fourth session
 # had not finished it after 200 s of suites and benches)
@@ -209,13 +218,14 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # batch 1 under the CUDA table's settings, on one load of the model, runs interleaved (two
     # of each): the defaults (pdl: overlap, the form by size), plain (no overlap), recorded with
     # overlap, the narrow form (the rule before the fifth session), the rows form for the
-    # encoder's 4 rows a chunk (the decoder's 1 row: groups of one)
+    # encoder's 4 rows a chunk (the decoder's 1 row: groups of one), replayed (no capture a step:
+    # only the launches whose arguments moved set anew), replayed with the split form
     B 150 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
-        pdl,plain,pdl+graph,pdl+narrow,pdl+rows
+        pdl,plain,pdl+graph,pdl+narrow,pdl+rows,pdl+replay,pdl+replay+split
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
         B 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
-            --cuda-variants pdl,pdl+rows
+            --cuda-variants pdl,pdl+rows,pdl+replay
         [ -n "$BASE" ] && B 40 "$BASE" bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
@@ -228,7 +238,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # on one load of the model: the defaults (overlap; the form by size: grouped for the
     # decoder's 64 rows), the encoder's 256 rows in the rows form, recorded, plain
     B 150 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000 \
-        --cuda-variants pdl,pdl+rows,pdl+graph,plain
+        --cuda-variants pdl,pdl+rows,pdl+graph,pdl+replay,plain
     # where a 64-stream step goes (never measured: its p50 was 43 ms of an 80 ms chunk), each op
     # waited for, then the host's time in each
     for mode in sync 1; do
@@ -252,12 +262,13 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     fi
     # without nsys: the host's time inside each op (plain: no waits, so a step's ops summing to
     # its wall means the host's launches bound it), then each op waited for (its device time)
-    # (and recorded: graph_end's time is the update and launch of a step's graph)
-    for mode in 1 sync; do
+    # (and replayed, 1r: each op's time is its launch kept, graph_end's the comparison, the
+    # launches set anew and the graph's launch)
+    for mode in 1 1r sync; do
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
         if [ -z "$NSYS" ] && fits 40; then
-            g=0; [ $mode = 1g ] && g=1
-            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%g} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 50
+            g=0; [ $mode = 1g ] && g=1; [ $mode = 1r ] && g=replay
+            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%[gr]} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 50
         fi
     done
     # the base build at one stream, 3 s streams
