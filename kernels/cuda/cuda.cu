@@ -583,6 +583,7 @@ static sr_status replay_end(sr_kgraph *r)
                 /* exec now holds some of cur's launches and some of its log's: remade */
                 (void)cudaGetLastError();
                 shape_drop(r, at);
+                lru = at; /* its place takes the new graph */
                 at = -1;
                 break;
             }
