@@ -527,12 +527,18 @@ int sr_cuda_graphs(int v);
  * On by default; SRKIT_CUDA_PDL=0 turns it off until a call sets it. Speed only: the results
  * are the same. For tests and bench: set it while no op runs. */
 int sr_cuda_pdl(int v);
-/* Recordings run so far (process-wide): patched into the call site's executable graph
- * (updated) or instantiated anew (built: a first recording, or one of another shape); and of the
- * replayed ones' kernel nodes, those set anew (patched: launches that differed from the graph's).
- * Any pointer may be NULL. */
-void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built,
-                          unsigned long long *patched);
+/* Recordings run so far (process-wide, sr_cuda_graph_counts). */
+typedef struct sr_cuda_graph_stats {
+    unsigned long long updated; /* patched into the call site's executable graph */
+    unsigned long long built;   /* instantiated anew: a first recording, or one of another shape */
+    unsigned long long patched; /* replayed: kernel nodes set anew (launches that differed) */
+    unsigned long long timed;   /* graph launches whose device time was read */
+    double device_ms;           /* their device time summed: CUDA events recorded around each
+                                 * launch on the stream, read at the call site's next graph_end
+                                 * if complete by then (never waited for; a sample not complete
+                                 * is dropped) */
+} sr_cuda_graph_stats;
+void sr_cuda_graph_counts(sr_cuda_graph_stats *out);
 #endif
 
 #endif /* SR_KERNELS_H */

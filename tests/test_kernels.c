@@ -928,7 +928,7 @@ static void test_launch_log(void)
     {
         sr_klog d = {0};
         int i = 1;
-        short h = 2;
+        int h = 2; /* passed as 4 bytes, and as 2 (another size) */
         const void *args[] = {&i, &h};
         const size_t s4[] = {4, 4}, s2[] = {4, 2};
         const unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};

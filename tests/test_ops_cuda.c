@@ -1155,10 +1155,12 @@ static void graph_runs(int mode)
     const int prev = sr_cuda_graphs(mode);
     sr_kgraph *rec = NULL;
     unsigned long long up0, built0, up, built, up_prev, built_prev, pat0, pat, pat_prev;
-    sr_cuda_graph_counts(&up0, &built0, &pat0);
-    up_prev = up0;
-    built_prev = built0;
-    pat_prev = pat0;
+    sr_cuda_graph_stats gs;
+    sr_cuda_graph_counts(&gs);
+    up_prev = up0 = gs.updated;
+    built_prev = built0 = gs.built;
+    pat_prev = pat0 = gs.patched;
+    const unsigned long long timed0 = gs.timed;
     /* M, first position, graphs: first recording, the same shape again (patched), more rows */
     static const struct { int M; int64_t p0; } runs[] = {{1, 5}, {1, 6}, {1, 40}, {3, 7}, {MMAX - 1, 2},
                                                          {MMAX - 1, 9}, {1, 11}};
@@ -1171,7 +1173,10 @@ static void graph_runs(int mode)
         CU_ASSERT_EQUAL(st, SR_OK);
         bad += !agree(orc, oe, (size_t)M * 2 * w, -1.0, "recorded layer");
         bad += memcmp(ir, ie, (size_t)M * sizeof(int32_t)) != 0;
-        sr_cuda_graph_counts(&up, &built, &pat);
+        sr_cuda_graph_counts(&gs);
+        up = gs.updated;
+        built = gs.built;
+        pat = gs.patched;
         if (r == 0 || r == 4) /* a first recording, and 39 rows: one more kernel (the staging) */
             CU_ASSERT(built == built_prev + 1);
         if (r == 1 || r == 2 || r == 5 || r == 6) /* a shape recorded before (r 6: the 1-row one,
@@ -1189,6 +1194,11 @@ static void graph_runs(int mode)
     }
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(built > built0);
+    /* each run downloads its results before the next graph_end: every launch but the last
+     * was complete when read (the last is read when rec is freed, below) */
+    sr_cuda_graph_counts(&gs);
+    CU_ASSERT(gs.timed >= timed0 + sizeof runs / sizeof runs[0] - 1);
+    CU_ASSERT(gs.device_ms >= 0.0);
     /* refused inside a recording, by name; the recording is then dropped */
     CU_ASSERT_EQUAL_FATAL(sr_kgraph_begin(g, &rec), SR_OK);
     TEST_ASSERT_ERR(g->upload(L.x, hx, sizeof(float)), SR_ERR_ARG, "cuda upload: called while recording");

@@ -1694,13 +1694,16 @@ static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
     /* with SRKIT_CUDA_GRAPH=1 / replay: the recorded steps (whole process) patched into their graph or
      * instantiated anew; many of the latter mean the recorded shapes keep changing */
     if (ms->gpu_live_bytes && sr_cuda_graphs(-1)) {
-        unsigned long long up = 0, built = 0, patched = 0;
-        sr_cuda_graph_counts(&up, &built, &patched);
+        sr_cuda_graph_stats gs;
+        sr_cuda_graph_counts(&gs);
         cJSON *g = cJSON_AddObjectToObject(j, "cuda_graphs");
         if (g) {
-            cJSON_AddNumberToObject(g, "updated", (double)up);
-            cJSON_AddNumberToObject(g, "built", (double)built);
-            if (sr_cuda_graphs(-1) == 2) cJSON_AddNumberToObject(g, "patched_nodes", (double)patched);
+            cJSON_AddNumberToObject(g, "updated", (double)gs.updated);
+            cJSON_AddNumberToObject(g, "built", (double)gs.built);
+            if (sr_cuda_graphs(-1) == 2) cJSON_AddNumberToObject(g, "patched_nodes", (double)gs.patched);
+            /* the graphs' own device time: what a step's recorded part costs the GPU */
+            cJSON_AddNumberToObject(g, "timed", (double)gs.timed);
+            cJSON_AddNumberToObject(g, "device_ms_mean", gs.timed ? gs.device_ms / (double)gs.timed : 0.0);
         }
     }
     /* with SRKIT_CUDA_PDL=1: launches overlapping the kernel ahead (so a figure says which) */

@@ -87,6 +87,8 @@ struct sr_kgraph {
     bool defer = false;        /* this recording keeps its launches in cur (replayed) */
     sr_klog cur = {};          /* the launches of the step being recorded (replayed) */
     const char *unkept = NULL; /* why a launch could not be kept in cur (graph_end reports it) */
+    cudaEvent_t ev[2] = {NULL, NULL}; /* around the last launch: its device time */
+    bool ev_pending = false;          /* ev holds a launch not yet read */
 };
 
 /* The record this thread is recording into (NULL: none), and what it was refused meanwhile
@@ -432,16 +434,49 @@ static void cuda_weight_free(sr_kweight *w)
 /* ---- recording (graph_begin / graph_end, see the top of the file) -------------------------- */
 
 static sr_cuda_setting graphs_setting = {"SRKIT_CUDA_GRAPH", {"0", "1", "replay", NULL}, 0, {-1}, {-2}};
-static std::atomic<unsigned long long> graphs_updated{0}, graphs_built{0}, graphs_patched{0};
+static std::atomic<unsigned long long> graphs_updated{0}, graphs_built{0}, graphs_patched{0},
+    graphs_timed{0}, graphs_device_us{0};
 
 extern "C" int sr_cuda_graphs(int v) { return sr_cuda_setting_use(graphs_setting, v); }
 
-extern "C" void sr_cuda_graph_counts(unsigned long long *updated, unsigned long long *built,
-                                     unsigned long long *patched)
+extern "C" void sr_cuda_graph_counts(sr_cuda_graph_stats *out)
 {
-    if (updated) *updated = graphs_updated.load();
-    if (built) *built = graphs_built.load();
-    if (patched) *patched = graphs_patched.load();
+    out->updated = graphs_updated.load();
+    out->built = graphs_built.load();
+    out->patched = graphs_patched.load();
+    out->timed = graphs_timed.load();
+    out->device_ms = (double)graphs_device_us.load() / 1000.0;
+}
+
+/* The device time of the record's last timed launch, if its end event has completed (never
+ * waited for: a sample not complete is dropped). */
+static void graph_time_read(sr_kgraph *r)
+{
+    if (!r->ev_pending) return;
+    r->ev_pending = false;
+    float ms = 0.0f;
+    if (cudaEventQuery(r->ev[1]) == cudaSuccess && cudaEventElapsedTime(&ms, r->ev[0], r->ev[1]) == cudaSuccess) {
+        graphs_timed.fetch_add(1);
+        graphs_device_us.fetch_add((unsigned long long)(ms * 1000.0f + 0.5f));
+    }
+    (void)cudaGetLastError(); /* cudaErrorNotReady */
+}
+
+/* exec launched on the legacy stream between two events of the record (its device time, read
+ * at the record's next graph_end); without events (their creation failed) launched alone. */
+static cudaError_t graph_launch(sr_kgraph *r, cudaGraphExec_t exec)
+{
+    graph_time_read(r);
+    if (!r->ev[0] && (cudaEventCreate(&r->ev[0]) != cudaSuccess || cudaEventCreate(&r->ev[1]) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        if (r->ev[0]) (void)cudaEventDestroy(r->ev[0]);
+        r->ev[0] = r->ev[1] = NULL;
+    }
+    const bool timed = r->ev[1] && cudaEventRecord(r->ev[0], 0) == cudaSuccess;
+    const cudaError_t e = cudaGraphLaunch(exec, 0);
+    if (timed && e == cudaSuccess && cudaEventRecord(r->ev[1], 0) == cudaSuccess) r->ev_pending = true;
+    (void)cudaGetLastError(); /* an event's failure is no launch's: only the count misses it */
+    return e;
 }
 
 /* A shape place emptied: its executable graph, the graph it came from, its launches. */
@@ -607,7 +642,7 @@ static sr_status replay_end(sr_kgraph *r)
     r->shape[at].log = *cur;
     *cur = t;
     r->shape[at].used = ++r->clock;
-    cudaError_t e = cudaGraphLaunch(r->shape[at].exec, 0);
+    cudaError_t e = graph_launch(r, r->shape[at].exec);
     if (e != cudaSuccess) return sr_cuda_fail("graph_end: cudaGraphLaunch", e);
     return SR_OK;
 }
@@ -689,7 +724,7 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
     (void)cudaGraphDestroy(graph);
     if (e != cudaSuccess) return sr_cuda_fail("graph_end: cudaGraphInstantiate", e);
     r->shape[at].used = ++r->clock;
-    e = cudaGraphLaunch(r->shape[at].exec, 0);
+    e = graph_launch(r, r->shape[at].exec);
     if (e != cudaSuccess) return sr_cuda_fail("graph_end: cudaGraphLaunch", e);
     return SR_OK;
 }
@@ -704,6 +739,9 @@ static void cuda_graph_free(sr_kgraph *g)
         sr_klog_free(&g->shape[i].log);
     }
     sr_klog_free(&g->cur);
+    graph_time_read(g);
+    for (cudaEvent_t ev : g->ev)
+        if (ev) (void)cudaEventDestroy(ev);
     if (g->cap) (void)cudaStreamDestroy(g->cap);
     (void)cudaGetLastError();
     delete g;
