@@ -1679,9 +1679,39 @@ static void bench_print_profile(const bench_prof *p, double steps, const char *w
                 p->wall * 1e3 / steps, 100.0 * total / p->wall);
 }
 
+/* The CUDA table's recording counters (kernels.h, sr_cuda_graph_counts; all 0 without CUDA),
+ * so that a run reports its own: a snapshot before it and after, the difference added up over
+ * a variant's runs. */
+typedef struct {
+    double updated, built, patched, timed, device_ms;
+} bench_graphs;
+
+static bench_graphs bench_graphs_now(void)
+{
+    bench_graphs g = {0};
+#ifdef SR_WITH_CUDA
+    sr_cuda_graph_stats gs;
+    sr_cuda_graph_counts(&gs);
+    g = (bench_graphs){(double)gs.updated, (double)gs.built, (double)gs.patched, (double)gs.timed,
+                       gs.device_ms};
+#endif
+    return g;
+}
+
+/* *sum += (after - before) */
+static void bench_graphs_add(bench_graphs *sum, const bench_graphs *before, const bench_graphs *after)
+{
+    sum->updated += after->updated - before->updated;
+    sum->built += after->built - before->built;
+    sum->patched += after->patched - before->patched;
+    sum->timed += after->timed - before->timed;
+    sum->device_ms += after->device_ms - before->device_ms;
+}
+
 /* The device memory figures: the peak, and what is held at the end split into weights, cache
- * pools and the rest (scratch: batch buffers, stream state); all 0 on the CPU. */
-static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
+ * pools and the rest (scratch: batch buffers, stream state); all 0 on the CPU. g: the
+ * recording counters of the runs reported. */
+static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms, const bench_graphs *gr)
 {
     cJSON_AddNumberToObject(j, "gpu_peak_bytes", (double)ms->gpu_peak_bytes);
     cJSON_AddNumberToObject(j, "gpu_live_bytes", (double)ms->gpu_live_bytes);
@@ -1691,19 +1721,18 @@ static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms)
     cJSON_AddNumberToObject(j, "gpu_pool_bytes", (double)p);
     cJSON_AddNumberToObject(j, "gpu_scratch_bytes", (double)scratch);
 #ifdef SR_WITH_CUDA
-    /* with SRKIT_CUDA_GRAPH=1 / replay: the recorded steps (whole process) patched into their graph or
-     * instantiated anew; many of the latter mean the recorded shapes keep changing */
+    /* with SRKIT_CUDA_GRAPH=1 / replay: the runs' recorded steps patched into their graph or
+     * instantiated anew (many of the latter mean the recorded shapes keep changing), the
+     * launches set anew (replayed), and the graphs' own device time: what a step's recorded
+     * part costs the GPU */
     if (ms->gpu_live_bytes && sr_cuda_graphs(-1)) {
-        sr_cuda_graph_stats gs;
-        sr_cuda_graph_counts(&gs);
         cJSON *g = cJSON_AddObjectToObject(j, "cuda_graphs");
         if (g) {
-            cJSON_AddNumberToObject(g, "updated", (double)gs.updated);
-            cJSON_AddNumberToObject(g, "built", (double)gs.built);
-            if (sr_cuda_graphs(-1) == 2) cJSON_AddNumberToObject(g, "patched_nodes", (double)gs.patched);
-            /* the graphs' own device time: what a step's recorded part costs the GPU */
-            cJSON_AddNumberToObject(g, "timed", (double)gs.timed);
-            cJSON_AddNumberToObject(g, "device_ms_mean", gs.timed ? gs.device_ms / (double)gs.timed : 0.0);
+            cJSON_AddNumberToObject(g, "updated", gr->updated);
+            cJSON_AddNumberToObject(g, "built", gr->built);
+            if (sr_cuda_graphs(-1) == 2) cJSON_AddNumberToObject(g, "patched_nodes", gr->patched);
+            cJSON_AddNumberToObject(g, "timed", gr->timed);
+            cJSON_AddNumberToObject(g, "device_ms_mean", gr->timed > 0 ? gr->device_ms / gr->timed : 0.0);
         }
     }
     /* with SRKIT_CUDA_PDL=1: launches overlapping the kernel ahead (so a figure says which) */
@@ -1718,6 +1747,7 @@ typedef struct {
     size_t n;
     char *text;           /* the pass's hypothesis */
     cJSON *runs;          /* every pass's seconds */
+    bench_graphs graphs;  /* the recording counters of every pass */
 } bench_best;
 
 static void bench_best_free(bench_best *r)
@@ -1817,7 +1847,7 @@ static int bench_report(const bench_args *b, sr_model *m, sr_stream *s, bench_be
         cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
         cJSON_AddNumberToObject(j, "stream_state_bytes", (double)ms.stream_bytes);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
-        bench_json_gpu_mem(j, &ms);
+        bench_json_gpu_mem(j, &ms, &r->graphs);
         cJSON_AddStringToObject(j, "text", r->text ? r->text : "");
         if (b->per_chunk) {
             cJSON *at = cJSON_AddArrayToObject(j, "chunk_audio_ms");
@@ -1881,6 +1911,7 @@ static int bench_run(const bench_args *b)
             if (b->variants) bench_variant_apply(&var[v]);
             sr_stream_reset(s);
             sr_kernels_profile_reset(); /* the reset's ops are not the run's */
+            const bench_graphs g0 = bench_graphs_now();
             double t0 = now_s();
             for (size_t fed = 0; !st && fed < total; fed += SR_MIN(a.n, total - fed))
                 st = sr_stream_feed(s, a.samples, SR_MIN(a.n, total - fed));
@@ -1892,6 +1923,8 @@ static int bench_run(const bench_args *b)
                 goto out;
             }
             const double t_end = now_s(), dt = t_end - t0;
+            const bench_graphs g1 = bench_graphs_now();
+            bench_graphs_add(&res[v].graphs, &g0, &g1);
             bench_prof_take(&fin_prof, t_end - t_fed);
             if (bench_best_take(&res[v], s, dt)) {
                 fprintf(stderr, "srkit bench: out of memory\n");
@@ -1986,11 +2019,13 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
     double audio_s = (double)a.n / 16000.0, t0 = 0, wall = 0;
     double end_lag = 0; /* --realtime: the longest wait for a final hypothesis after the audio ended */
     double topen = now_s(), open_s = 0; /* the engine / streams made and opened: not in wall */
+    bench_graphs g0 = {0}, graphs = {0}; /* the recording counters at t0; the run's own */
     if (b->separate) {
         for (int i = 0; i < N; i++)
             if ((st = sr_stream_open(m, &o->sc, &ss[i]))) { rc = fail(st, "stream"); goto out; }
         open_s = now_s() - topen;
         sr_kernels_profile_reset();
+        g0 = bench_graphs_now();
         t0 = now_s();
         int made = 0;
         for (int i = 0; i < N; i++) {
@@ -2000,6 +2035,10 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
         }
         for (int i = 0; i < made; i++) pthread_join(th[i], NULL);
         wall = now_s() - t0;
+        {
+            const bench_graphs g1 = bench_graphs_now();
+            bench_graphs_add(&graphs, &g0, &g1);
+        }
         if (made < N) { fprintf(stderr, "srkit bench: cannot start %d threads\n", N); goto out; }
         for (int i = 0; i < N; i++)
             if (jobs[i].st) { fprintf(stderr, "srkit bench: stream %d: %s\n", i, jobs[i].msg); goto out; }
@@ -2009,6 +2048,7 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
             if ((st = sr_engine_open(e, &ss[i]))) { rc = fail(st, "stream"); goto out; }
         open_s = now_s() - topen;
         sr_kernels_profile_reset();
+        g0 = bench_graphs_now();
         t0 = now_s();
         if (!b->o.realtime) {
             for (int i = 0; i < N && !st; i++) {
@@ -2067,6 +2107,10 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
             }
         }
         wall = now_s() - t0;
+        {
+            const bench_graphs g1 = bench_graphs_now();
+            bench_graphs_add(&graphs, &g0, &g1);
+        }
         if (st) { rc = fail(st, "engine"); goto out; }
     }
     /* per-chunk figures: compute time of each chunk (its step's wall time for the engine), or
@@ -2150,7 +2194,7 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
         cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
         cJSON_AddNumberToObject(j, "streams_state_bytes", (double)ms.stream_bytes);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
-        bench_json_gpu_mem(j, &ms);
+        bench_json_gpu_mem(j, &ms, &graphs);
         cJSON_AddStringToObject(j, "text_stream0", text0 ? text0 : "");
         bench_print_json(j);
     } else {
