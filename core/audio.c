@@ -49,11 +49,23 @@ static const char *errno_text(int err, char *buf, size_t len)
     return buf;
 }
 
-/* sf_open_fd under the global lock; on failure copies libsndfile's message into msg. */
+/* sf_open_fd under the global lock on a duplicate of fd, which libsndfile owns (closed by it
+ * on failure and by sf_close): since 1.0.30 sf_open_fd closes the descriptor it was given when
+ * the open fails even with close_desc false (libsndfile issues 948 / 949), so a caller's
+ * close(fd) after a failed open closed the number twice, and the second close could take a
+ * descriptor another thread had just been given (audio_load/threads saw "Bad file descriptor"
+ * there). The caller closes fd itself in every case. On failure copies libsndfile's message
+ * into msg. */
 static SNDFILE *open_sndfile(int fd, int mode, SF_INFO *info, char *msg, size_t len)
 {
+    char ebuf[128];
+    int own = dup(fd);
+    if (own < 0) {
+        snprintf(msg, len, "dup: %s", errno_text(errno, ebuf, sizeof ebuf));
+        return NULL;
+    }
     pthread_mutex_lock(&sf_open_lock);
-    SNDFILE *snd = sf_open_fd(fd, mode, info, 0);
+    SNDFILE *snd = sf_open_fd(own, mode, info, 1);
     if (!snd) snprintf(msg, len, "%s", sf_strerror(NULL));
     pthread_mutex_unlock(&sf_open_lock);
     return snd;
