@@ -574,8 +574,11 @@ static cudaError_t replay_build(sr_kgraph *r, int sh, const sr_klog *log)
 #else
         e = cudaStreamGetCaptureInfo_v2(r->cap, &cs, NULL, NULL, &deps, &nd);
 #endif
-        if (e == cudaSuccess && (nd != 1 || !deps || cs != cudaStreamCaptureStatusActive))
-            e = cudaErrorStreamCaptureUnmatched; /* not the chain of one node per launch */
+        /* the capture's dependencies after a launch: its node (once per edge port, if the
+         * runtime lists a programmatic edge's ports apart) */
+        bool one = e == cudaSuccess && nd >= 1 && deps && cs == cudaStreamCaptureStatusActive;
+        for (size_t j = 1; one && j < nd; j++) one = deps[j] == deps[0];
+        if (e == cudaSuccess && !one) e = cudaErrorStreamCaptureUnmatched; /* not a chain */
         if (e == cudaSuccess) S.node[i] = deps[0];
     }
     cudaGraph_t graph = NULL;
