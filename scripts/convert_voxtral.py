@@ -384,14 +384,16 @@ def write(out, config, plan, tok, dtype, source, license_, checksum, log):
     """Write the srkit file (srkit_h5's layout: docs/model-format.md) tensor by tensor from plan
     [(srkit name, reader() -> (dtype, array))] in sorted name order (srkit_h5.creating: temporary
     name, digest, rename). dtype "int8" (scripts/make_synthetic.py only): the matrices quantized
-    per output row as scripts/recast_model.py does (q and its "<name>_scale" sibling), the rest
-    f32."""
+    per output row as scripts/recast_model.py does (q and its "<name>_scale" sibling; a reader
+    returning ("I8Q", (q, scale)) has done it), the rest f32."""
     try:
         with srkit_h5.creating(out, ARCH, config, source, license_) as f:
             w = srkit_h5._group(f, "weights")
             for i, (name, reader) in enumerate(plan):
                 dt, a = reader()
-                if dtype == "int8" and a.ndim >= 2:
+                if dt == "I8Q":  # quantized by the reader already: (q, scale)
+                    items = [(name, a[0], None), (name + "_scale", a[1], None)]
+                elif dtype == "int8" and a.ndim >= 2:
                     q, scale = srkit_h5.quantize_int8_rows(
                         srkit_h5.bf16_bits_to_f32(a) if dt == "BF16" else a.astype(np.float32))
                     items = [(name, q, None), (name + "_scale", scale, None)]

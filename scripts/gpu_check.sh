@@ -44,10 +44,10 @@ want figures && ( python3 scripts/make_synthetic.py --arch fastconformer_rnnt --
   python3 scripts/make_synthetic.py --arch whisper --preset tiny --tiktoken "$X/gpt2.tiktoken" /tmp/m/wt.h5 ) \
     > "$OUT/synth.log" 2>&1 &
 J1=$!
-want figures && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype bf16 --no-checksum /tmp/m/vx.h5 \
+want figures && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype bf16 --jobs 8 --no-checksum /tmp/m/vx.h5 \
     && touch /tmp/m/vx.done ) > "$OUT/synthvx.log" 2>&1 &
 # the same shape in int8 (4.4 GB: bf16 products over one byte a weight), made alongside
-want figures && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype int8 --no-checksum /tmp/m/vx8.h5 \
+want figures && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype int8 --jobs 8 --no-checksum /tmp/m/vx8.h5 \
     && touch /tmp/m/vx8.done ) > "$OUT/synthvx8.log" 2>&1 &
 
 # fits LIMIT: 0 when a step of LIMIT seconds still ends within the budget, else says so

@@ -336,9 +336,12 @@ gemm_kernel(int M, int N, int K, int kpad, const float *__restrict__ x, int ldx,
 
 /* ---- tensor-core kernel (bf16 products) ------------------------------------------------------ */
 
-/* The tensor-core kernels' epilogue: the warps' sum red [BM][BN] of the tile at (m0, n0) through
- * the scalar kernel's sequence into y, THREADS threads (tid) striding over the tile. */
-template <int BM, int BN, int THREADS>
+/* The tensor-core kernels' epilogue: the warps' sum of the tile at (m0, n0) through the scalar
+ * kernel's sequence into y, THREADS threads (tid) striding over the tile. red holds PARTS
+ * [BM][BN] tiles: the sum itself (1), or each warp's partial sums, added here in warp order
+ * (((red[0] + red[1]) + red[2]) + ...: the additions of the serial loop that makes the sum),
+ * only for the outputs inside M x N. */
+template <int BM, int BN, int THREADS, int PARTS = 1>
 __device__ __forceinline__ void tile_epilogue(const float *red, int tid, int m0, int n0, int M, int N,
                                               const float *__restrict__ scale,
                                               const float *__restrict__ bias, sr_act act, float alpha,
@@ -348,6 +351,8 @@ __device__ __forceinline__ void tile_epilogue(const float *red, int tid, int m0,
         const int m = m0 + e / BN, n = n0 + e % BN;
         if (m >= M || n >= N) continue;
         float v = red[e];
+#pragma unroll
+        for (int p = 1; p < PARTS; p++) v = __fadd_rn(v, red[p * BM * BN + e]);
         if (scale) v = __fmul_rn(v, scale[n]); /* an i8 weight's row scale, after the sum */
         if (bias) v = __fadd_rn(v, bias[n]);
         v = apply_act(act, v);
@@ -637,7 +642,10 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     sr_pdl_enter();
     static_assert(!XF || MT == 1, "direct activations only for one row tile");
     constexpr int BM = 16 * MT, BN = 8 * NJ;
-    __shared__ float red[BM * BN]; /* the warps' sum, [m][n] */
+    /* the warps' sum [m][n]; for one row tile (MT 1: at most 8 KB), each warp's partial sums
+     * [warp][m][n] instead, added by the epilogue after one barrier (8 barriers otherwise) */
+    constexpr int PARTS = MT == 1 ? MMA_WARPS : 1;
+    __shared__ float red[PARTS * BM * BN];
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, q = lane % 4;
@@ -722,22 +730,31 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
 
         /* the warps' partial sums added in warp order: D element e of tile (i, j) is row
          * 16 i + g + 8 (e / 2), column 8 j + 2 q + e % 2 */
-        for (int w8 = 0; w8 < MMA_WARPS; w8++) {
-            if (warp == w8) {
+        if constexpr (PARTS > 1) { /* each warp's own, summed in the epilogue */
 #pragma unroll
-                for (int i = 0; i < MT; i++)
+            for (int j = 0; j < NJ; j++)
 #pragma unroll
-                    for (int j = 0; j < NJ; j++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            float *r = red + (16 * i + g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2;
-                            *r = w8 > 0 ? __fadd_rn(*r, acc[i][j][e]) : acc[i][j][e];
-                        }
-            }
+                for (int e = 0; e < 4; e++)
+                    red[warp * BM * BN + (g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2] = acc[0][j][e];
             __syncthreads();
+        } else {
+            for (int w8 = 0; w8 < MMA_WARPS; w8++) {
+                if (warp == w8) {
+#pragma unroll
+                    for (int i = 0; i < MT; i++)
+#pragma unroll
+                        for (int j = 0; j < NJ; j++)
+#pragma unroll
+                            for (int e = 0; e < 4; e++) {
+                                float *r = red + (16 * i + g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2;
+                                *r = w8 > 0 ? __fadd_rn(*r, acc[i][j][e]) : acc[i][j][e];
+                            }
+                }
+                __syncthreads();
+            }
         }
-        tile_epilogue<BM, BN, 32 * MMA_WARPS>(red, tid, m0, n0, M, N, WI8 ? scale : NULL, bias, act,
-                                              alpha, beta, y, ldy);
+        tile_epilogue<BM, BN, 32 * MMA_WARPS, PARTS>(red, tid, m0, n0, M, N, WI8 ? scale : NULL, bias,
+                                                     act, alpha, beta, y, ldy);
         __syncthreads(); /* red is reused by the next row tile */
     }
 }
