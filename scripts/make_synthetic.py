@@ -11,8 +11,8 @@ The file has the same layout, config, tokenizer and front end as a converted che
 size (scripts/convert_whisper.py builds them; docs/whisper-weights.md), so a backend loads it
 exactly like the real one; only the weights are noise and the "source" attribute says so. The
 outputs are meaningless text. Deterministic: numpy's PCG64 with a fixed seed (default 0; for
-voxtral_realtime one generator per tensor, seeded with the seed and the tensor's place, so the
-file does not depend on --jobs), and timestamp-free HDF5, so the same arguments give a
+voxtral_realtime one generator per part of a tensor, seeded with the seed and the part's
+place, so the file does not depend on --jobs), and timestamp-free HDF5, so the same arguments give a
 byte-identical file.
 
 Weights: matrices and embeddings ~ N(0, 0.02^2) (GPT-2-style initialization, which keeps
@@ -22,8 +22,8 @@ activations in a realistic range through the layers), biases 0, layer-norm gains
 folder or --tiktoken) plus its special tokens.
 
 voxtral_realtime (mini-4b: 4.4 B parameters, 8.8 GB in bf16) is written tensor by tensor
-(STREAMING_WRITERS), its tensors made by --jobs worker processes a few ahead of the writer, so
-generating it needs about 1 GB of memory a worker; --dec-layers / --enc-layers give the real
+(STREAMING_WRITERS), its tensors made in parts by --jobs worker processes a few ahead of the
+writer, so generating it needs a few GB of memory; --dec-layers / --enc-layers give the real
 widths at a smaller depth. --dtype int8 quantizes each matrix per output row as it is made
 (scripts/recast_model.py's rule: 4.4 GB at mini-4b; the largest tensor, the 131072 x 3072
 embedding, takes about 5 GB of memory while it is quantized).
@@ -33,6 +33,7 @@ New architectures plug in through BUILDERS: arch -> (presets, builder(preset, ar
 """
 
 import argparse
+import collections
 import concurrent.futures
 import os
 import sys
@@ -145,17 +146,21 @@ def voxtral_builder(preset, args):
     return config, cv.expected_shapes(config), tok
 
 
-def voxtral_tensor(seed, index, shape, dtype, norm):
-    """Tensor `index` (of the sorted names) of a random voxtral_realtime model, as the writer
-    takes it: a 1-D one 1 (norm gains) or 0; a matrix ~ N(0, 0.02^2) from its own generator
-    (PCG64 seeded with (seed, index): each tensor depends only on the seed and its place, not on
-    which worker made it or when), drawn 4M values at a time and, for bf16, rounded to bf16 as
-    they come (memory: the tensor, not its f32 copy); for int8, quantized per output row here
+VX_PART = 1 << 25  # values a worker task makes at most: whole rows of a matrix (64 MB in bf16)
+
+
+def voxtral_part(seed, index, part, shape, dtype, norm, r0, r1):
+    """Rows [r0, r1) of tensor `index` (of the sorted names) of a random voxtral_realtime model,
+    as the writer takes them: a 1-D tensor whole, 1 (norm gains) or 0; a matrix's rows ~
+    N(0, 0.02^2) from their own generator (PCG64 seeded with (seed, index, part): a part depends
+    only on the seed and its place, not on which worker made it or when), drawn 4M values at a
+    time and, for bf16, rounded to bf16 as they come; for int8 quantized per output row here
     (scripts/recast_model.py's rule) into ("I8Q", (q, scale))."""
-    n = int(np.prod(shape))
     if len(shape) == 1:
         return "F32", np.full(shape, 1.0 if norm else 0.0, np.float32)
-    rng = np.random.default_rng([seed, index])
+    rows = (r1 - r0,) + tuple(shape[1:])
+    n = int(np.prod(rows))
+    rng = np.random.default_rng([seed, index, part])
     block = 1 << 22
     if dtype == "bf16":
         out = np.empty(n, np.uint16)
@@ -163,8 +168,8 @@ def voxtral_tensor(seed, index, shape, dtype, norm):
             k = min(block, n - i)
             out[i:i + k] = srkit_h5.f32_to_bf16_bits(
                 rng.standard_normal(k, dtype=np.float32) * np.float32(0.02))
-        return "BF16", out.reshape(shape)
-    a = (rng.standard_normal(n, dtype=np.float32) * np.float32(0.02)).reshape(shape)
+        return "BF16", out.reshape(rows)
+    a = (rng.standard_normal(n, dtype=np.float32) * np.float32(0.02)).reshape(rows)
     if dtype == "int8":
         return "I8Q", srkit_h5.quantize_int8_rows(a)
     return "F32", a
@@ -172,31 +177,54 @@ def voxtral_tensor(seed, index, shape, dtype, norm):
 
 def voxtral_write(preset, args, source):
     """Write the random voxtral_realtime model tensor by tensor (scripts/convert_voxtral.py's
-    streaming writer), the tensors made by --jobs worker processes (voxtral_tensor) a few ahead of
-    the writer, in order: memory holds the tensors in flight (at most 2 per worker; the 131072 x
-    3072 embedding is 0.8 GB in bf16), never the 8.8 GB model, and a machine of 16 cores makes
-    mini-4b about as fast as it writes it (one core drew about 43 M values a second here). Norm
-    gains 1, biases 0. Returns (parameters, config)."""
+    streaming writer), each matrix made in parts of whole rows (VX_PART values at most) by --jobs
+    worker processes (voxtral_part), at most 2 parts a worker ahead of the writer, in order:
+    memory holds the tensor being written and the parts in flight (the 131072 x 3072 embedding is
+    0.8 GB in bf16), never the 8.8 GB model, and the drawing (about 43 M values a second a core
+    here: 100 core-seconds at mini-4b) is spread over the cores. Norm gains 1, biases 0. Returns
+    (parameters, config)."""
     config, shapes, tok = voxtral_builder(preset, args)
     names = sorted(shapes)
+    tasks = []  # (tensor index, part, r0, r1), in writing order
+    for i, name in enumerate(names):
+        shape = shapes[name]
+        if len(shape) == 1:
+            tasks.append((i, 0, 0, shape[0]))
+            continue
+        cols = int(np.prod(shape[1:]))
+        step = max(1, VX_PART // cols)
+        for part, r0 in enumerate(range(0, shape[0], step)):
+            tasks.append((i, part, r0, min(shape[0], r0 + step)))
     jobs = max(1, args.jobs)
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as ex:
-        futs = {}
+        futs = collections.deque()
+        nxt = 0
 
-        def submit(i):
-            if i < len(names):
-                futs[i] = ex.submit(voxtral_tensor, args.seed, i, shapes[names[i]], args.dtype,
-                                    names[i].endswith("norm.weight"))
-
-        ahead = 2 * jobs
-        for i in range(ahead):
-            submit(i)
+        def fill():
+            nonlocal nxt
+            while nxt < len(tasks) and len(futs) < 2 * jobs:
+                i, part, r0, r1 = tasks[nxt]
+                futs.append(ex.submit(voxtral_part, args.seed, i, part, shapes[names[i]], args.dtype,
+                                      names[i].endswith("norm.weight"), r0, r1))
+                nxt += 1
 
         def reader(i):
             def rd():
-                r = futs.pop(i).result()
-                submit(i + ahead)
-                return r
+                parts = []
+                while True:
+                    fill()
+                    r = futs.popleft().result()
+                    parts.append(r)
+                    done = sum(len(p[1][0] if p[0] == "I8Q" else p[1]) for p in parts)
+                    if done >= shapes[names[i]][0]:
+                        break
+                dt = parts[0][0]
+                if len(parts) == 1:
+                    return parts[0]
+                if dt == "I8Q":
+                    return dt, (np.concatenate([p[1][0] for p in parts]),
+                                np.concatenate([p[1][1] for p in parts]))
+                return dt, np.concatenate([p[1] for p in parts])
             return rd
 
         plan = [(name, reader(i)) for i, name in enumerate(names)]
