@@ -1709,7 +1709,7 @@ static void bench_graphs_add(bench_graphs *sum, const bench_graphs *before, cons
 }
 
 /* The device memory figures: the peak, and what is held at the end split into weights, cache
- * pools and the rest (scratch: batch buffers, stream state); all 0 on the CPU. g: the
+ * pools and the rest (scratch: batch buffers, stream state); all 0 on the CPU. gr: the
  * recording counters of the runs reported. */
 static void bench_json_gpu_mem(cJSON *j, const sr_memstats *ms, const bench_graphs *gr)
 {

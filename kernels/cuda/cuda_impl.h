@@ -35,10 +35,10 @@ cudaError_t sr_cuda_malloc(void **p, size_t bytes);
 cudaError_t sr_cuda_malloc_pooled(void **p, size_t bytes);
 void sr_cuda_free(void *p);
 
-/* The stream every launch and device copy of an op goes to: the legacy default stream (0), or
- * while the calling thread records (graph_begin .. graph_end, cuda.cu) the recording's capture
- * stream, so the op is recorded instead of run. (Pool blocks stay on the legacy stream: see
- * sr_cuda_malloc_pooled.) */
+/* The stream every launch of an op goes to: the legacy default stream (0), or while the calling
+ * thread records by capture (graph_begin .. graph_end, cuda.cu) the recording's capture stream,
+ * so the op is recorded instead of run (a replayed recording keeps its launches instead:
+ * sr_cuda_launch). (Pool blocks stay on the legacy stream: see sr_cuda_malloc_pooled.) */
 cudaStream_t sr_cuda_stream(void);
 
 /* ---- launches (every kernel of the table goes through sr_cuda_launch) ---- */
@@ -51,11 +51,6 @@ bool sr_cuda_pdl_live(void);
  * (sr_cuda_pdl(-1) then says 0, and so does srkit bench's cuda_pdl). cuda.cu. */
 void sr_cuda_pdl_refused(void);
 
-/* kern<<<grid, block, smem, sr_cuda_stream()>>>(args...), with the programmatic-serialization
- * attribute while sr_cuda_pdl_live(): the kernel's blocks may then start before the kernel
- * queued ahead of it has finished, which is safe because every kernel of the table calls
- * sr_pdl_enter() (below) before it touches memory another kernel writes or reads. Errors as
- * after <<<>>>: sr_cuda_launched reads them. */
 /* Whether the calling thread's launches are being kept for a replayed recording
  * (SRKIT_CUDA_GRAPH=replay, between graph_begin and graph_end; cuda.cu), and the keeping of one:
  * kernel kern (its host handle), its shape, whether it would overlap the kernel ahead, and its n
@@ -65,6 +60,13 @@ bool sr_cuda_deferring(void);
 void sr_cuda_defer(const void *kern, dim3 grid, dim3 block, size_t smem, bool pdl,
                    const void *const *args, const size_t *sizes, int n);
 
+/* kern<<<grid, block, smem, sr_cuda_stream()>>>(args...), with the programmatic-serialization
+ * attribute while sr_cuda_pdl_live(): the kernel's blocks may then start before the kernel
+ * queued ahead of it has finished, which is safe because every kernel of the table calls
+ * sr_pdl_enter() (below) before it touches memory another kernel writes or reads. Errors as
+ * after <<<>>>: sr_cuda_launched reads them. While the thread keeps its launches for a replayed
+ * recording (sr_cuda_deferring), the launch is kept instead (sr_cuda_defer), with the same
+ * arguments, shape and attribute; graph_end runs it. */
 template <typename... P, typename... A>
 static inline void sr_cuda_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, A &&...args)
 {
