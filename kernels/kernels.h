@@ -500,6 +500,12 @@ int sr_cuda_gemm_kernel(int v);
  * SRKIT_CUDA_GEMM_COLS=16 / 32 / auto / 8 selects it until a call sets it. Speed only: every
  * choice gives the same bits. */
 int sr_cuda_gemm_cols(int v);
+/* kernels/cuda/gemm.cu: whether the mma kernel over staged x (above 16 rows) stages its operands
+ * in shared memory with cp.async, STAGES - 1 k blocks ahead of each warp's products (1), or
+ * loads them into registers (0, the default); v = 0 / 1 sets it, any other v only asks. Returns
+ * the setting before the call. SRKIT_CUDA_GEMM_ASYNC=1 selects it until a call sets it. Speed
+ * only: the same bits. */
+int sr_cuda_gemm_async(int v);
 /* kernels/cuda/attn.cu: the attention kernel's form, process-wide: 0 narrow (8 blocks a
  * multiprocessor), 1 wide (16 loads in flight a thread, 4 blocks), 2 by each launch's size (the
  * default: split for a launch of at most one block a multiprocessor over more than 128 keys,

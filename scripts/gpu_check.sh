@@ -130,6 +130,13 @@ S 60 replay.log SRKIT_CUDA_GRAPH=replay test_srkit engine_equals_solo/cuda
 S 60 replay-vx.log SRKIT_CUDA_GRAPH=replay SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
 S 60 replay-wh.log SRKIT_CUDA_GRAPH=replay SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
     fastconformer_parity fastconformer_batch fastconformer_tdt
+# the staged mma GEMM (above 16 rows) with its operands through cp.async (SRKIT_CUDA_GEMM_ASYNC=1,
+# never run on a device): kernels_cuda's gemm test compares its bits with the register form
+# above; here batched == solo and the goldens (every encoder's rows) with it
+echo "== cp.async GEMM operands (SRKIT_CUDA_GEMM_ASYNC=1)"
+S 60 async.log SRKIT_CUDA_GEMM_ASYNC=1 test_srkit engine_equals_solo/cuda
+S 60 async-parity.log SRKIT_CUDA_GEMM_ASYNC=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity \
+    fastconformer_parity voxtral_batch
 # overlapping launches are the default since the fifth session (each kernel's blocks start while
 # the one ahead runs and wait for it in sr_pdl_enter; the mma GEMM prefetches its weight
 # meanwhile), so every suite above ran with them: here the plain launches, alone and recorded
@@ -179,6 +186,16 @@ for nk in "4096 4096" "6144 3072" "3072 4096" "18432 3072" "3072 9216" "131072 3
     if [ -n "$BASE" ] && fits 20; then
         echo "   base:"; timeout 20 "$BASE" bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
     fi
+done
+
+# above 16 rows, the staged mma kernel's operands through cp.async against registers (the 64
+# streams' decoder products at 32 / 64 rows, their encoder's at 256; Voxtral's encoder shapes too)
+for nk in "6144 3072" "18432 3072" "3072 9216" "131072 3072" "3840 1280" "10240 1280"; do
+    set -- $nk
+    for a in 0 1; do
+        echo "-- N $1 K $2, SRKIT_CUDA_GEMM_ASYNC=$a"
+        fits 20 && SRKIT_CUDA_GEMM_ASYNC=$a timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(32|64|256) \|"
+    done
 done
 
 C='--device cuda --precision bf16'
@@ -236,9 +253,10 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # the finish spread over steps (stream.final_steps: 4 of its 49 decoder steps an engine step)
     VF='{"cache_dtype": "bf16", "max_seconds": 30, "final_steps": 4}'
     # on one load of the model: the defaults (overlap; the form by size: grouped for the
-    # decoder's 64 rows), the encoder's 256 rows in the rows form, recorded, plain
-    B 150 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000 \
-        --cuda-variants pdl,pdl+rows,pdl+graph,pdl+replay,plain
+    # decoder's 64 rows), the encoder's 256 rows in the rows form, replayed, the products above
+    # 16 rows through cp.async, both
+    B 170 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000 \
+        --cuda-variants pdl,pdl+rows,pdl+replay,pdl+async,pdl+replay+async
     # where a 64-stream step goes (never measured: its p50 was 43 ms of an 80 ms chunk), each op
     # waited for, then the host's time in each
     for mode in sync 1; do

@@ -105,6 +105,8 @@ static int agree(const float *a, const float *b, size_t n, double tol, const cha
 static int gemm_kernel(int v) { return CUDA_SETTING(sr_cuda_gemm_kernel, v); }
 /* the mma kernel's columns a block above 16 rows: 0 16, 1 32, 2 by size */
 static int gemm_cols(int v) { return CUDA_SETTING(sr_cuda_gemm_cols, v); }
+/* the staged mma kernel's operands through cp.async (1) or registers (0) */
+static int gemm_async(int v) { return CUDA_SETTING(sr_cuda_gemm_async, v); }
 /* the attention form: 0 narrow, 1 wide, 2 by size */
 static int attn_form(int v) { return CUDA_SETTING(sr_cuda_attn_form, v); }
 
@@ -203,21 +205,28 @@ static void test_gemm(void)
                 else
                     bad += !agree(yg, yc, (size_t)M * ldy, exact ? -1.0 : 2e-6, "gemm");
                 /* the mma form with 16 columns a block and with 32 (above 16 rows) or 8 (up to
-                 * 16): the same bits */
+                 * 16), and above 16 rows both again with the operands staged by cp.async: the
+                 * same bits */
                 if (mul == SR_KMUL_BF16 && (gemm_kernel(-1) == 1 || dt == SR_I8)) {
                     float *d2 = dev(g, y0, (size_t)M * ldy);
-                    const int pc = gemm_cols(-1), other = M > 16 ? 1 : 3;
-                    for (int cols = 0; cols <= other; cols += other) {
-                        gemm_cols(cols);
-                        CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wg, act % 2 ? dbias : NULL, (sr_act)act, alpha,
-                                                beta, d2, ldy), SR_OK);
-                        float *y2 = back(g, d2, (size_t)M * ldy);
-                        CU_ASSERT_EQUAL(g->upload(d2, y0, (size_t)M * ldy * sizeof(float)), SR_OK);
-                        bad += !agree(y2, yg, (size_t)M * ldy, -1.0, !cols ? "gemm, 16 columns a block" :
-                                      cols == 1 ? "gemm, 32 columns a block" : "gemm, 8 columns a block");
-                        free(y2);
-                    }
+                    const int pc = gemm_cols(-1), pa = gemm_async(-1), other = M > 16 ? 1 : 3;
+                    for (int as = 0; as <= (M > 16); as++)
+                        for (int cols = 0; cols <= other; cols += other) {
+                            gemm_cols(cols);
+                            gemm_async(as);
+                            CU_ASSERT_EQUAL(g->gemm(M, dx, ldx, Wg, act % 2 ? dbias : NULL, (sr_act)act,
+                                                    alpha, beta, d2, ldy), SR_OK);
+                            float *y2 = back(g, d2, (size_t)M * ldy);
+                            CU_ASSERT_EQUAL(g->upload(d2, y0, (size_t)M * ldy * sizeof(float)), SR_OK);
+                            bad += !agree(y2, yg, (size_t)M * ldy, -1.0,
+                                          as ? (!cols ? "gemm, cp.async, 16 columns a block"
+                                                      : "gemm, cp.async, 32 columns a block")
+                                             : !cols ? "gemm, 16 columns a block"
+                                             : cols == 1 ? "gemm, 32 columns a block" : "gemm, 8 columns a block");
+                            free(y2);
+                        }
                     gemm_cols(pc);
+                    gemm_async(pa);
                     g->free(d2);
                 }
                 /* row M - 1 alone: the same bits as in the batch */

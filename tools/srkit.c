@@ -1418,11 +1418,11 @@ typedef struct {
 /* --cuda-variants: settings of the CUDA table (kernels.h) a one-stream run is repeated under,
  * on the one loaded model, interleaved (run r of every variant before run r + 1 of any). Each
  * variant starts from the defaults (no overlap, no recording, the attention form by size, 16
- * GEMM columns a block) and turns on its '+'-joined terms. */
+ * GEMM columns a block, no cp.async staging) and turns on its '+'-joined terms. */
 #define BENCH_VARIANTS 12
 typedef struct {
     char name[48];
-    int pdl, graph, attn, cols; /* sr_cuda_pdl, _graphs, _attn_form, _gemm_cols values */
+    int pdl, graph, attn, cols, async; /* sr_cuda_pdl, _graphs, _attn_form, _gemm_cols, _gemm_async */
 } bench_variant;
 
 /* "plain,pdl+graph,..." into v[] (at most BENCH_VARIANTS); the count, or -1 after a message
@@ -1430,7 +1430,7 @@ typedef struct {
 static int bench_variants_parse(const char *list, bench_variant *v)
 {
     /* besides the attention forms (attn_form_names, each its sr_cuda_attn_form value) */
-    static const char *const terms[] = {"plain", "pdl", "graph", "cols8", "replay"};
+    static const char *const terms[] = {"plain", "pdl", "graph", "cols8", "replay", "async"};
     int n = 0;
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ",");
@@ -1442,7 +1442,7 @@ static int bench_variants_parse(const char *list, bench_variant *v)
         bench_variant *x = &v[n++];
         memcpy(x->name, p, len);
         x->name[len] = 0;
-        x->pdl = x->graph = x->cols = 0;
+        x->pdl = x->graph = x->cols = x->async = 0;
         x->attn = 2;
         for (const char *t = x->name; *t;) {
             const size_t tl = strcspn(t, "+");
@@ -1450,14 +1450,15 @@ static int bench_variants_parse(const char *list, bench_variant *v)
                       k = word_index(terms, (int)(sizeof terms / sizeof terms[0]), t, tl);
             if (form < 0 && k < 0) {
                 fprintf(stderr, "srkit bench: --cuda-variants: \"%.*s\" unknown (known: plain, pdl, "
-                        "graph, replay, cols8 and the attention forms narrow, wide, auto, grouped, split, "
-                        "rows, joined by +)\n", (int)tl, t);
+                        "graph, replay, cols8, async and the attention forms narrow, wide, auto, grouped, "
+                        "split, rows, joined by +)\n", (int)tl, t);
                 return -1;
             }
             if (form >= 0) x->attn = form;
             x->pdl |= k == 1;
             if (k == 2 || k == 4) x->graph = k == 2 ? 1 : 2; /* sr_cuda_graphs: captured / replayed */
             if (k == 3) x->cols = 3; /* sr_cuda_gemm_cols: 8 columns at up to 16 rows */
+            x->async |= k == 5;      /* sr_cuda_gemm_async: staged operands through cp.async */
             t += tl + (t[tl] == '+');
         }
         p += len + (p[len] == ',');
@@ -1473,6 +1474,7 @@ static void bench_variant_apply(const bench_variant *v)
     sr_cuda_pdl(v->pdl);
     sr_cuda_graphs(v->graph);
     sr_cuda_gemm_cols(v->cols);
+    sr_cuda_gemm_async(v->async);
 #endif
 }
 
@@ -2410,10 +2412,11 @@ static const char BENCH_USAGE[] =
     "                          runs each): variants split by ',', each terms joined by '+' from\n"
     "                          plain, pdl (overlapping launches), graph (recorded steps),\n"
     "                          replay (recorded steps replayed, only their changed launches\n"
-    "                          set anew), narrow,\n"
+    "                          set anew), async (above 16 rows the GEMM's operands staged\n"
+    "                          by cp.async), narrow,\n"
     "                          wide, auto, grouped, split, rows (attention forms), cols8 (8 GEMM columns\n"
     "                          a block at up to 16 rows), each from a base of no overlap, no\n"
-    "                          recording, the form by size, 16 columns (outside --cuda-variants\n"
+    "                          recording, the form by size, 16 columns, no cp.async (outside --cuda-variants\n"
     "                          overlap is on by default); a report (--json: an object with\n"
     "                          \"variant\") each\n"
     "  --streams N             N concurrent streams (stream i hears the audio rotated by i/N of\n"

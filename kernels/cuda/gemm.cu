@@ -759,6 +759,172 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     }
 }
 
+/* ---- the mma kernel with its operands staged by cp.async (staged x only) ------------------ */
+
+/* The staged mma kernel above loads each k block's operands straight into registers, DEPTH
+ * (1 at 64 rows) blocks ahead: at 64 rows its products ran at 0.5-0.9 TB/s of weight bytes on
+ * the H200 and at 256 rows at about 66 TFLOP/s (7 % of the tensor cores), the loads' latency
+ * exposed. This form gives each warp a ring of STAGES shared-memory buffers and fills them with
+ * cp.async (the copy engine of each multiprocessor, no registers held), STAGES - 1 k blocks
+ * ahead of the one multiplied; the mma operands are then read from shared memory as 16-byte
+ * vectors, lane (g, q) taking row g's (and g + 8's) 16 bytes at k + 8 q: the vectors, fragments,
+ * mma sequence of each warp and warp-order sum of gemm_mma_kernel, so the same bits (rows
+ * independent; a row alone as in any batch). Rows past M, weight rows past tc_rows(N) and
+ * vectors past kpad are copied as zeros (cp.async's source size 0), the zeros the other form
+ * gives them. Each warp uses only its own buffers, so the ring needs warp barriers only; the
+ * warps' partial sums go to shared memory (reusing the ring) and the epilogue adds them in warp
+ * order after one block barrier. Selected by SRKIT_CUDA_GEMM_ASYNC=1 (sr_cuda_gemm_async;
+ * off by default until it has run on a device). */
+
+/* 16 (or WI8: 8) bytes from global src to shared dst, asynchronously; n < the size: zeros. The
+ * host emulation copies at once. */
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void *dst, const void *src, bool full)
+{
+#if defined(__CUDA_ARCH__)
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    const int n = full ? BYTES : 0;
+    if constexpr (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(n));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(BYTES), "r"(n));
+#else
+    if (full) memcpy(dst, src, BYTES);
+    else memset(dst, 0, BYTES);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* wait until at most N of this thread's most recent groups are pending */
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/* Bytes of one stage of one warp: 16 MT x rows and 8 NJ weight rows of a 32-wide k block. */
+template <int MT, int NJ, bool WI8> struct AsyncStage {
+    static constexpr int XB = 16 * MT * 64;             /* x rows, 64 bytes each */
+    static constexpr int WROW = WI8 ? 32 : 64;           /* a weight row's bytes of the block */
+    static constexpr int BYTES = XB + 8 * NJ * WROW;
+};
+
+template <int MT, int NJ, bool WI8, int STAGES>
+static constexpr size_t async_smem()
+{
+    return (size_t)MMA_WARPS * STAGES * AsyncStage<MT, NJ, WI8>::BYTES;
+}
+
+template <int MT, bool WI8, int NJ, int STAGES>
+__global__ void __launch_bounds__(32 * MMA_WARPS)
+gemm_mma_async_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
+                      const void *__restrict__ w, const float *__restrict__ scale,
+                      const float *__restrict__ bias, sr_act act, float alpha, float beta,
+                      float *__restrict__ y, int ldy, int pf_k)
+{
+    mma_prefetch_w<8 * NJ, WI8>(w, N, kpad, pf_k);
+    sr_pdl_enter();
+    typedef AsyncStage<MT, NJ, WI8> SG;
+    constexpr int BM = 16 * MT, BN = 8 * NJ, ESZ = WI8 ? 1 : 2;
+    static_assert(MMA_WARPS * BM * BN * 4 <= MMA_WARPS * STAGES * SG::BYTES,
+                  "the warps' partial sums fit the ring");
+    extern __shared__ float4 async_smem_v[]; /* 16-byte aligned */
+    unsigned char *smem = reinterpret_cast<unsigned char *>(async_smem_v);
+    float *part = reinterpret_cast<float *>(smem); /* after the loop: [warp][BM][BN] */
+
+    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, q = lane % 4;
+    const int n0 = (int)blockIdx.x * BN;
+    const int kb_all = (kpad + 31) / 32;
+    const int rounds = (kb_all + MMA_G * MMA_WARPS - 1) / (MMA_G * MMA_WARPS);
+    const int mine = rounds * MMA_G;
+    const size_t wrows = tc_rows(N);
+    const char *wb = static_cast<const char *>(w);
+    unsigned char *ring = smem + (size_t)warp * STAGES * SG::BYTES;
+    const int m_tiles = (M + BM - 1) / BM;
+
+    for (int mb = (int)blockIdx.y; mb < m_tiles; mb += (int)gridDim.y) {
+        const int m0 = mb * BM;
+        /* this warp's i-th k block into stage i % STAGES (nothing past its last: an empty group) */
+        auto load = [&](int i) {
+            if (i >= mine) return;
+            const int kb = ((i / MMA_G) * MMA_WARPS + warp) * MMA_G + i % MMA_G;
+            if (kb >= kb_all) return; /* warp-uniform: a block no warp multiplies */
+            unsigned char *st = ring + (size_t)(i % STAGES) * SG::BYTES;
+            const size_t k = (size_t)kb * 32;
+#pragma unroll
+            for (int t = 0; t < 2 * MT; t++) { /* 16 MT rows x 4 vectors, 2 MT a lane */
+                const int c = lane + 32 * t, r = c / 4, cq = c % 4, m = m0 + r;
+                const bool in = m < M && k + 8 * (size_t)cq < (size_t)kpad;
+                cp_async<16>(st + r * 64 + cq * 16, in ? xb + (size_t)m * (size_t)kpad + k + 8 * cq : xb, in);
+            }
+#pragma unroll
+            for (int t = 0; t < NJ; t++) { /* 8 NJ weight rows x 4 vectors, NJ a lane */
+                const int c = lane + 32 * t, r = c / 4, cq = c % 4;
+                const size_t n = (size_t)(n0 + r);
+                const bool in = n < wrows && k + 8 * (size_t)cq < (size_t)kpad;
+                cp_async<8 * ESZ>(st + SG::XB + r * SG::WROW + cq * 8 * ESZ,
+                                  in ? wb + (n * (size_t)kpad + k + 8 * cq) * ESZ : wb, in);
+            }
+        };
+
+        float acc[MT][NJ][4];
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; s++) {
+            load(s);
+            cp_async_commit();
+        }
+        for (int i = 0; i < mine; i++) {
+            cp_async_wait<STAGES - 2>(); /* this lane's copies of block i are done */
+            __syncwarp();                /* and every lane's, and every lane is past block i - 1 */
+            load(i + STAGES - 1);        /* into block i - 1's stage */
+            cp_async_commit();
+            const int kb = ((i / MMA_G) * MMA_WARPS + warp) * MMA_G + i % MMA_G;
+            if (kb >= kb_all) continue; /* warp-uniform */
+            const unsigned char *st = ring + (size_t)(i % STAGES) * SG::BYTES;
+#pragma unroll
+            for (int mi = 0; mi < MT; mi++) {
+                const uint4 a0 = *reinterpret_cast<const uint4 *>(st + (16 * mi + g) * 64 + q * 16);
+                const uint4 a1 = *reinterpret_cast<const uint4 *>(st + (16 * mi + 8 + g) * 64 + q * 16);
+#pragma unroll
+                for (int j = 0; j < NJ; j++) {
+                    const unsigned char *wp = st + SG::XB + (8 * j + g) * SG::WROW + q * 8 * ESZ;
+                    const uint4 b = w_bf16x8(*reinterpret_cast<const typename WRaw<WI8>::T *>(wp));
+                    mma_16816(acc[mi][j], a0.x, a1.x, a0.y, a1.y, b.x, b.y); /* k +0..3 */
+                    mma_16816(acc[mi][j], a0.z, a1.z, a0.w, a1.w, b.z, b.w); /* k +4..7 */
+                }
+            }
+        }
+        cp_async_wait<0>();
+        __syncthreads(); /* every warp is done with its ring: it holds the partial sums now */
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    part[warp * BM * BN + (16 * i + g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2] = acc[i][j][e];
+        __syncthreads();
+        tile_epilogue<BM, BN, 32 * MMA_WARPS, MMA_WARPS>(part, tid, m0, n0, M, N, WI8 ? scale : NULL,
+                                                         bias, act, alpha, beta, y, ldy);
+        __syncthreads(); /* the ring is refilled by the next row tile */
+    }
+}
+
 template <int MT, int DEPTH, bool XF, int NJ = 2>
 static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int ldx,
                             const sr_kweight *W, const float *bias, sr_act act, float alpha,
@@ -812,12 +978,59 @@ static sr_cuda_setting gemm_kernel_setting = {"SRKIT_CUDA_GEMM", {"wmma", "mma",
 
 extern "C" int sr_cuda_gemm_kernel(int v) { return sr_cuda_setting_use(gemm_kernel_setting, v); }
 
+/* The cp.async form of the staged mma kernel in use: 0 no (the default until it has run on a
+ * device), 1 yes; SRKIT_CUDA_GEMM_ASYNC=1 selects it, sr_cuda_gemm_async overrides (tests,
+ * bench). Speed only: the same bits. */
+static sr_cuda_setting gemm_async_setting = {"SRKIT_CUDA_GEMM_ASYNC", {"0", "1", NULL}, 0, {-1}, {-2}};
+
+extern "C" int sr_cuda_gemm_async(int v) { return sr_cuda_setting_use(gemm_async_setting, v); }
+
+/* One kernel instantiation's launch with its dynamic shared memory (the opt-in above 48 KB set
+ * once per instantiation; a refusal shows as the launch's error). */
+template <int MT, bool WI8, int NJ, int STAGES>
+static void gemm_async_kernel_launch(dim3 grid, int M, int kpad, const __nv_bfloat16 *xb,
+                                     const sr_kweight *W, const float *bias, sr_act act,
+                                     float alpha, float beta, float *y, int ldy, int pf_k)
+{
+    constexpr size_t smem = async_smem<MT, NJ, WI8, STAGES>();
+    static const bool opted = cudaFuncSetAttribute(gemm_mma_async_kernel<MT, WI8, NJ, STAGES>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   (int)smem) == cudaSuccess;
+    (void)opted;
+    sr_cuda_launch(gemm_mma_async_kernel<MT, WI8, NJ, STAGES>, grid, 32 * MMA_WARPS, smem, M, W->n,
+                   kpad, xb, W->data, WI8 ? W->scale : nullptr, bias, act, alpha, beta, y, ldy, pf_k);
+}
+
+/* gemm_mma_launch's grid and weight prefetch for the cp.async form (staged x). */
+template <int MT, int NJ, int STAGES>
+static void gemm_mma_async_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W,
+                                  const float *bias, sr_act act, float alpha, float beta, float *y,
+                                  int ldy)
+{
+    unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
+    dim3 grid((unsigned)((tc_rows(W->n) / 8 + NJ - 1) / NJ), (unsigned)SR_CUDA_GRID_Y(m_tiles));
+    const int kpad = (int)k_pad(W->k);
+    const size_t esz = W->dtype == SR_I8 ? 1 : 2, budget = (size_t)16 << 20;
+    const size_t per_row = budget / (tc_rows(W->n) * esz);
+    const int pf_k = !sr_cuda_pdl_live() ? 0 : per_row >= (size_t)kpad ? kpad : (int)per_row;
+    if (W->dtype == SR_I8)
+        gemm_async_kernel_launch<MT, true, NJ, STAGES>(grid, M, kpad, xb, W, bias, act, alpha, beta, y, ldy, pf_k);
+    else
+        gemm_async_kernel_launch<MT, false, NJ, STAGES>(grid, M, kpad, xb, W, bias, act, alpha, beta, y, ldy, pf_k);
+}
+
 /* The mma kernel over the staged operands xb, NJ 8-column tiles a block: row tiles of 32 up to
- * 32 rows, of 64 above (speed only). */
+ * 32 rows, of 64 above (speed only); with SRKIT_CUDA_GEMM_ASYNC=1 its cp.async form (3 stages a
+ * warp: 72 to 147 KB of shared memory a block). */
 template <int NJ>
 static void gemm_mma_staged(int M, const __nv_bfloat16 *xb, const sr_kweight *W, const float *bias,
                             sr_act act, float alpha, float beta, float *y, int ldy)
 {
+    if (sr_cuda_gemm_async(-1) == 1) {
+        if (M <= 32) gemm_mma_async_launch<2, NJ, 3>(M, xb, W, bias, act, alpha, beta, y, ldy);
+        else gemm_mma_async_launch<4, NJ, 3>(M, xb, W, bias, act, alpha, beta, y, ldy);
+        return;
+    }
     if (M <= 32) gemm_mma_launch<2, 2, false, NJ>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
     else gemm_mma_launch<4, 1, false, NJ>(M, xb, NULL, 0, W, bias, act, alpha, beta, y, ldy);
 }

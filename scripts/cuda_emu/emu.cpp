@@ -49,6 +49,12 @@ void emu_mma_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigne
     }
 }
 
+void __syncwarp(unsigned)
+{
+    const unsigned id = threadIdx.x + threadIdx.y * blockDim.x;
+    emu_wbar[id / 32]->arrive_and_wait();
+}
+
 bool emu_pdl = true;
 static thread_local bool emu_entered;      /* this thread called sr_pdl_enter */
 static std::atomic<unsigned long long> emu_unentered{0};

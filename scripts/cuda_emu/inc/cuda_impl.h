@@ -38,6 +38,8 @@ extern std::barrier<> *emu_bar;
 extern unsigned long long *emu_shfl;
 extern thread_local float *emu_smem;
 inline void __syncthreads() { emu_bar->arrive_and_wait(); }
+/* the calling thread's warp meets at its barrier (emu.cpp) */
+void __syncwarp(unsigned mask = 0xffffffffu);
 /* every thread of the block takes part (as in the kernels here); partner = linear id ^ off */
 template <class T> inline T __shfl_xor_sync(unsigned, T v, int off)
 {
@@ -153,6 +155,8 @@ inline cudaError_t cudaMemcpy2D(void *d, size_t dp, const void *s, size_t sp, si
     return cudaSuccess;
 }
 inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+template <class K> inline cudaError_t cudaFuncSetAttribute(K, cudaFuncAttribute, int) { return cudaSuccess; }
 enum { cudaDevAttrMultiProcessorCount = 16 };
 inline cudaError_t cudaDeviceGetAttribute(int *v, int, int) { *v = 132; return cudaSuccess; }
 inline int sr_cuda_sm_count(void) { int v = 0; cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0); return v; }
