@@ -170,10 +170,9 @@ done
 
 fi
 if want figures; then
-echo "== bench attn (fused vs unfused): the form by size, the grouped, split and rows forms interleaved (FORMS=1: all six, and the base build)"
-forms="auto,grouped,split,rows,narrow"; [ "${FORMS:-0}" = 1 ] && forms="auto,grouped,split,rows,wide,narrow"
-fits 60 && timeout 60 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256 --forms $forms | grep -E "^ +[0-9]"
-if [ "${FORMS:-0}" = 1 ] && [ -n "$BASE" ] && fits 40; then timeout 40 "$BASE" bench attn --device cuda --streams 1 --streams 64 --streams 256 | grep -E "^ +[0-9]"; fi
+# the open goals' figures first (Voxtral mini-4b batch 1 and 64 streams: its model is made
+# in the background meanwhile, the GEMM table of the decoder's shapes filling the wait), then
+# the cp.async GEMM table, bench attn, and the goals already met (Nemotron, Whisper)
 echo "== bench gemm (wmma against mma; GEMMALL=1: the whole table with the f32 products)"
 if [ "${GEMMALL:-0}" = 1 ] && fits 45; then timeout 45 srkit bench gemm --device cuda | tail -n 36; fi
 # 4096 x 4096, then Voxtral mini-4b's decoder products (qkv, o, gate|up, down, the logits)
@@ -187,49 +186,10 @@ for nk in "4096 4096" "6144 3072" "3072 4096" "18432 3072" "3072 9216" "131072 3
         echo "   base:"; timeout 20 "$BASE" bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
     fi
 done
-
-# above 16 rows, the staged mma kernel's operands through cp.async against registers (the 64
-# streams' decoder products at 32 / 64 rows, their encoder's at 256; Voxtral's encoder shapes too)
-for nk in "6144 3072" "18432 3072" "3072 9216" "131072 3072" "3840 1280" "10240 1280"; do
-    set -- $nk
-    for a in 0 1; do
-        echo "-- N $1 K $2, SRKIT_CUDA_GEMM_ASYNC=$a"
-        fits 20 && SRKIT_CUDA_GEMM_ASYNC=$a timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(32|64|256) \|"
-    done
-done
-
 C='--device cuda --precision bf16'
-wait $J1; tail -n 2 "$OUT/synth.log"
-N=/tmp/m/nemo.h5
-B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
-# each round's 24 layers recorded (480 launches as one graph), at 512 streams and at batch 1
-B 25 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
-B 40 srkit bench $C --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 6000 --repeat 2 \
-    --cuda-variants plain,graph,pdl,pdl+graph,pdl+replay
-if [ "${NEMO:-0}" = 1 ]; then # the rest of the goal's figures (met in the fourth session)
-    B 25 srkit bench $C --streams 640 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
-    B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,1]}' --max-ms 4000
-fi
-# the causal tiny.en fine-tune (int8 copy: the f16 file does not fit the transfer), real speech
-R=$X/whisperrt-tiny.en-i8.h5
-if [ -f "$R" ]; then
-    for ms in 100 ${WALL:+300}; do
-        B 25 srkit bench --device cuda --streams 64 --realtime --model $R --audio $A \
-            --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $ms, \"decoder\": \"stable_greedy\"}" --max-ms 6000
-    done
-    # the same with the decoder passes recorded (one graph a pass instead of about 65 launches)
-    B 25 SRKIT_CUDA_GRAPH=1 srkit bench --device cuda --streams 64 --realtime --model $R --audio $A \
-        --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 6000
-    [ -n "${WALL:-}" ] && B 20 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}'
-    # one 30 s window offline: the defaults (pdl: overlap, the form by size, which takes split
-    # for the decoder's cross-attention: 2.1x the fifth session's decoding), plain (no overlap),
-    # the narrow form, and the rows form everywhere (its encoder: 1,500 rows, each block 4 of
-    # them over one read of the keys; model_ms is the encoder, decoder_ms the decoding), recorded
-    B 30 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' --repeat 3 \
-        --cuda-variants pdl,plain,pdl+narrow,pdl+rows,pdl+graph,pdl+replay
-fi
-# the 8.8 GB file takes the device 2-4 minutes to write (the first call of the fourth session
-# had not finished it after 200 s of suites and benches)
+# the 8.8 GB file took the device 2-4 minutes to write with one process (the first call of the
+# fourth session had not finished it after 200 s of suites and benches); it is made by 8 worker
+# processes now (make_synthetic.py --jobs), not yet timed there
 if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
     V=/tmp/m/vx.h5
     # batch 1 under the CUDA table's settings, on one load of the model, runs interleaved (two
@@ -294,6 +254,50 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     B 45 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 3000
 else
     echo "== voxtral model not ready: $(tail -n 1 "$OUT/synthvx.log")"
+fi
+
+# above 16 rows, the staged mma kernel's operands through cp.async against registers (the 64
+# streams' decoder products at 32 / 64 rows, their encoder's at 256; Voxtral's encoder shapes too)
+for nk in "6144 3072" "18432 3072" "3072 9216" "131072 3072" "3840 1280" "10240 1280"; do
+    set -- $nk
+    for a in 0 1; do
+        echo "-- N $1 K $2, SRKIT_CUDA_GEMM_ASYNC=$a"
+        fits 20 && SRKIT_CUDA_GEMM_ASYNC=$a timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(32|64|256) \|"
+    done
+done
+
+echo "== bench attn (fused vs unfused): the form by size, the grouped, split and rows forms interleaved (FORMS=1: all six, and the base build)"
+forms="auto,grouped,split,rows,narrow"; [ "${FORMS:-0}" = 1 ] && forms="auto,grouped,split,rows,wide,narrow"
+fits 60 && timeout 60 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256 --forms $forms | grep -E "^ +[0-9]"
+if [ "${FORMS:-0}" = 1 ] && [ -n "$BASE" ] && fits 40; then timeout 40 "$BASE" bench attn --device cuda --streams 1 --streams 64 --streams 256 | grep -E "^ +[0-9]"; fi
+wait $J1; tail -n 2 "$OUT/synth.log"
+N=/tmp/m/nemo.h5
+B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
+# each round's 24 layers recorded (480 launches as one graph), at 512 streams and at batch 1
+B 25 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
+B 40 srkit bench $C --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 6000 --repeat 2 \
+    --cuda-variants plain,graph,pdl,pdl+graph,pdl+replay
+if [ "${NEMO:-0}" = 1 ]; then # the rest of the goal's figures (met in the fourth session)
+    B 25 srkit bench $C --streams 640 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
+    B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,1]}' --max-ms 4000
+fi
+# the causal tiny.en fine-tune (int8 copy: the f16 file does not fit the transfer), real speech
+R=$X/whisperrt-tiny.en-i8.h5
+if [ -f "$R" ]; then
+    for ms in 100 ${WALL:+300}; do
+        B 25 srkit bench --device cuda --streams 64 --realtime --model $R --audio $A \
+            --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $ms, \"decoder\": \"stable_greedy\"}" --max-ms 6000
+    done
+    # the same with the decoder passes recorded (one graph a pass instead of about 65 launches)
+    B 25 SRKIT_CUDA_GRAPH=1 srkit bench --device cuda --streams 64 --realtime --model $R --audio $A \
+        --stream '{"strategy": "whisperrt", "chunk_ms": 100, "decoder": "stable_greedy"}' --max-ms 6000
+    [ -n "${WALL:-}" ] && B 20 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}'
+    # one 30 s window offline: the defaults (pdl: overlap, the form by size, which takes split
+    # for the decoder's cross-attention: 2.1x the fifth session's decoding), plain (no overlap),
+    # the narrow form, and the rows form everywhere (its encoder: 1,500 rows, each block 4 of
+    # them over one read of the keys; model_ms is the encoder, decoder_ms the decoding), recorded
+    B 30 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' --repeat 3 \
+        --cuda-variants pdl,plain,pdl+narrow,pdl+rows,pdl+graph,pdl+replay
 fi
 # the GEMM column settings and overlapping runs (measured in the fifth session: both column
 # settings stay off; GEMMCOLS=1 takes them again)
