@@ -8,9 +8,13 @@
 # (driver_rowops.cpp), and gemm.cu's two tensor-core forms of bf16 products, wmma and the
 # register-direct mma, for bf16 and i8 weights, within the f32 bound of the double reference and
 # a row alone equal to the row in a batch (driver_gemm.cpp, x at odd and 16-byte strides;
-# SR_EMU_DUMP=file keeps its results to compare two versions of gemm.cu; about 9 minutes). The files' own text
+# SR_EMU_DUMP=file keeps its results to compare two versions of gemm.cu), run twice: the second
+# time with the staged products' operands through cp.async (SRKIT_CUDA_GEMM_ASYNC=1), whose bytes
+# must equal the first's; rowops' zero, copy2d and act's copy against memset / memcpy; about 14
+# minutes. The files' own text
 # (extract.py) with CUDA's threads, barriers, shared memory, warp shuffles, wmma and mma.sync
-# emulated on host threads (inc/, emu.cpp). mma.sync follows the PTX ISA's m16n8k16 fragment
+# emulated on host threads (inc/, emu.cpp; cp.async copies at once and __syncwarp is the warp's
+# barrier, so a cp.async ring's ordering is reasoned, not tested, here). mma.sync follows the PTX ISA's m16n8k16 fragment
 # layout as written there: the kernel is checked against that reading of it, not against the
 # hardware. It checks the kernel's indexing and its order of
 # operations on a machine without a GPU, as llm.c's dev/cuda checks kernels against a CPU
@@ -37,6 +41,16 @@ for unit in attn rowops gemm; do
     g++ -std=c++20 -O1 -ffp-contract=off -pthread -I scripts/cuda_emu/inc -I kernels -I core \
         "$out/${unit}_emu.cpp" scripts/cuda_emu/emu.cpp $drv build/libsr.a $libs -o "$out/${unit}_emu"
     echo "== kernels/cuda/$unit.cu on host threads against the CPU table"
-    "$out/${unit}_emu" || rc=1
+    if [ "$unit" = gemm ]; then
+        # and again with the staged products' operands through cp.async (SRKIT_CUDA_GEMM_ASYNC=1):
+        # the same bytes as the register form
+        SR_EMU_DUMP="$out/gemm_regs.bin" "$out/gemm_emu" || rc=1
+        echo "== the same with SRKIT_CUDA_GEMM_ASYNC=1 (the cp.async form above 16 rows)"
+        SRKIT_CUDA_GEMM_ASYNC=1 SR_EMU_DUMP="$out/gemm_async.bin" "$out/gemm_emu" > /dev/null || rc=1
+        if cmp -s "$out/gemm_regs.bin" "$out/gemm_async.bin"; then echo "cp.async form: the same bytes"
+        else echo "cp.async form: DIFFERENT bytes"; rc=1; fi
+    else
+        "$out/${unit}_emu" || rc=1
+    fi
 done
 exit $rc
