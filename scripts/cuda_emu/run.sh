@@ -10,7 +10,7 @@
 # a row alone equal to the row in a batch (driver_gemm.cpp, x at odd and 16-byte strides;
 # SR_EMU_DUMP=file keeps its results to compare two versions of gemm.cu), run twice: the second
 # time with the staged products' operands through cp.async (SRKIT_CUDA_GEMM_ASYNC=1), whose bytes
-# must equal the first's; rowops' zero, copy2d and act's copy against memset / memcpy; about 14
+# must equal the first's; rowops' zero, copy2d and act's copy against memset / memcpy; about 18
 # minutes. The files' own text
 # (extract.py) with CUDA's threads, barriers, shared memory, warp shuffles, wmma and mma.sync
 # emulated on host threads (inc/, emu.cpp; cp.async copies at once and __syncwarp is the warp's
