@@ -73,7 +73,8 @@
  * speed only, the bits are the same. A second form of it, with mma.sync operands loaded as
  * vectors straight into registers (the default since it ran on a device; SRKIT_CUDA_GEMM=wmma
  * selects the first; its own comment below), keeps the same independence of rows with its own
- * order of sums.
+ * order of sums; above 16 rows that form may take its operands through shared memory filled by
+ * cp.async instead (SRKIT_CUDA_GEMM_ASYNC=1, gemm_mma_async_kernel): the same bits.
  */
 #include "cuda_impl.h"
 
@@ -763,9 +764,10 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
 
 /* The staged mma kernel above loads each k block's operands straight into registers, DEPTH
  * (1 at 64 rows) blocks ahead: at 64 rows its products ran at 0.5-0.9 TB/s of weight bytes on
- * the H200 and at 256 rows at about 66 TFLOP/s (7 % of the tensor cores), the loads' latency
- * exposed. This form gives each warp a ring of STAGES shared-memory buffers and fills them with
- * cp.async (the copy engine of each multiprocessor, no registers held), STAGES - 1 k blocks
+ * the H200 and at 256 rows at about 66 TFLOP/s (7 % of the tensor cores): neither limit, so
+ * likely the loads' latency (not yet profiled). This form gives each warp a ring of STAGES
+ * shared-memory buffers and fills them with cp.async (asynchronous copies into shared memory
+ * that hold no registers while in flight), STAGES - 1 k blocks
  * ahead of the one multiplied; the mma operands are then read from shared memory as 16-byte
  * vectors, lane (g, q) taking row g's (and g + 8's) 16 bytes at k + 8 q: the vectors, fragments,
  * mma sequence of each warp and warp-order sum of gemm_mma_kernel, so the same bits (rows
