@@ -90,6 +90,19 @@ for t in sys.stdin:
 if not seen: print("  (no result)", open("/tmp/b.out").read()[-300:])'
 }
 
+# the tensor-core GEMM table's ROWS (an alternation: "32|64|256") at each "N K" shape, once per
+# VALUE of the CUDA table's setting VAR: G VAR "VALUES" ROWS SHAPE...
+G() {
+    local var=$1 vals=$2 rows=$3 nk v; shift 3
+    for nk in "$@"; do
+        for v in $vals; do
+            echo "-- N ${nk% *} K ${nk#* }, $var=$v"
+            fits 20 && env "$var=$v" timeout 20 srkit bench gemm --device cuda --tensor-cores \
+                --n "${nk% *}" --k "${nk#* }" | grep -E "^ +($rows) \|"
+        done
+    done
+}
+
 if want check; then
 echo "== suites (every CUDA op against the CPU op, both attention forms; batched == solo on the device)"
 S 60 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
@@ -258,13 +271,8 @@ fi
 
 # above 16 rows, the staged mma kernel's operands through cp.async against registers (the 64
 # streams' decoder products at 32 / 64 rows, their encoder's at 256; Voxtral's encoder shapes too)
-for nk in "6144 3072" "18432 3072" "3072 9216" "131072 3072" "3840 1280" "10240 1280"; do
-    set -- $nk
-    for a in 0 1; do
-        echo "-- N $1 K $2, SRKIT_CUDA_GEMM_ASYNC=$a"
-        fits 20 && SRKIT_CUDA_GEMM_ASYNC=$a timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(32|64|256) \|"
-    done
-done
+G SRKIT_CUDA_GEMM_ASYNC "0 1" "32|64|256" "6144 3072" "18432 3072" "3072 9216" "131072 3072" \
+    "3840 1280" "10240 1280"
 
 echo "== bench attn (fused vs unfused): the form by size, the grouped, split and rows forms interleaved (FORMS=1: all six, and the base build)"
 forms="auto,grouped,split,rows,narrow"; [ "${FORMS:-0}" = 1 ] && forms="auto,grouped,split,rows,wide,narrow"
@@ -303,27 +311,13 @@ fi
 # settings stay off; GEMMCOLS=1 takes them again)
 if [ "${GEMMCOLS:-0}" = 1 ]; then
 # above 16 rows: 16 (the default) against 32 columns a block (auto would pick 32 here)
-for nk in "6144 3072" "18432 3072" "131072 3072"; do
-    set -- $nk
-    for cols in 16 32; do
-        echo "-- N $1 K $2, SRKIT_CUDA_GEMM_COLS=$cols"
-        fits 20 && SRKIT_CUDA_GEMM_COLS=$cols timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(32|64|256) \|"
-    done
-done
+G SRKIT_CUDA_GEMM_COLS "16 32" "32|64|256" "6144 3072" "18432 3072" "131072 3072"
 # up to 16 rows: 8 columns a block against the table above's 16 (the weights of 192 and 256
 # blocks of 16: o, down, 4096 x 4096)
-for nk in "3072 4096" "3072 9216" "4096 4096"; do
-    set -- $nk
-    echo "-- N $1 K $2, SRKIT_CUDA_GEMM_COLS=8"
-    fits 20 && SRKIT_CUDA_GEMM_COLS=8 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|16) \|"
-done
+G SRKIT_CUDA_GEMM_COLS 8 "1|4|8|16" "3072 4096" "3072 9216" "4096 4096"
 # runs of 16 products with plain launches against the table above's overlapping ones (the
 # default: each call's weight prefetched while the one ahead runs)
-for nk in "6144 3072" "3072 4096"; do
-    set -- $nk
-    echo "-- N $1 K $2, SRKIT_CUDA_PDL=0"
-    fits 20 && SRKIT_CUDA_PDL=0 timeout 20 srkit bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
-done
+G SRKIT_CUDA_PDL 0 "1|4|8|64" "6144 3072" "3072 4096"
 fi
 
 fi

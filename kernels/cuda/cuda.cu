@@ -479,16 +479,23 @@ static cudaError_t graph_launch(sr_kgraph *r, cudaGraphExec_t exec)
     return e;
 }
 
-/* A shape place emptied: its executable graph, the graph it came from, its launches. */
+/* A shape place's replay data dropped (the graph its executable graph came from, the nodes, the
+ * launches they hold): what a capture-mode update of the place makes stale. */
+static void shape_forget_replay(sr_kgraph *r, int i)
+{
+    if (r->shape[i].graph) (void)cudaGraphDestroy(r->shape[i].graph);
+    r->shape[i].graph = NULL;
+    r->shape[i].node.clear();
+    sr_klog_clear(&r->shape[i].log);
+}
+
+/* A shape place emptied: its executable graph and its replay data. */
 static void shape_drop(sr_kgraph *r, int i)
 {
     if (r->shape[i].exec) (void)cudaGraphExecDestroy(r->shape[i].exec);
-    if (r->shape[i].graph) (void)cudaGraphDestroy(r->shape[i].graph);
     r->shape[i].exec = NULL;
-    r->shape[i].graph = NULL;
     r->shape[i].nodes = 0;
-    r->shape[i].node.clear();
-    sr_klog_clear(&r->shape[i].log);
+    shape_forget_replay(r, i);
 }
 
 static sr_status cuda_graph_begin(sr_kgraph **g)
@@ -554,16 +561,9 @@ static cudaError_t replay_build(sr_kgraph *r, int sh, const sr_klog *log)
     for (size_t i = 0; i < log->n && e == cudaSuccess; i++) {
         void *args[REC_ARGS];
         const cudaKernelNodeParams p = launch_params(log, i, args);
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[0].val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t c = {};
-        c.gridDim = p.gridDim;
-        c.blockDim = p.blockDim;
-        c.dynamicSmemBytes = p.sharedMemBytes;
-        c.stream = r->cap;
-        c.attrs = at;
-        c.numAttrs = log->l[i].pdl ? 1 : 0;
+        cudaLaunchAttribute at;
+        const cudaLaunchConfig_t c = sr_cuda_config(p.gridDim, p.blockDim, p.sharedMemBytes, r->cap,
+                                                    log->l[i].pdl != 0, &at);
         e = cudaLaunchKernelExC(&c, p.func, args);
         if (e != cudaSuccess) break;
         cudaStreamCaptureStatus cs;
@@ -605,9 +605,8 @@ static sr_status replay_end(sr_kgraph *r)
     if (cur->n == 0) return SR_OK; /* nothing was launched */
     int at = -1, lru = 0;
     for (int i = 0; i < REC_SHAPES; i++) {
-        if (r->shape[i].exec && r->shape[i].node.size() == cur->n &&
-            sr_klog_same_shape(&r->shape[i].log, cur))
-            at = i;
+        /* a place made by capture has an empty log: never the same shape as cur (n > 0) */
+        if (r->shape[i].exec && sr_klog_same_shape(&r->shape[i].log, cur)) at = i;
         if (r->shape[i].used < r->shape[lru].used) lru = i; /* unused places have 0 */
     }
     if (at >= 0) {
@@ -701,11 +700,7 @@ static sr_status cuda_graph_end(sr_kgraph *g, int run)
         if (r->shape[i].used < r->shape[lru].used) lru = i; /* unused places have 0 */
     }
     if (at >= 0) { /* a shape seen before: patch the arguments in */
-        /* no longer what a replayed recording's log of this place says */
-        if (r->shape[at].graph) (void)cudaGraphDestroy(r->shape[at].graph);
-        r->shape[at].graph = NULL;
-        r->shape[at].node.clear();
-        sr_klog_clear(&r->shape[at].log);
+        shape_forget_replay(r, at); /* no longer what a replayed recording's log says */
         cudaGraphExecUpdateResultInfo info;
         if (cudaGraphExecUpdate(r->shape[at].exec, graph, &info) == cudaSuccess) {
             graphs_updated.fetch_add(1);

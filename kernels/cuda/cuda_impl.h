@@ -67,6 +67,23 @@ void sr_cuda_defer(const void *kern, dim3 grid, dim3 block, size_t smem, bool pd
  * after <<<>>>: sr_cuda_launched reads them. While the thread keeps its launches for a replayed
  * recording (sr_cuda_deferring), the launch is kept instead (sr_cuda_defer), with the same
  * arguments, shape and attribute; graph_end runs it. */
+/* A launch's configuration on stream st, with the programmatic-serialization attribute in *at
+ * when pdl (sr_cuda_launch, and cuda.cu's capture of a replayed recording's kept launches). */
+static inline cudaLaunchConfig_t sr_cuda_config(dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                                                bool pdl, cudaLaunchAttribute *at)
+{
+    at->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at->val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t c = {};
+    c.gridDim = grid;
+    c.blockDim = block;
+    c.dynamicSmemBytes = smem;
+    c.stream = st;
+    c.attrs = at;
+    c.numAttrs = pdl ? 1 : 0;
+    return c;
+}
+
 template <typename... P, typename... A>
 static inline void sr_cuda_launch(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, A &&...args)
 {
@@ -79,16 +96,8 @@ static inline void sr_cuda_launch(void (*kern)(P...), dim3 grid, dim3 block, siz
         }(static_cast<A &&>(args)...);
         return;
     }
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t c = {};
-    c.gridDim = grid;
-    c.blockDim = block;
-    c.dynamicSmemBytes = smem;
-    c.stream = sr_cuda_stream();
-    c.attrs = at;
-    c.numAttrs = sr_cuda_pdl_live() ? 1 : 0;
+    cudaLaunchAttribute at;
+    cudaLaunchConfig_t c = sr_cuda_config(grid, block, smem, sr_cuda_stream(), sr_cuda_pdl_live(), &at);
     if (cudaLaunchKernelEx(&c, kern, args...) == cudaSuccess || !c.numAttrs) return;
     /* refused with the attribute: once more without it (its error, if any, stays for
      * sr_cuda_launched); taken so, the setting goes off rather than fail every launch */

@@ -604,6 +604,40 @@ __device__ __forceinline__ uint4 w_bf16x8(uint2 v)
                       __byte_perm(h[4], h[5], 0x7632u), __byte_perm(h[6], h[7], 0x7632u));
 }
 
+/* The 32-wide k block of a warp's i-th turn: rounds of MMA_G consecutive blocks dealt to the
+ * warps in order (the assignment every output's bits depend on: the file comment). */
+__device__ __forceinline__ int mma_kb(int i, int warp)
+{
+    return ((i / MMA_G) * MMA_WARPS + warp) * MMA_G + i % MMA_G;
+}
+
+template <int MT, int NJ> __device__ __forceinline__ void mma_acc_zero(float (&acc)[MT][NJ][4])
+{
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+}
+
+/* A warp's partial sums into its own [BM][BN] slice of part ([warp][m][n]): D element e of tile
+ * (i, j) is row 16 i + g + 8 (e / 2), column 8 j + 2 q + e % 2. tile_epilogue<..., MMA_WARPS>
+ * adds the slices in warp order after a barrier. */
+template <int MT, int NJ>
+__device__ __forceinline__ void mma_store_part(float *part, int warp, int g, int q,
+                                               const float (&acc)[MT][NJ][4])
+{
+    constexpr int BM = 16 * MT, BN = 8 * NJ;
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                part[warp * BM * BN + (16 * i + g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2] = acc[i][j][e];
+}
+
 /* Overlapping launches (sr_pdl_enter, cuda_impl.h): before its block waits for the kernel
  * queued ahead, the first pf_k elements of each of its weight rows are asked into L2
  * (weights are not what that kernel writes, and a prefetch reads no value), so the weight's
@@ -666,12 +700,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
     for (int mb = (int)blockIdx.y; mb < m_tiles; mb += (int)gridDim.y) {
         const int m0 = mb * BM;
         float acc[MT][NJ][4];
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int j = 0; j < NJ; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+        mma_acc_zero(acc);
         /* this lane's x rows m0 + 16 i + g (h = 0) and + 8 (h = 1), or NULL past M */
         const __nv_bfloat16 *xr[MT][2];
         const float *xfr[2];
@@ -695,7 +724,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
 #pragma unroll
             for (int d = 0; d < DEPTH; d++) {
                 const int i = i0 + d;
-                const int kb = ((i / MMA_G) * MMA_WARPS + warp) * MMA_G + i % MMA_G;
+                const int kb = mma_kb(i, warp);
                 live[d] = i < mine && kb < kb_all; /* warp-uniform */
                 const size_t k = (size_t)kb * 32;
                 /* the vector at k + 8 q is wholly inside kpad or wholly past it */
@@ -732,11 +761,7 @@ gemm_mma_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ xb,
         /* the warps' partial sums added in warp order: D element e of tile (i, j) is row
          * 16 i + g + 8 (e / 2), column 8 j + 2 q + e % 2 */
         if constexpr (PARTS > 1) { /* each warp's own, summed in the epilogue */
-#pragma unroll
-            for (int j = 0; j < NJ; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    red[warp * BM * BN + (g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2] = acc[0][j][e];
+            mma_store_part(red, warp, g, q, acc);
             __syncthreads();
         } else {
             for (int w8 = 0; w8 < MMA_WARPS; w8++) {
@@ -857,7 +882,7 @@ gemm_mma_async_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ 
         /* this warp's i-th k block into stage i % STAGES (nothing past its last: an empty group) */
         auto load = [&](int i) {
             if (i >= mine) return;
-            const int kb = ((i / MMA_G) * MMA_WARPS + warp) * MMA_G + i % MMA_G;
+            const int kb = mma_kb(i, warp);
             if (kb >= kb_all) return; /* warp-uniform: a block no warp multiplies */
             unsigned char *st = ring + (size_t)(i % STAGES) * SG::BYTES;
             const size_t k = (size_t)kb * 32;
@@ -878,13 +903,7 @@ gemm_mma_async_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ 
         };
 
         float acc[MT][NJ][4];
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int j = 0; j < NJ; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
-
+        mma_acc_zero(acc);
 #pragma unroll
         for (int s = 0; s < STAGES - 1; s++) {
             load(s);
@@ -895,8 +914,7 @@ gemm_mma_async_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ 
             __syncwarp();                /* and every lane's, and every lane is past block i - 1 */
             load(i + STAGES - 1);        /* into block i - 1's stage */
             cp_async_commit();
-            const int kb = ((i / MMA_G) * MMA_WARPS + warp) * MMA_G + i % MMA_G;
-            if (kb >= kb_all) continue; /* warp-uniform */
+            if (mma_kb(i, warp) >= kb_all) continue; /* warp-uniform */
             const unsigned char *st = ring + (size_t)(i % STAGES) * SG::BYTES;
 #pragma unroll
             for (int mi = 0; mi < MT; mi++) {
@@ -913,13 +931,7 @@ gemm_mma_async_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ 
         }
         cp_async_wait<0>();
         __syncthreads(); /* every warp is done with its ring: it holds the partial sums now */
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int j = 0; j < NJ; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    part[warp * BM * BN + (16 * i + g + 8 * (e / 2)) * BN + 8 * j + 2 * q + e % 2] = acc[i][j][e];
+        mma_store_part(part, warp, g, q, acc);
         __syncthreads();
         tile_epilogue<BM, BN, 32 * MMA_WARPS, MMA_WARPS>(part, tid, m0, n0, M, N, WI8 ? scale : NULL,
                                                          bias, act, alpha, beta, y, ldy);
@@ -927,18 +939,33 @@ gemm_mma_async_kernel(int M, int N, int kpad, const __nv_bfloat16 *__restrict__ 
     }
 }
 
+/* The launch shape of an mma kernel of (16 MT) x (8 NJ) tiles over W at M rows: its grid, W's
+ * kpad, and pf_k, the weight prefix each row asks into L2 (mma_prefetch_w) while the launch
+ * overlaps the one ahead: 16 MB in all, a third of an H100's L2 (0 without overlap). */
+struct MmaShape {
+    dim3 grid;
+    int kpad, pf_k;
+};
+template <int MT, int NJ> static MmaShape mma_shape(int M, const sr_kweight *W)
+{
+    const unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
+    MmaShape sh;
+    sh.grid = dim3((unsigned)((tc_rows(W->n) / 8 + NJ - 1) / NJ), (unsigned)SR_CUDA_GRID_Y(m_tiles));
+    sh.kpad = (int)k_pad(W->k);
+    const size_t esz = W->dtype == SR_I8 ? 1 : 2, budget = (size_t)16 << 20;
+    const size_t per_row = budget / (tc_rows(W->n) * esz);
+    sh.pf_k = !sr_cuda_pdl_live() ? 0 : per_row >= (size_t)sh.kpad ? sh.kpad : (int)per_row;
+    return sh;
+}
+
 template <int MT, int DEPTH, bool XF, int NJ = 2>
 static void gemm_mma_launch(int M, const __nv_bfloat16 *xb, const float *x, int ldx,
                             const sr_kweight *W, const float *bias, sr_act act, float alpha,
                             float beta, float *y, int ldy)
 {
-    unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
-    dim3 grid((unsigned)((tc_rows(W->n) / 8 + NJ - 1) / NJ), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    const int kpad = (int)k_pad(W->k);
-    /* the weight's prefix for its L2 (a third of an H100's 50 MB), only while launches overlap */
-    const size_t esz = W->dtype == SR_I8 ? 1 : 2, budget = (size_t)16 << 20;
-    const size_t per_row = budget / (tc_rows(W->n) * esz);
-    const int pf_k = !sr_cuda_pdl_live() ? 0 : per_row >= (size_t)kpad ? kpad : (int)per_row;
+    const MmaShape sh = mma_shape<MT, NJ>(M, W);
+    const dim3 grid = sh.grid;
+    const int kpad = sh.kpad, pf_k = sh.pf_k;
     /* i8 reading x itself (up to 16 rows: one stream's step): twice the k blocks in flight, for
      * the bytes in flight of bf16 (w_load8; 97 registers against bf16's 75 on sm_90, while such
      * grids have about 2 blocks a multiprocessor); the staged shapes keep DEPTH (twice would
@@ -1003,22 +1030,19 @@ static void gemm_async_kernel_launch(dim3 grid, int M, int kpad, const __nv_bflo
                    kpad, xb, W->data, WI8 ? W->scale : nullptr, bias, act, alpha, beta, y, ldy, pf_k);
 }
 
-/* gemm_mma_launch's grid and weight prefetch for the cp.async form (staged x). */
+/* The cp.async form (staged x) with gemm_mma_launch's shape. */
 template <int MT, int NJ, int STAGES>
 static void gemm_mma_async_launch(int M, const __nv_bfloat16 *xb, const sr_kweight *W,
                                   const float *bias, sr_act act, float alpha, float beta, float *y,
                                   int ldy)
 {
-    unsigned m_tiles = (unsigned)((M + 16 * MT - 1) / (16 * MT));
-    dim3 grid((unsigned)((tc_rows(W->n) / 8 + NJ - 1) / NJ), (unsigned)SR_CUDA_GRID_Y(m_tiles));
-    const int kpad = (int)k_pad(W->k);
-    const size_t esz = W->dtype == SR_I8 ? 1 : 2, budget = (size_t)16 << 20;
-    const size_t per_row = budget / (tc_rows(W->n) * esz);
-    const int pf_k = !sr_cuda_pdl_live() ? 0 : per_row >= (size_t)kpad ? kpad : (int)per_row;
+    const MmaShape sh = mma_shape<MT, NJ>(M, W);
     if (W->dtype == SR_I8)
-        gemm_async_kernel_launch<MT, true, NJ, STAGES>(grid, M, kpad, xb, W, bias, act, alpha, beta, y, ldy, pf_k);
+        gemm_async_kernel_launch<MT, true, NJ, STAGES>(sh.grid, M, sh.kpad, xb, W, bias, act, alpha,
+                                                       beta, y, ldy, sh.pf_k);
     else
-        gemm_async_kernel_launch<MT, false, NJ, STAGES>(grid, M, kpad, xb, W, bias, act, alpha, beta, y, ldy, pf_k);
+        gemm_async_kernel_launch<MT, false, NJ, STAGES>(sh.grid, M, sh.kpad, xb, W, bias, act, alpha,
+                                                        beta, y, ldy, sh.pf_k);
 }
 
 /* The mma kernel over the staged operands xb, NJ 8-column tiles a block: row tiles of 32 up to
