@@ -317,6 +317,17 @@ typedef struct sr_kernels {
     sr_status (*graph_begin)(sr_kgraph **g);
     sr_status (*graph_end)(sr_kgraph *g, int run);
     void (*graph_free)(sr_kgraph *g);
+
+    /* ==== device time (optional: NULL where the table has none; SRKIT_PROFILE=device) =========
+     * mark() queues a time stamp in order with the ops called before and after it (CUDA: an
+     * event recorded on the op stream; the CPU table, whose ops run inside their calls: the
+     * host clock) and returns its handle, NULL when none can be made (CUDA: while the thread
+     * records). mark_ms(a, b) waits until b is reached and returns the milliseconds of the
+     * table's own work between a and b (a negative value when they cannot be read: the error
+     * is cleared, not reported). mark_free gives a mark back (NULL is a no-op). Thread-safe. */
+    void *(*mark)(void);
+    double (*mark_ms)(void *a, void *b);
+    void (*mark_free)(void *m);
 } sr_kernels;
 
 /* The recording helpers the models call (tables without recording: nothing happens).
@@ -377,19 +388,48 @@ const sr_kernels *sr_kernels_cpu(void);
 sr_status sr_kernels_cuda(const sr_kernels **out);
 
 /* Profiling (kernels/profile.c): a table that forwards every call to b and counts it and its
- * host wall time per op; sync_after_each also waits for the device after each op, so that
- * the time includes the op's device time. One base table per process (SR_ERR_UNSUPPORTED for
- * a second); the counters are process-wide and atomic. sr_kernels_select returns it when the
- * environment has SRKIT_PROFILE=1 (or "sync"). */
+ * host wall time per op. Modes: SR_KPROF_HOST only that; SR_KPROF_SYNC also waits for the
+ * device after each op, so that the time includes the op's device time (and the wait's own
+ * cost, about 10 us a call on an H200); SR_KPROF_DEVICE puts one of b's marks before and one
+ * after each op that queues device work and adds the device time between them to the op's
+ * (b must have marks; read when a download or sync has waited for them anyway, or when many
+ * are pending: a step's pipelining is kept, but no op overlaps its neighbours, as
+ * programmatic dependent launches otherwise let them). Under SYNC and DEVICE graph_begin /
+ * graph_end record nothing (the ops run as called). One base table per process
+ * (SR_ERR_UNSUPPORTED for a second); the mode is process-wide, the last call's (tests switch
+ * it while no op runs); the counters are process-wide and thread-safe (with several
+ * threads queueing ops on one device at once, an op's device time includes what ran between
+ * its marks). sr_kernels_select returns it when the environment has SRKIT_PROFILE=1, sync or
+ * device. */
+enum { SR_KPROF_HOST = 0, SR_KPROF_SYNC = 1, SR_KPROF_DEVICE = 2 };
 typedef struct sr_kprof_entry {
-    const char *op;   /* the op's field name in sr_kernels */
+    const char *op;        /* the op's field name in sr_kernels */
     uint64_t calls;
-    double seconds;   /* host wall time inside the calls */
-    uint64_t bytes;   /* upload / download: bytes copied (0 for the other ops) */
+    double seconds;        /* host wall time inside the calls */
+    uint64_t bytes;        /* upload / download: bytes copied (0 for the other ops) */
+    uint64_t timed;        /* SR_KPROF_DEVICE: calls whose device time was read */
+    double device_seconds; /* ... and that time, summed (0 in the other modes) */
 } sr_kprof_entry;
-sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr_kernels **out);
-/* The ops called so far (in table order) into out[0 .. cap); returns how many there are. */
+/* The gemm calls of one weight shape and row-count class: the weight's shape, element type and
+ * products, the classes of M being 1, 2-4, 5-16, 17-64, 65-256 and 257 up (m_hi INT_MAX). */
+typedef struct sr_kprof_gemm {
+    int n, k;
+    sr_dtype dtype;
+    sr_kmul mul;
+    int m_lo, m_hi;
+    uint64_t calls, rows;  /* calls, and their M summed */
+    size_t weight_bytes;   /* the weight's table memory (sr_kweight.bytes), read by every call */
+    double seconds;        /* host time inside the calls (SR_KPROF_SYNC: with their device time) */
+    uint64_t timed;        /* SR_KPROF_DEVICE: calls whose device time was read, and that time */
+    double device_seconds;
+} sr_kprof_gemm;
+sr_status sr_kernels_profiled(const sr_kernels *b, int mode, const sr_kernels **out);
+/* The ops called so far (in table order) into out[0 .. cap); returns how many there are. In
+ * device mode the marks still pending are read first (waiting for the device). */
 int sr_kernels_profile_read(sr_kprof_entry *out, int cap);
+/* The gemm calls so far by shape class (in order of first call) into out[0 .. cap); returns how
+ * many classes there are (at most 128 are kept: later shapes count under the ops only). */
+int sr_kernels_profile_gemm_read(sr_kprof_gemm *out, int cap);
 void sr_kernels_profile_reset(void);
 
 /* "cpu" / "cuda" / NULL (= cpu), or "cpu-guard" (kernels/cpu/guard.c: the CPU ops over memory

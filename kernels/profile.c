@@ -1,17 +1,22 @@
 /*
- * profile.c — a kernel table that counts and times every call of another (SRKIT_PROFILE=1 or
- * "sync", read by sr_kernels_select): per op, the calls and the host wall time spent inside
- * them. Asynchronous tables (CUDA) return from an op once it is queued, so plain mode measures
- * what the host pays per call (launch and argument upload, and the waits of copies, which
- * collect the device time queued before them; copies also count their bytes); "sync"
- * synchronizes after every op so that each op's time includes its own device time (slower,
- * serialized: for finding the expensive ops, not for throughput). The device has no profiler of its own here (no nsys), so this is how
- * `srkit bench` shows where a step's time goes. Counters are atomic; one profiled table per
- * process (the first base table asked for; the tests and the CLI use one device at a time).
+ * profile.c — a kernel table that counts and times every call of another (SRKIT_PROFILE=1, sync
+ * or device, read by sr_kernels_select): per op, the calls and the host wall time spent inside
+ * them, and per gemm weight shape and row-count class the same. Asynchronous tables (CUDA)
+ * return from an op once it is queued, so plain mode measures what the host pays per call
+ * (launch and argument upload, and the waits of copies, which collect the device time queued
+ * before them; copies also count their bytes); "sync" synchronizes after every op so that each
+ * op's time includes its own device time (slower, serialized, and each wait adds its own cost
+ * to a call); "device" brackets every op that queues work with two of the base table's marks
+ * (CUDA events) and adds the device time between them to the op, read when a copy or sync has
+ * waited anyway: the step stays pipelined, so the figures are the kernels' own time where the
+ * host keeps ahead of the device. The device has no profiler of its own here (no nsys), so this
+ * is how `srkit bench` shows where a step's time goes. Counters are atomic; one profiled table
+ * per process (the first base table asked for; the tests and the CLI use one device at a time).
  */
 #include "../core/internal.h"
 #include "kernels.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -31,9 +36,27 @@ static const char *const p_names[P_COUNT] = {
     "kv_write", "kv_write2", "rope_kv", "attn", "graph_begin", "graph_end"};
 
 static const sr_kernels *base;
-static int sync_each;
+static atomic_int mode; /* SR_KPROF_* */
 static sr_kernels prof;
-static atomic_uint_least64_t p_calls[P_COUNT], p_ns[P_COUNT], p_bytes[P_COUNT];
+static atomic_uint_least64_t p_calls[P_COUNT], p_ns[P_COUNT], p_bytes[P_COUNT], p_timed[P_COUNT],
+    p_dev_ns[P_COUNT];
+
+/* gemm calls by weight shape and row-count class (sr_kprof_gemm), in order of first call */
+#define GEMM_SHAPES 128
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static sr_kprof_gemm g_shape[GEMM_SHAPES];
+static int g_n;
+static const int m_class[][2] = {{1, 1}, {2, 4}, {5, 16}, {17, 64}, {65, 256}, {257, INT_MAX}};
+
+/* device mode: the marks around each timed op call not read yet, oldest first */
+#define PENDING 4096
+typedef struct {
+    void *a, *b;
+    int op, shape; /* shape: index in g_shape, or -1 */
+} pending;
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pending pend[PENDING];
+static int pend_n;
 
 static uint64_t now_ns(void)
 {
@@ -42,21 +65,103 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void p_done(int op, uint64_t t0)
+static uint64_t p_done(int op, uint64_t t0)
 {
-    if (sync_each && op != P_SYNC) (void)base->sync();
+    if (atomic_load(&mode) == SR_KPROF_SYNC && op != P_SYNC) (void)base->sync();
+    const uint64_t ns = now_ns() - t0;
     atomic_fetch_add(&p_calls[op], 1);
-    atomic_fetch_add(&p_ns[op], now_ns() - t0);
+    atomic_fetch_add(&p_ns[op], ns);
+    return ns;
 }
 
-/* status-returning op: time the call */
+/* Reads the first n pending marks (mark_ms waits for each one's end) into their ops and shapes,
+ * and gives them back. Called with q_lock held. */
+static void q_read(int n)
+{
+    for (int i = 0; i < n; i++) {
+        double ms = base->mark_ms(pend[i].a, pend[i].b);
+        if (ms >= 0) {
+            uint64_t ns = (uint64_t)(ms * 1e6 + 0.5);
+            atomic_fetch_add(&p_timed[pend[i].op], 1);
+            atomic_fetch_add(&p_dev_ns[pend[i].op], ns);
+            pthread_mutex_lock(&g_lock);
+            if (pend[i].shape >= 0 && pend[i].shape < g_n) { /* (not if a reset came between) */
+                g_shape[pend[i].shape].timed++;
+                g_shape[pend[i].shape].device_seconds += (double)ns * 1e-9;
+            }
+            pthread_mutex_unlock(&g_lock);
+        }
+        base->mark_free(pend[i].a);
+        base->mark_free(pend[i].b);
+    }
+    memmove(pend, pend + n, (size_t)(pend_n - n) * sizeof pend[0]);
+    pend_n -= n;
+}
+
+static void q_read_all(void)
+{
+    pthread_mutex_lock(&q_lock);
+    q_read(pend_n);
+    pthread_mutex_unlock(&q_lock);
+}
+
+/* The mark before an op's call (device mode; NULL otherwise or when none was made). */
+static void *p_mark(void) { return atomic_load(&mode) == SR_KPROF_DEVICE ? base->mark() : NULL; }
+
+/* After the call: its end mark, and the pair queued for reading (when the queue is full, its
+ * older half is read first: those marks are the likeliest reached). */
+static void p_marked(int op, int shape, void *a)
+{
+    if (!a) return;
+    void *b = base->mark();
+    if (!b) {
+        base->mark_free(a);
+        return;
+    }
+    pthread_mutex_lock(&q_lock);
+    if (pend_n == PENDING) q_read(PENDING / 2);
+    pend[pend_n++] = (pending){.a = a, .b = b, .op = op, .shape = shape};
+    pthread_mutex_unlock(&q_lock);
+}
+
+/* status-returning op that queues device work: time the call (and mark it) */
 #define TIMED(op, call)                                                                        \
+    do {                                                                                       \
+        void *m0_ = p_mark();                                                                  \
+        uint64_t t0_ = now_ns();                                                               \
+        sr_status st_ = (call);                                                                \
+        p_done(op, t0_);                                                                       \
+        p_marked(op, -1, m0_);                                                                 \
+        return st_;                                                                            \
+    } while (0)
+
+/* a host-side call (memory, copies, waits): timed, not marked */
+#define HOSTED(op, call)                                                                       \
     do {                                                                                       \
         uint64_t t0_ = now_ns();                                                               \
         sr_status st_ = (call);                                                                \
         p_done(op, t0_);                                                                       \
         return st_;                                                                            \
     } while (0)
+
+/* g_shape's index of W's shape at M rows (a new class appended; -1 when all are taken) */
+static int gemm_shape(int M, const sr_kweight *W)
+{
+    if (M < 1 || !W) return -1;
+    int c = 0;
+    while (M > m_class[c][1]) c++;
+    pthread_mutex_lock(&g_lock);
+    int i = 0;
+    while (i < g_n && !(g_shape[i].n == W->n && g_shape[i].k == W->k && g_shape[i].dtype == W->dtype &&
+                        g_shape[i].mul == W->mul && g_shape[i].m_lo == m_class[c][0]))
+        i++;
+    if (i == g_n && g_n < GEMM_SHAPES)
+        g_shape[g_n++] = (sr_kprof_gemm){.n = W->n, .k = W->k, .dtype = W->dtype, .mul = W->mul,
+                                         .m_lo = m_class[c][0], .m_hi = m_class[c][1],
+                                         .weight_bytes = W->bytes};
+    pthread_mutex_unlock(&g_lock);
+    return i < g_n ? i : -1;
+}
 
 static void *p_alloc(size_t bytes)
 {
@@ -74,14 +179,25 @@ static void p_free(void *p)
 static sr_status p_upload(void *d, const void *s, size_t n)
 {
     atomic_fetch_add(&p_bytes[P_UPLOAD], n);
-    TIMED(P_UPLOAD, base->upload(d, s, n));
+    HOSTED(P_UPLOAD, base->upload(d, s, n));
 }
 static sr_status p_download(void *d, const void *s, size_t n)
 {
     atomic_fetch_add(&p_bytes[P_DOWNLOAD], n);
-    TIMED(P_DOWNLOAD, base->download(d, s, n));
+    const uint64_t t0 = now_ns();
+    const sr_status st = base->download(d, s, n);
+    p_done(P_DOWNLOAD, t0);
+    if (atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all(); /* reached: the copy waited */
+    return st;
 }
-static sr_status p_sync(void) { TIMED(P_SYNC, base->sync()); }
+static sr_status p_sync(void)
+{
+    const uint64_t t0 = now_ns();
+    const sr_status st = base->sync();
+    p_done(P_SYNC, t0);
+    if (atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all();
+    return st;
+}
 static sr_status p_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                          const float *B, int ldb, float beta, float *C, int ldc)
 {
@@ -90,9 +206,11 @@ static sr_status p_sgemm(int ta, int tb, int M, int N, int K, float alpha, const
 static void p_set_threads(int n) { base->set_threads(n); }
 static void p_zero(void *p, size_t bytes)
 {
+    void *m0 = p_mark();
     uint64_t t0 = now_ns();
     base->zero(p, bytes);
     p_done(P_ZERO, t0);
+    p_marked(P_ZERO, -1, m0);
 }
 static sr_status p_copy2d(int M, int d, const float *x, int ldx, float *y, int ldy)
 {
@@ -109,7 +227,7 @@ static sr_status p_copy_rows(int n, int d, const float *const *src, float *y, in
 static sr_status p_weight_create(const void *host, sr_dtype dt, int n, int k, const float *scale,
                                  sr_kmul mul, sr_kweight **out)
 {
-    TIMED(P_WEIGHT_CREATE, base->weight_create(host, dt, n, k, scale, mul, out));
+    HOSTED(P_WEIGHT_CREATE, base->weight_create(host, dt, n, k, scale, mul, out));
 }
 static void p_weight_free(sr_kweight *w)
 {
@@ -120,7 +238,20 @@ static void p_weight_free(sr_kweight *w)
 static sr_status p_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                         sr_act act, float alpha, float beta, float *y, int ldy)
 {
-    TIMED(P_GEMM, base->gemm(M, x, ldx, W, bias, act, alpha, beta, y, ldy));
+    const int sh = gemm_shape(M, W);
+    void *m0 = p_mark();
+    const uint64_t t0 = now_ns();
+    const sr_status st = base->gemm(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
+    const uint64_t ns = p_done(P_GEMM, t0);
+    if (sh >= 0) {
+        pthread_mutex_lock(&g_lock);
+        g_shape[sh].calls++;
+        g_shape[sh].rows += (uint64_t)M;
+        g_shape[sh].seconds += (double)ns * 1e-9;
+        pthread_mutex_unlock(&g_lock);
+    }
+    p_marked(P_GEMM, sh, m0);
+    return st;
 }
 static sr_status p_norm(sr_norm_kind kind, int M, int d, const float *x, int ldx, const float *g,
                         const float *b, float eps, const float *mul, int ld_mul, float *y, int ldy)
@@ -197,23 +328,43 @@ static sr_status p_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, i
 
 /* graph_end's time is the host's update and launch of the recording (its ops' calls, recorded,
  * count as themselves) */
-static sr_status p_graph_begin(sr_kgraph **g) { TIMED(P_GRAPH_BEGIN, base->graph_begin(g)); }
-static sr_status p_graph_end(sr_kgraph *g, int run) { TIMED(P_GRAPH_END, base->graph_end(g, run)); }
+/* Under sync and device nothing is recorded (a recording holds neither the waits nor the
+ * marks): graph_begin and graph_end then return SR_OK and the ops run as called, which the
+ * contract allows a table. Whether this thread's graph_begin went to the base (so its
+ * graph_end does too, whatever the mode meanwhile): */
+static _Thread_local int forwarded;
+static sr_status p_graph_begin(sr_kgraph **g)
+{
+    if (atomic_load(&mode) != SR_KPROF_HOST) return SR_OK;
+    forwarded = 1;
+    HOSTED(P_GRAPH_BEGIN, base->graph_begin(g));
+}
+static sr_status p_graph_end(sr_kgraph *g, int run)
+{
+    if (!forwarded) return SR_OK;
+    forwarded = 0;
+    HOSTED(P_GRAPH_END, base->graph_end(g, run));
+}
 
 static pthread_mutex_t p_lock = PTHREAD_MUTEX_INITIALIZER;
 
-sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr_kernels **out)
+sr_status sr_kernels_profiled(const sr_kernels *b, int m, const sr_kernels **out)
 {
     if (!b || !out) return sr_error(SR_ERR_ARG, "sr_kernels_profiled: table or out is NULL");
+    *out = NULL;
+    if (m != SR_KPROF_HOST && m != SR_KPROF_SYNC && m != SR_KPROF_DEVICE)
+        return sr_error(SR_ERR_ARG, "sr_kernels_profiled: mode %d (0 host, 1 sync, 2 device)", m);
+    if (m == SR_KPROF_DEVICE && (!b->mark || !b->mark_ms || !b->mark_free))
+        return sr_error(SR_ERR_UNSUPPORTED, "SRKIT_PROFILE=device: the %s table has no device "
+                        "time marks", b->name);
     pthread_mutex_lock(&p_lock);
     if (base && base != b) {
         pthread_mutex_unlock(&p_lock);
-        *out = NULL;
         return sr_error(SR_ERR_UNSUPPORTED, "SRKIT_PROFILE: the %s table is profiled already; one "
                         "device per process (asked for %s)", base->name, b->name);
     }
     if (!base) {
-        sr_kernels t = *b; /* name, host_visible, mem: the base's */
+        sr_kernels t = *b; /* name, host_visible, mem, the marks: the base's */
         t.alloc = b->alloc ? p_alloc : NULL;
         t.free = b->free ? p_free : NULL;
         t.upload = b->upload ? p_upload : NULL;
@@ -227,15 +378,14 @@ sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr
         WRAP(gemm); WRAP(norm); WRAP(act); WRAP(glu); WRAP(add); WRAP(scale); WRAP(gather);
         WRAP(rope); WRAP(conv2d_s2); WRAP(conv_dw); WRAP(batchnorm);
         WRAP(lstm_cell); WRAP(softmax); WRAP(logsoftmax); WRAP(topk); WRAP(kv_write); WRAP(kv_write2); WRAP(rope_kv); WRAP(attn);
+        WRAP(graph_begin); WRAP(graph_end);
 #undef WRAP
-        /* "sync" waits after every op, which a recording cannot hold: no recording then */
-        t.graph_begin = b->graph_begin && !sync_after_each ? p_graph_begin : NULL;
-        t.graph_end = b->graph_end && !sync_after_each ? p_graph_end : NULL;
         t.graph_free = b->graph_free;
         prof = t;
-        sync_each = sync_after_each != 0;
         base = b;
     }
+    if (atomic_load(&mode) == SR_KPROF_DEVICE && m != SR_KPROF_DEVICE) q_read_all();
+    atomic_store(&mode, m);
     pthread_mutex_unlock(&p_lock);
     *out = &prof;
     return SR_OK;
@@ -243,26 +393,43 @@ sr_status sr_kernels_profiled(const sr_kernels *b, int sync_after_each, const sr
 
 int sr_kernels_profile_read(sr_kprof_entry *out, int cap)
 {
+    if (base && atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all();
     int n = 0;
     for (int i = 0; i < P_COUNT; i++) {
         uint64_t c = atomic_load(&p_calls[i]);
         if (!c) continue;
-        if (out && n < cap) {
-            out[n].op = p_names[i];
-            out[n].calls = c;
-            out[n].seconds = (double)atomic_load(&p_ns[i]) * 1e-9;
-            out[n].bytes = atomic_load(&p_bytes[i]);
-        }
+        if (out && n < cap)
+            out[n] = (sr_kprof_entry){.op = p_names[i], .calls = c,
+                                      .seconds = (double)atomic_load(&p_ns[i]) * 1e-9,
+                                      .bytes = atomic_load(&p_bytes[i]),
+                                      .timed = atomic_load(&p_timed[i]),
+                                      .device_seconds = (double)atomic_load(&p_dev_ns[i]) * 1e-9};
         n++;
     }
     return n;
 }
 
+int sr_kernels_profile_gemm_read(sr_kprof_gemm *out, int cap)
+{
+    if (base && atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all();
+    pthread_mutex_lock(&g_lock);
+    const int n = g_n;
+    for (int i = 0; out && i < n && i < cap; i++) out[i] = g_shape[i];
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
 void sr_kernels_profile_reset(void)
 {
+    if (base && atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all(); /* then dropped with the rest */
     for (int i = 0; i < P_COUNT; i++) {
         atomic_store(&p_calls[i], 0);
         atomic_store(&p_ns[i], 0);
         atomic_store(&p_bytes[i], 0);
+        atomic_store(&p_timed[i], 0);
+        atomic_store(&p_dev_ns[i], 0);
     }
+    pthread_mutex_lock(&g_lock);
+    g_n = 0;
+    pthread_mutex_unlock(&g_lock);
 }

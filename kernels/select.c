@@ -67,7 +67,7 @@ static sr_status select_base(const char *device, const sr_kernels **out)
     return sr_error(SR_ERR_ARG, "device \"%s\": unknown; known devices: cpu, cuda, cpu-guard", device);
 }
 
-/* SRKIT_PROFILE=1 / sync: the device's table wrapped by the profiling table (profile.c). */
+/* SRKIT_PROFILE=1 / sync / device: the device's table wrapped by the profiling table (profile.c). */
 sr_status sr_kernels_select(const char *device, const sr_kernels **out)
 {
     if (!out) return sr_error(SR_ERR_ARG, "sr_kernels_select: out is NULL");
@@ -80,10 +80,12 @@ sr_status sr_kernels_select(const char *device, const sr_kernels **out)
         *out = k;
         return SR_OK;
     }
-    if (strcmp(prof, "1") && strcmp(prof, "sync"))
-        return sr_error(SR_ERR_ARG, "SRKIT_PROFILE=%s: 1 (time each op's call) or sync (each op "
-                        "waited for), or unset", prof);
-    return sr_kernels_profiled(k, !strcmp(prof, "sync"), out);
+    const int mode = !strcmp(prof, "1") ? SR_KPROF_HOST : !strcmp(prof, "sync") ? SR_KPROF_SYNC
+                     : !strcmp(prof, "device") ? SR_KPROF_DEVICE : -1;
+    if (mode < 0)
+        return sr_error(SR_ERR_ARG, "SRKIT_PROFILE=%s: 1 (time each op's call), sync (each op "
+                        "waited for) or device (each op's device time), or unset", prof);
+    return sr_kernels_profiled(k, mode, out);
 }
 
 sr_status sr_kernels_require(const sr_kernels *k, const char *what)

@@ -170,6 +170,11 @@ fi
 # (voxtral_parity/int8_bf16_products: the i8 weights' bf16 products, the mma kernel's i8 form)
 echo "== golden parity on the device (the CPU's tolerances)"
 S 60 parity.log SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity fastconformer_parity voxtral_parity
+# SRKIT_PROFILE=device (CUDA events around each op) on real weights: each op's device time, the
+# device's share of the wall, the gemm weights' GB/s (the figures part takes it on Voxtral)
+echo "== SRKIT_PROFILE=device, causal tiny.en int8, 3 s"
+fits 20 && SRKIT_PROFILE=device timeout 20 srkit bench --device cuda --model "$X/whisperrt-tiny.en-i8.h5" \
+    --audio $A --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]|^all ops|^the device|^gemm by|^[0-9]+ x " | head -n 30
 # the suites that reach the backends through their ops and the public API (others read host
 # tensors of a loaded model directly and are CPU-only), each in its own process and time limit
 echo "== API suites on the device"
@@ -230,12 +235,13 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # 16 rows through cp.async, both
     B 170 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000 \
         --cuda-variants pdl,pdl+rows,pdl+replay,pdl+async,pdl+replay+async
-    # where a 64-stream step goes (never measured: its p50 was 43 ms of an 80 ms chunk), each op
-    # waited for, then the host's time in each
-    for mode in sync 1; do
+    # where a 64-stream step goes (never measured: its p50 was 43 ms of an 80 ms chunk): each
+    # op's device time between events (device) and each gemm weight's GB/s at its rows, then
+    # the host's time in each
+    for mode in device 1; do
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, 64 streams, 3 s"
         fits 45 && SRKIT_PROFILE=$mode timeout 45 srkit bench $C --streams 64 --model $V --audio $A --stream "$VF" \
-            --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]" | head -n 18
+            --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]|^all ops|^the device|^gemm by|^weight|^[0-9]+ x " | head -n 40
     done
     [ "${WALL:-0}" = 1 ] && B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
     # where a batch-1 step goes without waiting after each op: the GPU's kernel time against the
@@ -251,15 +257,16 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
         done
         grep -E "wall|RTF|per-chunk" "$OUT/nsys-run.log" | head -n 4
     fi
-    # without nsys: the host's time inside each op (plain: no waits, so a step's ops summing to
-    # its wall means the host's launches bound it), then each op waited for (its device time)
-    # (and replayed, 1r: each op's time is its launch kept, graph_end's the comparison, the
-    # launches set anew and the graph's launch)
-    for mode in 1 1r sync; do
+    # without nsys: each op's device time between events and the gemm weights' GB/s in the
+    # step (device: the device's share of the wall says whether the kernels or the host bound
+    # it), the host's time inside each op (plain: no waits, so a step's ops summing to its wall
+    # means the host's launches bound it) (and replayed, 1r: each op's time is its launch kept,
+    # graph_end's the comparison, the launches set anew and the graph's launch)
+    for mode in device 1 1r; do
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
         if [ -z "$NSYS" ] && fits 40; then
             g=0; [ $mode = 1g ] && g=1; [ $mode = 1r ] && g=replay
-            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%[gr]} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 50
+            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%[gr]} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 90
         fi
     done
     # the base build at one stream, 3 s streams
@@ -331,10 +338,10 @@ fi
 # Whisper offline on the device: one 30 s window's exact (f32) encoder took 15.4 ms on the H200
 # against transformers' 2.6 ms (f32, cuBLAS), and greedy decoding about 2.7 ms a token (109 ms
 # for the 10.4 s file), where transformers' eager step took 2.4-2.8: which ops hold either was
-# never measured. The causal fine-tune on a 10.4 s file, each op waited for (sync: its device
-# time), then without waits (1: the host's time in each op; a long download there is the host
-# waiting for the queue)
-for mode in sync 1; do
+# never measured. The causal fine-tune on a 10.4 s file, each op's device time between events
+# (device: also the gemm weights' GB/s), then the host's time in each op (1; a long download
+# there is the host waiting for the queue)
+for mode in device 1; do
     echo "== SRKIT_PROFILE=$mode, tiny.en offline (one 30 s window, greedy)"
     if [ -f "$R" ] && fits 25; then
         SRKIT_PROFILE=$mode timeout 25 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' 2>&1 | grep -v "^model\|^audio"

@@ -794,6 +794,89 @@ static void test_profile(void)
     sr_model_free(m0);
 }
 
+/* SRKIT_PROFILE=device (kernels/profile.c) on the CPU table, whose marks are the host clock:
+ * every op that queues work is timed between two marks (gemm, softmax, zero), copies are not;
+ * the gemm calls are kept by weight shape and row-count class with their rows, calls, weight
+ * bytes and device time; more calls than the pending queue holds are all read; the mode is the
+ * last call's (back to host time: nothing more is timed); a table without marks is refused
+ * for device mode; SRKIT_PROFILE=device selects it. */
+static void test_profile_device(void)
+{
+    const sr_kernels *c = sr_kernels_cpu(), *p = NULL, *gd = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_profiled(c, SR_KPROF_DEVICE, &p), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_select("cpu-guard", &gd), SR_OK);
+    const sr_kernels *again = NULL;
+    TEST_ASSERT_ERR(sr_kernels_profiled(gd, SR_KPROF_DEVICE, &again), SR_ERR_UNSUPPORTED,
+                    "no device time marks");
+    TEST_ASSERT_ERR(sr_kernels_profiled(c, 3, &again), SR_ERR_ARG, "mode 3");
+    enum { N = 20, K = 17, N2 = 9, K2 = 40 };
+    float w[N * K], w2[N2 * K2], x[8 * K2], y[8 * N];
+    for (int i = 0; i < N * K; i++) w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < N2 * K2; i++) w2[i] = (float)((i * 13) % 47) / 47.0f - 0.5f;
+    for (int i = 0; i < 8 * K2; i++) x[i] = (float)((i * 11) % 29) / 29.0f - 0.5f;
+    sr_kweight *W = NULL, *W2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(p->weight_create(w, SR_F32, N, K, NULL, SR_KMUL_EXACT, &W), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(p->weight_create(w2, SR_F32, N2, K2, NULL, SR_KMUL_EXACT, &W2), SR_OK);
+    sr_kernels_profile_reset();
+    for (int r = 0; r < 2; r++) CU_ASSERT_EQUAL(p->gemm(1, x, K, W, NULL, SR_ACT_NONE, 1.0f, 0.0f, y, N), SR_OK);
+    for (int r = 0; r < 3; r++) CU_ASSERT_EQUAL(p->gemm(3 + r, x, K, W, NULL, SR_ACT_NONE, 1.0f, 0.0f, y, N), SR_OK);
+    CU_ASSERT_EQUAL(p->gemm(8, x, K2, W2, NULL, SR_ACT_NONE, 1.0f, 0.0f, y, N2), SR_OK);
+    CU_ASSERT_EQUAL(p->softmax(8, N2, y, N2), SR_OK);
+    enum { ZEROS = 5000 }; /* more than the pending queue's 4,096 pairs */
+    for (int r = 0; r < ZEROS; r++) p->zero(y, sizeof(float));
+    float back[4];
+    CU_ASSERT_EQUAL(p->download(back, y, sizeof back), SR_OK);
+    sr_kprof_entry e[8];
+    int n = sr_kernels_profile_read(e, 8);
+    CU_ASSERT_EQUAL(n, 4);
+    for (int i = 0; i < n && i < 8; i++) {
+        const int dl = !strcmp(e[i].op, "download"), gm = !strcmp(e[i].op, "gemm"),
+                  z = !strcmp(e[i].op, "zero");
+        CU_ASSERT_EQUAL(e[i].calls, dl || !(gm || z) ? 1u : gm ? 6u : (uint64_t)ZEROS);
+        CU_ASSERT_EQUAL(e[i].timed, dl ? 0u : e[i].calls);
+        if (dl) CU_ASSERT_EQUAL(e[i].device_seconds, 0.0);
+        /* the marks bracket the host's timing: the clock's time between them is no shorter */
+        if (!dl) CU_ASSERT(e[i].device_seconds > 0 && e[i].device_seconds >= e[i].seconds);
+    }
+    sr_kprof_gemm g[4];
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_profile_gemm_read(g, 4), 4);
+    const struct { int n, k, lo, hi; uint64_t calls, rows; size_t bytes; } want[3] = {
+        {N, K, 1, 1, 2, 2, W->bytes}, {N, K, 2, 4, 2, 7, W->bytes}, {N, K, 5, 16, 1, 5, W->bytes}};
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT(g[i].n == want[i].n && g[i].k == want[i].k && g[i].dtype == SR_F32 &&
+                  g[i].mul == SR_KMUL_EXACT);
+        CU_ASSERT(g[i].m_lo == want[i].lo && g[i].m_hi == want[i].hi);
+        CU_ASSERT(g[i].calls == want[i].calls && g[i].rows == want[i].rows && g[i].timed == g[i].calls);
+        CU_ASSERT_EQUAL(g[i].weight_bytes, want[i].bytes);
+        CU_ASSERT(g[i].device_seconds > 0 && g[i].seconds > 0);
+    }
+    /* W2's call: the 5-16 class of another shape */
+    CU_ASSERT(g[3].n == N2 && g[3].k == K2 && g[3].m_lo == 5 && g[3].calls == 1 && g[3].rows == 8);
+    /* back to host time: counted, not timed */
+    CU_ASSERT_EQUAL(sr_kernels_profiled(c, SR_KPROF_HOST, &again), SR_OK);
+    CU_ASSERT_PTR_EQUAL(again, p);
+    sr_kernels_profile_reset();
+    CU_ASSERT_EQUAL(sr_kernels_profile_gemm_read(NULL, 0), 0);
+    CU_ASSERT_EQUAL(p->gemm(1, x, K, W, NULL, SR_ACT_NONE, 1.0f, 0.0f, y, N), SR_OK);
+    CU_ASSERT_EQUAL(sr_kernels_profile_read(e, 8), 1);
+    CU_ASSERT(e[0].calls == 1 && e[0].timed == 0 && e[0].device_seconds == 0.0);
+    CU_ASSERT(sr_kernels_profile_gemm_read(g, 4) == 1 && g[0].calls == 1 && g[0].timed == 0);
+    /* through the environment */
+    const sr_kernels *k = NULL;
+    setenv("SRKIT_PROFILE", "device", 1);
+    CU_ASSERT_EQUAL(sr_kernels_select("cpu", &k), SR_OK);
+    CU_ASSERT_PTR_EQUAL(k, p);
+    sr_kernels_profile_reset();
+    CU_ASSERT_EQUAL(p->gemm(1, x, K, W, NULL, SR_ACT_NONE, 1.0f, 0.0f, y, N), SR_OK);
+    CU_ASSERT(sr_kernels_profile_read(e, 8) == 1 && e[0].timed == 1);
+    setenv("SRKIT_PROFILE", "1", 1);
+    CU_ASSERT_EQUAL(sr_kernels_select("cpu", &k), SR_OK);
+    unsetenv("SRKIT_PROFILE");
+    sr_kernels_profile_reset();
+    p->weight_free(W);
+    p->weight_free(W2);
+}
+
 /* sr_kpool_copy_rows: rows [0, r) of every layer of one slot into another pool's slot, bit for
  * bit (bf16 and f32, a destination with more slots and rows; on the guard table, so the copy
  * goes through the table), nothing else touched; mismatched pools, too many rows and slots
@@ -987,6 +1070,7 @@ void test_register_kernels(void)
                {"cpu_threads", test_cpu_threads}, {"cpu_empty", test_cpu_empty},
                {"cpu_memory", test_cpu_memory}, {"cpu_bad_args", test_cpu_bad_args},
                {"select", test_select}, {"profile", test_profile},
+               {"profile_device", test_profile_device},
                {"cuda_sgemm_vs_cpu", test_cuda_sgemm_vs_cpu},
                {"cuda_memory_and_args", test_cuda_memory_and_args});
     TEST_SUITE("kernels_ops", {"cpu_norms", test_cpu_ops},

@@ -1605,20 +1605,34 @@ static void bench_print_json(cJSON *j)
 /* Run the stream b->repeat times over the concatenated audio (the whole signal fed at once:
  * chunk boundaries depend only on the sample count, so this is the same computation as a live
  * feed, without the waiting) and print the fastest run, as one JSON object (--json) or as text. */
-/* SRKIT_PROFILE=1 / sync (kernels/profile.c): the op calls of the timed part, per op, to
- * stderr (stdout keeps the results / the JSON object): calls, calls per step (steps: engine
- * steps, or chunks of the one stream), host ms in all, us per call, share of the total. */
+/* SRKIT_PROFILE=1 / sync / device (kernels/profile.c): the op calls of the timed part, per op,
+ * to stderr (stdout keeps the results / the JSON object): calls, calls per step (steps: engine
+ * steps, or chunks of the one stream), host ms in all, us per call, share of the total (device:
+ * the device's ms, us a call and share beside the host's); then the gemm calls by weight shape
+ * and row count, with the weight's bytes read a second (sync: the wait's cost included). */
+static int device_mode(void)
+{
+    const char *m = getenv("SRKIT_PROFILE");
+    return m && !strcmp(m, "device");
+}
+
 static int cmp_prof(const void *a, const void *b)
 {
-    double x = ((const sr_kprof_entry *)a)->seconds, y = ((const sr_kprof_entry *)b)->seconds;
+    const sr_kprof_entry *p = a, *q = b;
+    double x = device_mode() ? p->device_seconds : p->seconds, y = device_mode() ? q->device_seconds : q->seconds;
     return (x < y) - (x > y);
 }
 
+#define BENCH_PROF_OPS 64
+#define BENCH_PROF_GEMMS 128
+
 /* Profile entries gathered over several spans (the fed chunks of every run, or the finishes),
- * merged by op. */
+ * merged by op and by gemm shape class. */
 typedef struct {
-    sr_kprof_entry e[64];
+    sr_kprof_entry e[BENCH_PROF_OPS];
     int n;
+    sr_kprof_gemm g[BENCH_PROF_GEMMS];
+    int ng;
     double wall; /* seconds of the spans (0: not measured) */
 } bench_prof;
 
@@ -1627,58 +1641,137 @@ typedef struct {
 static void bench_prof_take(bench_prof *p, double wall)
 {
     p->wall += wall;
-    sr_kprof_entry e[64];
-    int n = sr_kernels_profile_read(e, 64);
-    n = n < 64 ? n : 64;
+    sr_kprof_entry e[BENCH_PROF_OPS];
+    int n = SR_MIN(sr_kernels_profile_read(e, BENCH_PROF_OPS), BENCH_PROF_OPS);
     for (int i = 0; i < n; i++) {
         int j = 0;
         while (j < p->n && strcmp(p->e[j].op, e[i].op)) j++;
         if (j == p->n) {
-            if (p->n == 64) continue;
+            if (p->n == BENCH_PROF_OPS) continue;
             p->e[p->n++] = (sr_kprof_entry){.op = e[i].op};
         }
         p->e[j].calls += e[i].calls;
         p->e[j].seconds += e[i].seconds;
         p->e[j].bytes += e[i].bytes;
+        p->e[j].timed += e[i].timed;
+        p->e[j].device_seconds += e[i].device_seconds;
+    }
+    static sr_kprof_gemm g[BENCH_PROF_GEMMS];
+    n = SR_MIN(sr_kernels_profile_gemm_read(g, BENCH_PROF_GEMMS), BENCH_PROF_GEMMS);
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < p->ng && !(p->g[j].n == g[i].n && p->g[j].k == g[i].k && p->g[j].dtype == g[i].dtype &&
+                              p->g[j].mul == g[i].mul && p->g[j].m_lo == g[i].m_lo))
+            j++;
+        if (j == p->ng) {
+            if (p->ng == BENCH_PROF_GEMMS) continue;
+            p->g[p->ng] = g[i];
+            p->g[p->ng].calls = p->g[p->ng].rows = p->g[p->ng].timed = 0;
+            p->g[p->ng].seconds = p->g[p->ng].device_seconds = 0;
+            p->ng++;
+        }
+        p->g[j].calls += g[i].calls;
+        p->g[j].rows += g[i].rows;
+        p->g[j].seconds += g[i].seconds;
+        p->g[j].timed += g[i].timed;
+        p->g[j].device_seconds += g[i].device_seconds;
     }
     sr_kernels_profile_reset();
 }
 
-/* Prints the op profile p, or the counters since the last reset when p is NULL; steps: the
- * divisor of "per step", what they are (e.g. "fed chunks"). */
-static void bench_print_profile(const bench_prof *p, double steps, const char *what)
+static int cmp_prof_gemm(const void *a, const void *b)
+{
+    const sr_kprof_gemm *p = a, *q = b;
+    double x = device_mode() ? p->device_seconds : p->seconds, y = device_mode() ? q->device_seconds : q->seconds;
+    return (x < y) - (x > y);
+}
+
+/* The gemm classes of p, the most time first: per step calls, rows a call, time a call, the
+ * weight's GB read a second (sync and device), share of the gemm time. */
+static void bench_print_gemms(const bench_prof *p, double steps, int dev, int sync)
+{
+    if (!p->ng) return;
+    static sr_kprof_gemm g[BENCH_PROF_GEMMS];
+    memcpy(g, p->g, (size_t)p->ng * sizeof g[0]);
+    qsort(g, (size_t)p->ng, sizeof g[0], cmp_prof_gemm);
+    double total = 0;
+    for (int i = 0; i < p->ng; i++) total += dev ? g[i].device_seconds : g[i].seconds;
+    fprintf(stderr, "gemm by weight (n x k, type) and rows: %s\n",
+            dev ? "device time" : sync ? "each call waited for" : "host time inside the calls");
+    fprintf(stderr, "%-26s %-9s %10s %8s %9s %9s %6s\n", "weight", "rows", "per step", "rows/call", "us/call",
+            dev || sync ? "GB/s" : "", "share");
+    for (int i = 0; i < p->ng; i++) {
+        char w[64], r[24];
+        snprintf(w, sizeof w, "%d x %d %s%s", g[i].n, g[i].k, sr_dtype_name(g[i].dtype),
+                 g[i].mul == SR_KMUL_BF16 ? "/bf16" : "");
+        if (g[i].m_lo == g[i].m_hi) snprintf(r, sizeof r, "%d", g[i].m_lo);
+        else if (g[i].m_hi == INT_MAX) snprintf(r, sizeof r, "%d+", g[i].m_lo);
+        else snprintf(r, sizeof r, "%d-%d", g[i].m_lo, g[i].m_hi);
+        const double t = dev ? g[i].device_seconds : g[i].seconds;
+        const double c = dev ? (double)g[i].timed : (double)g[i].calls;
+        fprintf(stderr, "%-26s %-9s %10.1f %8.1f %9.2f", w, r, steps > 0 ? (double)g[i].calls / steps : 0.0,
+                g[i].calls ? (double)g[i].rows / (double)g[i].calls : 0.0, c > 0 ? t * 1e6 / c : 0.0);
+        if ((dev || sync) && t > 0) fprintf(stderr, " %9.0f", (double)g[i].weight_bytes * c / t * 1e-9);
+        else fprintf(stderr, " %9s", "");
+        fprintf(stderr, " %5.1f%%\n", total > 0 ? 100.0 * t / total : 0.0);
+    }
+}
+
+/* Prints the op profile p, or the counters since the last reset when p is NULL (over wall
+ * seconds); steps: the divisor of "per step", what they are (e.g. "fed chunks"). */
+static void bench_print_profile(const bench_prof *p, double steps, const char *what, double wall)
 {
     const char *mode = getenv("SRKIT_PROFILE");
     if (!mode || !*mode || !strcmp(mode, "0")) return;
-    bench_prof all = {.n = 0};
+    const int dev = device_mode(), sync = !strcmp(mode, "sync");
+    static bench_prof all;
     if (!p) {
-        bench_prof_take(&all, 0.0);
+        memset(&all, 0, sizeof all);
+        bench_prof_take(&all, wall);
         p = &all;
     }
-    sr_kprof_entry e[64];
+    sr_kprof_entry e[BENCH_PROF_OPS];
     int n = p->n;
     memcpy(e, p->e, (size_t)n * sizeof e[0]);
     qsort(e, (size_t)n, sizeof e[0], cmp_prof);
-    double total = 0;
-    for (int i = 0; i < n; i++) total += e[i].seconds;
+    double total = 0, dtotal = 0;
+    for (int i = 0; i < n; i++) {
+        total += e[i].seconds;
+        dtotal += e[i].device_seconds;
+    }
     fprintf(stderr, "op profile (SRKIT_PROFILE=%s: %s), %.0f %s\n", mode,
-            strcmp(mode, "sync") ? "host time inside each call; copies wait for queued work"
-                                 : "each call waited for: its device time included",
+            dev ? "host time inside each call, and the device's time between marks around it (no "
+                  "overlap of neighbours, no recording)"
+            : sync ? "each call waited for: its device time included"
+                   : "host time inside each call; copies wait for queued work",
             steps, what);
-    fprintf(stderr, "%-14s %10s %10s %10s %9s %6s %12s\n", "op", "calls", "per step", "total ms", "us/call",
-            "share", "bytes/step");
+    fprintf(stderr, "%-14s %10s %10s %10s %9s %6s", "op", "calls", "per step", "total ms", "us/call", "share");
+    if (dev) fprintf(stderr, " %10s %9s %6s", "device ms", "dev us", "share");
+    fprintf(stderr, " %12s\n", "bytes/step");
     for (int i = 0; i < n; i++) {
         fprintf(stderr, "%-14s %10llu %10.1f %10.1f %9.2f %5.1f%%", e[i].op, (unsigned long long)e[i].calls,
                 steps > 0 ? (double)e[i].calls / steps : 0.0, e[i].seconds * 1e3,
                 e[i].seconds * 1e6 / (double)e[i].calls, total > 0 ? 100.0 * e[i].seconds / total : 0.0);
+        if (dev && e[i].timed)
+            fprintf(stderr, " %10.1f %9.2f %5.1f%%", e[i].device_seconds * 1e3,
+                    e[i].device_seconds * 1e6 / (double)e[i].timed,
+                    dtotal > 0 ? 100.0 * e[i].device_seconds / dtotal : 0.0);
+        else if (dev)
+            fprintf(stderr, " %10s %9s %6s", "", "", "");
         if (e[i].bytes) fprintf(stderr, " %12.0f", steps > 0 ? (double)e[i].bytes / steps : 0.0);
         fputc('\n', stderr);
     }
     /* what the ops' times leave of the wall: the host outside the ops (features, decoding
-     * rules), or with SRKIT_PROFILE=1 the device's work not yet waited for */
-    if (p->wall > 0 && steps > 0)
+     * rules), or with SRKIT_PROFILE=1 the device's work not yet waited for; device: how much
+     * of the wall the device spent in the ops */
+    if (p->wall > 0 && steps > 0) {
         fprintf(stderr, "all ops %.3f ms a step of a wall of %.3f ms a step (%.1f %%)\n", total * 1e3 / steps,
                 p->wall * 1e3 / steps, 100.0 * total / p->wall);
+        if (dev)
+            fprintf(stderr, "the device in the ops %.3f ms a step (%.1f %% of the wall)\n", dtotal * 1e3 / steps,
+                    100.0 * dtotal / p->wall);
+    }
+    bench_print_gemms(p, steps, dev, sync);
 }
 
 /* The CUDA table's recording counters (kernels.h, sr_cuda_graph_counts; all 0 without CUDA),
@@ -1906,7 +1999,9 @@ static int bench_run(const bench_args *b)
     if (st) { rc = fail(st, "stream"); goto out; }
     /* SRKIT_PROFILE: only the timed runs, their fed chunks apart from their finishes (a
      * Voxtral finish decodes 49 steps: in one table they would swamp a steady chunk's ops) */
-    bench_prof fed_prof = {.n = 0}, fin_prof = {.n = 0};
+    static bench_prof fed_prof, fin_prof; /* (large: not on the stack) */
+    memset(&fed_prof, 0, sizeof fed_prof);
+    memset(&fin_prof, 0, sizeof fin_prof);
     double fed_chunks = 0;
     for (int r = 0; r < b->repeat; r++)
         for (int v = 0; v < nv; v++) {
@@ -1946,8 +2041,8 @@ static int bench_run(const bench_args *b)
             rc = 1;
         }
     if (!rc) {
-        bench_print_profile(&fed_prof, fed_chunks, "fed chunks (the steps)");
-        bench_print_profile(&fin_prof, (double)b->repeat * nv, "finishes (the steps)");
+        bench_print_profile(&fed_prof, fed_chunks, "fed chunks (the steps)", 0);
+        bench_print_profile(&fin_prof, (double)b->repeat * nv, "finishes (the steps)", 0);
     }
 out:
     for (int v = 0; v < nv; v++) bench_best_free(&res[v]);
@@ -2219,7 +2314,7 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
         printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B, GPU peak %zu B\n",
                ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
-    bench_print_profile(NULL, (double)n_lat / N, "steps"); /* steps: chunks per stream */
+    bench_print_profile(NULL, (double)n_lat / N, "steps", wall); /* steps: chunks per stream */
     rc = 0;
     *text = text0;
     text0 = NULL;

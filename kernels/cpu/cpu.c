@@ -10,7 +10,9 @@
 
 #include <cblas.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #endif
@@ -67,6 +69,25 @@ static sr_status cpu_download(void *dst, const void *src, size_t bytes)
 
 /* OpenBLAS calls return when their work is done: nothing is ever queued. */
 static sr_status cpu_sync(void) { return SR_OK; }
+
+/* Device-time marks: the CPU's ops are done when their calls return, so a mark is the host's
+ * monotonic clock at the call (SRKIT_PROFILE=device then reports the time inside the ops). */
+static void *cpu_mark(void)
+{
+    struct timespec *t = malloc(sizeof *t);
+    if (t && clock_gettime(CLOCK_MONOTONIC, t)) {
+        free(t);
+        t = NULL;
+    }
+    return t;
+}
+static double cpu_mark_ms(void *a, void *b)
+{
+    if (!a || !b) return -1.0;
+    const struct timespec *x = a, *y = b;
+    return (double)(y->tv_sec - x->tv_sec) * 1e3 + (double)(y->tv_nsec - x->tv_nsec) * 1e-6;
+}
+static void cpu_mark_free(void *m) { free(m); }
 
 static sr_status cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
                            const float *A, int lda, const float *B, int ldb, float beta, float *C,
@@ -190,6 +211,9 @@ static const sr_kernels cpu_table = {
     .kv_write2 = sr_cpu_kv_write2,
     .rope_kv = sr_cpu_rope_kv,
     .attn = sr_cpu_attn,
+    .mark = cpu_mark,
+    .mark_ms = cpu_mark_ms,
+    .mark_free = cpu_mark_free,
 };
 
 const sr_kernels *sr_kernels_cpu(void) { return &cpu_table; }

@@ -350,6 +350,57 @@ static sr_status cuda_sync(void)
     return SR_OK;
 }
 
+/* Device-time marks (SRKIT_PROFILE=device): events recorded on the legacy stream, where every op
+ * of the table runs when the thread does not record. Events are kept for reuse (creating one
+ * costs about as much as recording it). */
+static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+static std::vector<cudaEvent_t> *mark_spare;
+
+static void *cuda_mark(void)
+{
+    if (tls_rec) return NULL; /* a recording's events would time its capture, not its run */
+    cudaEvent_t ev = NULL;
+    pthread_mutex_lock(&mark_lock);
+    if (mark_spare && !mark_spare->empty()) {
+        ev = mark_spare->back();
+        mark_spare->pop_back();
+    }
+    pthread_mutex_unlock(&mark_lock);
+    if (!ev && cudaEventCreate(&ev) != cudaSuccess) ev = NULL;
+    if (ev && cudaEventRecord(ev, 0) != cudaSuccess) {
+        (void)cudaEventDestroy(ev);
+        ev = NULL;
+    }
+    (void)cudaGetLastError();
+    return ev;
+}
+
+static double cuda_mark_ms(void *a, void *b)
+{
+    float ms = 0.0f;
+    const bool ok = a && b && cudaEventSynchronize((cudaEvent_t)b) == cudaSuccess &&
+                    cudaEventElapsedTime(&ms, (cudaEvent_t)a, (cudaEvent_t)b) == cudaSuccess;
+    (void)cudaGetLastError();
+    return ok ? (double)ms : -1.0;
+}
+
+static void cuda_mark_free(void *m)
+{
+    if (!m) return;
+    pthread_mutex_lock(&mark_lock);
+    bool kept = false;
+    try {
+        if (!mark_spare) mark_spare = new std::vector<cudaEvent_t>();
+        if (mark_spare->size() < 16384) {
+            mark_spare->push_back((cudaEvent_t)m);
+            kept = true;
+        }
+    } catch (const std::bad_alloc &) {
+    }
+    pthread_mutex_unlock(&mark_lock);
+    if (!kept) (void)cudaEventDestroy((cudaEvent_t)m);
+}
+
 /* The grid's y extent is limited to 65535 blocks; rows past it are covered by the loop. */
 #define GRID_Y(n) ((n) < 65535 ? (n) : 65535)
 
@@ -789,6 +840,9 @@ static sr_kernels make_table(void)
     t.graph_begin = cuda_graph_begin;
     t.graph_end = cuda_graph_end;
     t.graph_free = cuda_graph_free;
+    t.mark = cuda_mark;
+    t.mark_ms = cuda_mark_ms;
+    t.mark_free = cuda_mark_free;
     return t;
 }
 static const sr_kernels cuda_table = make_table();
