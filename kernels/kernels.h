@@ -423,6 +423,19 @@ typedef struct sr_kprof_gemm {
     uint64_t timed;        /* SR_KPROF_DEVICE: calls whose device time was read, and that time */
     double device_seconds;
 } sr_kprof_gemm;
+/* The attn calls of one head layout and row-count class (the classes of gemm's): heads, head
+ * width, rel-pos or not, the pools' element types; keys is the number of (row, key) pairs
+ * summed over the calls, kv_bytes the bytes of K and V those pairs name (keys x n_kv_head x
+ * head_dim x the two element sizes): what the calls read if each row read its own keys once. */
+typedef struct sr_kprof_attn {
+    int n_head, n_kv_head, head_dim, rel;
+    sr_dtype k_dtype, v_dtype;
+    int m_lo, m_hi;
+    uint64_t calls, rows, keys;
+    double kv_bytes;
+    double seconds, device_seconds; /* as sr_kprof_gemm's */
+    uint64_t timed;
+} sr_kprof_attn;
 sr_status sr_kernels_profiled(const sr_kernels *b, int mode, const sr_kernels **out);
 /* The ops called so far (in table order) into out[0 .. cap); returns how many there are. In
  * device mode the marks still pending are read first (waiting for the device). */
@@ -430,6 +443,8 @@ int sr_kernels_profile_read(sr_kprof_entry *out, int cap);
 /* The gemm calls so far by shape class (in order of first call) into out[0 .. cap); returns how
  * many classes there are (at most 128 are kept: later shapes count under the ops only). */
 int sr_kernels_profile_gemm_read(sr_kprof_gemm *out, int cap);
+/* The same for the attn calls by head layout and row-count class (at most 64 kept). */
+int sr_kernels_profile_attn_read(sr_kprof_attn *out, int cap);
 void sr_kernels_profile_reset(void);
 
 /* "cpu" / "cuda" / NULL (= cpu), or "cpu-guard" (kernels/cpu/guard.c: the CPU ops over memory

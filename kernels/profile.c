@@ -1,8 +1,9 @@
 /*
  * profile.c — a kernel table that counts and times every call of another (SRKIT_PROFILE=1, sync
  * or device, read by sr_kernels_select): per op, the calls and the host wall time spent inside
- * them, and per gemm weight shape and row-count class the same. Asynchronous tables (CUDA)
- * return from an op once it is queued, so plain mode measures what the host pays per call
+ * them, and per gemm weight shape (attn head layout) and row-count class the same.
+ * Asynchronous tables (CUDA) return from an op once it is queued, so plain mode measures what
+ * the host pays per call
  * (launch and argument upload, and the waits of copies, which collect the device time queued
  * before them; copies also count their bytes); "sync" synchronizes after every op so that each
  * op's time includes its own device time (slower, serialized, and each wait adds its own cost
@@ -41,18 +42,24 @@ static sr_kernels prof;
 static atomic_uint_least64_t p_calls[P_COUNT], p_ns[P_COUNT], p_bytes[P_COUNT], p_timed[P_COUNT],
     p_dev_ns[P_COUNT];
 
-/* gemm calls by weight shape and row-count class (sr_kprof_gemm), in order of first call */
+/* gemm calls by weight shape and row-count class (sr_kprof_gemm), in order of first call;
+ * g_lock also guards the attn classes below */
 #define GEMM_SHAPES 128
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static sr_kprof_gemm g_shape[GEMM_SHAPES];
 static int g_n;
 static const int m_class[][2] = {{1, 1}, {2, 4}, {5, 16}, {17, 64}, {65, 256}, {257, INT_MAX}};
 
+/* attn calls by head layout and row-count class (sr_kprof_attn), in order of first call */
+#define ATTN_SHAPES 64
+static sr_kprof_attn a_shape[ATTN_SHAPES];
+static int a_n;
+
 /* device mode: the marks around each timed op call not read yet, oldest first */
 #define PENDING 4096
 typedef struct {
     void *a, *b;
-    int op, shape; /* shape: index in g_shape, or -1 */
+    int op, shape; /* shape: index in g_shape (gemm) or a_shape (attn), or -1 */
 } pending;
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending pend[PENDING];
@@ -84,10 +91,14 @@ static void q_read(int n)
             uint64_t ns = (uint64_t)(ms * 1e6 + 0.5);
             atomic_fetch_add(&p_timed[pend[i].op], 1);
             atomic_fetch_add(&p_dev_ns[pend[i].op], ns);
+            const int sh = pend[i].shape;
             pthread_mutex_lock(&g_lock);
-            if (pend[i].shape >= 0 && pend[i].shape < g_n) { /* (not if a reset came between) */
-                g_shape[pend[i].shape].timed++;
-                g_shape[pend[i].shape].device_seconds += (double)ns * 1e-9;
+            if (pend[i].op == P_GEMM && sh >= 0 && sh < g_n) { /* (not if a reset came between) */
+                g_shape[sh].timed++;
+                g_shape[sh].device_seconds += (double)ns * 1e-9;
+            } else if (pend[i].op == P_ATTN && sh >= 0 && sh < a_n) {
+                a_shape[sh].timed++;
+                a_shape[sh].device_seconds += (double)ns * 1e-9;
             }
             pthread_mutex_unlock(&g_lock);
         }
@@ -144,12 +155,19 @@ static void p_marked(int op, int shape, void *a)
         return st_;                                                                            \
     } while (0)
 
+/* the row-count class of M >= 1 (an index in m_class) */
+static int row_class(int64_t M)
+{
+    int c = 0;
+    while (M > m_class[c][1]) c++;
+    return c;
+}
+
 /* g_shape's index of W's shape at M rows (a new class appended; -1 when all are taken) */
 static int gemm_shape(int M, const sr_kweight *W)
 {
     if (M < 1 || !W) return -1;
-    int c = 0;
-    while (M > m_class[c][1]) c++;
+    const int c = row_class(M);
     pthread_mutex_lock(&g_lock);
     int i = 0;
     while (i < g_n && !(g_shape[i].n == W->n && g_shape[i].k == W->k && g_shape[i].dtype == W->dtype &&
@@ -238,11 +256,11 @@ static void p_weight_free(sr_kweight *w)
 static sr_status p_gemm(int M, const float *x, int ldx, const sr_kweight *W, const float *bias,
                         sr_act act, float alpha, float beta, float *y, int ldy)
 {
-    const int sh = gemm_shape(M, W);
     void *m0 = p_mark();
     const uint64_t t0 = now_ns();
     const sr_status st = base->gemm(M, x, ldx, W, bias, act, alpha, beta, y, ldy);
     const uint64_t ns = p_done(P_GEMM, t0);
+    const int sh = st ? -1 : gemm_shape(M, W); /* (a refused call's arguments are not read) */
     if (sh >= 0) {
         pthread_mutex_lock(&g_lock);
         g_shape[sh].calls++;
@@ -320,10 +338,55 @@ static sr_status p_rope_kv(const sr_kbatch *b, int n_head, int n_kv_head, int hd
 {
     TIMED(P_ROPE_KV, base->rope_kv(b, n_head, n_kv_head, hd, inv_freq, q, ldq, k, ldk, v, ldv, K, V, layer));
 }
+/* a_shape's index of a done attn call's class, its rows and (row, key) pairs counted in (-1:
+ * every class taken) */
+static int attn_shape(const sr_kattn *a, const sr_kbatch *b, const sr_kpool *K, const sr_kpool *V)
+{
+    if (!a || !b || !K || !V || !a->lo || !a->hi || !b->row0 || b->n_seq < 1) return -1;
+    const int64_t rows = b->row0[b->n_seq];
+    if (rows < 1 || rows > INT_MAX) return -1;
+    uint64_t keys = 0;
+    for (int64_t r = 0; r < rows; r++)
+        if (a->hi[r] > a->lo[r]) keys += (uint64_t)(a->hi[r] - a->lo[r]);
+    const int c = row_class(rows), rel = a->rel != NULL;
+    pthread_mutex_lock(&g_lock);
+    int i = 0;
+    while (i < a_n && !(a_shape[i].n_head == a->n_head && a_shape[i].n_kv_head == a->n_kv_head &&
+                        a_shape[i].head_dim == a->head_dim && a_shape[i].rel == rel &&
+                        a_shape[i].k_dtype == K->dtype && a_shape[i].v_dtype == V->dtype &&
+                        a_shape[i].m_lo == m_class[c][0]))
+        i++;
+    if (i == a_n && a_n < ATTN_SHAPES)
+        a_shape[a_n++] = (sr_kprof_attn){.n_head = a->n_head, .n_kv_head = a->n_kv_head,
+                                         .head_dim = a->head_dim, .rel = rel, .k_dtype = K->dtype,
+                                         .v_dtype = V->dtype, .m_lo = m_class[c][0],
+                                         .m_hi = m_class[c][1]};
+    if (i < a_n) {
+        a_shape[i].calls++;
+        a_shape[i].rows += (uint64_t)rows;
+        a_shape[i].keys += keys;
+        a_shape[i].kv_bytes += (double)keys * (double)a->n_kv_head * (double)a->head_dim *
+                               (double)(sr_dtype_size(K->dtype) + sr_dtype_size(V->dtype));
+    }
+    pthread_mutex_unlock(&g_lock);
+    return i < a_n ? i : -1;
+}
+
 static sr_status p_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, int ldq, const sr_kpool *K,
                         const sr_kpool *V, int layer, float *out, int ldo)
 {
-    TIMED(P_ATTN, base->attn(a, b, q, ldq, K, V, layer, out, ldo));
+    void *m0 = p_mark();
+    const uint64_t t0 = now_ns();
+    const sr_status st = base->attn(a, b, q, ldq, K, V, layer, out, ldo);
+    const uint64_t ns = p_done(P_ATTN, t0);
+    const int sh = st ? -1 : attn_shape(a, b, K, V);
+    if (sh >= 0) {
+        pthread_mutex_lock(&g_lock);
+        a_shape[sh].seconds += (double)ns * 1e-9;
+        pthread_mutex_unlock(&g_lock);
+    }
+    p_marked(P_ATTN, sh, m0);
+    return st;
 }
 
 /* graph_end's time is the host's update and launch of the recording (its ops' calls, recorded,
@@ -419,6 +482,16 @@ int sr_kernels_profile_gemm_read(sr_kprof_gemm *out, int cap)
     return n;
 }
 
+int sr_kernels_profile_attn_read(sr_kprof_attn *out, int cap)
+{
+    if (base && atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all();
+    pthread_mutex_lock(&g_lock);
+    const int n = a_n;
+    for (int i = 0; out && i < n && i < cap; i++) out[i] = a_shape[i];
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
 void sr_kernels_profile_reset(void)
 {
     if (base && atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all(); /* then dropped with the rest */
@@ -431,5 +504,6 @@ void sr_kernels_profile_reset(void)
     }
     pthread_mutex_lock(&g_lock);
     g_n = 0;
+    a_n = 0;
     pthread_mutex_unlock(&g_lock);
 }

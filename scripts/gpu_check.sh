@@ -241,7 +241,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     for mode in device 1; do
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, 64 streams, 3 s"
         fits 45 && SRKIT_PROFILE=$mode timeout 45 srkit bench $C --streams 64 --model $V --audio $A --stream "$VF" \
-            --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]|^all ops|^the device|^gemm by|^weight|^[0-9]+ x " | head -n 40
+            --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]|^all ops|^the device|^gemm by|^weight|^[0-9]+ x |^attn by|^heads|^[0-9]+/[0-9]+ x " | head -n 50
     done
     [ "${WALL:-0}" = 1 ] && B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
     # where a batch-1 step goes without waiting after each op: the GPU's kernel time against the

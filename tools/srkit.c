@@ -1625,6 +1625,7 @@ static int cmp_prof(const void *a, const void *b)
 
 #define BENCH_PROF_OPS 64
 #define BENCH_PROF_GEMMS 128
+#define BENCH_PROF_ATTNS 64
 
 /* Profile entries gathered over several spans (the fed chunks of every run, or the finishes),
  * merged by op and by gemm shape class. */
@@ -1633,6 +1634,8 @@ typedef struct {
     int n;
     sr_kprof_gemm g[BENCH_PROF_GEMMS];
     int ng;
+    sr_kprof_attn a[BENCH_PROF_ATTNS];
+    int na;
     double wall; /* seconds of the spans (0: not measured) */
 } bench_prof;
 
@@ -1676,7 +1679,41 @@ static void bench_prof_take(bench_prof *p, double wall)
         p->g[j].timed += g[i].timed;
         p->g[j].device_seconds += g[i].device_seconds;
     }
+    static sr_kprof_attn at[BENCH_PROF_ATTNS];
+    n = SR_MIN(sr_kernels_profile_attn_read(at, BENCH_PROF_ATTNS), BENCH_PROF_ATTNS);
+    for (int i = 0; i < n; i++) {
+        const sr_kprof_attn *x = &at[i];
+        int j = 0;
+        while (j < p->na && !(p->a[j].n_head == x->n_head && p->a[j].n_kv_head == x->n_kv_head &&
+                              p->a[j].head_dim == x->head_dim && p->a[j].rel == x->rel &&
+                              p->a[j].k_dtype == x->k_dtype && p->a[j].v_dtype == x->v_dtype &&
+                              p->a[j].m_lo == x->m_lo))
+            j++;
+        if (j == p->na) {
+            if (p->na == BENCH_PROF_ATTNS) continue;
+            p->a[p->na] = *x;
+            p->a[p->na].calls = p->a[p->na].rows = p->a[p->na].keys = p->a[p->na].timed = 0;
+            p->a[p->na].kv_bytes = p->a[p->na].seconds = p->a[p->na].device_seconds = 0;
+            p->na++;
+        }
+        p->a[j].calls += x->calls;
+        p->a[j].rows += x->rows;
+        p->a[j].keys += x->keys;
+        p->a[j].kv_bytes += x->kv_bytes;
+        p->a[j].seconds += x->seconds;
+        p->a[j].timed += x->timed;
+        p->a[j].device_seconds += x->device_seconds;
+    }
     sr_kernels_profile_reset();
+}
+
+/* The row-count class [lo, hi] as text: "1", "2-4", "257+" */
+static const char *rows_class(char *r, size_t n, int lo, int hi)
+{
+    if (lo == hi) snprintf(r, n, "%d", lo);
+    else if (hi == INT_MAX) snprintf(r, n, "%d+", lo);
+    else snprintf(r, n, "%d-%d", lo, hi);
+    return r;
 }
 
 static int cmp_prof_gemm(const void *a, const void *b)
@@ -1704,14 +1741,53 @@ static void bench_print_gemms(const bench_prof *p, double steps, int dev, int sy
         char w[64], r[24];
         snprintf(w, sizeof w, "%d x %d %s%s", g[i].n, g[i].k, sr_dtype_name(g[i].dtype),
                  g[i].mul == SR_KMUL_BF16 ? "/bf16" : "");
-        if (g[i].m_lo == g[i].m_hi) snprintf(r, sizeof r, "%d", g[i].m_lo);
-        else if (g[i].m_hi == INT_MAX) snprintf(r, sizeof r, "%d+", g[i].m_lo);
-        else snprintf(r, sizeof r, "%d-%d", g[i].m_lo, g[i].m_hi);
+        rows_class(r, sizeof r, g[i].m_lo, g[i].m_hi);
         const double t = dev ? g[i].device_seconds : g[i].seconds;
         const double c = dev ? (double)g[i].timed : (double)g[i].calls;
         fprintf(stderr, "%-26s %-9s %10.1f %8.1f %9.2f", w, r, steps > 0 ? (double)g[i].calls / steps : 0.0,
                 g[i].calls ? (double)g[i].rows / (double)g[i].calls : 0.0, c > 0 ? t * 1e6 / c : 0.0);
         if ((dev || sync) && t > 0) fprintf(stderr, " %9.0f", (double)g[i].weight_bytes * c / t * 1e-9);
+        else fprintf(stderr, " %9s", "");
+        fprintf(stderr, " %5.1f%%\n", total > 0 ? 100.0 * t / total : 0.0);
+    }
+}
+
+static int cmp_prof_attn(const void *a, const void *b)
+{
+    const sr_kprof_attn *p = a, *q = b;
+    double x = device_mode() ? p->device_seconds : p->seconds, y = device_mode() ? q->device_seconds : q->seconds;
+    return (x < y) - (x > y);
+}
+
+/* The attn classes of p, the most time first: per step calls, rows a call, keys a row, time a
+ * call, K and V bytes named by the rows' keys a second (each row reading its keys once: reads
+ * shared by rows or heads make the real traffic smaller), share of the attn time. */
+static void bench_print_attns(const bench_prof *p, double steps, int dev, int sync)
+{
+    if (!p->na) return;
+    static sr_kprof_attn a[BENCH_PROF_ATTNS];
+    memcpy(a, p->a, (size_t)p->na * sizeof a[0]);
+    qsort(a, (size_t)p->na, sizeof a[0], cmp_prof_attn);
+    double total = 0;
+    for (int i = 0; i < p->na; i++) total += dev ? a[i].device_seconds : a[i].seconds;
+    fprintf(stderr, "attn by heads (query / K-V heads x width, pools) and rows: %s; GB/s of the K and V "
+            "rows each row's keys name\n",
+            dev ? "device time" : sync ? "each call waited for" : "host time inside the calls");
+    fprintf(stderr, "%-30s %-9s %10s %9s %9s %9s %9s %6s\n", "heads", "rows", "per step", "rows/call", "keys/row",
+            "us/call", dev || sync ? "GB/s" : "", "share");
+    for (int i = 0; i < p->na; i++) {
+        char h[64], r[24];
+        snprintf(h, sizeof h, "%d/%d x %d%s %s/%s", a[i].n_head, a[i].n_kv_head, a[i].head_dim,
+                 a[i].rel ? " rel" : "", sr_dtype_name(a[i].k_dtype), sr_dtype_name(a[i].v_dtype));
+        const double t = dev ? a[i].device_seconds : a[i].seconds;
+        const double c = dev ? (double)a[i].timed : (double)a[i].calls;
+        fprintf(stderr, "%-30s %-9s %10.1f %9.1f %9.1f %9.2f", h, rows_class(r, sizeof r, a[i].m_lo, a[i].m_hi),
+                steps > 0 ? (double)a[i].calls / steps : 0.0,
+                a[i].calls ? (double)a[i].rows / (double)a[i].calls : 0.0,
+                a[i].rows ? (double)a[i].keys / (double)a[i].rows : 0.0, c > 0 ? t * 1e6 / c : 0.0);
+        /* bytes of the timed calls: the calls' mean times the timed count */
+        const double bytes = a[i].calls ? a[i].kv_bytes * c / (double)a[i].calls : 0.0;
+        if ((dev || sync) && t > 0) fprintf(stderr, " %9.0f", bytes / t * 1e-9);
         else fprintf(stderr, " %9s", "");
         fprintf(stderr, " %5.1f%%\n", total > 0 ? 100.0 * t / total : 0.0);
     }
@@ -1772,6 +1848,7 @@ static void bench_print_profile(const bench_prof *p, double steps, const char *w
                     100.0 * dtotal / p->wall);
     }
     bench_print_gemms(p, steps, dev, sync);
+    bench_print_attns(p, steps, dev, sync);
 }
 
 /* The CUDA table's recording counters (kernels.h, sr_cuda_graph_counts; all 0 without CUDA),
