@@ -343,6 +343,20 @@ static void test_bench_streams(void)
     double pp99 = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "partial_latency_ms_p99"));
     CU_ASSERT(pp99 > 0.0);
     CU_ASSERT(pp99 <= cJSON_GetNumberValue(cJSON_GetObjectItem(j, "latency_ms_max")));
+    /* the engine's steps: each stream's chunk in exactly one step of at most the 2 streams, a
+     * share of the wall, ordered percentiles, the steady ones among them */
+    {
+#define JN(k) cJSON_GetNumberValue(cJSON_GetObjectItem(j, k))
+        const double n = JN("engine_steps"), busy = JN("engine_busy");
+        CU_ASSERT(n >= 1);
+        CU_ASSERT_DOUBLE_EQUAL(JN("step_streams_mean") * n, JN("n_chunks"), 1e-6);
+        CU_ASSERT(JN("step_streams_max") >= 1 && JN("step_streams_max") <= 2);
+        CU_ASSERT(busy > 0 && busy <= 1);
+        CU_ASSERT(JN("step_ms_p50") > 0 && JN("step_ms_p50") <= JN("step_ms_p99") &&
+                  JN("step_ms_p99") <= JN("step_ms_max"));
+        CU_ASSERT(JN("steady_steps") <= n && JN("steady_step_ms_p99") <= JN("step_ms_max"));
+#undef JN
+    }
     cJSON_Delete(j);
     /* --repeat with --streams: each run of the one loaded model reported, the same text */
     snprintf(a, sizeof a, "bench --streams 2 --repeat 2 --model %s --audio %s --json", mdl, wav);

@@ -1368,8 +1368,6 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentile (q in (0, 1]) of n sorted values: the smallest value with at least
- * q * n values at or below it. */
 /* Appends v to the growing array *a of *n values (capacity *cap): 0, or -1 out of memory. */
 static int lat_push(int64_t **a, size_t *n, size_t *cap, int64_t v)
 {
@@ -1384,6 +1382,8 @@ static int lat_push(int64_t **a, size_t *n, size_t *cap, int64_t v)
     return 0;
 }
 
+/* Nearest-rank percentile (q in (0, 1]) of n sorted values: the smallest value with at least
+ * q * n values at or below it. */
 static int64_t bench_pct(const int64_t *sorted, size_t n, double q)
 {
     size_t r = (size_t)ceil(q * (double)n);
@@ -1398,6 +1398,29 @@ static void bench_p50_p99(int64_t *lat, size_t n, double *p50, double *p99)
     qsort(lat, n, sizeof *lat, cmp_i64);
     *p50 = bench_pct(lat, n, 0.5) / 1e6;
     *p99 = bench_pct(lat, n, 0.99) / 1e6;
+}
+
+/* An engine's steps in --realtime (n wall times in ns, sorted here, and their stream counts):
+ * time p50 / p99 / max in ms, streams a step mean and max; all 0 when there are none. */
+typedef struct {
+    size_t n;
+    double p50, p99, max, k_mean;
+    int64_t k_max;
+} bench_steps;
+
+static bench_steps bench_steps_of(int64_t *ns, const int64_t *k, size_t n)
+{
+    bench_steps r = {.n = n};
+    if (!n) return r;
+    double ks = 0;
+    for (size_t i = 0; i < n; i++) {
+        ks += (double)k[i];
+        if (k[i] > r.k_max) r.k_max = k[i];
+    }
+    r.k_mean = ks / (double)n;
+    bench_p50_p99(ns, n, &r.p50, &r.p99);
+    r.max = (double)ns[n - 1] / 1e6;
+    return r;
 }
 
 typedef struct {
@@ -2187,6 +2210,13 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
      * waits for the end-of-stream work: right padding, the decoder's flush) */
     int64_t *plat = NULL, *slat = NULL;
     size_t n_plat = 0, plat_cap = 0, n_slat = 0, slat_cap = 0;
+    /* --realtime: the engine's steps that ran chunks: their wall times (ns) and stream counts,
+     * all of them and those of the steady window (started 1.1 s or more after t0 and ending
+     * 1 s or more before the streams' audio ends), and the wall they took together */
+    int64_t *step_ns = NULL, *step_k = NULL, *sstep_ns = NULL, *sstep_k = NULL;
+    size_t n_step = 0, step_cap = 0, n_stepk = 0, step_kcap = 0;
+    size_t n_sstep = 0, sstep_cap = 0, n_sstepk = 0, sstep_kcap = 0;
+    double busy = 0;
     char *text0 = NULL;
     sr_status st = SR_OK;
     if (!ss || !jobs || !th || !start || !fed || !seen) { fprintf(stderr, "srkit bench: out of memory\n"); goto out; }
@@ -2249,12 +2279,22 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
                 }
                 if (st) break;
                 int k = 0;
+                const double began = now_s() - t0;
                 if ((st = sr_engine_step(e, &k))) break;
                 double done = now_s() - t0;
                 if (!k) {
                     struct timespec ts = {0, 1000000}; /* 1 ms */
                     nanosleep(&ts, NULL);
                     continue;
+                }
+                busy += done - began;
+                const int steady_step = began >= 1.1 && done + 1.0 <= audio_s;
+                if (lat_push(&step_ns, &n_step, &step_cap, (int64_t)((done - began) * 1e9)) ||
+                    lat_push(&step_k, &n_stepk, &step_kcap, k) ||
+                    (steady_step && (lat_push(&sstep_ns, &n_sstep, &sstep_cap, (int64_t)((done - began) * 1e9)) ||
+                                     lat_push(&sstep_k, &n_sstepk, &sstep_kcap, k)))) {
+                    fprintf(stderr, "srkit bench: out of memory\n");
+                    goto out;
                 }
                 for (int i = 0; i < N; i++) {
                     const sr_timeline *tl = sr_stream_timeline(ss[i]);
@@ -2315,6 +2355,8 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
                                     * or more from their stream's start and end */
     bench_p50_p99(plat, n_plat, &pp50, &pp99);
     bench_p50_p99(slat, n_slat, &sp50, &sp99);
+    const bench_steps steps = bench_steps_of(step_ns, step_k, n_step),
+                      ssteps = bench_steps_of(sstep_ns, sstep_k, n_sstep);
     sr_memstats ms;
     if (e) sr_engine_memory(e, &ms);
     else {
@@ -2365,6 +2407,23 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
             cJSON_AddNumberToObject(j, "steady_latency_ms_p50", sp50);
             cJSON_AddNumberToObject(j, "steady_latency_ms_p99", sp99);
         }
+        if (b->o.realtime && e) {
+            /* the engine's steps that ran chunks: a chunk's latency is at most the step it
+             * arrived during plus its own, so a steady latency p99 near twice the step p99 is
+             * the steps' length, a larger one waits or stalls; engine_busy: their share of
+             * the wall (near 1: the engine never waits for audio) */
+            cJSON_AddNumberToObject(j, "engine_steps", (double)steps.n);
+            cJSON_AddNumberToObject(j, "engine_busy", wall > 0 ? busy / wall : 0.0);
+            cJSON_AddNumberToObject(j, "step_ms_p50", steps.p50);
+            cJSON_AddNumberToObject(j, "step_ms_p99", steps.p99);
+            cJSON_AddNumberToObject(j, "step_ms_max", steps.max);
+            cJSON_AddNumberToObject(j, "step_streams_mean", steps.k_mean);
+            cJSON_AddNumberToObject(j, "step_streams_max", (double)steps.k_max);
+            cJSON_AddNumberToObject(j, "steady_steps", (double)ssteps.n);
+            cJSON_AddNumberToObject(j, "steady_step_ms_p50", ssteps.p50);
+            cJSON_AddNumberToObject(j, "steady_step_ms_p99", ssteps.p99);
+            cJSON_AddNumberToObject(j, "steady_step_streams_mean", ssteps.k_mean);
+        }
         cJSON_AddNumberToObject(j, "weights_bytes", (double)ms.weight_bytes);
         cJSON_AddNumberToObject(j, "streams_state_bytes", (double)ms.stream_bytes);
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)ms.peak_rss_bytes);
@@ -2388,6 +2447,14 @@ static int bench_multi_once(const bench_args *b, sr_model *m, const sr_audio *ap
                 printf("steady state (%zu chunks 1 s or more from each stream's start and end): latency "
                        "ms p50 %.3f p99 %.3f\n", n_slat, sp50, sp99);
         }
+        if (b->o.realtime && e && steps.n) {
+            printf("engine: %zu steps ran chunks (%.1f %% of the wall), streams a step mean %.1f max %lld; "
+                   "step ms p50 %.3f p99 %.3f max %.3f\n", steps.n, wall > 0 ? 100.0 * busy / wall : 0.0,
+                   steps.k_mean, (long long)steps.k_max, steps.p50, steps.p99, steps.max);
+            if (ssteps.n)
+                printf("steady steps (%zu): streams a step mean %.1f; step ms p50 %.3f p99 %.3f\n", ssteps.n,
+                       ssteps.k_mean, ssteps.p50, ssteps.p99);
+        }
         printf("memory: weights %zu B, streams' state %zu B, peak RSS %zu B, GPU peak %zu B\n",
                ms.weight_bytes, ms.stream_bytes, ms.peak_rss_bytes, ms.gpu_peak_bytes);
     }
@@ -2400,6 +2467,10 @@ out:
     free(lat);
     free(plat);
     free(slat);
+    free(step_ns);
+    free(step_k);
+    free(sstep_ns);
+    free(sstep_k);
     if (e) sr_engine_free(e); /* closes its streams */
     else if (ss)
         for (int i = 0; i < N; i++) sr_stream_close(ss[i]);
