@@ -446,6 +446,9 @@ int sr_kernels_profile_gemm_read(sr_kprof_gemm *out, int cap);
 /* The same for the attn calls by head layout and row-count class (at most 64 kept). */
 int sr_kernels_profile_attn_read(sr_kprof_attn *out, int cap);
 void sr_kernels_profile_reset(void);
+/* For tests: forget the base table (the next sr_kernels_profiled binds anew), the mode back to
+ * host time, the counters reset. Only while no op runs and no table from before is used. */
+void sr_kernels_profile_unbind(void);
 
 /* "cpu" / "cuda" / NULL (= cpu), or "cpu-guard" (kernels/cpu/guard.c: the CPU ops over memory
  * the host cannot touch outside them; for tests and porting backends). Unknown names:

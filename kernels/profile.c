@@ -3,16 +3,16 @@
  * or device, read by sr_kernels_select): per op, the calls and the host wall time spent inside
  * them, and per gemm weight shape (attn head layout) and row-count class the same.
  * Asynchronous tables (CUDA) return from an op once it is queued, so plain mode measures what
- * the host pays per call
- * (launch and argument upload, and the waits of copies, which collect the device time queued
- * before them; copies also count their bytes); "sync" synchronizes after every op so that each
- * op's time includes its own device time (slower, serialized, and each wait adds its own cost
- * to a call); "device" brackets every op that queues work with two of the base table's marks
- * (CUDA events) and adds the device time between them to the op, read when a copy or sync has
- * waited anyway: the step stays pipelined, so the figures are the kernels' own time where the
- * host keeps ahead of the device. The device has no profiler of its own here (no nsys), so this
- * is how `srkit bench` shows where a step's time goes. Counters are atomic; one profiled table
- * per process (the first base table asked for; the tests and the CLI use one device at a time).
+ * the host pays per call (launch and argument upload, and the waits of copies, which collect
+ * the device time queued before them; copies also count their bytes); "sync" synchronizes
+ * after every op so that each op's time includes its own device time (slower, serialized, and
+ * each wait adds its own cost to a call); "device" brackets every op that queues work with two
+ * of the base table's marks (CUDA events) and adds the device time between them to the op,
+ * read when a copy or sync has waited anyway: the step stays pipelined, so the figures are the
+ * kernels' own time where the host keeps ahead of the device. The device has no profiler of its
+ * own here (no nsys), so this is how `srkit bench` shows where a step's time goes. Counters are
+ * atomic; one profiled table per process (the first base table asked for; the tests and the
+ * CLI use one device at a time).
  */
 #include "../core/internal.h"
 #include "kernels.h"
@@ -390,17 +390,20 @@ static sr_status p_attn(const sr_kattn *a, const sr_kbatch *b, const float *q, i
 }
 
 /* graph_end's time is the host's update and launch of the recording (its ops' calls, recorded,
- * count as themselves) */
-/* Under sync and device nothing is recorded (a recording holds neither the waits nor the
- * marks): graph_begin and graph_end then return SR_OK and the ops run as called, which the
- * contract allows a table. Whether this thread's graph_begin went to the base (so its
- * graph_end does too, whatever the mode meanwhile): */
+ * count as themselves). Under sync and device nothing is recorded (a recording holds neither
+ * the waits nor the marks): graph_begin and graph_end then return SR_OK and the ops run as
+ * called, which the contract allows a table. forwarded: whether this thread's graph_begin went
+ * to the base and started a recording (so its graph_end goes there too, whatever the mode
+ * meanwhile). */
 static _Thread_local int forwarded;
 static sr_status p_graph_begin(sr_kgraph **g)
 {
     if (atomic_load(&mode) != SR_KPROF_HOST) return SR_OK;
-    forwarded = 1;
-    HOSTED(P_GRAPH_BEGIN, base->graph_begin(g));
+    const uint64_t t0 = now_ns();
+    const sr_status st = base->graph_begin(g);
+    p_done(P_GRAPH_BEGIN, t0);
+    forwarded = st == SR_OK;
+    return st;
 }
 static sr_status p_graph_end(sr_kgraph *g, int run)
 {
@@ -506,4 +509,13 @@ void sr_kernels_profile_reset(void)
     g_n = 0;
     a_n = 0;
     pthread_mutex_unlock(&g_lock);
+}
+
+void sr_kernels_profile_unbind(void)
+{
+    pthread_mutex_lock(&p_lock);
+    sr_kernels_profile_reset();
+    base = NULL;
+    atomic_store(&mode, SR_KPROF_HOST);
+    pthread_mutex_unlock(&p_lock);
 }

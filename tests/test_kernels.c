@@ -903,6 +903,82 @@ static void test_profile_device(void)
     p->weight_free(W2);
 }
 
+/* A table that records (its graph_begin / graph_end counted) under the profiling table: host
+ * mode forwards both (and counts them), sync and device record nothing (the base is not asked,
+ * the ops run as called); an end follows its begin's mode (a recording begun under host time
+ * ends in the base after a switch to device; one begun under device does not reach the base
+ * after a switch back); a refused begin is not ended. */
+static int rec_begun, rec_ended;
+static sr_status rec_fail;
+static sr_status rec_begin(sr_kgraph **g)
+{
+    (void)g;
+    if (rec_fail) return rec_fail;
+    rec_begun++;
+    return SR_OK;
+}
+static sr_status rec_end(sr_kgraph *g, int run)
+{
+    (void)g;
+    (void)run;
+    rec_ended++;
+    return SR_OK;
+}
+static void test_profile_recording(void)
+{
+    static sr_kernels t;
+    t = *sr_kernels_cpu();
+    t.name = "cpu-recording";
+    t.graph_begin = rec_begin;
+    t.graph_end = rec_end;
+    sr_kernels_profile_unbind();
+    const sr_kernels *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_profiled(&t, SR_KPROF_HOST, &p), SR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p->graph_begin);
+    sr_kgraph *g = NULL;
+    float y[4] = {1, 2, 3, 4};
+    rec_begun = rec_ended = 0;
+    rec_fail = SR_OK;
+    CU_ASSERT_EQUAL(sr_kgraph_begin(p, &g), SR_OK);
+    CU_ASSERT_EQUAL(p->scale(1, 4, 2.0f, y, 4), SR_OK);
+    CU_ASSERT_EQUAL(sr_kgraph_end(p, g, SR_OK), SR_OK);
+    CU_ASSERT(rec_begun == 1 && rec_ended == 1);
+    for (int m = SR_KPROF_SYNC; m <= SR_KPROF_DEVICE; m++) { /* nothing recorded */
+        CU_ASSERT_EQUAL(sr_kernels_profiled(&t, m, &p), SR_OK);
+        CU_ASSERT_EQUAL(sr_kgraph_begin(p, &g), SR_OK);
+        CU_ASSERT_EQUAL(p->scale(1, 4, 2.0f, y, 4), SR_OK);
+        CU_ASSERT_EQUAL(sr_kgraph_end(p, g, SR_OK), SR_OK);
+        CU_ASSERT(rec_begun == 1 && rec_ended == 1);
+    }
+    CU_ASSERT(y[0] == 8.0f && y[3] == 32.0f); /* each scale ran */
+    /* begun under device, ended under host: the base saw neither */
+    CU_ASSERT_EQUAL(sr_kgraph_begin(p, &g), SR_OK);
+    CU_ASSERT_EQUAL(sr_kernels_profiled(&t, SR_KPROF_HOST, &p), SR_OK);
+    CU_ASSERT_EQUAL(sr_kgraph_end(p, g, SR_OK), SR_OK);
+    CU_ASSERT(rec_begun == 1 && rec_ended == 1);
+    /* begun under host, ended under device: the base ends it */
+    CU_ASSERT_EQUAL(sr_kgraph_begin(p, &g), SR_OK);
+    CU_ASSERT_EQUAL(sr_kernels_profiled(&t, SR_KPROF_DEVICE, &p), SR_OK);
+    CU_ASSERT_EQUAL(sr_kgraph_end(p, g, SR_OK), SR_OK);
+    CU_ASSERT(rec_begun == 2 && rec_ended == 2);
+    /* a refused begin: no end reaches the base */
+    CU_ASSERT_EQUAL(sr_kernels_profiled(&t, SR_KPROF_HOST, &p), SR_OK);
+    rec_fail = SR_ERR_DEVICE;
+    CU_ASSERT_EQUAL(p->graph_begin(&g), SR_ERR_DEVICE);
+    CU_ASSERT_EQUAL(p->graph_end(g, 0), SR_OK);
+    CU_ASSERT(rec_begun == 2 && rec_ended == 2);
+    rec_fail = SR_OK;
+    sr_kprof_entry e[8];
+    const int n = sr_kernels_profile_read(e, 8);
+    int begins = 0;
+    for (int i = 0; i < n && i < 8; i++)
+        if (!strcmp(e[i].op, "graph_begin")) begins = (int)e[i].calls;
+    CU_ASSERT_EQUAL(begins, 3); /* the forwarded ones, the refused one included */
+    /* back to the CPU table for the tests after */
+    sr_kernels_profile_unbind();
+    CU_ASSERT_EQUAL(sr_kernels_profiled(sr_kernels_cpu(), SR_KPROF_HOST, &p), SR_OK);
+}
+
 /* sr_kpool_copy_rows: rows [0, r) of every layer of one slot into another pool's slot, bit for
  * bit (bf16 and f32, a destination with more slots and rows; on the guard table, so the copy
  * goes through the table), nothing else touched; mismatched pools, too many rows and slots
@@ -1097,6 +1173,7 @@ void test_register_kernels(void)
                {"cpu_memory", test_cpu_memory}, {"cpu_bad_args", test_cpu_bad_args},
                {"select", test_select}, {"profile", test_profile},
                {"profile_device", test_profile_device},
+               {"profile_recording", test_profile_recording},
                {"cuda_sgemm_vs_cpu", test_cuda_sgemm_vs_cpu},
                {"cuda_memory_and_args", test_cuda_memory_and_args});
     TEST_SUITE("kernels_ops", {"cpu_norms", test_cpu_ops},
