@@ -217,6 +217,11 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
     # only the launches whose arguments moved set anew), replayed with the split form
     B 150 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
         pdl,plain,pdl+graph,pdl+narrow,pdl+rows,pdl+replay,pdl+replay+split
+    # bf16 K/V caches at batch 1 (as the 64-stream runs and torch's bf16 inference keep them):
+    # half the bytes each attention call reads (the encoder's 4 rows a chunk over 750 keys, the
+    # decoder's ring), with the rows form for the encoder's rows
+    B 60 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --stream '{"cache_dtype": "bf16"}' \
+        --cuda-variants pdl,pdl+rows,pdl+replay
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
     if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
         B 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
