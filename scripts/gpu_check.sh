@@ -10,11 +10,13 @@
 #                 ../shared/tools/gpu-bundle ../shared/data/librispeech-sample/1089-134686-0000.flac \
 #                     ../shared/data/whisper-assets/gpt2.tiktoken /tmp/whisperrt-tiny.en-i8.h5 \
 #                     /tmp/srkit-base
-# Device call:    command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 580 (the fourth
-#                 session's H100 ran it in 299 s). PART=check runs only the correctness half
-#                 (suites, parity, API suites, recording, overlapping launches, memchecks; no
-#                 model is made) and
-#                 PART=figures only the benches: two calls when one would not fit.
+# Device call:    command "BUDGET=B bash scripts/gpu_check.sh", carry [".gpu"], timeout_s B + 30
+#                 (the fourth session's H100 ran it in 299 s). PART=check runs only the
+#                 correctness half (suites, parity, API suites, recording, overlapping
+#                 launches, memchecks; no model is made) and PART=figures only the benches: two
+#                 calls when one would not fit. The check part's suites run JOBS=4 at a time
+#                 (before 2026-11-27 one at a time: about 420 s of a call), while the figures'
+#                 synthetic models are written in the background (PART=all).
 # Switches for what earlier sessions measured (off by default, to keep the call short):
 #   PEERS=1 transformers on the same weights; WMMA=1 batched == solo and the goldens with the
 #   wmma kernel; FORMS=1 bench attn per attention form (and the base build); GEMMALL=1 the whole
@@ -56,13 +58,36 @@ fits() {
     echo "   (skipped: ${1} s would end past the ${BUDGET} s budget at ${SECONDS} s)"
     return 1
 }
-# a suite run: LIMIT LOG [ENV=...] test_srkit ARGS; prints rc and the failures
-S() {
-    local t=$1 log=$2; shift 2
-    fits "$t" || return 0
-    timeout "$t" env "$@" > "$OUT/$log" 2>&1
-    echo "rc=$? ($log, ${SECONDS} s)"
-    grep -E "Test:.*FAIL|^ *[0-9]+\. |bf16.*max abs diff|tests |asserts" "$OUT/$log" | cut -c1-200
+# a suite run in the background: P LIMIT LOG [ENV=...] COMMAND ARGS, at most $JOBS at once (the
+# check part's suites and memchecks: one GPU shared by several test processes changes no
+# result, only their pace); Pwait waits for them and prints each one's rc, its time span and
+# its failures and counts, in the order they were queued
+JOBS=${JOBS:-4}
+PTH=$(( $(nproc) / JOBS )); [ "$PTH" -ge 1 ] || PTH=1 # their OpenBLAS threads: the cores shared
+PJ_LOG=() PJ_PID=() PJ_T0=()
+P() {
+    local t=$1 log=$2 pid n; shift 2
+    fits "$t" || { PJ_LOG+=("$log"); PJ_PID+=(0); PJ_T0+=("$SECONDS"); return 0; }
+    while :; do
+        n=0
+        for pid in "${PJ_PID[@]}"; do [ "$pid" != 0 ] && kill -0 "$pid" 2>/dev/null && n=$((n + 1)); done
+        [ "$n" -lt "$JOBS" ] && break
+        sleep 0.2
+    done
+    ( timeout "$t" env OPENBLAS_NUM_THREADS=$PTH "$@" > "$OUT/$log" 2>&1; echo "$? $SECONDS" > "$OUT/$log.rc" ) &
+    PJ_LOG+=("$log"); PJ_PID+=($!); PJ_T0+=("$SECONDS")
+}
+Pwait() {
+    local i log
+    for i in "${!PJ_LOG[@]}"; do
+        log=${PJ_LOG[$i]}
+        [ "${PJ_PID[$i]}" = 0 ] && { echo "$log: skipped (budget)"; continue; }
+        wait "${PJ_PID[$i]}"
+        read -r rc end < "$OUT/$log.rc"
+        echo "rc=$rc ($log, ${PJ_T0[$i]}-${end} s)"
+        grep -E "Test:.*FAIL|^ *[0-9]+\. |bf16.*max abs diff|tests |asserts|ERROR SUMMARY" "$OUT/$log" | cut -c1-200 | head -n 12
+    done
+    PJ_LOG=() PJ_PID=() PJ_T0=()
 }
 # one bench run: LIMIT [ENV=...] srkit bench ARGS; its JSON lines (one, or one per
 # --cuda-variants variant) to bench.jsonl, a summary of each here, and srkit's own error lines
@@ -104,87 +129,78 @@ G() {
 }
 
 if want check; then
-echo "== suites (every CUDA op against the CPU op, both attention forms; batched == solo on the device)"
-S 60 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
-# memcheck of the op suite first: the split attention form, overlapping launches, i8 products
-echo "== memcheck (kernels_cuda)"
-if fits 90; then
-    timeout 90 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 \
-        test_srkit kernels_cuda > "$OUT/memcheck.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|tests " "$OUT/memcheck.log"
-fi
+# the suites (every CUDA op against the CPU op, every attention form; batched == solo on the
+# device), queued here and reported by Pwait below
+P 90 suites.log test_srkit kernels_cuda engine_equals_solo/cuda
+# memcheck of the op suite (the split attention form, overlapping launches, i8 products) and of
+# batched == solo at 1 and 8 streams, early: the longest jobs
+P 150 memcheck.log /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 test_srkit kernels_cuda
+P 180 memcheck-engine.log SRKIT_TEST_CUDA_MAX_STREAMS=8 /usr/local/cuda/bin/compute-sanitizer --tool memcheck \
+    --print-limit 10 test_srkit engine_equals_solo/cuda
 # engine_equals_solo's larger batches pick the narrow attention form by size: here every launch wide
-S 60 wide.log SRKIT_CUDA_ATTN=wide test_srkit engine_equals_solo/cuda
+P 90 wide.log SRKIT_CUDA_ATTN=wide test_srkit engine_equals_solo/cuda
 # and the grouped form wherever it applies (GQA: Voxtral's decoder; the rest falls back to narrow)
-S 60 grouped.log SRKIT_CUDA_ATTN=grouped test_srkit engine_equals_solo/cuda
+P 90 grouped.log SRKIT_CUDA_ATTN=grouped test_srkit engine_equals_solo/cuda
 # and the split form (K and V pools of one type: all of them), with the three goldens
-S 60 split.log SRKIT_CUDA_ATTN=split test_srkit engine_equals_solo/cuda
-S 60 split-vx.log SRKIT_CUDA_ATTN=split SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity fastconformer_parity
+P 90 split.log SRKIT_CUDA_ATTN=split test_srkit engine_equals_solo/cuda
+P 90 split-vx.log SRKIT_CUDA_ATTN=split SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity fastconformer_parity
 # and the rows form (up to 4 rows of a sequence a block: every encoder, the prompts), not yet
 # run on a device: batched == solo and the goldens with every launch it applies to in it
-S 60 rows.log SRKIT_CUDA_ATTN=rows test_srkit engine_equals_solo/cuda
-S 60 rows-vx.log SRKIT_CUDA_ATTN=rows SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity fastconformer_parity
+P 90 rows.log SRKIT_CUDA_ATTN=rows test_srkit engine_equals_solo/cuda
+P 90 rows-vx.log SRKIT_CUDA_ATTN=rows SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity fastconformer_parity
 # recording (SRKIT_CUDA_GRAPH=1: Voxtral's encoder round and decoder pass each submitted as one
 # CUDA graph, patched with each step's arguments): kernels_cuda/recording above checks the
 # recorded ops' bits; here batched == solo, Voxtral's goldens and its stream suites with it
-echo "== recording on (SRKIT_CUDA_GRAPH=1)"
-S 60 graph.log SRKIT_CUDA_GRAPH=1 test_srkit engine_equals_solo/cuda
-S 60 graph-vx.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
+P 90 graph.log SRKIT_CUDA_GRAPH=1 test_srkit engine_equals_solo/cuda
+P 90 graph-vx.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
 # Whisper records its decoder passes too (a pass of one group, up to its copy to the host),
 # FastConformer each round's layers
-S 60 graph-wh.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
+P 90 graph-wh.log SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
     fastconformer_parity fastconformer_batch fastconformer_tdt
 # replayed recording (SRKIT_CUDA_GRAPH=replay, never run on a device yet): a step's launches kept
 # without capture and only the changed ones set anew in its graph (kernels_cuda/
 # replayed_recording and overlapping_launches above check the bits of a chain); here the same
 # suites as recording's
-echo "== replayed recording (SRKIT_CUDA_GRAPH=replay)"
-S 60 replay.log SRKIT_CUDA_GRAPH=replay test_srkit engine_equals_solo/cuda
-S 60 replay-vx.log SRKIT_CUDA_GRAPH=replay SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
-S 60 replay-wh.log SRKIT_CUDA_GRAPH=replay SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
+P 90 replay.log SRKIT_CUDA_GRAPH=replay test_srkit engine_equals_solo/cuda
+P 90 replay-vx.log SRKIT_CUDA_GRAPH=replay SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream voxtral_batch
+P 90 replay-wh.log SRKIT_CUDA_GRAPH=replay SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity whisper_batch whisper_stream \
     fastconformer_parity fastconformer_batch fastconformer_tdt
 # the staged mma GEMM (above 16 rows) with its operands through cp.async (SRKIT_CUDA_GEMM_ASYNC=1,
 # never run on a device): kernels_cuda's gemm test compares its bits with the register form
 # above; here batched == solo and the goldens (every encoder's rows) with it
-echo "== cp.async GEMM operands (SRKIT_CUDA_GEMM_ASYNC=1)"
-S 60 async.log SRKIT_CUDA_GEMM_ASYNC=1 test_srkit engine_equals_solo/cuda
-S 60 async-parity.log SRKIT_CUDA_GEMM_ASYNC=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity \
+P 90 async.log SRKIT_CUDA_GEMM_ASYNC=1 test_srkit engine_equals_solo/cuda
+P 90 async-parity.log SRKIT_CUDA_GEMM_ASYNC=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity whisper_parity \
     fastconformer_parity voxtral_batch
 # overlapping launches are the default since the fifth session (each kernel's blocks start while
 # the one ahead runs and wait for it in sr_pdl_enter; the mma GEMM prefetches its weight
 # meanwhile), so every suite above ran with them: here the plain launches, alone and recorded
 # (kernels_cuda/overlapping_launches checks a dependent chain's bits both ways)
-echo "== overlapping launches off (SRKIT_CUDA_PDL=0)"
-S 60 pdl.log SRKIT_CUDA_PDL=0 test_srkit engine_equals_solo/cuda
-S 60 pdl-vx.log SRKIT_CUDA_PDL=0 SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream \
+P 90 pdl.log SRKIT_CUDA_PDL=0 test_srkit engine_equals_solo/cuda
+P 90 pdl-vx.log SRKIT_CUDA_PDL=0 SRKIT_CUDA_GRAPH=1 SRKIT_TEST_DEVICE=cuda test_srkit voxtral_parity voxtral_stream \
     engine_equals_solo/cuda
 # the first tensor-core kernel (SRKIT_CUDA_GEMM=wmma, unchanged since the third device session,
 # where batched == solo and the bf16 goldens passed with it): kernels_cuda above checks it
 # against the double reference; WMMA=1 runs those suites with it again
 if [ "${WMMA:-0}" = 1 ]; then
-    echo "== the wmma kernel: batched == solo, bf16 goldens"
-    S 60 wmma.log SRKIT_CUDA_GEMM=wmma test_srkit engine_equals_solo/cuda
-    S 60 wmma-parity.log SRKIT_CUDA_GEMM=wmma SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity \
+    P 90 wmma.log SRKIT_CUDA_GEMM=wmma test_srkit engine_equals_solo/cuda
+    P 90 wmma-parity.log SRKIT_CUDA_GEMM=wmma SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity \
         fastconformer_parity voxtral_parity
 fi
 # (voxtral_parity/int8_bf16_products: the i8 weights' bf16 products, the mma kernel's i8 form)
-echo "== golden parity on the device (the CPU's tolerances)"
-S 60 parity.log SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity fastconformer_parity voxtral_parity
+P 90 parity.log SRKIT_TEST_DEVICE=cuda test_srkit whisper_parity fastconformer_parity voxtral_parity
+# the suites that reach the backends through their ops and the public API (others read host
+# tensors of a loaded model directly and are CPU-only), each in its own process and time limit
+for s in whisper_batch fastconformer_batch voxtral_batch voxtral_stream whisper_stream \
+         whisper_silence fastconformer_tdt decoders_stable decoders_aed engine_api engine_equals_solo; do
+    P 60 "api-$s.log" SRKIT_TEST_DEVICE=cuda test_srkit $s
+done
+echo "== suites, memchecks and API suites on the device ($JOBS at a time; in the order queued)"
+Pwait
 # SRKIT_PROFILE=device (CUDA events around each op) on real weights: each op's device time, the
 # device's share of the wall, the gemm weights' GB/s (the figures part takes it on Voxtral)
 echo "== SRKIT_PROFILE=device, causal tiny.en int8, 3 s"
 fits 20 && SRKIT_PROFILE=device timeout 20 srkit bench --device cuda --model "$X/whisperrt-tiny.en-i8.h5" \
     --audio $A --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]|^all ops|^the device|^gemm by|^[0-9]+ x " | head -n 30
-# the suites that reach the backends through their ops and the public API (others read host
-# tensors of a loaded model directly and are CPU-only), each in its own process and time limit
-echo "== API suites on the device"
-for s in whisper_batch fastconformer_batch voxtral_batch voxtral_stream whisper_stream \
-         whisper_silence fastconformer_tdt decoders_stable decoders_aed engine_api engine_equals_solo; do
-    [ $SECONDS -gt 250 ] && { echo "$s: not run (the call's first 250 s are spent)"; continue; }
-    SRKIT_TEST_DEVICE=cuda timeout 40 test_srkit $s > "/tmp/s-$s.log" 2>&1
-    r=$?; cat "/tmp/s-$s.log" >> "$OUT/api.log"
-    echo "$s rc=$r $(grep -E '^ +tests ' /tmp/s-$s.log | tr -s ' ')"; grep -E "Test:.*FAIL|^ *[0-9]+\. " "/tmp/s-$s.log" | cut -c1-200 | head -6
-done
 
 fi
 if want figures; then
@@ -352,14 +368,6 @@ for mode in device 1; do
         SRKIT_PROFILE=$mode timeout 25 srkit bench --device cuda --model $R --audio $A --stream '{"strategy": "offline"}' 2>&1 | grep -v "^model\|^audio"
     fi
 done
-fi
-if want check; then
-echo "== memcheck (engine_equals_solo/cuda, 1 and 8 streams)"
-if fits 120; then
-    SRKIT_TEST_CUDA_MAX_STREAMS=8 timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck \
-        --print-limit 10 test_srkit engine_equals_solo/cuda > "$OUT/memcheck-engine.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|tests |asserts" "$OUT/memcheck-engine.log"
-fi
 fi
 # the peer on the same weights and GPU: transformers (docs/benchmarks.md; measured in the second
 # device session, so only with PEERS=1: the rest of the script fills most of a call)
