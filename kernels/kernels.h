@@ -423,14 +423,15 @@ typedef struct sr_kprof_gemm {
     uint64_t timed;        /* SR_KPROF_DEVICE: calls whose device time was read, and that time */
     double device_seconds;
 } sr_kprof_gemm;
-/* The attn calls of one head layout and row-count class (the classes of gemm's): heads, head
- * width, rel-pos or not, the pools' element types; keys is the number of (row, key) pairs
+/* The attn calls of one head layout, row-count class (the classes of gemm's) and key-count
+ * class (a call's keys a row on average: 1-128, 129-512, 513-2048, 2049 up; k_hi INT_MAX): heads,
+ * head width, rel-pos or not, the pools' element types; keys is the number of (row, key) pairs
  * summed over the calls, kv_bytes the bytes of K and V those pairs name (keys x n_kv_head x
  * head_dim x the two element sizes): what the calls read if each row read its own keys once. */
 typedef struct sr_kprof_attn {
     int n_head, n_kv_head, head_dim, rel;
     sr_dtype k_dtype, v_dtype;
-    int m_lo, m_hi;
+    int m_lo, m_hi, k_lo, k_hi;
     uint64_t calls, rows, keys;
     double kv_bytes;
     double seconds, device_seconds; /* as sr_kprof_gemm's */

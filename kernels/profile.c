@@ -49,8 +49,11 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static sr_kprof_gemm g_shape[GEMM_SHAPES];
 static int g_n;
 static const int m_class[][2] = {{1, 1}, {2, 4}, {5, 16}, {17, 64}, {65, 256}, {257, INT_MAX}};
+/* attn's classes of keys a row (a call's mean, rounded up) */
+static const int k_class[][2] = {{1, 128}, {129, 512}, {513, 2048}, {2049, INT_MAX}};
 
-/* attn calls by head layout and row-count class (sr_kprof_attn), in order of first call */
+/* attn calls by head layout, row-count and key-count class (sr_kprof_attn), in order of first
+ * call */
 #define ATTN_SHAPES 64
 static sr_kprof_attn a_shape[ATTN_SHAPES];
 static int a_n;
@@ -349,18 +352,22 @@ static int attn_shape(const sr_kattn *a, const sr_kbatch *b, const sr_kpool *K, 
     for (int64_t r = 0; r < rows; r++)
         if (a->hi[r] > a->lo[r]) keys += (uint64_t)(a->hi[r] - a->lo[r]);
     const int c = row_class(rows), rel = a->rel != NULL;
+    const uint64_t per_row = (keys + (uint64_t)rows - 1) / (uint64_t)rows;
+    int kc = 0;
+    while (kc < 3 && per_row > (uint64_t)k_class[kc][1]) kc++;
     pthread_mutex_lock(&g_lock);
     int i = 0;
     while (i < a_n && !(a_shape[i].n_head == a->n_head && a_shape[i].n_kv_head == a->n_kv_head &&
                         a_shape[i].head_dim == a->head_dim && a_shape[i].rel == rel &&
                         a_shape[i].k_dtype == K->dtype && a_shape[i].v_dtype == V->dtype &&
-                        a_shape[i].m_lo == m_class[c][0]))
+                        a_shape[i].m_lo == m_class[c][0] && a_shape[i].k_lo == k_class[kc][0]))
         i++;
     if (i == a_n && a_n < ATTN_SHAPES)
         a_shape[a_n++] = (sr_kprof_attn){.n_head = a->n_head, .n_kv_head = a->n_kv_head,
                                          .head_dim = a->head_dim, .rel = rel, .k_dtype = K->dtype,
                                          .v_dtype = V->dtype, .m_lo = m_class[c][0],
-                                         .m_hi = m_class[c][1]};
+                                         .m_hi = m_class[c][1], .k_lo = k_class[kc][0],
+                                         .k_hi = k_class[kc][1]};
     if (i < a_n) {
         a_shape[i].calls++;
         a_shape[i].rows += (uint64_t)rows;

@@ -797,8 +797,8 @@ static void test_profile(void)
 /* SRKIT_PROFILE=device (kernels/profile.c) on the CPU table, whose marks are the host clock:
  * every op that queues work is timed between two marks (gemm, softmax, zero), copies are not;
  * the gemm calls are kept by weight shape and row-count class with their rows, calls, weight
- * bytes and device time, the attn calls by head layout and row class with their rows, keys
- * and K / V bytes (a refused call not counted); more calls than the pending queue holds are all read; the mode is the
+ * bytes and device time, the attn calls by head layout, row class and key class with their
+ * rows, keys and K / V bytes (a refused call not counted); more calls than the pending queue holds are all read; the mode is the
  * last call's (back to host time: nothing more is timed); a table without marks is refused
  * for device mode; SRKIT_PROFILE=device selects it. */
 static void test_profile_device(void)
@@ -857,8 +857,8 @@ static void test_profile_device(void)
      * (GQA 2 / 1 heads of 4): 7 (row, key) pairs naming 7 x 4 x (4 + 2) bytes; a refused call
      * (no pools) is not counted */
     sr_kpool *KP = NULL, *VP = NULL;
-    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(p, SR_F32, 1, 2, 8, 4, &KP), SR_OK);
-    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(p, SR_BF16, 1, 2, 8, 4, &VP), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(p, SR_F32, 1, 2, 256, 4, &KP), SR_OK);
+    CU_ASSERT_EQUAL_FATAL(sr_kpool_create(p, SR_BF16, 1, 2, 256, 4, &VP), SR_OK);
     const int row0[3] = {0, 1, 3}, slot[2] = {0, 1};
     const int64_t pos[2] = {0, 0}, lo[3] = {0, 0, 1}, hi[3] = {3, 2, 3};
     const sr_kbatch kb = {.n_seq = 2, .row0 = row0, .slot = slot, .pos = pos};
@@ -868,10 +868,18 @@ static void test_profile_device(void)
     sr_kernels_profile_reset();
     CU_ASSERT_EQUAL(p->attn(&ka, &kb, qa, 8, KP, VP, 0, oa, 8), SR_OK);
     CU_ASSERT_NOT_EQUAL(p->attn(&ka, &kb, qa, 8, NULL, VP, 0, oa, 8), SR_OK);
+    /* one row over 200 keys: another row class and key class */
+    const int row1[2] = {0, 1};
+    const int64_t lo1[1] = {0}, hi1[1] = {200};
+    const sr_kbatch kb1 = {.n_seq = 1, .row0 = row1, .slot = slot, .pos = pos};
+    const sr_kattn ka1 = {.n_head = 2, .n_kv_head = 1, .head_dim = 4, .scale = 0.5f, .lo = lo1, .hi = hi1};
+    CU_ASSERT_EQUAL(p->attn(&ka1, &kb1, qa, 8, KP, VP, 0, oa, 8), SR_OK);
     sr_kprof_attn at[2];
-    CU_ASSERT_EQUAL_FATAL(sr_kernels_profile_attn_read(at, 2), 1);
+    CU_ASSERT_EQUAL_FATAL(sr_kernels_profile_attn_read(at, 2), 2);
+    CU_ASSERT(at[1].m_lo == 1 && at[1].k_lo == 129 && at[1].k_hi == 512 && at[1].keys == 200 && at[1].rows == 1);
     CU_ASSERT(at[0].n_head == 2 && at[0].n_kv_head == 1 && at[0].head_dim == 4 && !at[0].rel);
     CU_ASSERT(at[0].k_dtype == SR_F32 && at[0].v_dtype == SR_BF16 && at[0].m_lo == 2 && at[0].m_hi == 4);
+    CU_ASSERT(at[0].k_lo == 1 && at[0].k_hi == 128); /* 7 keys over 3 rows: 3 a row, rounded up */
     CU_ASSERT(at[0].calls == 1 && at[0].rows == 3 && at[0].keys == 7 && at[0].timed == 1);
     CU_ASSERT_DOUBLE_EQUAL(at[0].kv_bytes, 7.0 * 4 * 6, 0.0);
     CU_ASSERT(at[0].device_seconds > 0 && at[0].seconds > 0);

@@ -1710,7 +1710,7 @@ static void bench_prof_take(bench_prof *p, double wall)
         while (j < p->na && !(p->a[j].n_head == x->n_head && p->a[j].n_kv_head == x->n_kv_head &&
                               p->a[j].head_dim == x->head_dim && p->a[j].rel == x->rel &&
                               p->a[j].k_dtype == x->k_dtype && p->a[j].v_dtype == x->v_dtype &&
-                              p->a[j].m_lo == x->m_lo))
+                              p->a[j].m_lo == x->m_lo && p->a[j].k_lo == x->k_lo))
             j++;
         if (j == p->na) {
             if (p->na == BENCH_PROF_ATTNS) continue;
@@ -1730,8 +1730,8 @@ static void bench_prof_take(bench_prof *p, double wall)
     sr_kernels_profile_reset();
 }
 
-/* The row-count class [lo, hi] as text: "1", "2-4", "257+" */
-static const char *rows_class(char *r, size_t n, int lo, int hi)
+/* A row- or key-count class [lo, hi] as text: "1", "2-4", "257+" */
+static const char *class_text(char *r, size_t n, int lo, int hi)
 {
     if (lo == hi) snprintf(r, n, "%d", lo);
     else if (hi == INT_MAX) snprintf(r, n, "%d+", lo);
@@ -1764,7 +1764,7 @@ static void bench_print_gemms(const bench_prof *p, double steps, int dev, int sy
         char w[64], r[24];
         snprintf(w, sizeof w, "%d x %d %s%s", g[i].n, g[i].k, sr_dtype_name(g[i].dtype),
                  g[i].mul == SR_KMUL_BF16 ? "/bf16" : "");
-        rows_class(r, sizeof r, g[i].m_lo, g[i].m_hi);
+        class_text(r, sizeof r, g[i].m_lo, g[i].m_hi);
         const double t = dev ? g[i].device_seconds : g[i].seconds;
         const double c = dev ? (double)g[i].timed : (double)g[i].calls;
         fprintf(stderr, "%-26s %-9s %10.1f %8.1f %9.2f", w, r, steps > 0 ? (double)g[i].calls / steps : 0.0,
@@ -1793,18 +1793,19 @@ static void bench_print_attns(const bench_prof *p, double steps, int dev, int sy
     qsort(a, (size_t)p->na, sizeof a[0], cmp_prof_attn);
     double total = 0;
     for (int i = 0; i < p->na; i++) total += dev ? a[i].device_seconds : a[i].seconds;
-    fprintf(stderr, "attn by heads (query / K-V heads x width, pools) and rows: %s; GB/s of the K and V "
-            "rows each row's keys name\n",
+    fprintf(stderr, "attn by heads (query / K-V heads x width, pools), rows and keys a row: %s; GB/s of the "
+            "K and V rows each row's keys name\n",
             dev ? "device time" : sync ? "each call waited for" : "host time inside the calls");
-    fprintf(stderr, "%-30s %-9s %10s %9s %9s %9s %9s %6s\n", "heads", "rows", "per step", "rows/call", "keys/row",
-            "us/call", dev || sync ? "GB/s" : "", "share");
+    fprintf(stderr, "%-30s %-9s %-10s %10s %9s %9s %9s %9s %6s\n", "heads", "rows", "keys", "per step", "rows/call",
+            "keys/row", "us/call", dev || sync ? "GB/s" : "", "share");
     for (int i = 0; i < p->na; i++) {
-        char h[64], r[24];
+        char h[64], r[24], kr[24];
         snprintf(h, sizeof h, "%d/%d x %d%s %s/%s", a[i].n_head, a[i].n_kv_head, a[i].head_dim,
                  a[i].rel ? " rel" : "", sr_dtype_name(a[i].k_dtype), sr_dtype_name(a[i].v_dtype));
         const double t = dev ? a[i].device_seconds : a[i].seconds;
         const double c = dev ? (double)a[i].timed : (double)a[i].calls;
-        fprintf(stderr, "%-30s %-9s %10.1f %9.1f %9.1f %9.2f", h, rows_class(r, sizeof r, a[i].m_lo, a[i].m_hi),
+        fprintf(stderr, "%-30s %-9s %-10s %10.1f %9.1f %9.1f %9.2f", h,
+                class_text(r, sizeof r, a[i].m_lo, a[i].m_hi), class_text(kr, sizeof kr, a[i].k_lo, a[i].k_hi),
                 steps > 0 ? (double)a[i].calls / steps : 0.0,
                 a[i].calls ? (double)a[i].rows / (double)a[i].calls : 0.0,
                 a[i].rows ? (double)a[i].keys / (double)a[i].rows : 0.0, c > 0 ? t * 1e6 / c : 0.0);
