@@ -620,8 +620,15 @@ static cudaError_t replay_build(sr_kgraph *r, int sh, const sr_klog *log)
         cudaStreamCaptureStatus cs;
         const cudaGraphNode_t *deps = NULL;
         size_t nd = 0;
+        /* the edge data asked for too (and not used): where a dependency's edge carries an
+         * annotation (a programmatic one, of overlapping launches), the query without it fails
+         * with cudaErrorLossyQuery instead of listing the node */
 #if CUDART_VERSION >= 13000
-        e = cudaStreamGetCaptureInfo(r->cap, &cs, NULL, NULL, &deps, NULL, &nd);
+        const cudaGraphEdgeData *edges = NULL;
+        e = cudaStreamGetCaptureInfo(r->cap, &cs, NULL, NULL, &deps, &edges, &nd);
+#elif CUDART_VERSION >= 12030
+        const cudaGraphEdgeData *edges = NULL;
+        e = cudaStreamGetCaptureInfo_v3(r->cap, &cs, NULL, NULL, &deps, &edges, &nd);
 #else
         e = cudaStreamGetCaptureInfo_v2(r->cap, &cs, NULL, NULL, &deps, &nd);
 #endif
