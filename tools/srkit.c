@@ -1625,9 +1625,6 @@ static void bench_print_json(cJSON *j)
     cJSON_Delete(j);
 }
 
-/* Run the stream b->repeat times over the concatenated audio (the whole signal fed at once:
- * chunk boundaries depend only on the sample count, so this is the same computation as a live
- * feed, without the waiting) and print the fastest run, as one JSON object (--json) or as text. */
 /* SRKIT_PROFILE=1 / sync / device (kernels/profile.c): the op calls of the timed part, per op,
  * to stderr (stdout keeps the results / the JSON object): calls, calls per step (steps: engine
  * steps, or chunks of the one stream), host ms in all, us per call, share of the total (device:
@@ -2072,6 +2069,9 @@ static int bench_report(const bench_args *b, sr_model *m, sr_stream *s, bench_be
     return 0;
 }
 
+/* Run the stream b->repeat times over the concatenated audio (the whole signal fed at once:
+ * chunk boundaries depend only on the sample count, so this is the same computation as a live
+ * feed, without the waiting) and print the fastest run, as one JSON object (--json) or as text. */
 static int bench_run(const bench_args *b)
 {
     const run_opts *o = &b->o;
