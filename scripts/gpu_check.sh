@@ -86,6 +86,7 @@ Pwait() {
         read -r rc end < "$OUT/$log.rc"
         echo "rc=$rc ($log, ${PJ_T0[$i]}-${end} s)"
         grep -E "Test:.*FAIL|^ *[0-9]+\. |bf16.*max abs diff|tests |asserts|ERROR SUMMARY" "$OUT/$log" | cut -c1-200 | head -n 12
+        [ "$rc" = 0 ] || tail -n 3 "$OUT/$log" | cut -c1-200 # a crash, a timeout, a missing tool
     done
     PJ_LOG=() PJ_PID=() PJ_T0=()
 }
@@ -287,7 +288,7 @@ if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/
         echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
         if [ -z "$NSYS" ] && fits 40; then
             g=0; [ $mode = 1g ] && g=1; [ $mode = 1r ] && g=replay
-            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%[gr]} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 90
+            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%[gr]} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 130
         fi
     done
     # the base build at one stream, 3 s streams
