@@ -351,8 +351,8 @@ static sr_status cuda_sync(void)
 }
 
 /* Device-time marks (SRKIT_PROFILE=device): events recorded on the legacy stream, where every op
- * of the table runs when the thread does not record. Events are kept for reuse (creating one
- * costs about as much as recording it). */
+ * of the table runs when the thread does not record. Given-back events are kept for reuse (up
+ * to 16,384): no create / destroy pair per op. */
 static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static std::vector<cudaEvent_t> *mark_spare;
 
@@ -620,9 +620,9 @@ static cudaError_t replay_build(sr_kgraph *r, int sh, const sr_klog *log)
         cudaStreamCaptureStatus cs;
         const cudaGraphNode_t *deps = NULL;
         size_t nd = 0;
-        /* the edge data asked for too (and not used): where a dependency's edge carries an
-         * annotation (a programmatic one, of overlapping launches), the query without it fails
-         * with cudaErrorLossyQuery instead of listing the node */
+        /* the edge data asked for too (and not used): where a current dependency has non-zero
+         * edge data (a programmatic edge's type is such data: overlapping launches), the query
+         * without it fails with cudaErrorLossyQuery instead of listing the node */
 #if CUDART_VERSION >= 13000
         const cudaGraphEdgeData *edges = NULL;
         e = cudaStreamGetCaptureInfo(r->cap, &cs, NULL, NULL, &deps, &edges, &nd);
