@@ -102,7 +102,7 @@ run = ["precision", "streams", "stream_chunk_ms", "rtf", "rtfx", "chunk_ms_p50",
        "decoder_ms_p50", "latency_ms_p50", "latency_ms_p99", "realtime_ok", "partial_latency_ms_p99", "end_lag_ms",
        "steady_latency_ms_p99", "steady_step_ms_p50", "steady_step_ms_p99", "steady_step_streams_mean",
        "engine_busy", "final_chunk_compute_ms", "streams_state_bytes", "gpu_peak_bytes", "cuda_graphs", "cuda_pdl"]
-variant = ["variant", "rtf", "chunk_ms_p50", "model_ms_p50", "decoder_ms_p50", "final_chunk_compute_ms",
+variant = ["variant", "rtf", "rtf_fed", "finish_ms", "chunk_ms_p50", "model_ms_p50", "decoder_ms_p50", "final_chunk_compute_ms",
            "cuda_graphs", "cuda_pdl", "text"]
 seen = 0
 for t in sys.stdin:

@@ -377,6 +377,21 @@ static void test_bench_streams(void)
         cJSON_Delete(r0);
         cJSON_Delete(r1);
     }
+    /* one stream's pass split at the end of the feed: fed_s + finish_ms make compute_s, rtf_fed
+     * is fed_s over the audio */
+    snprintf(a, sizeof a, "bench --repeat 2 --model %s --audio %s --json", mdl, wav);
+    CU_ASSERT_EQUAL(runf(a), 0);
+    {
+        cJSON *r = cJSON_Parse(out);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+#define JN(k) cJSON_GetNumberValue(cJSON_GetObjectItem(r, k))
+        const double fed = JN("fed_s"), fin = JN("finish_ms"), all = JN("compute_s");
+        CU_ASSERT(fed > 0 && fin >= 0 && fed <= all);
+        CU_ASSERT_DOUBLE_EQUAL(fed + fin / 1e3, all, 1e-9);
+        CU_ASSERT_DOUBLE_EQUAL(JN("rtf_fed"), fed / JN("audio_s"), 1e-12);
+#undef JN
+        cJSON_Delete(r);
+    }
     /* SRKIT_PROFILE: one stream's fed chunks and finishes in tables of their own (test_linear:
      * one product a chunk; 1 s is 12 chunks fed and one more at the finish, each run), each with
      * the ops' time against the wall */
