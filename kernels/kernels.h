@@ -444,7 +444,7 @@ int sr_kernels_profile_read(sr_kprof_entry *out, int cap);
 /* The gemm calls so far by shape class (in order of first call) into out[0 .. cap); returns how
  * many classes there are (at most 128 are kept: later shapes count under the ops only). */
 int sr_kernels_profile_gemm_read(sr_kprof_gemm *out, int cap);
-/* The same for the attn calls by head layout and row-count class (at most 64 kept). */
+/* The same for the attn calls by head layout, row-count and key-count class (at most 64 kept). */
 int sr_kernels_profile_attn_read(sr_kprof_attn *out, int cap);
 void sr_kernels_profile_reset(void);
 /* For tests: forget the base table (the next sr_kernels_profiled binds anew), the mode back to
