@@ -16,7 +16,10 @@
 #                 launches, memchecks; no model is made) and PART=figures only the benches: two
 #                 calls when one would not fit. The check part's suites run JOBS=4 at a time
 #                 (before 2026-11-27 one at a time: about 420 s of a call), while the figures'
-#                 synthetic models are written in the background (PART=all).
+#                 synthetic models are written in the background (PART=all). FIGS="vx64 nemo
+#                 ..." runs only the figures' sections named (the list is at the figures part):
+#                 a second call on the still-warm machine takes what the first had no time
+#                 for, on the models the first made (never rewritten: /tmp/m/*.done).
 # Switches for what earlier sessions measured (off by default, to keep the call short):
 #   PEERS=1 transformers on the same weights; WMMA=1 batched == solo and the goldens with the
 #   wmma kernel; FORMS=1 bench attn per attention form (and the base build); GEMMALL=1 the whole
@@ -35,6 +38,8 @@ OUT=${OUT:-/tmp/gpu-out}
 BUDGET=${BUDGET:-560}
 PART=${PART:-all} # check (suites, parity, memchecks), figures (benches on synthetic models), all
 want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+FIGS=${FIGS:-} # the figures' sections to run (empty: all; see the figures part)
+fig() { [ -z "$FIGS" ] || [[ " $FIGS " == *" $1 "* ]]; }
 mkdir -p "$OUT" /tmp/m
 export OPENBLAS_NUM_THREADS=8 SRKIT_HOME=/tmp/srk
 X=$SRKIT_GPU_EXTRA
@@ -42,14 +47,19 @@ A=$X/1089-134686-0000.flac
 BASE=$X/srkit-base
 [ -x "$BASE" ] || BASE=
 exec > >(tee "$OUT/log.txt") 2>&1
-want figures && ( python3 scripts/make_synthetic.py --arch fastconformer_rnnt --preset nemotron-0.6b --dtype bf16 /tmp/m/nemo.h5
-  python3 scripts/make_synthetic.py --arch whisper --preset tiny --tiktoken "$X/gpt2.tiktoken" /tmp/m/wt.h5 ) \
-    > "$OUT/synth.log" 2>&1 &
-J1=$!
-want figures && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype bf16 --jobs 8 --no-checksum /tmp/m/vx.h5 \
+# the synthetic models, in the background (each once: a second call on the still-warm machine
+# finds the first call's files done and must not rewrite them under its benches)
+J1=
+if want figures && [ ! -f /tmp/m/fw.done ]; then
+    ( python3 scripts/make_synthetic.py --arch fastconformer_rnnt --preset nemotron-0.6b --dtype bf16 /tmp/m/nemo.h5 &&
+      python3 scripts/make_synthetic.py --arch whisper --preset tiny --tiktoken "$X/gpt2.tiktoken" /tmp/m/wt.h5 &&
+      touch /tmp/m/fw.done ) > "$OUT/synth.log" 2>&1 &
+    J1=$!
+fi
+want figures && [ ! -f /tmp/m/vx.done ] && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype bf16 --jobs 8 --no-checksum /tmp/m/vx.h5 \
     && touch /tmp/m/vx.done ) > "$OUT/synthvx.log" 2>&1 &
 # the same shape in int8 (4.4 GB: bf16 products over one byte a weight), made alongside
-want figures && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype int8 --jobs 8 --no-checksum /tmp/m/vx8.h5 \
+want figures && [ ! -f /tmp/m/vx8.done ] && ( python3 scripts/make_synthetic.py --arch voxtral_realtime --preset mini-4b --dtype int8 --jobs 8 --no-checksum /tmp/m/vx8.h5 \
     && touch /tmp/m/vx8.done ) > "$OUT/synthvx8.log" 2>&1 &
 
 # fits LIMIT: 0 when a step of LIMIT seconds still ends within the budget, else says so
@@ -207,7 +217,11 @@ fi
 if want figures; then
 # the open goals' figures first (Voxtral mini-4b batch 1 and 64 streams: its model is made
 # in the background meanwhile, the GEMM table of the decoder's shapes filling the wait), then
-# the cp.async GEMM table, bench attn, and the goals already met (Nemotron, Whisper)
+# the cp.async GEMM table, bench attn, and the goals already met (Nemotron, Whisper). FIGS
+# (e.g. "vx64 vx8 nemo") runs only the sections named (below: gemm vx1 vxdev vx64 vxbf16 vx8
+# vxhost vxbase async attn nemo whisper), so that a second call takes what the first had no
+# time for; empty: all of them, in this order.
+if fig gemm; then
 echo "== bench gemm (wmma against mma; GEMMALL=1: the whole table with the f32 products)"
 if [ "${GEMMALL:-0}" = 1 ] && fits 45; then timeout 45 srkit bench gemm --device cuda | tail -n 36; fi
 # 4096 x 4096, then Voxtral mini-4b's decoder products (qkv, o, gate|up, down, the logits)
@@ -221,94 +235,113 @@ for nk in "4096 4096" "6144 3072" "3072 4096" "18432 3072" "3072 9216" "131072 3
         echo "   base:"; timeout 20 "$BASE" bench gemm --device cuda --tensor-cores --n $1 --k $2 | grep -E "^ +(1|4|8|64) \|"
     fi
 done
+fi
 C='--device cuda --precision bf16'
+# max_seconds: each stream's decoder ring for 30 s of audio instead of 8,192 positions
+# (64 whole-window streams need 82 GB of state: more than an H100 holds)
+VS='{"cache_dtype": "bf16", "max_seconds": 30}'
+# the finish spread over steps (stream.final_steps: 4 of its 49 decoder steps an engine step)
+VF='{"cache_dtype": "bf16", "max_seconds": 30, "final_steps": 4}'
 # the 8.8 GB file took the device 2-4 minutes to write with one process (the first call of the
 # fourth session had not finished it after 200 s of suites and benches); it is made by 8 worker
 # processes now (make_synthetic.py --jobs), not yet timed there
-if [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
+if ! { fig vx1 || fig vxdev || fig vx64 || fig vxbf16 || fig vx8 || fig vxhost || fig vxbase; }; then
+    :
+elif [ -f /tmp/m/vx.done ] || { fits 200 && { for i in $(seq 200); do [ -f /tmp/m/vx.done ] && break; sleep 1; done; [ -f /tmp/m/vx.done ]; }; }; then
     V=/tmp/m/vx.h5
     # batch 1 under the CUDA table's settings, on one load of the model, runs interleaved (two
     # of each): the defaults (pdl: overlap, the form by size), plain (no overlap), recorded with
     # overlap, the narrow form (the rule before the fifth session), the rows form for the
     # encoder's 4 rows a chunk (the decoder's 1 row: groups of one), replayed (no capture a step:
     # only the launches whose arguments moved set anew), replayed with the split form
-    B 150 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
+    fig vx1 && B 150 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --cuda-variants \
         pdl,plain,pdl+graph,pdl+narrow,pdl+rows,pdl+replay,pdl+replay+split
+    # where the device time of a batch-1 step and of a 64-stream step goes (never measured
+    # without a wait after each op; a 64-stream step never at all: its p50 was 43 ms of an 80 ms
+    # chunk): each op's device time between events, the gemm weights' GB/s at their rows, the
+    # attention classes', and the device's share of the wall (near 100 %: the kernels bound it)
+    if fig vxdev; then
+        echo "== SRKIT_PROFILE=device, Voxtral mini-4b shape, batch 1"
+        fits 40 && SRKIT_PROFILE=device timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 130
+        echo "== SRKIT_PROFILE=device, Voxtral mini-4b shape, 64 streams, 3 s"
+        fits 45 && SRKIT_PROFILE=device timeout 45 srkit bench $C --streams 64 --model $V --audio $A --stream "$VF" \
+            --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]|^all ops|^the device|^gemm by|^weight|^[0-9]+ x |^attn by|^heads|^[0-9]+/[0-9]+ x " | head -n 50
+    fi
+    # on one load of the model: the defaults (overlap; the form by size: grouped for the
+    # decoder's 64 rows), the encoder's 256 rows in the rows form, replayed, the products above
+    # 16 rows through cp.async, both
+    if fig vx64; then
+        B 170 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000 \
+            --cuda-variants pdl,pdl+rows,pdl+replay,pdl+async,pdl+replay+async
+        [ "${WALL:-0}" = 1 ] && B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
+    fi
     # bf16 K/V caches at batch 1 (as the 64-stream runs and torch's bf16 inference keep them):
     # half the bytes each attention call reads (the encoder's 4 rows a chunk over 750 keys, the
     # decoder's ring), with the rows form for the encoder's rows
-    B 60 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --stream '{"cache_dtype": "bf16"}' \
+    fig vxbf16 && B 60 srkit bench $C --model $V --audio $A --max-ms 10000 --repeat 2 --stream '{"cache_dtype": "bf16"}' \
         --cuda-variants pdl,pdl+rows,pdl+replay
     # the int8 file: half the weight bytes a step (made alongside; waits at most 60 s more)
-    if [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
+    if ! fig vx8; then
+        :
+    elif [ -f /tmp/m/vx8.done ] || { fits 100 && { for i in $(seq 60); do [ -f /tmp/m/vx8.done ] && break; sleep 1; done; [ -f /tmp/m/vx8.done ]; }; }; then
         B 80 srkit bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000 --repeat 2 \
             --cuda-variants pdl,pdl+rows,pdl+replay
         [ -n "$BASE" ] && B 40 "$BASE" bench $C --model /tmp/m/vx8.h5 --audio $A --max-ms 10000
     else
         echo "== int8 voxtral not ready: $(tail -n 1 "$OUT/synthvx8.log")"
     fi
-    # max_seconds: each stream's decoder ring for 30 s of audio instead of 8,192 positions
-    # (64 whole-window streams need 82 GB of state: more than an H100 holds)
-    VS='{"cache_dtype": "bf16", "max_seconds": 30}'
-    # the finish spread over steps (stream.final_steps: 4 of its 49 decoder steps an engine step)
-    VF='{"cache_dtype": "bf16", "max_seconds": 30, "final_steps": 4}'
-    # on one load of the model: the defaults (overlap; the form by size: grouped for the
-    # decoder's 64 rows), the encoder's 256 rows in the rows form, replayed, the products above
-    # 16 rows through cp.async, both
-    B 170 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 10000 \
-        --cuda-variants pdl,pdl+rows,pdl+replay,pdl+async,pdl+replay+async
-    # where a 64-stream step goes (never measured: its p50 was 43 ms of an 80 ms chunk): each
-    # op's device time between events (device) and each gemm weight's GB/s at its rows, then
-    # the host's time in each
-    for mode in device 1; do
-        echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, 64 streams, 3 s"
-        fits 45 && SRKIT_PROFILE=$mode timeout 45 srkit bench $C --streams 64 --model $V --audio $A --stream "$VF" \
-            --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]|^all ops|^the device|^gemm by|^weight|^[0-9]+ x |^attn by|^heads|^[0-9]+/[0-9]+ x " | head -n 50
-    done
-    [ "${WALL:-0}" = 1 ] && B 60 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VS" --max-ms 10000
-    # where a batch-1 step goes without waiting after each op: the GPU's kernel time against the
-    # wall, and the host's launch calls (Nsight Systems, where the image has it)
-    NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
-    echo "== nsys, Voxtral mini-4b shape, batch 1, 3 s (${NSYS:-no nsys on this machine})"
-    if [ -n "$NSYS" ] && fits 90; then
-        timeout 60 "$NSYS" profile -t cuda -o /tmp/vxp --force-overwrite true srkit bench $C --model $V \
-            --audio $A --max-ms 3000 > "$OUT/nsys-run.log" 2>&1
-        for r in cuda_gpu_kern_sum cuda_api_sum; do
-            timeout 30 "$NSYS" stats -q --report $r --format csv /tmp/vxp.nsys-rep 2>/dev/null > "$OUT/nsys-$r.csv"
-            head -n 14 "$OUT/nsys-$r.csv" | cut -d, -f1-6,9 | cut -c1-160
-        done
-        grep -E "wall|RTF|per-chunk" "$OUT/nsys-run.log" | head -n 4
-    fi
-    # without nsys: each op's device time between events and the gemm weights' GB/s in the
-    # step (device: the device's share of the wall says whether the kernels or the host bound
-    # it), the host's time inside each op (plain: no waits, so a step's ops summing to its wall
-    # means the host's launches bound it) (and replayed, 1r: each op's time is its launch kept,
-    # graph_end's the comparison, the launches set anew and the graph's launch)
-    for mode in device 1 1r; do
-        echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
-        if [ -z "$NSYS" ] && fits 40; then
-            g=0; [ $mode = 1g ] && g=1; [ $mode = 1r ] && g=replay
-            SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=${mode%[gr]} timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 130
+    if fig vxhost; then
+        # the host's time inside each op at 64 streams (plain: no waits)
+        echo "== SRKIT_PROFILE=1, Voxtral mini-4b shape, 64 streams, 3 s"
+        fits 45 && SRKIT_PROFILE=1 timeout 45 srkit bench $C --streams 64 --model $V --audio $A --stream "$VF" \
+            --max-ms 3000 2>&1 | grep -E "^op|^[a-z_]+ +[0-9]|^all ops" | head -n 20
+        # where a batch-1 step goes without waiting after each op: the GPU's kernel time against
+        # the wall, and the host's launch calls (Nsight Systems, where the image has it)
+        NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n 1)
+        echo "== nsys, Voxtral mini-4b shape, batch 1, 3 s (${NSYS:-no nsys on this machine})"
+        if [ -n "$NSYS" ] && fits 90; then
+            timeout 60 "$NSYS" profile -t cuda -o /tmp/vxp --force-overwrite true srkit bench $C --model $V \
+                --audio $A --max-ms 3000 > "$OUT/nsys-run.log" 2>&1
+            for r in cuda_gpu_kern_sum cuda_api_sum; do
+                timeout 30 "$NSYS" stats -q --report $r --format csv /tmp/vxp.nsys-rep 2>/dev/null > "$OUT/nsys-$r.csv"
+                head -n 14 "$OUT/nsys-$r.csv" | cut -d, -f1-6,9 | cut -c1-160
+            done
+            grep -E "wall|RTF|per-chunk" "$OUT/nsys-run.log" | head -n 4
         fi
-    done
+        # the host's time inside each op at batch 1 (plain: no waits, so a step's ops summing to
+        # its wall means the host's launches bound it), and replayed (1r: each op's time is its
+        # launch kept, graph_end's the comparison, the launches set anew and the graph's launch)
+        for mode in 1 1r; do
+            echo "== SRKIT_PROFILE=$mode, Voxtral mini-4b shape, batch 1"
+            if [ -z "$NSYS" ] && fits 40; then
+                g=0; [ $mode = 1r ] && g=replay
+                SRKIT_CUDA_GRAPH=$g SRKIT_PROFILE=1 timeout 40 srkit bench $C --model $V --audio $A --max-ms 3000 2>&1 | tail -n 90
+            fi
+        done
+    fi
     # the base build at one stream, 3 s streams
-    [ -n "$BASE" ] && B 40 "$BASE" bench $C --model $V --audio $A --max-ms 10000
-    B 45 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 3000
+    if fig vxbase; then
+        [ -n "$BASE" ] && B 40 "$BASE" bench $C --model $V --audio $A --max-ms 10000
+        B 45 srkit bench $C --streams 64 --realtime --model $V --audio $A --stream "$VF" --max-ms 3000
+    fi
 else
     echo "== voxtral model not ready: $(tail -n 1 "$OUT/synthvx.log")"
 fi
 
 # above 16 rows, the staged mma kernel's operands through cp.async against registers (the 64
 # streams' decoder products at 32 / 64 rows, their encoder's at 256; Voxtral's encoder shapes too)
-G SRKIT_CUDA_GEMM_ASYNC "0 1" "32|64|256" "6144 3072" "18432 3072" "3072 9216" "131072 3072" \
+fig async && G SRKIT_CUDA_GEMM_ASYNC "0 1" "32|64|256" "6144 3072" "18432 3072" "3072 9216" "131072 3072" \
     "3840 1280" "10240 1280"
 
+if fig attn; then
 echo "== bench attn (fused vs unfused): the form by size, the grouped, split and rows forms interleaved (FORMS=1: all six, and the base build)"
 forms="auto,grouped,split,rows,narrow"; [ "${FORMS:-0}" = 1 ] && forms="auto,grouped,split,rows,wide,narrow"
 fits 60 && timeout 60 srkit bench attn --device cuda --streams 1 --streams 64 --streams 256 --forms $forms | grep -E "^ +[0-9]"
 if [ "${FORMS:-0}" = 1 ] && [ -n "$BASE" ] && fits 40; then timeout 40 "$BASE" bench attn --device cuda --streams 1 --streams 64 --streams 256 | grep -E "^ +[0-9]"; fi
-wait $J1; tail -n 2 "$OUT/synth.log"
+fi
+[ -n "$J1" ] && { wait $J1; tail -n 2 "$OUT/synth.log"; }
 N=/tmp/m/nemo.h5
+if fig nemo; then
 B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
 # each round's 24 layers recorded (480 launches as one graph), at 512 streams and at batch 1
 B 25 SRKIT_CUDA_GRAPH=1 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
@@ -318,9 +351,10 @@ if [ "${NEMO:-0}" = 1 ]; then # the rest of the goal's figures (met in the fourt
     B 25 srkit bench $C --streams 640 --realtime --model $N --audio $A --stream '{"att_context": [70,0]}' --max-ms 4000
     B 25 srkit bench $C --streams 512 --realtime --model $N --audio $A --stream '{"att_context": [70,1]}' --max-ms 4000
 fi
+fi
 # the causal tiny.en fine-tune (int8 copy: the f16 file does not fit the transfer), real speech
 R=$X/whisperrt-tiny.en-i8.h5
-if [ -f "$R" ]; then
+if [ -f "$R" ] && fig whisper; then
     for ms in 100 ${WALL:+300}; do
         B 25 srkit bench --device cuda --streams 64 --realtime --model $R --audio $A \
             --stream "{\"strategy\": \"whisperrt\", \"chunk_ms\": $ms, \"decoder\": \"stable_greedy\"}" --max-ms 6000
@@ -350,7 +384,7 @@ G SRKIT_CUDA_PDL 0 "1|4|8|64" "6144 3072" "3072 4096"
 fi
 
 fi
-if want figures; then
+if want figures && fig whisper; then
 W=/tmp/m/wt.h5
 echo "== SRKIT_PROFILE=sync, Whisper tiny shape whisperrt 100 ms, 64 streams (WPROF=1)"
 if [ "${WPROF:-0}" = 1 ] && fits 30; then
