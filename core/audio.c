@@ -82,19 +82,11 @@ static int frames_are_exact(const SF_INFO *info)
 /* Grow *buf (capacity *cap floats) to hold at least need floats, doubling. */
 static sr_status grow(float **buf, size_t *cap, size_t need, const char *path)
 {
-    if (need <= *cap) return SR_OK;
-    size_t c = *cap ? *cap : 65536;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / sizeof(float))
-            return sr_error(SR_ERR_NOMEM, "%s: audio too long to hold in memory", path);
-        c *= 2;
-    }
-    float *p = realloc(*buf, c * sizeof(float));
-    if (!p)
+    const int r = sr_grow((void **)buf, cap, need, sizeof(float), 65536);
+    if (r > 0) return sr_error(SR_ERR_NOMEM, "%s: audio too long to hold in memory", path);
+    if (r < 0)
         return sr_error(SR_ERR_NOMEM, "%s: out of memory growing the sample buffer to %zu samples",
-                        path, c);
-    *buf = p;
-    *cap = c;
+                        path, need);
     return SR_OK;
 }
 

@@ -55,6 +55,10 @@ sr_status sr_stream_config_check(const sr_stream_config *c);
 void *sr_malloc(size_t n, const char *what);
 void *sr_calloc(size_t count, size_t size, const char *what);
 char *sr_strdup(const char *s);
+/* *p (an array of *cap elements of es bytes; *cap 0 with *p NULL when empty) grown by doubling,
+ * from `first` elements, to hold at least need: 0; 1 when the size would overflow, -1 when
+ * realloc fails, both with *p and *cap unchanged. Sets no error (callers name what grew). */
+int sr_grow(void **p, size_t *cap, size_t need, size_t es, size_t first);
 /* 1 and *out = d when d is a whole number inside int's range, else 0 (never a cast of an
  * out-of-range or NaN double, which C leaves undefined). */
 int sr_whole_int(double d, int *out);

@@ -21,6 +21,21 @@ void *sr_malloc(size_t n, const char *what)
     return p;
 }
 
+int sr_grow(void **p, size_t *cap, size_t need, size_t es, size_t first)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : first;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / es) return 1;
+        c *= 2;
+    }
+    void *q = realloc(*p, c * es);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
 void *sr_calloc(size_t count, size_t size, const char *what)
 {
     void *p = calloc(count ? count : 1, size ? size : 1);

@@ -27,22 +27,6 @@ void sr_klog_free(sr_klog *g)
     memset(g, 0, sizeof *g);
 }
 
-/* *p (of *cap elements of size es) grown to hold at least need; 0, or -1 with *p unchanged. */
-static int grow(void **p, size_t *cap, size_t need, size_t es)
-{
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / es) return -1;
-        c *= 2;
-    }
-    void *q = realloc(*p, c * es);
-    if (!q) return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 sr_status sr_klog_add(sr_klog *g, const void *func, const unsigned grid[3], const unsigned block[3],
                       size_t smem, int pdl, const void *const *args, const size_t *sizes, int nargs)
 {
@@ -62,9 +46,9 @@ sr_status sr_klog_add(sr_klog *g, const void *func, const unsigned grid[3], cons
             return sr_error(SR_ERR_ARG, "launch log: argument %d of %zu bytes", i, sizes[i]);
         bytes = (bytes + ARG_ALIGN - 1) / ARG_ALIGN * ARG_ALIGN + sizes[i];
     }
-    if (grow((void **)&g->l, &g->l_cap, g->n + 1, sizeof *g->l) ||
-        grow((void **)&g->arg, &g->a_cap, g->nargs + (size_t)nargs, sizeof *g->arg) ||
-        grow((void **)&g->blob, &g->b_cap, bytes, 1)) /* a failure changes capacities only */
+    if (sr_grow((void **)&g->l, &g->l_cap, g->n + 1, sizeof *g->l, 64) ||
+        sr_grow((void **)&g->arg, &g->a_cap, g->nargs + (size_t)nargs, sizeof *g->arg, 64) ||
+        sr_grow((void **)&g->blob, &g->b_cap, bytes, 1, 64)) /* a failure changes capacities only */
         return sr_error(SR_ERR_NOMEM, "launch log: launch %zu (%zu argument bytes)", g->n, bytes);
 
     sr_klaunch *L = &g->l[g->n];

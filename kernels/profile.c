@@ -482,24 +482,26 @@ int sr_kernels_profile_read(sr_kprof_entry *out, int cap)
     return n;
 }
 
-int sr_kernels_profile_gemm_read(sr_kprof_gemm *out, int cap)
+/* The first cap of the *count classes at src (es bytes each) into out, after the pending marks;
+ * returns *count. */
+static int read_classes(void *out, int cap, const void *src, const int *count, size_t es)
 {
     if (base && atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all();
     pthread_mutex_lock(&g_lock);
-    const int n = g_n;
-    for (int i = 0; out && i < n && i < cap; i++) out[i] = g_shape[i];
+    const int n = *count;
+    if (out && cap > 0) memcpy(out, src, (size_t)SR_MIN(n, cap) * es);
     pthread_mutex_unlock(&g_lock);
     return n;
 }
 
+int sr_kernels_profile_gemm_read(sr_kprof_gemm *out, int cap)
+{
+    return read_classes(out, cap, g_shape, &g_n, sizeof g_shape[0]);
+}
+
 int sr_kernels_profile_attn_read(sr_kprof_attn *out, int cap)
 {
-    if (base && atomic_load(&mode) == SR_KPROF_DEVICE) q_read_all();
-    pthread_mutex_lock(&g_lock);
-    const int n = a_n;
-    for (int i = 0; out && i < n && i < cap; i++) out[i] = a_shape[i];
-    pthread_mutex_unlock(&g_lock);
-    return n;
+    return read_classes(out, cap, a_shape, &a_n, sizeof a_shape[0]);
 }
 
 void sr_kernels_profile_reset(void)

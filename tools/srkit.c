@@ -1630,18 +1630,20 @@ static void bench_print_json(cJSON *j)
  * steps, or chunks of the one stream), host ms in all, us per call, share of the total (device:
  * the device's ms, us a call and share beside the host's); then the gemm calls by weight shape
  * and row count, with the weight's bytes read a second (sync: the wait's cost included). */
-static int device_mode(void)
-{
-    const char *m = getenv("SRKIT_PROFILE");
-    return m && !strcmp(m, "device");
-}
-
-static int cmp_prof(const void *a, const void *b)
-{
-    const sr_kprof_entry *p = a, *q = b;
-    double x = device_mode() ? p->device_seconds : p->seconds, y = device_mode() ? q->device_seconds : q->seconds;
-    return (x < y) - (x > y);
-}
+/* The time the profile tables sort and share by: the device's (SRKIT_PROFILE=device), else the
+ * host's; set by bench_print_profile before it sorts. */
+static int prof_by_device;
+#define PROF_TIME(x) (prof_by_device ? (x)->device_seconds : (x)->seconds)
+/* qsort comparators of profile entries and classes: the most time first */
+#define PROF_CMP(name, type)                                                                   \
+    static int name(const void *a, const void *b)                                              \
+    {                                                                                          \
+        const double x = PROF_TIME((const type *)a), y = PROF_TIME((const type *)b);           \
+        return (x < y) - (x > y);                                                              \
+    }
+PROF_CMP(cmp_prof, sr_kprof_entry)
+PROF_CMP(cmp_prof_gemm, sr_kprof_gemm)
+PROF_CMP(cmp_prof_attn, sr_kprof_attn)
 
 #define BENCH_PROF_OPS 64
 #define BENCH_PROF_GEMMS 128
@@ -1669,9 +1671,9 @@ static void bench_prof_take(bench_prof *p, double wall)
     for (int i = 0; i < n; i++) {
         int j = 0;
         while (j < p->n && strcmp(p->e[j].op, e[i].op)) j++;
-        if (j == p->n) {
-            if (p->n == BENCH_PROF_OPS) continue;
-            p->e[p->n++] = (sr_kprof_entry){.op = e[i].op};
+        if (j == p->n) { /* a new op: taken whole */
+            if (p->n < BENCH_PROF_OPS) p->e[p->n++] = e[i];
+            continue;
         }
         p->e[j].calls += e[i].calls;
         p->e[j].seconds += e[i].seconds;
@@ -1686,12 +1688,9 @@ static void bench_prof_take(bench_prof *p, double wall)
         while (j < p->ng && !(p->g[j].n == g[i].n && p->g[j].k == g[i].k && p->g[j].dtype == g[i].dtype &&
                               p->g[j].mul == g[i].mul && p->g[j].m_lo == g[i].m_lo))
             j++;
-        if (j == p->ng) {
-            if (p->ng == BENCH_PROF_GEMMS) continue;
-            p->g[p->ng] = g[i];
-            p->g[p->ng].calls = p->g[p->ng].rows = p->g[p->ng].timed = 0;
-            p->g[p->ng].seconds = p->g[p->ng].device_seconds = 0;
-            p->ng++;
+        if (j == p->ng) { /* a new class: taken whole */
+            if (p->ng < BENCH_PROF_GEMMS) p->g[p->ng++] = g[i];
+            continue;
         }
         p->g[j].calls += g[i].calls;
         p->g[j].rows += g[i].rows;
@@ -1709,12 +1708,9 @@ static void bench_prof_take(bench_prof *p, double wall)
                               p->a[j].k_dtype == x->k_dtype && p->a[j].v_dtype == x->v_dtype &&
                               p->a[j].m_lo == x->m_lo && p->a[j].k_lo == x->k_lo))
             j++;
-        if (j == p->na) {
-            if (p->na == BENCH_PROF_ATTNS) continue;
-            p->a[p->na] = *x;
-            p->a[p->na].calls = p->a[p->na].rows = p->a[p->na].keys = p->a[p->na].timed = 0;
-            p->a[p->na].kv_bytes = p->a[p->na].seconds = p->a[p->na].device_seconds = 0;
-            p->na++;
+        if (j == p->na) { /* a new class: taken whole */
+            if (p->na < BENCH_PROF_ATTNS) p->a[p->na++] = *x;
+            continue;
         }
         p->a[j].calls += x->calls;
         p->a[j].rows += x->rows;
@@ -1736,11 +1732,14 @@ static const char *class_text(char *r, size_t n, int lo, int hi)
     return r;
 }
 
-static int cmp_prof_gemm(const void *a, const void *b)
+/* A class row's last columns: time a call (t seconds over c calls), the GB read a second
+ * (bytes over t; rate: the mode's time includes the device's) and its share of total. */
+static void class_tail(double t, double c, double bytes, int rate, double total)
 {
-    const sr_kprof_gemm *p = a, *q = b;
-    double x = device_mode() ? p->device_seconds : p->seconds, y = device_mode() ? q->device_seconds : q->seconds;
-    return (x < y) - (x > y);
+    fprintf(stderr, " %9.2f", c > 0 ? t * 1e6 / c : 0.0);
+    if (rate && t > 0) fprintf(stderr, " %9.0f", bytes / t * 1e-9);
+    else fprintf(stderr, " %9s", "");
+    fprintf(stderr, " %5.1f%%\n", total > 0 ? 100.0 * t / total : 0.0);
 }
 
 /* The gemm classes of p, the most time first: per step calls, rows a call, time a call, the
@@ -1752,7 +1751,7 @@ static void bench_print_gemms(const bench_prof *p, double steps, int dev, int sy
     memcpy(g, p->g, (size_t)p->ng * sizeof g[0]);
     qsort(g, (size_t)p->ng, sizeof g[0], cmp_prof_gemm);
     double total = 0;
-    for (int i = 0; i < p->ng; i++) total += dev ? g[i].device_seconds : g[i].seconds;
+    for (int i = 0; i < p->ng; i++) total += PROF_TIME(&g[i]);
     fprintf(stderr, "gemm by weight (n x k, type) and rows: %s\n",
             dev ? "device time" : sync ? "each call waited for" : "host time inside the calls");
     fprintf(stderr, "%-26s %-9s %10s %8s %9s %9s %6s\n", "weight", "rows", "per step", "rows/call", "us/call",
@@ -1762,21 +1761,11 @@ static void bench_print_gemms(const bench_prof *p, double steps, int dev, int sy
         snprintf(w, sizeof w, "%d x %d %s%s", g[i].n, g[i].k, sr_dtype_name(g[i].dtype),
                  g[i].mul == SR_KMUL_BF16 ? "/bf16" : "");
         class_text(r, sizeof r, g[i].m_lo, g[i].m_hi);
-        const double t = dev ? g[i].device_seconds : g[i].seconds;
         const double c = dev ? (double)g[i].timed : (double)g[i].calls;
-        fprintf(stderr, "%-26s %-9s %10.1f %8.1f %9.2f", w, r, steps > 0 ? (double)g[i].calls / steps : 0.0,
-                g[i].calls ? (double)g[i].rows / (double)g[i].calls : 0.0, c > 0 ? t * 1e6 / c : 0.0);
-        if ((dev || sync) && t > 0) fprintf(stderr, " %9.0f", (double)g[i].weight_bytes * c / t * 1e-9);
-        else fprintf(stderr, " %9s", "");
-        fprintf(stderr, " %5.1f%%\n", total > 0 ? 100.0 * t / total : 0.0);
+        fprintf(stderr, "%-26s %-9s %10.1f %8.1f", w, r, steps > 0 ? (double)g[i].calls / steps : 0.0,
+                g[i].calls ? (double)g[i].rows / (double)g[i].calls : 0.0);
+        class_tail(PROF_TIME(&g[i]), c, (double)g[i].weight_bytes * c, dev || sync, total);
     }
-}
-
-static int cmp_prof_attn(const void *a, const void *b)
-{
-    const sr_kprof_attn *p = a, *q = b;
-    double x = device_mode() ? p->device_seconds : p->seconds, y = device_mode() ? q->device_seconds : q->seconds;
-    return (x < y) - (x > y);
 }
 
 /* The attn classes of p, the most time first: per step calls, rows a call, keys a row, time a
@@ -1789,7 +1778,7 @@ static void bench_print_attns(const bench_prof *p, double steps, int dev, int sy
     memcpy(a, p->a, (size_t)p->na * sizeof a[0]);
     qsort(a, (size_t)p->na, sizeof a[0], cmp_prof_attn);
     double total = 0;
-    for (int i = 0; i < p->na; i++) total += dev ? a[i].device_seconds : a[i].seconds;
+    for (int i = 0; i < p->na; i++) total += PROF_TIME(&a[i]);
     fprintf(stderr, "attn by heads (query / K-V heads x width, pools), rows and keys a row: %s; GB/s of the "
             "K and V rows each row's keys name\n",
             dev ? "device time" : sync ? "each call waited for" : "host time inside the calls");
@@ -1799,18 +1788,15 @@ static void bench_print_attns(const bench_prof *p, double steps, int dev, int sy
         char h[64], r[24], kr[24];
         snprintf(h, sizeof h, "%d/%d x %d%s %s/%s", a[i].n_head, a[i].n_kv_head, a[i].head_dim,
                  a[i].rel ? " rel" : "", sr_dtype_name(a[i].k_dtype), sr_dtype_name(a[i].v_dtype));
-        const double t = dev ? a[i].device_seconds : a[i].seconds;
         const double c = dev ? (double)a[i].timed : (double)a[i].calls;
-        fprintf(stderr, "%-30s %-9s %-10s %10.1f %9.1f %9.1f %9.2f", h,
+        fprintf(stderr, "%-30s %-9s %-10s %10.1f %9.1f %9.1f", h,
                 class_text(r, sizeof r, a[i].m_lo, a[i].m_hi), class_text(kr, sizeof kr, a[i].k_lo, a[i].k_hi),
                 steps > 0 ? (double)a[i].calls / steps : 0.0,
                 a[i].calls ? (double)a[i].rows / (double)a[i].calls : 0.0,
-                a[i].rows ? (double)a[i].keys / (double)a[i].rows : 0.0, c > 0 ? t * 1e6 / c : 0.0);
+                a[i].rows ? (double)a[i].keys / (double)a[i].rows : 0.0);
         /* bytes of the timed calls: the calls' mean times the timed count */
-        const double bytes = a[i].calls ? a[i].kv_bytes * c / (double)a[i].calls : 0.0;
-        if ((dev || sync) && t > 0) fprintf(stderr, " %9.0f", bytes / t * 1e-9);
-        else fprintf(stderr, " %9s", "");
-        fprintf(stderr, " %5.1f%%\n", total > 0 ? 100.0 * t / total : 0.0);
+        class_tail(PROF_TIME(&a[i]), c, a[i].calls ? a[i].kv_bytes * c / (double)a[i].calls : 0.0, dev || sync,
+                   total);
     }
 }
 
@@ -1820,7 +1806,8 @@ static void bench_print_profile(const bench_prof *p, double steps, const char *w
 {
     const char *mode = getenv("SRKIT_PROFILE");
     if (!mode || !*mode || !strcmp(mode, "0")) return;
-    const int dev = device_mode(), sync = !strcmp(mode, "sync");
+    const int dev = !strcmp(mode, "device"), sync = !strcmp(mode, "sync");
+    prof_by_device = dev;
     static bench_prof all;
     if (!p) {
         memset(&all, 0, sizeof all);
